@@ -1,0 +1,147 @@
+"""XXH64 (seeded) as numba functions over uint8 buffers.
+
+`xxh64_span(buf, start, length, seed)` hashes ``buf[start:start+length]``;
+it is an ``njit`` function so other kernels (tokenizers, fused index builds)
+can call it inline. `xxh64_u32`/`xxh64_u64` are the fixed 4- and 8-byte paths
+(a Parquet INT32/INT64/FLOAT/DOUBLE value), `xxh64_offsets` hashes every slice
+of an Arrow-style (offsets, data) pair.
+
+Arithmetic is uint64 with wrap-around; every constant is typed np.uint64 so
+numba never promotes to float.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+P1 = np.uint64(0x9E3779B185EBCA87)
+P2 = np.uint64(0xC2B2AE3D27D4EB4F)
+P3 = np.uint64(0x165667B19E3779F9)
+P4 = np.uint64(0x85EBCA77C2B2AE63)
+P5 = np.uint64(0x27D4EB2F165667C5)
+
+
+@njit(inline="always", cache=True)
+def _rotl(x, r):
+    return (x << np.uint64(r)) | (x >> np.uint64(64 - r))
+
+
+@njit(inline="always", cache=True)
+def _round(acc, lane):
+    acc = acc + lane * P2
+    acc = _rotl(acc, 31)
+    return acc * P1
+
+
+@njit(inline="always", cache=True)
+def _merge(acc, val):
+    acc = acc ^ _round(np.uint64(0), val)
+    return acc * P1 + P4
+
+
+@njit(inline="always", cache=True)
+def _avalanche(h):
+    h = h ^ (h >> np.uint64(33))
+    h = h * P2
+    h = h ^ (h >> np.uint64(29))
+    h = h * P3
+    return h ^ (h >> np.uint64(32))
+
+
+@njit(inline="always", cache=True)
+def _read64(buf, i):
+    return (np.uint64(buf[i]) | (np.uint64(buf[i + 1]) << np.uint64(8))
+            | (np.uint64(buf[i + 2]) << np.uint64(16)) | (np.uint64(buf[i + 3]) << np.uint64(24))
+            | (np.uint64(buf[i + 4]) << np.uint64(32)) | (np.uint64(buf[i + 5]) << np.uint64(40))
+            | (np.uint64(buf[i + 6]) << np.uint64(48)) | (np.uint64(buf[i + 7]) << np.uint64(56)))
+
+
+@njit(inline="always", cache=True)
+def _read32(buf, i):
+    return (np.uint64(buf[i]) | (np.uint64(buf[i + 1]) << np.uint64(8))
+            | (np.uint64(buf[i + 2]) << np.uint64(16)) | (np.uint64(buf[i + 3]) << np.uint64(24)))
+
+
+@njit(cache=True)
+def xxh64_span(buf, start, length, seed):
+    """XXH64 of buf[start:start+length] (buf: uint8 array), seed: uint64."""
+    seed = np.uint64(seed)
+    p = start
+    end = start + length
+    if length >= 32:
+        v1 = seed + P1 + P2
+        v2 = seed + P2
+        v3 = seed
+        v4 = seed - P1
+        limit = end - 32
+        while p <= limit:
+            v1 = _round(v1, _read64(buf, p))
+            v2 = _round(v2, _read64(buf, p + 8))
+            v3 = _round(v3, _read64(buf, p + 16))
+            v4 = _round(v4, _read64(buf, p + 24))
+            p += 32
+        h = _rotl(v1, 1) + _rotl(v2, 7) + _rotl(v3, 12) + _rotl(v4, 18)
+        h = _merge(h, v1)
+        h = _merge(h, v2)
+        h = _merge(h, v3)
+        h = _merge(h, v4)
+    else:
+        h = seed + P5
+    h = h + np.uint64(length)
+    while p + 8 <= end:
+        h = h ^ _round(np.uint64(0), _read64(buf, p))
+        h = _rotl(h, 27) * P1 + P4
+        p += 8
+    if p + 4 <= end:
+        h = h ^ (_read32(buf, p) * P1)
+        h = _rotl(h, 23) * P2 + P3
+        p += 4
+    while p < end:
+        h = h ^ (np.uint64(buf[p]) * P5)
+        h = _rotl(h, 11) * P1
+        p += 1
+    return _avalanche(h)
+
+
+@njit(inline="always", cache=True)
+def xxh64_u32(v, seed):
+    """XXH64 of the 4 little-endian bytes of v (uint32 / int32 bits)."""
+    h = np.uint64(seed) + P5 + np.uint64(4)
+    h = h ^ (np.uint64(np.uint32(v)) * P1)
+    h = _rotl(h, 23) * P2 + P3
+    return _avalanche(h)
+
+
+@njit(inline="always", cache=True)
+def xxh64_u64(v, seed):
+    """XXH64 of the 8 little-endian bytes of v (uint64 / int64 / double bits)."""
+    h = np.uint64(seed) + P5 + np.uint64(8)
+    h = h ^ _round(np.uint64(0), np.uint64(v))
+    h = _rotl(h, 27) * P1 + P4
+    return _avalanche(h)
+
+
+@njit(cache=True)
+def xxh64_offsets(data, offsets, seed):
+    """XXH64 of every slice data[offsets[i]:offsets[i+1]] -> uint64[len(offsets)-1]."""
+    n = offsets.shape[0] - 1
+    out = np.empty(n, dtype=np.uint64)
+    for i in range(n):
+        out[i] = xxh64_span(data, offsets[i], offsets[i + 1] - offsets[i], seed)
+    return out
+
+
+@njit(cache=True)
+def xxh64_u32_array(values, seed):
+    out = np.empty(values.shape[0], dtype=np.uint64)
+    for i in range(values.shape[0]):
+        out[i] = xxh64_u32(values[i], seed)
+    return out
+
+
+@njit(cache=True)
+def xxh64_u64_array(values, seed):
+    out = np.empty(values.shape[0], dtype=np.uint64)
+    for i in range(values.shape[0]):
+        out[i] = xxh64_u64(values[i], seed)
+    return out

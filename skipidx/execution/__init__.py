@@ -1,0 +1,1 @@
+"""execution stage of skipidx (see ../shared/design.md, "Layout")."""

@@ -1,0 +1,1 @@
+"""indexes stage of skipidx (see ../shared/design.md, "Layout")."""

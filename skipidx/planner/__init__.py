@@ -1,0 +1,1 @@
+"""planner stage of skipidx (see ../shared/design.md, "Layout")."""

@@ -1,0 +1,1 @@
+"""research stage of skipidx (see ../shared/design.md, "Layout")."""

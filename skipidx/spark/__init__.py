@@ -1,0 +1,1 @@
+"""spark stage of skipidx (see ../shared/design.md, "Layout")."""

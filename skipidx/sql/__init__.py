@@ -1,0 +1,1 @@
+"""sql stage of skipidx (see ../shared/design.md, "Layout")."""

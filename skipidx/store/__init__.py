@@ -1,0 +1,1 @@
+"""store stage of skipidx (see ../shared/design.md, "Layout")."""
