@@ -1,0 +1,167 @@
+"""The index-type interface: granule, aggregator, condition (ClickHouse's
+``MergeTreeIndices.h`` split), plus the registry and the atom/mask types the
+planner speaks.
+
+* :class:`IndexGranules` — what an index keeps for every index granule of one
+  part, columnar (one row per index granule, the Lance zone schema on disk:
+  ``part, zone_start, zone_length, has_null, filter`` + type-specific columns;
+  schema metadata holds the type, params, tokenizer version, fpp, items per
+  zone). Serialized with a format version.
+* :class:`IndexAggregator` — builds IndexGranules from a whole part's values
+  (the evaluated index expression, already sorted) and the zone bounds, in
+  whole-array steps.
+* :class:`IndexCondition` — answers one :class:`Atom` for all index granules
+  of a part at once (numpy arrays), and describes itself for EXPLAIN.
+
+"Keep" is the default everywhere: an index that cannot answer an atom returns
+no condition (the planner treats the atom as UNKNOWN = maybe), and a NULL,
+unknown type or damaged/saturated filter answers "maybe", never "no".
+"""
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, NamedTuple
+
+import numpy as np
+import pyarrow as pa
+
+from skipidx.errors import SkipidxError
+
+
+@dataclass(frozen=True)
+class IndexDef:
+    """An index as declared: ``INDEX name expr TYPE type(args) GRANULARITY n``."""
+
+    name: str
+    column: str                    # the column the expression reads
+    expr_func: str | None          # None for `col`, "lower" for `lower(col)`
+    type_name: str                 # minmax, set, bloom_filter, tokenbf_v1, ngrambf_v1, sbbf
+    args: tuple = ()               # positional constant args, as written
+    kwargs: tuple = ()             # (key, value) pairs (sbbf's key = value args)
+    granularity: int = 1           # data granules per index granule
+
+    @property
+    def expr_sql(self) -> str:
+        return f"{self.expr_func}({self.column})" if self.expr_func else self.column
+
+
+@dataclass(frozen=True)
+class Atom:
+    """One leaf of the WHERE clause, as the planner hands it to indexes.
+
+    ``func`` is a canonical ClickHouse function name: equals, notEquals, less,
+    lessOrEquals, greater, greaterOrEquals, in, notIn, isNull, isNotNull,
+    like, notLike, hasToken, hasTokenOrNull, hasTokenCaseInsensitive,
+    startsWith, endsWith, multiSearchAny, match, has, hasAnyTokens,
+    hasAllTokens. Its subject is ``expr_func(column)`` (expr_func None or
+    "lower"); ``args`` are the constants after the subject, already cast to
+    the subject's type (strings as bytes; IN/multiSearchAny lists as tuples;
+    None for NULL).
+    """
+
+    func: str
+    column: str
+    expr_func: str | None
+    args: tuple
+    text: str = ""                 # the atom as written, for EXPLAIN
+
+
+class BoolMask(NamedTuple):
+    """Per-granule (can_be_true, can_be_false), as ClickHouse's BoolMask."""
+
+    can_be_true: np.ndarray        # bool[n]
+    can_be_false: np.ndarray       # bool[n]
+
+    @staticmethod
+    def unknown(n: int) -> "BoolMask":
+        return BoolMask(np.ones(n, dtype=bool), np.ones(n, dtype=bool))
+
+
+class IndexGranules(abc.ABC):
+    """What one index keeps for all index granules of one part."""
+
+    FORMAT_VERSION: ClassVar[int] = 1
+
+    zone_start: np.ndarray         # int64 row offset of each index granule in the part
+    zone_length: np.ndarray        # int64 rows in each index granule
+    has_null: np.ndarray           # bool
+
+    def __len__(self) -> int:
+        return int(self.zone_start.shape[0])
+
+    @abc.abstractmethod
+    def to_arrow(self, part: str) -> pa.Table:
+        """The Lance-zone table (one row per index granule) with schema metadata."""
+
+    @classmethod
+    @abc.abstractmethod
+    def from_arrow(cls, table: pa.Table) -> "IndexGranules":
+        """Inverse of to_arrow; raises CorruptionError/SkipidxError on a bad table or version."""
+
+
+class IndexAggregator(abc.ABC):
+    @abc.abstractmethod
+    def build(self, values: pa.Array, zone_start: np.ndarray, zone_length: np.ndarray) -> IndexGranules:
+        """Build all index granules of a part from its (sorted) expression values."""
+
+
+class IndexCondition(abc.ABC):
+    """One atom, answered by one index for all its granules at once."""
+
+    #: False when the atom can never prune alone (negation only): the planner
+    #: still evaluates it for correctness of NOT, but does not read the index
+    #: for it if nothing else needs it.
+    can_prune: bool = True
+
+    @abc.abstractmethod
+    def mask(self, granules: IndexGranules) -> BoolMask:
+        """(can_be_true, can_be_false) per index granule."""
+
+    @abc.abstractmethod
+    def describe(self) -> str:
+        """Short text for EXPLAIN, e.g. ``hasToken(msg, 'x') -> tokens {x}``."""
+
+
+class IndexType(abc.ABC):
+    """An index type, registered by name; instances are bound to one IndexDef."""
+
+    name: ClassVar[str]
+    version: ClassVar[int] = 1
+
+    def __init__(self, definition: IndexDef, column_type: pa.DataType) -> None:
+        self.definition = definition
+        self.column_type = column_type
+
+    @classmethod
+    @abc.abstractmethod
+    def validate(cls, definition: IndexDef, column_type: pa.DataType) -> dict[str, Any]:
+        """Check parameters at CREATE time; return the normalized params (JSON-able).
+        Raises SkipidxError naming the index and the bad parameter."""
+
+    @abc.abstractmethod
+    def aggregator(self) -> IndexAggregator: ...
+
+    @abc.abstractmethod
+    def condition(self, atom: Atom) -> IndexCondition | None:
+        """A condition for this atom, or None when this index cannot answer it."""
+
+    @abc.abstractmethod
+    def granules_from_arrow(self, table: pa.Table) -> IndexGranules: ...
+
+
+INDEX_TYPES: dict[str, type[IndexType]] = {}
+
+
+def register_index_type(cls: type[IndexType]) -> type[IndexType]:
+    INDEX_TYPES[cls.name] = cls
+    return cls
+
+
+def get_index_type(name: str) -> type[IndexType]:
+    if name not in INDEX_TYPES:
+        # import the built-ins lazily so the registry is complete
+        import skipidx.indexes.builtin  # noqa: F401
+    if name not in INDEX_TYPES:
+        raise SkipidxError(f"unknown index type {name!r}; known: {', '.join(sorted(INDEX_TYPES))}")
+    return INDEX_TYPES[name]
