@@ -13,6 +13,8 @@ layout the store and the planner use (one numpy call over all granules).
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit
 
@@ -81,4 +83,90 @@ def bank_check_all(words, block_offset, num_blocks, hashes, salt):
             if not check_one(words, block_offset[f], num_blocks[f], hashes[j], salt):
                 out[f] = False
                 break
+    return out
+
+
+@njit(cache=True)
+def bank_check_any_of(words, block_offset, num_blocks, hashes, group_offsets, salt):
+    """out[f] = OR over groups g of (AND over hashes[group_offsets[g]:group_offsets[g+1]]).
+
+    An empty group is vacuously true (it requires nothing), so it keeps every filter.
+    """
+    nf = block_offset.shape[0]
+    ng = group_offsets.shape[0] - 1
+    out = np.zeros(nf, dtype=np.bool_)
+    for f in range(nf):
+        for g in range(ng):
+            ok = True
+            for j in range(group_offsets[g], group_offsets[g + 1]):
+                if not check_one(words, block_offset[f], num_blocks[f], hashes[j], salt):
+                    ok = False
+                    break
+            if ok:
+                out[f] = True
+                break
+    return out
+
+
+@njit(cache=True)
+def bank_check_matrix(words, block_offset, num_blocks, hashes, salt):
+    """out[f, j] = hashes[j] may be in filter f (every hash against every filter)."""
+    nf = block_offset.shape[0]
+    nh = hashes.shape[0]
+    out = np.empty((nf, nh), dtype=np.bool_)
+    for f in range(nf):
+        for j in range(nh):
+            out[f, j] = check_one(words, block_offset[f], num_blocks[f], hashes[j], salt)
+    return out
+
+
+@njit(cache=True)
+def bank_check_pairs(words, block_offset, num_blocks, filter_ids, hashes, salt):
+    """out[j] = hashes[j] may be in filter filter_ids[j] (the check twin of bank_insert)."""
+    out = np.empty(hashes.shape[0], dtype=np.bool_)
+    for j in range(hashes.shape[0]):
+        f = filter_ids[j]
+        out[j] = check_one(words, block_offset[f], num_blocks[f], hashes[j], salt)
+    return out
+
+
+@njit(cache=True)
+def popcount_words(words):
+    """Number of set bits of every uint32 word (SWAR popcount) -> int64 array."""
+    out = np.empty(words.shape[0], dtype=np.int64)
+    for i in range(words.shape[0]):
+        v = np.uint32(words[i])
+        v = v - ((v >> np.uint32(1)) & np.uint32(0x55555555))
+        v = (v & np.uint32(0x33333333)) + ((v >> np.uint32(2)) & np.uint32(0x33333333))
+        v = (v + (v >> np.uint32(4))) & np.uint32(0x0F0F0F0F)
+        out[i] = np.int64(np.uint32(v * np.uint32(0x01010101)) >> np.uint32(24))
+    return out
+
+
+@njit(cache=True)
+def fpp_poisson(num_blocks, ndv):
+    """Expected FPP of an SBBF of num_blocks[i] blocks holding ndv[i] distinct hashes.
+
+    Putze et al. for blocked filters: the load of a block is Poisson(lam = ndv / blocks);
+    a block holding k hashes has each of a probe's 8 bits set with probability
+    1 - (31/32)^k (one bit per 32-bit word), so FPP = sum_k P(k) * (1 - (31/32)^k)^8.
+    The sum runs over lam +- 12 standard deviations, where all but ~1e-30 of the mass lies.
+    """
+    n = num_blocks.shape[0]
+    out = np.empty(n, dtype=np.float64)
+    q = math.log(31.0 / 32.0)
+    for i in range(n):
+        lam = ndv[i] / num_blocks[i]
+        if lam <= 0.0:
+            out[i] = 0.0
+            continue
+        sd = math.sqrt(lam)
+        lo = max(0, int(lam - 12.0 * sd - 12.0))
+        hi = int(lam + 12.0 * sd + 40.0)
+        log_lam = math.log(lam)
+        s = 0.0
+        for k in range(lo, hi + 1):
+            p = math.exp(k * log_lam - lam - math.lgamma(k + 1.0))
+            s += p * (1.0 - math.exp(k * q)) ** 8
+        out[i] = min(s, 1.0)
     return out
