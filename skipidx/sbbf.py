@@ -437,16 +437,17 @@ class SBBFBank:
             width = t.byte_width
             sizes = np.full(n, width, dtype=np.int64)
             start, end = arr.offset * width, (arr.offset + n) * width
+            data = arr.buffers()[1]
         elif pa.types.is_binary(t) or pa.types.is_large_binary(t):
             odt = np.int32 if pa.types.is_binary(t) else np.int64
             offs = np.frombuffer(arr.buffers()[1], dtype=odt)[arr.offset: arr.offset + n + 1].astype(np.int64)
             sizes = np.diff(offs)
             start, end = (int(offs[0]), int(offs[-1])) if n else (0, 0)
+            data = arr.buffers()[2]
         else:
             raise SkipidxError(f"SBBF bitsets must be a binary array, got type {t}")
         bank = cls.from_num_bytes(sizes)  # validates every size
         if n:
-            data = arr.buffers()[2]
             if data is None or data.size < end:
                 raise SkipidxError("SBBF bitset array: data buffer shorter than its offsets")
             raw = np.frombuffer(data, dtype=np.uint8)[start:end]

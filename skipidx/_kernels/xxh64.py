@@ -145,3 +145,12 @@ def xxh64_u64_array(values, seed):
     for i in range(values.shape[0]):
         out[i] = xxh64_u64(values[i], seed)
     return out
+
+
+@njit(cache=True)
+def xxh64_fixed(data, width, n, seed):
+    """XXH64 of n consecutive `width`-byte values of data (FIXED_LEN_BYTE_ARRAY) -> uint64[n]."""
+    out = np.empty(n, dtype=np.uint64)
+    for i in range(n):
+        out[i] = xxh64_span(data, i * width, width, seed)
+    return out
