@@ -114,6 +114,11 @@ class IndexCondition(abc.ABC):
     #: for it if nothing else needs it.
     can_prune: bool = True
 
+    #: Set when the atom is recognized but this index cannot help with it
+    #: (e.g. "pattern yields no complete token"): EXPLAIN prints it, and the
+    #: condition answers maybe everywhere (with can_prune False).
+    reason: str | None = None
+
     @abc.abstractmethod
     def mask(self, granules: IndexGranules) -> BoolMask:
         """(can_be_true, can_be_false) per index granule."""

@@ -1,0 +1,583 @@
+"""The SBBF index types: ``bloom_filter``, ``tokenbf_v1``, ``ngrambf_v1``, ``sbbf``.
+
+All four keep one Split Block Bloom Filter per index granule and differ only
+in the tokenizer and in how the filter is sized:
+
+================  ==========================  =======================================
+type              tokenizer                   size of a zone's filter
+================  ==========================  =======================================
+bloom_filter(p)   value (Parquet PLAIN bytes)  SBBF.for_ndv(distinct values, p=0.025)
+tokenbf_v1(b,h,s) token                       b bytes rounded up to 32-byte blocks
+ngrambf_v1(n,...) ngram(n)                    b bytes rounded up to 32-byte blocks
+sbbf(tok, k=v..)  any registered tokenizer    SBBF.for_ndv(distinct tokens, fpp=0.01)
+================  ==========================  =======================================
+
+Hashes are ``xxh64(token, seed)``; with the value tokenizer and seed 0 they
+are Parquet's bloom-filter hashes, so a ``bloom_filter`` zone's filter is
+byte for byte the filter pyarrow writes for the same values and ndv.
+``hashes`` of the ClickHouse DDL is accepted and stored but does not change
+the filter: an SBBF always sets 8 bits, one per word of a block.
+
+One granule class (:class:`SBBFGranules`, the bank layout: all filters in one
+flat uint32 array) and one condition class (:class:`SBBFCondition`) serve
+all four. A zone whose filter is *saturated* (estimated false-positive
+probability of a lookup above :data:`SATURATION_FPP`) answers "maybe"
+without being checked; the planner may skip reading an index whose zones are
+all saturated.
+"""
+from __future__ import annotations
+
+import inspect
+import json
+from typing import Any, ClassVar
+
+import numpy as np
+import pyarrow as pa
+
+from skipidx._kernels import build as kb
+from skipidx._kernels.sbbf import SALT, bank_check_any_of
+from skipidx._kernels.xxh64 import xxh64_offsets
+from skipidx.errors import SkipidxError
+from skipidx.indexes import zones
+from skipidx.indexes._common import (
+    atom_text, index_error, int_arg, fpp_arg, is_string_like, null_counts, null_mask,
+    null_subject_matches, plain, sql_literal, subject_matches,
+)
+from skipidx.sbbf import SBBFBank
+from skipidx.indexes.base import (
+    Atom, BoolMask, IndexAggregator, IndexCondition, IndexDef, IndexGranules, IndexType, register_index_type,
+)
+from skipidx.tokenizer_api import Tokenizer, TokenRequirement, get_tokenizer
+
+#: A zone whose filter lets more than this share of absent lookups through is
+#: "saturated": it answers maybe and is not checked. 0.9 keeps the filters that
+#: still prune (a 0.5-FPP filter halves the scan of a one-token query, and a
+#: three-token query sees 0.5^3) and drops only those that almost never can.
+SATURATION_FPP = 0.9
+
+#: Build in slices of whole zones of about this many bytes of string data (or
+#: rows for fixed-width types), so the (row, hash) arrays of one slice stay
+#: small whatever the part size.
+CHUNK_BYTES = 8 << 20
+CHUNK_ROWS = 1 << 18
+
+#: Atoms for which "the tokenizer finds no token" means "recognized, cannot
+#: help" (EXPLAIN says why), rather than "not this index's business".
+_PATTERN_FUNCS = {
+    "like": "pattern yields no complete token",
+    "notLike": "pattern yields no complete token",
+    "match": "regular expression yields no required token",
+    "hasToken": "needle yields no token",
+    "hasTokenOrNull": "needle yields no token",
+    "startsWith": "prefix yields no complete token",
+    "endsWith": "suffix yields no complete token",
+    "multiSearchAny": "a needle yields no complete token",
+    "hasAnyTokens": "no token to look up",
+    "hasAllTokens": "no token to look up",
+    "equals": "value yields no token",
+    "notEquals": "value yields no token",
+    "in": "a value yields no token",
+    "notIn": "a value yields no token",
+}
+
+_CASE_INSENSITIVE = {"hasTokenCaseInsensitive": "hasToken", "hasTokenCaseInsensitiveOrNull": "hasTokenOrNull"}
+
+
+def _ascii_lower(v: Any) -> Any:
+    """ClickHouse's lower(): ASCII letters only (bytes.lower() does exactly that)."""
+    if isinstance(v, (bytes, bytearray)):
+        return bytes(v).lower()
+    if isinstance(v, str):
+        return v.encode("utf-8").lower()
+    return v
+
+
+class SBBFGranules(IndexGranules):
+    """One SBBF per zone, all in one bank (flat uint32 words, block offsets, block counts)."""
+
+    def __init__(self, type_name: str, params: dict[str, Any], tokenizer: str, tokenizer_version: str,
+                 zone_start: np.ndarray, zone_length: np.ndarray, null_count: np.ndarray,
+                 bank: SBBFBank, ndv: np.ndarray | None,
+                 fill_ratio: np.ndarray | None = None, fpp_estimate: np.ndarray | None = None) -> None:
+        self.type_name = type_name
+        self.params = params
+        self.tokenizer = tokenizer
+        self.tokenizer_version = tokenizer_version
+        self.zone_start = zone_start
+        self.zone_length = zone_length
+        self.null_count = null_count
+        self.has_null = null_count > 0
+        self.bank = bank
+        self.ndv = ndv
+        if fill_ratio is None or fpp_estimate is None:
+            fill_ratio, fpp_estimate = kb.bank_stats(bank.words, bank.block_offset, bank.num_blocks)
+        self.fill_ratio = fill_ratio
+        self.fpp_estimate = fpp_estimate
+        self.saturated = fpp_estimate > SATURATION_FPP
+
+    @property
+    def words(self) -> np.ndarray:
+        return self.bank.words
+
+    @property
+    def block_offset(self) -> np.ndarray:
+        return self.bank.block_offset
+
+    @property
+    def num_blocks(self) -> np.ndarray:
+        return self.bank.num_blocks
+
+    @property
+    def num_bytes(self) -> np.ndarray:
+        """Bytes of every zone's filter."""
+        return self.num_blocks * 32
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of all filters."""
+        return int(self.words.nbytes)
+
+    def filter_bytes(self, zone: int) -> bytes:
+        """One zone's filter in the Parquet/Lance bitset layout (little-endian words)."""
+        o, nb = int(self.block_offset[zone]), int(self.num_blocks[zone])
+        return self.words[o * 8:(o + nb) * 8].astype("<u4", copy=False).tobytes()
+
+    def filter_array(self) -> pa.Array:
+        """All filters as one binary array, zero-copy over the bank."""
+        n = len(self)
+        offs = np.concatenate([[0], np.cumsum(self.num_blocks * 32)]).astype(np.int64)
+        data = pa.py_buffer(self.words.astype("<u4", copy=False).view(np.uint8))
+        if offs[-1] < 2**31:
+            return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offs.astype(np.int32)), data])
+        return pa.Array.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(offs), data])
+
+    def maybe_contains(self, hashes: np.ndarray, group_offsets: np.ndarray) -> np.ndarray:
+        """Per zone: some group's hashes may all be in the zone's filter."""
+        return bank_check_any_of(self.words, self.block_offset, self.num_blocks,
+                                 np.ascontiguousarray(hashes, dtype=np.uint64),
+                                 np.ascontiguousarray(group_offsets, dtype=np.int64), SALT)
+
+    def to_arrow(self, part: str) -> pa.Table:
+        fpp = self.params.get("fpp")
+        md = zones.make_metadata(self.type_name, self.params, self.FORMAT_VERSION,
+                                 items_per_zone=int(self.zone_length.max()) if len(self) else 0,
+                                 fpp=fpp, tokenizer=self.tokenizer, tokenizer_version=self.tokenizer_version)
+        common = zones.common_columns(part, self.zone_start, self.zone_length, self.has_null, self.null_count)
+        filt = self.filter_array()
+        ndv = (pa.array(self.ndv.astype(np.uint64), pa.uint64()) if self.ndv is not None
+               else pa.nulls(len(self), pa.uint64()))
+        fields = [pa.field("bloom_filter_data", filt.type, nullable=False),
+                  pa.field("ndv", pa.uint64()),
+                  pa.field("fill_ratio", pa.float64(), nullable=False),
+                  pa.field("fpp_estimate", pa.float64(), nullable=False),
+                  pa.field("saturated", pa.bool_(), nullable=False)]
+        extra = [filt, ndv, pa.array(self.fill_ratio, pa.float64()), pa.array(self.fpp_estimate, pa.float64()),
+                 pa.array(self.saturated, pa.bool_())]
+        return zones.make_table(common, fields, extra, md)
+
+    @classmethod
+    def from_arrow(cls, table: pa.Table, type_name: str | None = None,
+                   expected_params: dict[str, Any] | None = None) -> "SBBFGranules":
+        md_type = (table.schema.metadata or {}).get(zones.META_TYPE, b"").decode("utf-8", "replace") \
+            if isinstance(table, pa.Table) else ""
+        type_name = type_name or md_type
+        if type_name not in SBBF_TYPES:
+            raise zones.CorruptionError(f"index table: {type_name!r} is not an SBBF index type")
+        c = zones.read_common(table, type_name, cls.FORMAT_VERSION)
+        params = json.loads(c.metadata[zones.META_PARAMS.decode()])
+        if not isinstance(params, dict):
+            raise zones.CorruptionError("index table: params are not an object")
+        if expected_params is not None and params != expected_params:
+            raise zones.CorruptionError(f"index table: built with params {params}, the table declares {expected_params}")
+        tok = c.metadata.get(zones.META_TOKENIZER.decode())
+        tok_version = c.metadata.get(zones.META_TOKENIZER_VERSION.decode())
+        if tok != params.get("tokenizer") or tok_version is None:
+            raise zones.CorruptionError("index table: tokenizer name/version missing or inconsistent")
+        filt = table.column("bloom_filter_data") if "bloom_filter_data" in table.column_names else None
+        if filt is None:
+            raise zones.CorruptionError("index table: missing column 'bloom_filter_data'")
+        arr = zones.column(table, "bloom_filter_data", filt.type)
+        if not (pa.types.is_binary(arr.type) or pa.types.is_large_binary(arr.type)):
+            raise zones.CorruptionError(f"index table: bloom_filter_data has type {arr.type}")
+        offs = np.frombuffer(arr.buffers()[1], dtype=np.int64 if pa.types.is_large_binary(arr.type) else np.int32,
+                             count=len(arr) + 1, offset=arr.offset * (8 if pa.types.is_large_binary(arr.type) else 4))
+        offs = offs.astype(np.int64)
+        sizes = np.diff(offs)
+        if np.any(sizes < kb.MIN_BYTES) or np.any(sizes % 32):
+            raise zones.CorruptionError("index table: a filter is not a whole number of 32-byte blocks")
+        ndv_col = zones.column(table, "ndv", pa.uint64(), nullable=True)
+        ndv = None if ndv_col.null_count == len(ndv_col) and len(ndv_col) else ndv_col.to_numpy(zero_copy_only=False)
+        if ndv is not None and len(ndv_col) and ndv_col.null_count:
+            raise zones.CorruptionError("index table: ndv partly missing")
+        if ndv is not None:
+            ndv = ndv.astype(np.int64)
+        expect = _expected_sizes(params, ndv, len(arr))
+        if expect is None or not np.array_equal(expect, sizes):
+            raise zones.CorruptionError("index table: filter sizes do not match the index parameters")
+        try:
+            bank = SBBFBank.from_arrow(arr)
+        except SkipidxError as e:
+            raise zones.CorruptionError(f"index table: {e.message}") from None
+        fill = zones.column(table, "fill_ratio", pa.float64()).to_numpy()
+        fpp = zones.column(table, "fpp_estimate", pa.float64()).to_numpy()
+        zones.column(table, "saturated", pa.bool_())
+        if np.any(~np.isfinite(fill)) or np.any((fill < 0) | (fill > 1)) or np.any((fpp < 0) | (fpp > 1)):
+            raise zones.CorruptionError("index table: fill_ratio / fpp_estimate out of range")
+        return cls(type_name, params, tok, tok_version, c.zone_start, c.zone_length, c.null_count,
+                   bank, ndv, fill, fpp)
+
+
+def _expected_sizes(params: dict[str, Any], ndv: np.ndarray | None, n: int) -> np.ndarray | None:
+    if params.get("sizing") == "fixed":
+        b = params.get("bytes")
+        return np.full(n, b, dtype=np.int64) if isinstance(b, int) and b >= kb.MIN_BYTES and b % 32 == 0 else None
+    fpp = params.get("fpp")
+    if ndv is None or not isinstance(fpp, float) or not 0 < fpp < 1:
+        return None
+    return kb.num_bytes_for_ndv(ndv, fpp).astype(np.int64)
+
+
+class SBBFAggregator(IndexAggregator):
+    """Tokenize -> hash -> zone -> (distinct count -> size) -> insert, in slices of whole zones."""
+
+    def __init__(self, type_name: str, params: dict[str, Any], tokenizer: Tokenizer) -> None:
+        self.type_name = type_name
+        self.params = params
+        self.tokenizer = tokenizer
+        self.seed = np.uint64(params["seed"])
+
+    def _slices(self, vals: pa.Array, zs: np.ndarray, zl: np.ndarray) -> list[tuple[int, int]]:
+        """Zone ranges [z0, z1) of about CHUNK_BYTES string bytes / CHUNK_ROWS rows each."""
+        n = zs.shape[0]
+        ends = zs + zl
+        if is_string_like(vals.type) and not pa.types.is_fixed_size_binary(vals.type):
+            o = vals.offsets.to_numpy() if hasattr(vals, "offsets") else None
+            weight = (o[ends] - o[zs]).astype(np.int64) if o is not None else zl
+            limit = CHUNK_BYTES
+        else:
+            weight, limit = zl, CHUNK_ROWS
+        cum = np.cumsum(weight)
+        # greedy: each slice ends at the last zone keeping it under the limit (at least one zone)
+        bounds = [0]
+        while bounds[-1] < n:
+            z0 = bounds[-1]
+            base = cum[z0 - 1] if z0 else 0
+            z1 = int(np.searchsorted(cum, base + limit, side="right"))
+            bounds.append(max(z1, z0 + 1))
+        return list(zip(bounds[:-1], bounds[1:]))
+
+    def _hash_slice(self, vals: pa.Array, r0: int, r1: int) -> tuple[np.ndarray, np.ndarray]:
+        rows, hashes = self.tokenizer.hash_column(vals.slice(r0, r1 - r0), int(self.seed))
+        return (np.ascontiguousarray(rows, dtype=np.int64),
+                np.ascontiguousarray(hashes, dtype=np.uint64))
+
+    def build(self, values: pa.Array, zone_start: np.ndarray, zone_length: np.ndarray) -> SBBFGranules:
+        vals = plain(values)
+        zs, zl = zones.check_zones(len(vals), zone_start, zone_length)
+        n = zs.shape[0]
+        nulls = null_counts(vals, zs, zl)
+        ends = zs + zl
+        slices = self._slices(vals, zs, zl) if n else []
+        if self.params["sizing"] == "fixed":
+            bank = SBBFBank.fixed(n, self.params["bytes"])
+            for z0, z1 in slices:
+                r0, r1 = int(zs[z0]), int(ends[z1 - 1])
+                rows, hashes = self._hash_slice(vals, r0, r1)
+                kb.insert_by_row(bank.words, bank.block_offset[z0:z1], bank.num_blocks[z0:z1], ends[z0:z1] - r0,
+                                 rows, hashes, SALT)
+            ndv = None
+        else:
+            parts_h, parts_o = [], []
+            ndv = np.zeros(n, dtype=np.int64)
+            for z0, z1 in slices:
+                r0, r1 = int(zs[z0]), int(ends[z1 - 1])
+                rows, hashes = self._hash_slice(vals, r0, r1)
+                uniq, offs = kb.dedup_by_zone(ends[z0:z1] - r0, rows, hashes)
+                ndv[z0:z1] = np.diff(offs)
+                parts_h.append(uniq)
+                parts_o.append(offs[:-1] + sum(len(h) for h in parts_h[:-1]))
+            uniq = np.concatenate(parts_h) if parts_h else np.zeros(0, np.uint64)
+            offs = np.concatenate(parts_o + [np.array([len(uniq)], np.int64)]).astype(np.int64)
+            bank = SBBFBank.from_num_bytes(kb.num_bytes_for_ndv(ndv, self.params["fpp"]))
+            kb.bank_insert_grouped(bank.words, bank.block_offset, bank.num_blocks, uniq, offs, SALT)
+        return SBBFGranules(self.type_name, self.params, self.tokenizer.name, str(self.tokenizer.version),
+                            zs, zl, nulls, bank, ndv)
+
+
+class SBBFCondition(IndexCondition):
+    """A TokenRequirement checked against every zone's filter in one kernel call.
+
+    Positive atoms: (may hold all tokens of some alternative, True).
+    Negated atoms (``!=``, NOT IN, NOT LIKE): the requirement describes the
+    positive predicate P, and NOT P can be false only where P can be true:
+    (True, may hold P's tokens) -- ClickHouse's (1, contains). Such an atom
+    never prunes alone (``can_prune`` False) but does under an outer NOT.
+    NULL rows are neither true nor false, so an all-NULL zone answers
+    (False, False) to every value atom. Saturated zones answer maybe.
+    """
+
+    def __init__(self, atom: Atom, requirement: TokenRequirement | None, seed: int, reason: str | None = None) -> None:
+        self.atom = atom
+        self.requirement = requirement
+        self.seed = np.uint64(seed)
+        self.reason = reason
+        self.can_prune = requirement is not None and not requirement.negated
+        self._hashes: tuple[np.ndarray, np.ndarray] | None = None
+        if requirement is not None:
+            tokens = [t for group in requirement.any_of for t in group]
+            lens = np.array([len(t) for t in tokens], dtype=np.int64)
+            toffs = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+            data = np.frombuffer(b"".join(tokens), dtype=np.uint8) if tokens else np.zeros(0, np.uint8)
+            hashes = xxh64_offsets(data, toffs, self.seed) if tokens else np.zeros(0, np.uint64)
+            goffs = np.concatenate([[0], np.cumsum([len(g) for g in requirement.any_of])]).astype(np.int64)
+            self._hashes = (hashes, goffs)
+
+    def describe(self) -> str:
+        text = atom_text(self.atom)
+        if self.requirement is None:
+            return f"{text}: {self.reason or 'cannot use the index'}"
+        groups = [("{" + ", ".join(sql_literal(t)[1:-1] for t in g) + "}") for g in self.requirement.any_of]
+        what = f"all of {groups[0]}" if len(groups) == 1 else "any of " + " | ".join(groups)
+        if not groups:
+            what = "no value can match"
+        if self.requirement.negated:
+            return f"{text}: negation of [{what}] (prunes only under NOT)"
+        return f"{text}: {what}"
+
+    def mask(self, granules: IndexGranules) -> BoolMask:
+        g = granules
+        assert isinstance(g, SBBFGranules)
+        n = len(g)
+        non_null = (g.zone_length - g.null_count) > 0
+        if self.atom.func in ("isNull", "isNotNull"):
+            return null_mask(self.atom.func, g.has_null, non_null)
+        if self.requirement is None or self._hashes is None:
+            return BoolMask.unknown(n)
+        hashes, goffs = self._hashes
+        maybe = g.maybe_contains(hashes, goffs) | g.saturated
+        maybe &= non_null
+        if self.requirement.negated:
+            return BoolMask(non_null.copy(), maybe)
+        return BoolMask(maybe, non_null.copy())
+
+
+class _SBBFIndexType(IndexType):
+    """Shared plumbing of the four SBBF index types."""
+
+    sizing: ClassVar[str]
+
+    def __init__(self, definition: IndexDef, column_type: pa.DataType) -> None:
+        super().__init__(definition, column_type)
+        self.params = self.validate(definition, column_type)
+        self.tokenizer = get_tokenizer(self.params["tokenizer"], **self.params["tokenizer_params"])
+        # tokenizers written against the first API take no `expr` keyword
+        self._pass_expr = "expr" in inspect.signature(self.tokenizer.requirement).parameters
+
+    @classmethod
+    def _make_tokenizer(cls, definition: IndexDef, name: str, params: dict[str, Any],
+                        column_type: pa.DataType) -> Tokenizer:
+        try:
+            tok = get_tokenizer(name, **params)
+        except SkipidxError as e:
+            raise index_error(definition, e.message) from None
+        except TypeError as e:
+            raise index_error(definition, f"bad parameters for tokenizer {name!r}: {e}") from None
+        # Ask the tokenizer whether it can hash this column type (an empty column costs nothing).
+        try:
+            from skipidx.indexes._common import value_type
+
+            tok.hash_column(pa.array([], value_type(column_type)), 0)
+        except (SkipidxError, pa.ArrowException, TypeError, ValueError) as e:
+            msg = e.message if isinstance(e, SkipidxError) else str(e)
+            raise index_error(definition, f"tokenizer {name!r} cannot index column type {column_type}: {msg}") from None
+        return tok
+
+    def aggregator(self) -> SBBFAggregator:
+        return SBBFAggregator(self.name, self.params, self.tokenizer)
+
+    def granules_from_arrow(self, table: pa.Table) -> SBBFGranules:
+        g = SBBFGranules.from_arrow(table, self.name, json.loads(json.dumps(self.params)))
+        if g.tokenizer_version != str(self.tokenizer.version):
+            raise zones.CorruptionError(
+                f"index table: built by tokenizer {g.tokenizer!r} version {g.tokenizer_version}, "
+                f"this build has version {self.tokenizer.version}")
+        return g
+
+    def condition(self, atom: Atom) -> IndexCondition | None:
+        d = self.definition
+        if null_subject_matches(d, atom):
+            return _NullnessCondition(atom)
+        func, args = atom.func, atom.args
+        if func in _CASE_INSENSITIVE:
+            # hasTokenCaseInsensitive(x, s) is hasToken(lower(x), lower(s)): only an
+            # index on lower(x) can answer it (an index on x holds the original case).
+            if not (d.expr_func == "lower" and atom.column == d.column and atom.expr_func in (None, "lower")):
+                return None
+            func, args = _CASE_INSENSITIVE[func], tuple(_ascii_lower(a) for a in args)
+        elif not subject_matches(d, atom):
+            return None
+        if func in ("equals", "notEquals") and (not args or args[0] is None):
+            # x = NULL is NULL for every row: nothing can be true or false
+            return _NullCondition(atom)
+        if func in ("in", "notIn") and args and isinstance(args[0], tuple):
+            args = (tuple(v for v in args[0] if v is not None),) + tuple(args[1:])
+        if self._pass_expr:
+            req = self.tokenizer.requirement(func, args, self.column_type, expr=d.expr_func)
+        else:
+            req = self.tokenizer.requirement(func, args, self.column_type)
+        if req is not None and any(len(group) == 0 for group in req.any_of):
+            req = None   # an alternative that needs no token: always maybe
+        if req is None:
+            if func in _PATTERN_FUNCS and self.params["tokenizer"] != "value":
+                return SBBFCondition(atom, None, self.params["seed"], reason=_PATTERN_FUNCS[func])
+            return None
+        return SBBFCondition(atom, req, self.params["seed"])
+
+
+class _NullnessCondition(IndexCondition):
+    """``IS [NOT] NULL`` from the per-zone NULL counts (exact)."""
+
+    def __init__(self, atom: Atom) -> None:
+        self.atom = atom
+        self.reason = None
+
+    def describe(self) -> str:
+        return f"{atom_text(self.atom)}: has_null"
+
+    def mask(self, granules: IndexGranules) -> BoolMask:
+        return null_mask(self.atom.func, granules.has_null, (granules.zone_length - granules.null_count) > 0)
+
+
+class _NullCondition(IndexCondition):
+    """``x = NULL`` / ``x != NULL``: NULL for every row, so (False, False) everywhere."""
+
+    def __init__(self, atom: Atom) -> None:
+        self.atom = atom
+        self.reason = None
+
+    def describe(self) -> str:
+        return f"{atom_text(self.atom)}: comparison with NULL is never true"
+
+    def mask(self, granules: IndexGranules) -> BoolMask:
+        n = len(granules)
+        return BoolMask(np.zeros(n, bool), np.zeros(n, bool))
+
+
+def _no_kwargs(definition: IndexDef) -> None:
+    if definition.kwargs:
+        raise index_error(definition, f"{definition.type_name} takes no key = value parameters")
+
+
+def _round_bytes(definition: IndexDef, b: Any) -> int:
+    b = int_arg(definition, b, "the size of bloom filter (bytes)", minimum=1, maximum=kb.MAX_BYTES)
+    return (b + 31) // 32 * 32
+
+
+def _string_column(definition: IndexDef, column_type: pa.DataType) -> None:
+    if not is_string_like(column_type):
+        raise index_error(definition, f"{definition.type_name} can only be used with String, FixedString and "
+                                      f"LowCardinality(String) columns, not {column_type}")
+
+
+@register_index_type
+class BloomFilterIndex(_SBBFIndexType):
+    """``bloom_filter([fpp])``: whole values, Parquet hashing, sized per zone from its distinct count."""
+
+    name = "bloom_filter"
+    version = 1
+
+    @classmethod
+    def validate(cls, definition: IndexDef, column_type: pa.DataType) -> dict[str, Any]:
+        _no_kwargs(definition)
+        if len(definition.args) > 1:
+            raise index_error(definition, f"bloom_filter takes at most one argument (fpp), got {len(definition.args)}")
+        fpp = fpp_arg(definition, definition.args[0]) if definition.args else 0.025
+        cls._make_tokenizer(definition, "value", {}, column_type)
+        return {"fpp": fpp, "seed": 0, "sizing": "ndv", "tokenizer": "value", "tokenizer_params": {}}
+
+
+@register_index_type
+class TokenBFIndex(_SBBFIndexType):
+    """``tokenbf_v1(bytes, hashes, seed)``: tokens, fixed-size filters."""
+
+    name = "tokenbf_v1"
+    version = 1
+
+    @classmethod
+    def validate(cls, definition: IndexDef, column_type: pa.DataType) -> dict[str, Any]:
+        _no_kwargs(definition)
+        if len(definition.args) != 3:
+            raise index_error(definition, f"tokenbf_v1 must have exactly 3 arguments (bytes, hashes, seed), "
+                                          f"got {len(definition.args)}")
+        b, h, s = definition.args
+        _string_column(definition, column_type)
+        params = {"bytes": _round_bytes(definition, b),
+                  "hashes": int_arg(definition, h, "the number of hash functions", minimum=1, maximum=255),
+                  "seed": int_arg(definition, s, "seed", minimum=0, maximum=2**64 - 1),
+                  "sizing": "fixed", "tokenizer": "token", "tokenizer_params": {}}
+        cls._make_tokenizer(definition, "token", {}, column_type)
+        return params
+
+
+@register_index_type
+class NgramBFIndex(_SBBFIndexType):
+    """``ngrambf_v1(n, bytes, hashes, seed)``: n-grams of code points, fixed-size filters."""
+
+    name = "ngrambf_v1"
+    version = 1
+
+    @classmethod
+    def validate(cls, definition: IndexDef, column_type: pa.DataType) -> dict[str, Any]:
+        _no_kwargs(definition)
+        if len(definition.args) != 4:
+            raise index_error(definition, f"ngrambf_v1 must have exactly 4 arguments (n, bytes, hashes, seed), "
+                                          f"got {len(definition.args)}")
+        n, b, h, s = definition.args
+        _string_column(definition, column_type)
+        n = int_arg(definition, n, "ngram length", minimum=1, maximum=255)
+        params = {"n": n, "bytes": _round_bytes(definition, b),
+                  "hashes": int_arg(definition, h, "the number of hash functions", minimum=1, maximum=255),
+                  "seed": int_arg(definition, s, "seed", minimum=0, maximum=2**64 - 1),
+                  "sizing": "fixed", "tokenizer": "ngram", "tokenizer_params": {"n": n}}
+        tok = cls._make_tokenizer(definition, "ngram", {"n": n}, column_type)
+        params["tokenizer_params"] = tok.params or {"n": n}
+        return params
+
+
+@register_index_type
+class AdaptiveSBBFIndex(_SBBFIndexType):
+    """``sbbf(tokenizer, key = value, ...)``: any tokenizer, each zone sized from its distinct tokens.
+
+    Keys of its own: ``fpp`` (default 0.01), ``seed`` (default 0); every
+    other key is a tokenizer parameter (e.g. ``n`` for ngram). The tokenizer
+    may also be given as ``tokenizer = 'name'``.
+    """
+
+    name = "sbbf"
+    version = 1
+
+    @classmethod
+    def validate(cls, definition: IndexDef, column_type: pa.DataType) -> dict[str, Any]:
+        kwargs = dict(definition.kwargs)
+        if len(kwargs) != len(definition.kwargs):
+            raise index_error(definition, "a key is given twice")
+        args = list(definition.args)
+        if len(args) > 1:
+            raise index_error(definition, f"sbbf takes one positional argument (the tokenizer), got {len(args)}")
+        if args and "tokenizer" in kwargs:
+            raise index_error(definition, "the tokenizer is given twice")
+        name = args[0] if args else kwargs.pop("tokenizer", None)
+        kwargs.pop("tokenizer", None)
+        if isinstance(name, bytes):
+            name = name.decode("utf-8", "replace")
+        if not isinstance(name, str) or not name:
+            raise index_error(definition, "sbbf needs a tokenizer name, e.g. sbbf('ngram', n = 3)")
+        fpp = fpp_arg(definition, kwargs.pop("fpp", 0.01), "fpp")
+        seed = int_arg(definition, kwargs.pop("seed", 0), "seed", minimum=0, maximum=2**64 - 1)
+        tok_params = {k: (v.decode("utf-8") if isinstance(v, bytes) else v) for k, v in kwargs.items()}
+        tok = cls._make_tokenizer(definition, name, tok_params, column_type)
+        return {"fpp": fpp, "seed": seed, "sizing": "ndv", "tokenizer": name,
+                "tokenizer_params": tok.params if tok.params else tok_params}
+
+
+SBBF_TYPES = ("bloom_filter", "tokenbf_v1", "ngrambf_v1", "sbbf")
