@@ -415,17 +415,31 @@ def like_to_regex(pattern: bytes | str) -> bytes:
     return bytes(res)
 
 
-def _regex_or_error(regex: bytes, what: str) -> str:
-    try:
-        text = regex.decode("utf-8")
-    except UnicodeDecodeError:
-        raise SkipidxError(f"{what} is not valid UTF-8, which RE2 cannot compile") from None
-    return text
+class _Regex:
+    """An RE2 pattern and the encoding ClickHouse compiles it in.
+
+    ClickHouse compiles a pattern that is valid UTF-8 in UTF-8 mode (``.`` is
+    one code point and never an invalid byte) and any other pattern in Latin-1
+    mode (``.`` is one byte): ``'a\\xc3\\xa9\\xff' LIKE 'a_\\xff'`` is 0 but
+    ``'a\\xff\\xff' LIKE 'a_\\xff'`` is 1. Arrow picks the mode from the array
+    type (string: UTF-8, binary: Latin-1), so the data is viewed accordingly.
+    """
+
+    __slots__ = ("pattern", "utf8")
+
+    def __init__(self, regex: bytes) -> None:
+        try:
+            self.pattern: str | bytes = regex.decode("utf-8")
+            self.utf8 = True
+        except UnicodeDecodeError:
+            self.pattern = regex
+            self.utf8 = False
 
 
-def _run_regex(chunk: pa.Array, regex: str, ignore_case: bool, what: str) -> pa.Array:
+def _run_regex(chunk: pa.Array, rx: _Regex, ignore_case: bool, what: str) -> pa.Array:
+    view = _utf8_view(chunk) if rx.utf8 else _binary_view(chunk)
     try:
-        return pc.match_substring_regex(_utf8_view(chunk), pattern=regex, ignore_case=ignore_case)
+        return pc.match_substring_regex(view, pattern=rx.pattern, ignore_case=ignore_case)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
         raise SkipidxError(f"cannot compile {what} as an RE2 regex: {e}") from None
 
@@ -444,19 +458,19 @@ def like(arr: ArrayLike, pattern: bytes | str, negated: bool = False,
     """
     p = _as_bytes(pattern, "LIKE pattern")
     sub = _like_substring(p)
-    regex = None if sub is not None else _regex_or_error(like_to_regex(p), "LIKE pattern")
+    rx = None if sub is not None else _Regex(b"(?s)" + like_to_regex(p))
+    sub_is_utf8 = sub is not None and _Regex(sub).utf8
 
     def one(chunk: pa.Array) -> pa.Array:
         if sub is not None:
             if sub == b"":
                 res = _const_bool(chunk, True)
             else:
-                res = pc.match_substring(_binary_view(chunk) if not case_insensitive else _utf8_view(chunk),
-                                         pattern=sub, ignore_case=case_insensitive)
-        elif regex == "^$":
-            res = pc.equal(pc.binary_length(chunk), 0)
+                # ILIKE: RE2's literal mode, UTF-8 folding if the needle is UTF-8 (Latin-1 otherwise).
+                view = _utf8_view(chunk) if case_insensitive and sub_is_utf8 else _binary_view(chunk)
+                res = pc.match_substring(view, pattern=sub, ignore_case=case_insensitive)
         else:
-            res = _run_regex(chunk, "(?s)" + regex, case_insensitive, "LIKE pattern")
+            res = _run_regex(chunk, rx, case_insensitive, "LIKE pattern")
         return pc.invert(res) if negated else res
 
     return _map_chunks(arr, _string_fn(one))
@@ -513,16 +527,17 @@ def match(arr: ArrayLike, regex: bytes | str) -> ArrayLike:
 
     The empty regex matches every row. An invalid regex raises `SkipidxError`.
     """
-    r = _regex_or_error(_as_bytes(regex, "match regex"), "match regex")
-    full = "(?s)" + r
+    r = _as_bytes(regex, "match regex")
+    # ClickHouse sets RE2's dot_nl option; a leading (?s) is the same flag.
+    rx = _Regex(b"(?s)" + r)
 
     def one(chunk: pa.Array) -> pa.Array:
-        if r == "":
+        if r == b"":
             return _const_bool(chunk, True)
-        return _run_regex(chunk, full, False, "match regex")
+        return _run_regex(chunk, rx, False, "match regex")
 
     # Compile once eagerly so a bad regex fails even on an empty column.
-    _run_regex(pa.array([], pa.string()), full, False, "match regex")
+    _run_regex(pa.array([], pa.binary()), rx, False, "match regex")
     return _map_chunks(arr, _string_fn(one))
 
 
@@ -1052,19 +1067,21 @@ def arithmetic(op: str, left: ArrayLike | Any, right: ArrayLike | Any) -> ArrayL
                         valid_rows[:] = False
                 if np.any((bv == 0) & valid_rows):
                     raise SkipidxError("Division by zero")
-                # |a % b| < |b| and its sign is a's, so compute in a type that holds
-                # both operands (int64, or uint64 when both are unsigned), then narrow.
-                if av.dtype.kind == "u" and bv.dtype.kind == "u":
-                    a64, b64 = av.astype(np.uint64), np.where(bv == 0, 1, bv).astype(np.uint64)
-                    out = a64 % b64
+                # |a % b| < |b| and its sign is a's (C semantics); compute in uint64
+                # for an unsigned dividend and int64 for a signed one, then narrow.
+                b_big = (bv.astype(np.uint64) > np.uint64(2**63 - 1)) if bv.dtype.kind == "u" \
+                    else np.zeros(n, dtype=np.bool_)
+                b_abs = np.where(b_big, np.uint64(1),
+                                 np.abs(np.where(bv == 0, 1, bv).astype(np.int64)).astype(np.uint64)) \
+                    if bv.dtype.kind != "u" or b_big.any() else np.where(bv == 0, 1, bv).astype(np.uint64)
+                if av.dtype.kind == "u":
+                    a_u = av.astype(np.uint64)
+                    b_u = np.where(bv == 0, 1, bv).astype(np.uint64) if bv.dtype.kind == "u" else b_abs
+                    out = a_u % b_u
                 else:
-                    # A UInt64 divisor above 2^63-1 exceeds |any int64| except -2^63's edge:
-                    # then a % b = a.
-                    bu = bv.astype(np.float64)
-                    big = bu > 2.0**63 - 1
-                    b64 = np.where(big | (bv == 0), 1, bv).astype(np.int64)
                     a64 = av.astype(np.int64)
-                    out = np.where(big, a64, np.fmod(a64, b64))
+                    # A UInt64 divisor above 2^63-1 exceeds |a| for every int64 a but -2^63.
+                    out = np.where(b_big, a64, np.fmod(a64, np.where(b_big, 1, b_abs).astype(np.int64)))
         else:
             ufunc = {"+": np.add, "-": np.subtract, "*": np.multiply}.get(op)
             if ufunc is None:
