@@ -1,0 +1,222 @@
+"""What a LIKE pattern or a regular expression says about the literal bytes of every match.
+
+Both are used by the query side of the tokenizers: a granule can only hold a
+match if it holds the tokens of the literal text every match must contain.
+
+* :func:`like_runs` — the literal runs of a LIKE pattern between unescaped
+  wildcards, with whether each run is anchored at the value's start/end.
+  Escapes follow ClickHouse 26.9 (checked against chDB): ``\\%``, ``\\_`` and
+  ``\\\\`` are the literal character; a backslash before any other character
+  is itself a literal backslash (``'a\\.b'`` matches the 4-byte value
+  ``a\\.b``); a trailing lone backslash (an error in ClickHouse) is read as a
+  literal backslash.
+* :func:`regex_literals` — the literal substrings a regex (RE2 syntax, as
+  ``match`` takes it) requires, as alternatives of conjunctions; ``None``
+  when nothing can be said. Parsed with Python's own regex parser; anything
+  it does not parse, case-insensitive matching, and every construct it does
+  not fully understand yield less (never wrong) information.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+try:  # Python >= 3.11
+    import re._constants as _c
+    import re._parser as _p
+except ImportError:  # pragma: no cover - Python 3.10
+    import sre_constants as _c  # type: ignore[no-redef]
+    import sre_parse as _p  # type: ignore[no-redef]
+
+import re
+
+
+@dataclass(frozen=True)
+class Literal:
+    """A literal byte string every match contains; ``at_start``/``at_end``: it starts/ends the value."""
+
+    text: bytes
+    at_start: bool = False
+    at_end: bool = False
+
+
+def like_runs(pattern: bytes) -> list[Literal]:
+    """Maximal literal runs of a LIKE pattern, unescaped, in order (empty runs dropped).
+
+    ``'%foo\\_bar%baz'`` -> ``[Literal(b'foo_bar'), Literal(b'baz', at_end=True)]``.
+    Every value matching the pattern contains every run; a run with
+    ``at_start`` begins the value, one with ``at_end`` ends it.
+    """
+    runs: list[Literal] = []
+    cur = bytearray()
+    cur_at_start = True           # no wildcard seen before the current run
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == 0x5C:  # backslash
+            if i + 1 < n and pattern[i + 1] in (0x25, 0x5F, 0x5C):  # \% \_ \\
+                cur.append(pattern[i + 1])
+                i += 2
+            else:
+                cur.append(c)     # ClickHouse: a backslash before anything else is literal
+                i += 1
+        elif c == 0x25 or c == 0x5F:  # % _
+            if cur:
+                runs.append(Literal(bytes(cur), cur_at_start, False))
+                cur = bytearray()
+            cur_at_start = False
+            i += 1
+        else:
+            cur.append(c)
+            i += 1
+    if cur:
+        runs.append(Literal(bytes(cur), cur_at_start, True))
+    return runs
+
+
+def like_has_wildcards(pattern: bytes) -> bool:
+    """True iff the pattern has an unescaped ``%`` or ``_`` (else LIKE is equality)."""
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == 0x5C:
+            i += 2 if (i + 1 < n and pattern[i + 1] in (0x25, 0x5F, 0x5C)) else 1
+        elif c == 0x25 or c == 0x5F:
+            return True
+        else:
+            i += 1
+    return False
+
+
+def like_unescape(pattern: bytes) -> bytes:
+    """The value a wildcard-free LIKE pattern equals (escapes removed)."""
+    runs = like_runs(pattern)
+    return runs[0].text if runs else b""
+
+
+# ---------------------------------------------------------------------------
+# regular expressions
+
+#: Alternatives of conjunctions: the match contains all literals of at least one inner list.
+Requirement = list[list[Literal]]
+
+_MAX_ALTERNATIVES = 32
+_TRUE: Requirement = [[]]  # no information: one alternative that needs nothing
+
+_REPEATS = {_c.MAX_REPEAT, _c.MIN_REPEAT}
+if hasattr(_c, "POSSESSIVE_REPEAT"):
+    _REPEATS.add(_c.POSSESSIVE_REPEAT)
+_STARTS = {_c.AT_BEGINNING, _c.AT_BEGINNING_STRING}
+_ENDS = {_c.AT_END, _c.AT_END_STRING}
+
+
+def regex_literals(pattern: bytes) -> Requirement | None:
+    """Literal substrings every match of ``pattern`` contains, or None when nothing is known.
+
+    ``'foo.*bar'`` -> ``[[foo, bar]]``; ``'(err|warn)ing'`` -> ``[[err, ing], [warn, ing]]``
+    (a group is merged with its neighbours only when it is a pure literal). Anchors
+    ``^``/``\\A`` and ``$``/``\\Z`` on the top level (without the multiline flag) mark the
+    first/last literal as starting/ending the value (RE2: ``$`` is the end of text).
+    """
+    try:
+        text = pattern.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    try:
+        parsed = _p.parse(text, 0)
+    except (re.error, RecursionError, OverflowError, ValueError):
+        return None
+    flags = parsed.state.flags
+    if flags & (re.IGNORECASE | re.MULTILINE | re.VERBOSE):
+        # (?i): literals are not byte-exact; (?m): anchors are per line;
+        # (?x): Python's and RE2's whitespace rules differ.
+        return None
+    try:
+        req = _sequence(list(parsed), top=True)
+    except (RecursionError, UnicodeEncodeError):
+        return None
+    if any(len(alt) == 0 for alt in req):
+        return None
+    return req
+
+
+def _and(a: Requirement, b: Requirement) -> Requirement:
+    # Dropping a conjunct only weakens the requirement (never wrong), so when
+    # the product of alternatives grows too large, keep the smaller side.
+    if len(a) * len(b) > _MAX_ALTERNATIVES:
+        return a if len(a) <= len(b) else b
+    return [x + y for x in a for y in b]
+
+
+def _or(parts: list[Requirement]) -> Requirement:
+    out: Requirement = []
+    for p in parts:
+        if any(len(alt) == 0 for alt in p):
+            return _TRUE  # one branch needs nothing: the alternation needs nothing
+        out.extend(p)
+    if len(out) > _MAX_ALTERNATIVES:
+        return _TRUE
+    return out
+
+
+def _pure_literal(items: list) -> bytes | None:
+    """The bytes a node list matches if it is literal characters only (groups allowed)."""
+    out = bytearray()
+    for op, av in items:
+        if op == _c.LITERAL:
+            out += chr(av).encode("utf-8")
+        elif op == _c.SUBPATTERN and not (av[1] & re.IGNORECASE):
+            inner = _pure_literal(list(av[-1]))
+            if inner is None:
+                return None
+            out += inner
+        else:
+            return None
+    return bytes(out)
+
+
+def _sequence(items: list, top: bool = False) -> Requirement:
+    req: Requirement = _TRUE
+    run = bytearray()
+    run_at_start = False
+    last_literal: list[Literal] = []  # the most recently closed run (for a trailing `$`)
+
+    def close(at_end: bool = False) -> None:
+        nonlocal run, run_at_start, req
+        if run:
+            lit = Literal(bytes(run), run_at_start, at_end)
+            req = _and(req, [[lit]])
+            last_literal[:] = [lit]
+        else:
+            last_literal[:] = []
+        run = bytearray()
+        run_at_start = False
+
+    for idx, (op, av) in enumerate(items):
+        if op == _c.LITERAL:
+            run += chr(av).encode("utf-8")
+        elif op == _c.SUBPATTERN and not (av[1] & re.IGNORECASE):
+            body = list(av[-1])
+            lit = _pure_literal(body)
+            if lit is not None:
+                run += lit
+            else:
+                close()
+                req = _and(req, _sequence(body))
+        elif op == _c.AT and top and av in _STARTS and idx == 0:
+            run_at_start = True
+        elif op == _c.AT and top and av in _ENDS and idx == len(items) - 1:
+            close(at_end=True)
+        elif op in _REPEATS:
+            lo, _hi, body = av
+            close()
+            if lo >= 1:
+                req = _and(req, _sequence(list(body)))
+        elif op == _c.BRANCH:
+            close()
+            req = _and(req, _or([_sequence(list(b)) for b in av[1]]))
+        else:
+            # ANY, IN, NOT_LITERAL, CATEGORY, AT (elsewhere), GROUPREF, ASSERT...:
+            # consumes or asserts something unknown; the literal run ends here.
+            close()
+    close()
+    return req

@@ -1,0 +1,207 @@
+"""Arrow plumbing shared by the text tokenizers: any string-like column in, kernel calls out.
+
+A tokenizer's kernel works on one flat binary-like array (offsets + data +
+validity). This module reduces everything a column can be to such arrays and
+maps token rows back to the column's rows:
+
+* ``string``/``binary``/``large_*`` — zero-copy views of the buffers (a
+  sliced array keeps its offset: the offsets are cut, not rebased);
+* ``string_view``/``binary_view`` — cast to the large variant;
+* ``fixed_size_binary`` — synthesized offsets over the data buffer;
+* ``ChunkedArray`` — chunk by chunk, rows shifted by the chunk's start;
+* dictionary arrays (``LowCardinality``) — the dictionary is hashed once and
+  each row takes its entry's hashes (``tokenize`` decodes instead);
+* lists of strings (``Array(String)``) — every element's tokens belong to
+  the element's row, as ClickHouse indexes an Array(String) column;
+* the ``null`` type — no tokens.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from skipidx.errors import SkipidxError
+from skipidx.tokenizer_api import Tokens
+
+from . import _kernels as K
+
+#: kernel(data, offsets, validity, voff, capacity) -> (rows, hashes)
+HashKernel = Callable[[np.ndarray, np.ndarray, np.ndarray, int, int], tuple[np.ndarray, np.ndarray]]
+#: kernel(data, offsets, validity, voff, capacity) -> (rows, starts, ends)
+SpanKernel = Callable[[np.ndarray, np.ndarray, np.ndarray, int, int], tuple[np.ndarray, np.ndarray, np.ndarray]]
+
+_EMPTY_U8 = np.empty(0, dtype=np.uint8)
+
+
+def _empty_hashes() -> tuple[np.ndarray, np.ndarray]:
+    return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.uint64)
+
+
+def _is_binary_like(t: pa.DataType) -> bool:
+    return (pa.types.is_string(t) or pa.types.is_binary(t)
+            or pa.types.is_large_string(t) or pa.types.is_large_binary(t))
+
+
+def buffer_views(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """(data uint8, offsets int32/int64 [len+1], validity uint8 bitmap or empty, bit offset).
+
+    ``arr`` is a string/binary/large_string/large_binary or fixed_size_binary
+    array. No copy except for fixed_size_binary's synthesized offsets.
+    """
+    t = arr.type
+    n = len(arr)
+    bufs = arr.buffers()
+    if arr.null_count and bufs[0] is not None:
+        validity = np.frombuffer(bufs[0], dtype=np.uint8)
+        voff = arr.offset
+    else:
+        validity, voff = _EMPTY_U8, 0
+    if pa.types.is_fixed_size_binary(t):
+        w = t.byte_width
+        data = np.frombuffer(bufs[1], dtype=np.uint8) if bufs[1] is not None else _EMPTY_U8
+        offsets = (np.arange(n + 1, dtype=np.int64) + arr.offset) * w
+        return data, offsets, validity, voff
+    odt = np.int64 if (pa.types.is_large_string(t) or pa.types.is_large_binary(t)) else np.int32
+    if n == 0 or bufs[1] is None:
+        return _EMPTY_U8, np.zeros(1, dtype=odt), _EMPTY_U8, 0
+    offsets = np.frombuffer(bufs[1], dtype=odt)[arr.offset: arr.offset + n + 1]
+    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else _EMPTY_U8
+    return data, offsets, validity, voff
+
+
+def _span_bytes(offsets: np.ndarray) -> int:
+    return int(offsets[-1]) - int(offsets[0]) if offsets.shape[0] else 0
+
+
+def _bad_type(tokenizer: str, t: pa.DataType) -> SkipidxError:
+    return SkipidxError(
+        f"tokenizer {tokenizer!r} needs a String/binary column (or LowCardinality/Array of it), got {t}")
+
+
+def _as_array(values) -> pa.Array | pa.ChunkedArray:
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        return values
+    if isinstance(values, (list, tuple)):
+        return pa.array(values)
+    raise SkipidxError(f"expected a pyarrow Array or ChunkedArray, got {type(values).__name__}")
+
+
+def hash_rows(values, kernel: HashKernel, capacity_per_byte: float, tokenizer: str) -> tuple[np.ndarray, np.ndarray]:
+    """Run a fused hash kernel over any string-like column: (rows int64, hashes uint64)."""
+    values = _as_array(values)
+    if isinstance(values, pa.ChunkedArray):
+        parts_r, parts_h, base = [], [], 0
+        for chunk in values.chunks:
+            r, h = hash_rows(chunk, kernel, capacity_per_byte, tokenizer)
+            parts_r.append(r + base if base else r)
+            parts_h.append(h)
+            base += len(chunk)
+        if not parts_r:
+            return _empty_hashes()
+        return np.concatenate(parts_r), np.concatenate(parts_h)
+    t = values.type
+    if pa.types.is_null(t) or len(values) == 0:
+        if pa.types.is_null(t) or _is_binary_like(t) or pa.types.is_dictionary(t) or _is_list(t) \
+                or pa.types.is_fixed_size_binary(t) or _is_view(t):
+            return _empty_hashes()
+        raise _bad_type(tokenizer, t)
+    if _is_binary_like(t) or pa.types.is_fixed_size_binary(t):
+        data, offsets, validity, voff = buffer_views(values)
+        cap = int(_span_bytes(offsets) * capacity_per_byte) + 16
+        return kernel(data, offsets, validity, voff, cap)
+    if _is_view(t):
+        return hash_rows(values.cast(_large_of(t)), kernel, capacity_per_byte, tokenizer)
+    if pa.types.is_dictionary(t):
+        dictionary = values.dictionary
+        d_rows, d_hashes = hash_rows(dictionary, kernel, capacity_per_byte, tokenizer)
+        idx = values.indices
+        validity = _validity(idx)
+        codes = np.frombuffer(idx.buffers()[1], dtype=idx.type.to_pandas_dtype())[idx.offset: idx.offset + len(idx)]
+        return K.expand_by_index(codes, validity[0], validity[1], d_rows, d_hashes, len(dictionary))
+    if _is_list(t):
+        flat = values.flatten()
+        parents = _list_parents(values)
+        r, h = hash_rows(flat, kernel, capacity_per_byte, tokenizer)
+        return parents[r], h
+    raise _bad_type(tokenizer, t)
+
+
+def span_rows(values, kernel: SpanKernel, capacity_per_byte: float, tokenizer: str) -> Tokens:
+    """Run a span kernel over any string-like column and gather the token bytes."""
+    values = _as_array(values)
+    if isinstance(values, pa.ChunkedArray):
+        parts, base = [], 0
+        for chunk in values.chunks:
+            tk = span_rows(chunk, kernel, capacity_per_byte, tokenizer)
+            parts.append(Tokens(tk.rows + base, tk.offsets, tk.data))
+            base += len(chunk)
+        return concat_tokens(parts)
+    t = values.type
+    if pa.types.is_null(t) or len(values) == 0:
+        if pa.types.is_null(t) or _is_binary_like(t) or pa.types.is_dictionary(t) or _is_list(t) \
+                or pa.types.is_fixed_size_binary(t) or _is_view(t):
+            return empty_tokens()
+        raise _bad_type(tokenizer, t)
+    if _is_binary_like(t) or pa.types.is_fixed_size_binary(t):
+        data, offsets, validity, voff = buffer_views(values)
+        cap = int(_span_bytes(offsets) * capacity_per_byte) + 16
+        rows, starts, ends = kernel(data, offsets, validity, voff, cap)
+        offs, out = K.gather_spans(data, starts, ends)
+        return Tokens(rows, offs, out)
+    if _is_view(t):
+        return span_rows(values.cast(_large_of(t)), kernel, capacity_per_byte, tokenizer)
+    if pa.types.is_dictionary(t):
+        return span_rows(values.dictionary_decode(), kernel, capacity_per_byte, tokenizer)
+    if _is_list(t):
+        flat = values.flatten()
+        parents = _list_parents(values)
+        tk = span_rows(flat, kernel, capacity_per_byte, tokenizer)
+        return Tokens(parents[tk.rows], tk.offsets, tk.data)
+    raise _bad_type(tokenizer, t)
+
+
+def empty_tokens() -> Tokens:
+    return Tokens(np.empty(0, dtype=np.int64), np.zeros(1, dtype=np.int64), np.empty(0, dtype=np.uint8))
+
+
+def concat_tokens(parts: list[Tokens]) -> Tokens:
+    if not parts:
+        return empty_tokens()
+    if len(parts) == 1:
+        return parts[0]
+    rows = np.concatenate([p.rows for p in parts])
+    data = np.concatenate([p.data for p in parts])
+    offs = [np.zeros(1, dtype=np.int64)]
+    base = 0
+    for p in parts:
+        offs.append(p.offsets[1:] + base)
+        base += int(p.offsets[-1])
+    return Tokens(rows, np.concatenate(offs), data)
+
+
+def _validity(arr: pa.Array) -> tuple[np.ndarray, int]:
+    bufs = arr.buffers()
+    if arr.null_count and bufs[0] is not None:
+        return np.frombuffer(bufs[0], dtype=np.uint8), arr.offset
+    return _EMPTY_U8, 0
+
+
+def _is_list(t: pa.DataType) -> bool:
+    return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+
+
+def _is_view(t: pa.DataType) -> bool:
+    return pa.types.is_string_view(t) or pa.types.is_binary_view(t)
+
+
+def _large_of(t: pa.DataType) -> pa.DataType:
+    return pa.large_string() if pa.types.is_string_view(t) else pa.large_binary()
+
+
+def _list_parents(values: pa.Array) -> np.ndarray:
+    """Row of each element of ``values.flatten()`` (null lists contribute no elements)."""
+    parents = pc.list_parent_indices(values)
+    return parents.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)

@@ -1,0 +1,125 @@
+"""The ``ngram(n)`` tokenizer: ClickHouse's n-grams (``ngrambf_v1``, ``ngrams(s, n)``).
+
+``n`` counts UTF-8 code points, each sized by its lead byte: < 0x80 -> 1,
+0x80-0xBF -> 1 (a stray continuation byte), 0xC0-0xDF -> 2, 0xE0-0xEF -> 3,
+0xF0-0xF7 -> 4, >= 0xF8 -> 1; a sequence cut off by the end of the string is
+clamped to it. Windows advance one code point; a string of fewer than ``n``
+code points gives no n-gram.
+"""
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from skipidx.errors import SkipidxError
+from skipidx.text_patterns import like_runs
+from skipidx.tokenizer_api import TextTokenizer, Tokens
+
+from . import _kernels as K
+from ._arrow import hash_rows, span_rows
+from ._common import check_no_params, check_seed
+
+#: Largest n accepted. ClickHouse has no upper bound; beyond this an n-gram
+#: index is a (slow) whole-value index, so a larger n is taken for a typo.
+MAX_N = 255
+
+_SEQ_LEN = [int(x) for x in K.SEQ_LEN]
+
+
+
+def ngrams_of(value: bytes, n: int, at_start: bool = True, at_end: bool = True) -> list[bytes]:
+    """n-grams of one string (query side; the index side runs the compiled kernels).
+
+    With ``at_start and at_end`` (the default) these are exactly the grams the
+    index holds for a value equal to `value` (see :mod:`._kernels`: ClickHouse's
+    grams plus, on invalid UTF-8, grams from every byte that can start a code
+    point). For a substring of an unknown value, ``at_start=False``: its first
+    byte is a gram start only if it can begin a code point (not 0x80-0xBF);
+    ``at_end=False``: a gram whose last code point would run past the end of
+    the substring is left out (in the value it may be longer).
+    """
+    sl = _SEQ_LEN
+    out = []
+    e = len(value)
+    pend = 1 if at_start else 0
+    for p in range(e):
+        c = value[p]
+        if (pend & 1) or c < 0x80 or c >= 0xC0:
+            pend |= 1 << sl[c]
+            q, cnt = p, 0
+            while cnt < n and q < e:
+                q += sl[value[q]]
+                cnt += 1
+            if cnt == n and (q <= e or at_end):
+                out.append(value[p:min(q, e)])
+        pend >>= 1
+    return out
+
+
+class NgramTokenizer(TextTokenizer):
+    """n-grams of UTF-8 code points; parameter ``n`` (1..255, default 3)."""
+
+    name = "ngram"
+    version = "1"
+
+    def __init__(self, n: Any = 3, **params: Any) -> None:
+        check_no_params(self.name, params, ("n",))
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+            raise SkipidxError(f"tokenizer 'ngram': n must be an integer, got {n!r}")
+        if not 1 <= int(n) <= MAX_N:
+            raise SkipidxError(f"tokenizer 'ngram': n must be between 1 and {MAX_N}, got {int(n)}")
+        self.n = int(n)
+
+    def __repr__(self) -> str:
+        return f"NgramTokenizer(n={self.n})"
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return {"n": self.n}
+
+    # -- index side -------------------------------------------------------
+    def tokenize(self, values: pa.Array | pa.ChunkedArray) -> Tokens:
+        """All n-grams of all non-null values, with their row numbers."""
+        n = self.n
+
+        def kernel(data, offsets, validity, voff, cap):
+            return K.ngram_spans(data, offsets, validity, voff, n, cap)
+
+        return span_rows(values, kernel, 1.0, self.name)
+
+    def hash_column(self, values: pa.Array | pa.ChunkedArray, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """(rows int64, XXH64(gram, seed) uint64) of every n-gram, fused in one compiled pass."""
+        s = np.uint64(check_seed(self.name, seed))
+        n = self.n
+
+        def kernel(data, offsets, validity, voff, cap):
+            return K.ngram_hashes(data, offsets, validity, voff, n, s, cap)
+
+        # At most one gram per byte (ASCII text has about that many).
+        return hash_rows(values, kernel, 1.0, self.name)
+
+    # -- query side -------------------------------------------------------
+    def value_tokens(self, value: bytes) -> list[bytes]:
+        return ngrams_of(value, self.n)
+
+    def substring_tokens(self, s: bytes, is_prefix: bool, is_suffix: bool) -> list[bytes]:
+        """The n-grams of `s` that every value containing `s` holds.
+
+        For valid UTF-8 that starts with a whole code point these are all of
+        `s`'s n-grams, as ClickHouse takes them. Leading continuation bytes
+        (0x80-0xBF) start no gram unless `s` begins the value (`is_prefix`),
+        and a gram whose last code point is cut off by the end of `s` is
+        dropped unless `s` ends the value (`is_suffix`): in the value, that
+        code point may be longer.
+        """
+        return ngrams_of(s, self.n, is_prefix, is_suffix)
+
+    def like_tokens(self, pattern: bytes) -> list[bytes]:
+        """n-grams lying wholly inside one literal run between unescaped wildcards."""
+        out: list[bytes] = []
+        for run in like_runs(pattern):
+            out.extend(ngrams_of(run.text, self.n, run.at_start, run.at_end))
+        return out

@@ -1,0 +1,75 @@
+"""The ``token`` tokenizer: ClickHouse's splitByNonAlpha (``tokenbf_v1``, ``tokens(s)``).
+
+A separator is any ASCII byte (0x00-0x7F) that is not ``[0-9A-Za-z]``; bytes
+>= 0x80 always belong to tokens (so ``_ - . / :`` split, NBSP or ``，`` do
+not); a token is a maximal non-empty run of non-separators.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from skipidx.text_patterns import like_runs
+from skipidx.tokenizer_api import TextTokenizer, Tokens, split_by_non_alpha
+
+from . import _kernels as K
+from ._arrow import hash_rows, span_rows
+from ._common import check_no_params, check_seed
+
+_TOKEN_RE = re.compile(rb"[0-9A-Za-z\x80-\xff]+")
+
+# Expected tokens per byte of text, for the first output allocation (outputs
+# grow by doubling when a column is denser, e.g. single-letter words).
+_TOKENS_PER_BYTE = 0.2
+
+
+class TokenTokenizer(TextTokenizer):
+    """splitByNonAlpha tokens; no parameters."""
+
+    name = "token"
+    version = "1"
+
+    def __init__(self, **params: Any) -> None:
+        check_no_params(self.name, params)
+
+    def __repr__(self) -> str:
+        return "TokenTokenizer()"
+
+    # -- index side -------------------------------------------------------
+    def tokenize(self, values: pa.Array | pa.ChunkedArray) -> Tokens:
+        """All tokens of all non-null values, with their row numbers (row order, then position)."""
+        return span_rows(values, K.token_spans, _TOKENS_PER_BYTE, self.name)
+
+    def hash_column(self, values: pa.Array | pa.ChunkedArray, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """(rows int64, XXH64(token, seed) uint64) of every token, fused in one compiled pass."""
+        s = np.uint64(check_seed(self.name, seed))
+
+        def kernel(data, offsets, validity, voff, cap):
+            return K.token_hashes(data, offsets, validity, voff, s, cap)
+
+        return hash_rows(values, kernel, _TOKENS_PER_BYTE, self.name)
+
+    # -- query side -------------------------------------------------------
+    def value_tokens(self, value: bytes) -> list[bytes]:
+        return split_by_non_alpha(value)
+
+    def substring_tokens(self, s: bytes, is_prefix: bool, is_suffix: bool) -> list[bytes]:
+        """Tokens wholly inside `s`: a token touching an edge of `s` may be part of a
+        longer token of the value, unless that edge is the value's start/end."""
+        n = len(s)
+        return [m.group() for m in _TOKEN_RE.finditer(s)
+                if (m.start() > 0 or is_prefix) and (m.end() < n or is_suffix)]
+
+    def like_tokens(self, pattern: bytes) -> list[bytes]:
+        """Tokens closed on both sides by a literal separator or by a wildcard-free pattern edge.
+
+        ``'%foo bar%'`` -> none, ``'%foo bar baz%'`` -> ``bar``, ``'foo bar%'`` -> ``foo``;
+        an escaped non-alphanumeric (``\\_``, ``\\%``, ``\\.``...) is a literal separator.
+        """
+        out: list[bytes] = []
+        for run in like_runs(pattern):
+            out.extend(self.substring_tokens(run.text, run.at_start, run.at_end))
+        return out
