@@ -21,9 +21,12 @@ by the bytes actually present, and every malformed input raises
 
 Writing Parquet files with bloom filters is pyarrow's job
 (``pq.write_table(..., bloom_filter_options={"col": {"ndv": n, "fpp": p}})``,
-pyarrow >= 24); `bloom_filter_options` builds that argument. The filter
-pyarrow writes equals, byte for byte, ``SBBF.for_ndv(n, p)`` fed with
-``parquet_xxh64`` of the same values (tests/test_parquet_bloom.py).
+pyarrow >= 24); `bloom_filter_options` builds that argument. pyarrow (26)
+sizes each column chunk's filter as ``SBBF.for_ndv(min(n, d), p)`` where
+``d`` is the number of distinct non-NULL values in that chunk (a filter sized
+for ``n`` and folded down, see `SBBF.fold`), and its bytes equal, byte for
+byte, that filter fed with ``parquet_xxh64`` of the chunk's values
+(tests/test_parquet_bloom.py checks both on every row group).
 """
 from __future__ import annotations
 
@@ -364,7 +367,8 @@ def bloom_filter_options(columns: Iterable[str] | Mapping[str, Mapping[str, floa
     ``bloom_filter_options(["a", "b"], ndv=10_000, fpp=0.01)`` ->
     ``{"a": {"ndv": 10000, "fpp": 0.01}, "b": {...}}``; a mapping passes through
     after validation. pyarrow sizes each chunk's filter as
-    ``SBBF.for_ndv(ndv, fpp)`` does (defaults: ndv 1_048_576, fpp 0.05).
+    ``SBBF.for_ndv(min(ndv, distinct values in the chunk), fpp)`` (defaults:
+    ndv 1_048_576, fpp 0.05).
     """
     from skipidx.sbbf import _check_ndv_fpp
 

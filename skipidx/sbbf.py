@@ -31,6 +31,9 @@ Sizing
 ``SBBF.for_ndv(ndv, fpp)`` sizes as Arrow C++ ``OptimalNumOfBits`` does:
 ``m = -8 * ndv / ln(1 - fpp ** (1/8))`` bits, truncated, raised to the
 256-bit minimum, rounded up to a power of two and clamped to 128 MiB.
+(pyarrow 26 then shrinks each column chunk's filter to the size for
+``min(ndv, distinct values in the chunk)``; `SBBF.fold` is that shrink, and it
+is exact: the folded filter equals the one built at the smaller size.)
 ``sizing="parquet-java"`` reproduces parquet-java (Spark) instead, whose
 ``optimalNumOfBits`` rounds with ``(bits + 255) & ~256`` and whose writer then
 rounds the byte count up to a power of two; the two differ only when ``m``
@@ -322,6 +325,24 @@ class SBBF:
             )
         np.bitwise_or(self._words, other._words, out=self._words)
         return self
+
+    def fold(self, num_bytes: int) -> "SBBF":
+        """The filter of `num_bytes` holding the same hashes (a new SBBF), when that size divides this one.
+
+        Hash h lands in block ``floor(x * z / 2**32)`` (x = h >> 32); with
+        ``z = r * k`` blocks, ``floor(floor(x * r * k / 2**32) / r) == floor(x * k / 2**32)``,
+        so OR-ing each run of r consecutive blocks gives exactly the filter of
+        k blocks built from the same hashes. A writer can therefore size for
+        the worst case and shrink once it knows the distinct count (pyarrow
+        does: its chunks come out at ``for_ndv(min(ndv, distinct))``).
+        """
+        n = _check_num_bytes(num_bytes)
+        if self.num_bytes % n:
+            raise SkipidxError(f"cannot fold an SBBF of {self.num_bytes} bytes to {n}: {n} does not divide it")
+        k = n // BYTES_PER_BLOCK
+        r = self.num_blocks // k
+        folded = np.bitwise_or.reduce(self._words.reshape(k, r, WORDS_PER_BLOCK), axis=1)
+        return SBBF._from_words(np.ascontiguousarray(folded, dtype=np.uint32).reshape(-1))
 
     def __ior__(self, other: "SBBF") -> "SBBF":
         return self.merge(other)

@@ -431,3 +431,22 @@ def test_bank_property_equals_separate_filters(sizes, data):
         f.insert_hashes(h[ids == i])
         assert bank.filter(i) == f
     assert bank.check_pairs(ids, h).all()
+
+
+# ------------------------------------------------------------------- fold
+
+@pytest.mark.parametrize("big, small", [(1024, 512), (1024, 32), (96, 32), (32 * 12, 32 * 4), (4096, 4096)],
+                         ids=["half", "to-one-block", "3-to-1", "12-to-4", "same"])
+def test_fold_equals_the_filter_built_at_the_smaller_size(big, small):
+    h = rand_hashes(5000, big + small)
+    f, g = SBBF(big), SBBF(small)
+    f.insert_hashes(h)
+    g.insert_hashes(h)
+    assert f.fold(small) == g
+    assert f.num_bytes == big  # fold returns a new filter
+
+
+@pytest.mark.parametrize("small", [64 * 3, 2048, 31], ids=["not-divisor", "bigger", "bad-size"])
+def test_fold_rejects(small):
+    with pytest.raises(SkipidxError):
+        SBBF(1024).fold(small)
