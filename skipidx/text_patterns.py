@@ -19,6 +19,7 @@ match if it holds the tokens of the literal text every match must contain.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 try:  # Python >= 3.11
     import re._constants as _c
@@ -112,14 +113,19 @@ _ENDS = {_c.AT_END, _c.AT_END_STRING}
 def regex_literals(pattern: bytes) -> Requirement | None:
     """Literal substrings every match of ``pattern`` contains, or None when nothing is known.
 
-    ``'foo.*bar'`` -> ``[[foo, bar]]``; ``'(err|warn)ing'`` -> ``[[err, ing], [warn, ing]]``
-    (a group is merged with its neighbours only when it is a pure literal). Anchors
+    ``'foo.*bar'`` -> ``[[foo, bar]]``; ``' (error|warn)ing'`` -> ``[[ erroring], [ warning]]``
+    (small alternations of literals, also ``[Ee]``, multiply out into their
+    neighbours; anything else ends the literal run). Anchors
     ``^``/``\\A`` and ``$``/``\\Z`` on the top level (without the multiline flag) mark the
     first/last literal as starting/ending the value (RE2: ``$`` is the end of text).
     """
     try:
         text = pattern.decode("utf-8")
     except UnicodeDecodeError:
+        return None  # ClickHouse runs such a pattern in Latin-1; stay out of it
+    if "[:" in text or "[=" in text or "[." in text:
+        # RE2's POSIX classes (`[[:alpha:]]`) read differently in Python's parser
+        # (a class, then a literal `]`): that literal would be a false requirement.
         return None
     try:
         parsed = _p.parse(text, 0)
@@ -158,54 +164,74 @@ def _or(parts: list[Requirement]) -> Requirement:
     return out
 
 
-def _pure_literal(items: list) -> bytes | None:
-    """The bytes a node list matches if it is literal characters only (groups allowed)."""
-    out = bytearray()
-    for op, av in items:
-        if op == _c.LITERAL:
-            out += chr(av).encode("utf-8")
-        elif op == _c.SUBPATTERN and not (av[1] & re.IGNORECASE):
-            inner = _pure_literal(list(av[-1]))
-            if inner is None:
-                return None
-            out += inner
-        else:
+def _literal_choices(op: Any, av: Any) -> list[bytes] | None:
+    """The strings a node matches if it is a small choice of literals, else None.
+
+    ``foo``, ``(foo)``, ``(error|warn)``, ``(?:s|)``, ``[Ee]`` qualify; a
+    case-insensitive group, a range or a negated class does not.
+    """
+    if op == _c.LITERAL:
+        return [chr(av).encode("utf-8")]
+    if op == _c.SUBPATTERN:
+        if av[1] & re.IGNORECASE:
             return None
-    return bytes(out)
+        return _sequence_choices(list(av[-1]))
+    if op == _c.BRANCH:
+        out: list[bytes] = []
+        for b in av[1]:
+            ch = _sequence_choices(list(b))
+            if ch is None:
+                return None
+            out.extend(ch)
+        return out if len(out) <= _MAX_ALTERNATIVES else None
+    if op == _c.IN:
+        out = []
+        for iop, iav in av:
+            if iop != _c.LITERAL:  # NEGATE, RANGE, CATEGORY...
+                return None
+            out.append(chr(iav).encode("utf-8"))
+        return out if 0 < len(out) <= _MAX_ALTERNATIVES else None
+    return None
+
+
+def _sequence_choices(items: list) -> list[bytes] | None:
+    """The strings a node list matches if it is a concatenation of literal choices."""
+    out = [b""]
+    for op, av in items:
+        ch = _literal_choices(op, av)
+        if ch is None or len(out) * len(ch) > _MAX_ALTERNATIVES:
+            return None
+        out = [x + y for x in out for y in ch]
+    return out
 
 
 def _sequence(items: list, top: bool = False) -> Requirement:
+    """Requirement of a node list: literal runs (as a set of alternative runs when a
+    small alternation of literals sits inside) ANDed with what groups and repeats need."""
     req: Requirement = _TRUE
-    run = bytearray()
+    runs: list[bytes] = [b""]      # the current literal run, one per alternative
     run_at_start = False
-    last_literal: list[Literal] = []  # the most recently closed run (for a trailing `$`)
 
     def close(at_end: bool = False) -> None:
-        nonlocal run, run_at_start, req
-        if run:
-            lit = Literal(bytes(run), run_at_start, at_end)
-            req = _and(req, [[lit]])
-            last_literal[:] = [lit]
-        else:
-            last_literal[:] = []
-        run = bytearray()
+        nonlocal runs, run_at_start, req
+        if any(runs):
+            if all(runs):
+                req = _and(req, [[Literal(r, run_at_start, at_end)] for r in dict.fromkeys(runs)])
+            # else: one alternative is empty (e.g. `(|x)`), so nothing is required
+        runs = [b""]
         run_at_start = False
 
     for idx, (op, av) in enumerate(items):
-        if op == _c.LITERAL:
-            run += chr(av).encode("utf-8")
-        elif op == _c.SUBPATTERN and not (av[1] & re.IGNORECASE):
-            body = list(av[-1])
-            lit = _pure_literal(body)
-            if lit is not None:
-                run += lit
-            else:
-                close()
-                req = _and(req, _sequence(body))
+        choices = _literal_choices(op, av)
+        if choices is not None and len(runs) * len(choices) <= _MAX_ALTERNATIVES:
+            runs = [r + c for r in runs for c in choices]
         elif op == _c.AT and top and av in _STARTS and idx == 0:
             run_at_start = True
         elif op == _c.AT and top and av in _ENDS and idx == len(items) - 1:
             close(at_end=True)
+        elif op == _c.SUBPATTERN and not (av[1] & re.IGNORECASE):
+            close()
+            req = _and(req, _sequence(list(av[-1])))
         elif op in _REPEATS:
             lo, _hi, body = av
             close()
