@@ -1,0 +1,503 @@
+"""Atomic publication of parts, table state, reader pins and cleanup.
+
+A table directory::
+
+    <table>/
+      state.json          the one source of truth (see below), replaced atomically
+      write.lock          flock: one committer at a time
+      parts/<part>/       published parts (immutable)
+      tmp/<part>.<rand>/  parts being written (staged); owned by a live process
+                          while it flocks tmp/<part>.<rand>.lock
+      readers/<gen>.lock  flock(LOCK_SH) by every open snapshot of generation gen
+
+``state.json`` holds a generation number, the table metadata, the list of
+active parts (with the XXH3 of each part's manifest, so a damaged manifest is
+caught), and the parts retired by later generations. Every change -- insert,
+merge, ALTER, MATERIALIZE -- is one new state written to a temporary file,
+fsynced, renamed over ``state.json`` and the directory fsynced: a crash leaves
+either the old or the new state, never a mix. Several parts (a multi-part
+insert, the parts of a Spark job) are published by *one* state change, so
+they appear all together or not at all.
+
+Publishing, under ``write.lock``: rename each staged dir into ``parts/``
+(a rename within one file system, atomic), fsync ``parts/``, then write the
+new state. A crash between the renames and the state write leaves part
+directories no state refers to; they are removed by the next cleanup, which
+runs under the same lock (so it never races a commit).
+
+Readers: :func:`pin_snapshot` reads the state, flocks ``readers/<gen>.lock``
+shared, then re-reads the state; if the generation moved meanwhile it retries.
+A part retired at generation R is still needed by snapshots of generations
+< R; cleanup deletes it only when it can take every such pin file
+exclusively (no live reader holds it). flock pins vanish with their process,
+so a killed reader never blocks cleanup forever.
+"""
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import re
+import secrets
+import shutil
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Sequence
+
+import xxhash
+
+from skipidx.errors import CorruptionError, SkipidxError
+from skipidx.store.metadata import FORMAT_VERSION, TableMeta
+
+__all__ = [
+    "STATE_FILE", "PartEntry", "TableState", "read_state", "write_state", "WriteLock",
+    "commit_parts", "pin_snapshot", "cleanup", "ConflictError", "crash_point", "new_part_name",
+    "fsync_dir", "fsync_file", "stage_dir", "StagedPart",
+]
+
+STATE_FILE = "state.json"
+PARTS_DIR = "parts"
+TMP_DIR = "tmp"
+READERS_DIR = "readers"
+WRITE_LOCK = "write.lock"
+OWNER_LOCK = ".lock"          # `tmp/<dir>.lock`, next to a staged dir: flocked by its writer while alive
+DETACHED_MARK = ".detached"   # inside a staged dir: written by a remote (Spark) task
+#: A detached staged dir (a Spark task's output waiting for the driver's
+#: commit) is removed by cleanup only after this many seconds.
+DETACHED_TTL_S = 24 * 3600
+
+_PART_NAME = re.compile(r"^[a-z0-9_]{1,100}$")
+
+#: Test hook: called with the name of each crash point (crash tests make the
+#: process stop there and kill it with SIGKILL). None in normal operation.
+CRASH_HOOK: Callable[[str], None] | None = None
+
+
+def crash_point(name: str) -> None:
+    if CRASH_HOOK is not None:
+        CRASH_HOOK(name)
+
+
+class ConflictError(SkipidxError):
+    """A commit whose precondition no longer holds (parts it replaces were
+    retired by a concurrent merge/ALTER); nothing was changed."""
+
+
+def new_part_name(level: int = 0) -> str:
+    """A fresh, unique, time-ordered part name: ``p_<ns hex>_<rand>_<level>``."""
+    return f"p_{time.time_ns():016x}_{secrets.token_hex(4)}_{level}"
+
+
+def check_part_name(name: object, where: str) -> str:
+    if not isinstance(name, str) or not _PART_NAME.match(name):
+        raise CorruptionError(f"invalid part name {name!r}", path=where)
+    return name
+
+
+# ---------------------------------------------------------------- fsync
+def fsync_file(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_file_durably(path: str, data: bytes) -> None:
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+# ---------------------------------------------------------------- state
+@dataclass(frozen=True)
+class PartEntry:
+    name: str
+    rows: int
+    manifest_hash: str           # xxh3_128 hex of the part's manifest.json
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "rows": self.rows, "manifest_xxh3_128": self.manifest_hash}
+
+
+@dataclass(frozen=True)
+class TableState:
+    gen: int
+    meta: TableMeta
+    parts: tuple[PartEntry, ...] = ()
+    retired: tuple[tuple[str, int], ...] = ()   # (part name, generation that retired it)
+
+    def body(self) -> dict:
+        return {
+            "format_version": FORMAT_VERSION,
+            "gen": self.gen,
+            "meta": self.meta.to_json(),
+            "parts": [p.to_json() for p in self.parts],
+            "retired": [{"name": n, "gen": g} for n, g in self.retired],
+        }
+
+    @property
+    def part_names(self) -> list[str]:
+        return [p.name for p in self.parts]
+
+
+def _canonical(body: dict) -> bytes:
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def read_state(table_dir: str) -> TableState:
+    """Read and validate ``state.json``; CorruptionError naming it when damaged."""
+    path = os.path.join(table_dir, STATE_FILE)
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        raise SkipidxError("not a skipidx table (no state.json)", path=table_dir) from None
+    try:
+        doc = json.loads(raw)
+        body = doc["state"]
+        if xxhash.xxh3_128_hexdigest(_canonical(body)) != doc["xxh3_128"]:
+            raise CorruptionError("table state checksum mismatch", path=path)
+        if body["format_version"] != FORMAT_VERSION:
+            raise SkipidxError(f"unsupported table format version {body['format_version']!r}", path=path)
+        gen = body["gen"]
+        if not isinstance(gen, int) or gen < 0:
+            raise CorruptionError("bad generation in table state", path=path)
+        meta = TableMeta.from_json(body["meta"], where=path)
+        parts = []
+        for p in body["parts"]:
+            name = check_part_name(p["name"], path)
+            rows, mh = p["rows"], p["manifest_xxh3_128"]
+            if not isinstance(rows, int) or rows < 0 or not isinstance(mh, str):
+                raise CorruptionError(f"bad entry for part {name}", path=path)
+            parts.append(PartEntry(name, rows, mh))
+        retired = []
+        for r in body["retired"]:
+            g = r["gen"]
+            if not isinstance(g, int):
+                raise CorruptionError("bad retired entry", path=path)
+            retired.append((check_part_name(r["name"], path), g))
+    except SkipidxError:
+        raise
+    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as e:
+        raise CorruptionError(f"damaged table state ({type(e).__name__}: {e})", path=path) from None
+    if len({p.name for p in parts}) != len(parts):
+        raise CorruptionError("a part is listed twice in the table state", path=path)
+    return TableState(gen, meta, tuple(parts), tuple(retired))
+
+
+def write_state(table_dir: str, state: TableState) -> None:
+    """Publish `state` atomically: temp file, fsync, rename, fsync dir."""
+    body = state.body()
+    doc = {"state": body, "xxh3_128": xxhash.xxh3_128_hexdigest(_canonical(body))}
+    data = json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False).encode()
+    tmp = os.path.join(table_dir, f".{STATE_FILE}.{secrets.token_hex(6)}.tmp")
+    write_file_durably(tmp, data)
+    crash_point("state:tmp_written")
+    os.replace(tmp, os.path.join(table_dir, STATE_FILE))
+    crash_point("state:renamed")
+    fsync_dir(table_dir)
+
+
+# ---------------------------------------------------------------- locks
+def _lock_file(path: str, mode: int, blocking: bool = True) -> int | None:
+    """Open (creating) `path` and flock it; the fd, or None if not blocking and busy."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, mode | (0 if blocking else fcntl.LOCK_NB))
+    except OSError as e:
+        os.close(fd)
+        if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            return None
+        raise
+    return fd
+
+
+class WriteLock:
+    """The table's commit lock (exclusive flock on ``write.lock``)."""
+
+    def __init__(self, table_dir: str, blocking: bool = True) -> None:
+        self.path = os.path.join(table_dir, WRITE_LOCK)
+        self.blocking = blocking
+        self.fd: int | None = None
+
+    def __enter__(self) -> "WriteLock":
+        self.fd = _lock_file(self.path, fcntl.LOCK_EX, self.blocking)
+        return self
+
+    @property
+    def acquired(self) -> bool:
+        return self.fd is not None
+
+    def __exit__(self, *exc) -> None:
+        if self.fd is not None:
+            os.close(self.fd)   # closing the fd drops the flock
+            self.fd = None
+
+
+def pin_snapshot(table_dir: str) -> tuple[TableState, int]:
+    """The current state, pinned: (state, fd of the shared flock on its
+    generation's reader file). Close the fd to unpin."""
+    rdir = os.path.join(table_dir, READERS_DIR)
+    while True:
+        st = read_state(table_dir)
+        fd = _lock_file(os.path.join(rdir, f"{st.gen}.lock"), fcntl.LOCK_SH)
+        assert fd is not None
+        # A cleanup may have unlinked that pin file before our flock (only
+        # once a newer generation exists): re-reading the state detects it.
+        if read_state(table_dir).gen == st.gen:
+            return st, fd
+        os.close(fd)
+
+
+def _pinned_generations(table_dir: str, current_gen: int) -> list[int]:
+    """Generations < current that a live snapshot pins; removes stale pin files."""
+    rdir = os.path.join(table_dir, READERS_DIR)
+    live = []
+    try:
+        names = os.listdir(rdir)
+    except FileNotFoundError:
+        return live
+    for n in names:
+        m = re.match(r"^(\d+)\.lock$", n)
+        if not m:
+            continue
+        g = int(m.group(1))
+        if g >= current_gen:
+            continue
+        p = os.path.join(rdir, n)
+        fd = _lock_file(p, fcntl.LOCK_EX, blocking=False)
+        if fd is None:
+            live.append(g)
+            continue
+        try:
+            os.unlink(p)   # nobody pins it; a newcomer re-checks the generation
+        except FileNotFoundError:
+            pass
+        finally:
+            os.close(fd)
+    return live
+
+
+# ---------------------------------------------------------------- staging
+@dataclass
+class StagedPart:
+    """A part written into ``tmp/`` and not yet published."""
+
+    path: str
+    name: str
+    rows: int
+    lock_fd: int | None = field(default=None, repr=False)
+
+    def release(self) -> None:
+        if self.lock_fd is not None:
+            try:
+                os.unlink(self.path + OWNER_LOCK)
+            except FileNotFoundError:
+                pass
+            os.close(self.lock_fd)
+            self.lock_fd = None
+
+    def discard(self) -> None:
+        """Remove the staged dir (after an error)."""
+        shutil.rmtree(self.path, ignore_errors=True)
+        self.release()
+
+
+def stage_dir(table_dir: str, part_name: str, detached: bool = False) -> StagedPart:
+    """Create ``tmp/<part>.<rand>/`` owned by this process (or marked detached)."""
+    check_part_name(part_name, table_dir)
+    tdir = os.path.join(table_dir, TMP_DIR)
+    os.makedirs(tdir, exist_ok=True)
+    path = os.path.join(tdir, f"{part_name}.{secrets.token_hex(4)}")
+    if detached:
+        os.mkdir(path)
+        write_file_durably(os.path.join(path, DETACHED_MARK), b"")
+        return StagedPart(path, part_name, 0, None)
+    # the owner lock is taken before the dir exists, so cleanup never sees
+    # an unlocked dir of a live writer
+    fd = _lock_file(path + OWNER_LOCK, fcntl.LOCK_EX)
+    os.mkdir(path)
+    return StagedPart(path, part_name, 0, fd)
+
+
+# ---------------------------------------------------------------- commit
+def commit_parts(
+    table_dir: str,
+    staged: Sequence[StagedPart | str],
+    *,
+    retire: Iterable[str] = (),
+    meta: TableMeta | None = None,
+    expect_gen: int | None = None,
+    meta_check: Callable[[TableMeta], None] | None = None,
+) -> int:
+    """Publish `staged` parts (all or none), retire the parts named in
+    `retire`, and optionally replace the table metadata -- one new state.
+
+    `staged` items are :class:`StagedPart` or paths of staged dirs (what a
+    Spark driver gets back from its tasks). Raises :class:`ConflictError`
+    (nothing changed) if a part to retire is no longer active, or if
+    `expect_gen` is given and the state moved on. Returns the new generation.
+    """
+    from skipidx.store.part import read_manifest, manifest_matches_meta
+
+    retire = list(retire)
+    with WriteLock(table_dir):
+        crash_point("commit:locked")
+        st = read_state(table_dir)
+        if expect_gen is not None and st.gen != expect_gen:
+            raise ConflictError(f"table changed concurrently (generation {st.gen}, expected {expect_gen})")
+        if meta_check is not None:
+            meta_check(st.meta)
+        active = {p.name for p in st.parts}
+        missing = [n for n in retire if n not in active]
+        if missing:
+            raise ConflictError(f"parts {', '.join(missing)} are no longer active (merged or replaced concurrently)")
+        new_meta = meta if meta is not None else st.meta
+        entries: list[tuple[str, PartEntry]] = []
+        for s in staged:
+            path = s.path if isinstance(s, StagedPart) else str(s)
+            path = os.path.abspath(path)
+            if os.path.dirname(path) != os.path.abspath(os.path.join(table_dir, TMP_DIR)):
+                raise SkipidxError("a staged part must live in the table's tmp/ directory", path=path)
+            man, mhash = read_manifest(path)
+            manifest_matches_meta(man, new_meta, path)
+            name = check_part_name(man["part"], path)
+            if name in active:
+                raise SkipidxError(f"part {name} is already published", path=path)
+            entries.append((path, PartEntry(name, int(man["rows"]), mhash)))
+        pdir = os.path.join(table_dir, PARTS_DIR)
+        os.makedirs(pdir, exist_ok=True)
+        known = active | {n for n, _ in st.retired}
+        for i, (path, e) in enumerate(entries):
+            target = os.path.join(pdir, e.name)
+            if os.path.exists(target):
+                if e.name in known:
+                    raise SkipidxError(f"part {e.name} already exists", path=target)
+                shutil.rmtree(target)   # debris of a crashed commit
+            os.rename(path, target)
+            crash_point(f"commit:renamed:{i}")
+        fsync_dir(pdir)
+        fsync_dir(os.path.join(table_dir, TMP_DIR))
+        gen = st.gen + 1
+        retire_set = set(retire)
+        new_parts = tuple(p for p in st.parts if p.name not in retire_set) + tuple(e for _, e in entries)
+        new_retired = st.retired + tuple((n, gen) for n in retire)
+        write_state(table_dir, TableState(gen, new_meta, new_parts, new_retired))
+        crash_point("commit:done")
+        for s in staged:
+            if isinstance(s, StagedPart):
+                s.release()
+        _collect(table_dir, TableState(gen, new_meta, new_parts, new_retired))
+    return gen
+
+
+def commit_meta(table_dir: str, meta: TableMeta) -> int:
+    """Replace the table metadata alone (ALTER ADD INDEX)."""
+    return commit_parts(table_dir, [], meta=meta)
+
+
+# ---------------------------------------------------------------- cleanup
+def cleanup(table_dir: str) -> None:
+    """Remove what crashed writers left and what no reader needs any more.
+    Runs only if the commit lock is free right now (never waits for it)."""
+    with WriteLock(table_dir, blocking=False) as lk:
+        if not lk.acquired:
+            return
+        _clean_tmp(table_dir)
+        _collect(table_dir, read_state(table_dir))
+
+
+def _clean_tmp(table_dir: str) -> None:
+    tdir = os.path.join(table_dir, TMP_DIR)
+    try:
+        names = os.listdir(tdir)
+    except FileNotFoundError:
+        return
+    for n in names:
+        p = os.path.join(tdir, n)
+        if n.endswith(OWNER_LOCK):
+            continue
+        if os.path.exists(os.path.join(p, DETACHED_MARK)):
+            try:
+                age = time.time() - os.stat(p).st_mtime
+            except FileNotFoundError:
+                continue
+            if age > DETACHED_TTL_S:
+                shutil.rmtree(p, ignore_errors=True)
+            continue
+        fd = _lock_file(p + OWNER_LOCK, fcntl.LOCK_EX, blocking=False)
+        if fd is None:
+            continue   # its writer is alive
+        try:
+            if os.path.isdir(p):
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                os.unlink(p)
+        except FileNotFoundError:
+            pass
+        finally:
+            os.unlink(p + OWNER_LOCK)
+            os.close(fd)
+    # owner locks whose dir is gone (writer died between lock and mkdir, or
+    # after the rename of its commit)
+    for n in names:
+        if not n.endswith(OWNER_LOCK):
+            continue
+        lp = os.path.join(tdir, n)
+        if os.path.exists(lp[: -len(OWNER_LOCK)]):
+            continue
+        fd = _lock_file(lp, fcntl.LOCK_EX, blocking=False)
+        if fd is None:
+            continue
+        try:
+            os.unlink(lp)
+        except FileNotFoundError:
+            pass
+        finally:
+            os.close(fd)
+    # state temp files of a crashed commit
+    for n in os.listdir(table_dir):
+        if n.startswith(f".{STATE_FILE}.") and n.endswith(".tmp"):
+            try:
+                os.unlink(os.path.join(table_dir, n))
+            except FileNotFoundError:
+                pass
+
+
+def _collect(table_dir: str, st: TableState) -> None:
+    """Delete retired parts no live snapshot needs, and unreferenced part dirs.
+    Caller holds the write lock."""
+    pinned = _pinned_generations(table_dir, st.gen)
+    oldest = min(pinned) if pinned else st.gen
+    keep_retired = []
+    removable = []
+    for name, rgen in st.retired:
+        # a part retired at generation R is used by snapshots of gens < R
+        if oldest < rgen:
+            keep_retired.append((name, rgen))
+        else:
+            removable.append(name)
+    pdir = os.path.join(table_dir, PARTS_DIR)
+    referenced = {p.name for p in st.parts} | {n for n, _ in keep_retired}
+    try:
+        present = os.listdir(pdir)
+    except FileNotFoundError:
+        present = []
+    for n in present:
+        if n not in referenced:
+            shutil.rmtree(os.path.join(pdir, n), ignore_errors=True)
+    if removable:
+        # Forget them in the state too, so the retired list stays short. A
+        # crash here is harmless: the dirs are gone or unreferenced either way.
+        write_state(table_dir, TableState(st.gen, st.meta, st.parts, tuple(keep_retired)))

@@ -1,0 +1,128 @@
+"""Checksums of part files, and their verification on read.
+
+Hash: XXH3-128 (the `xxhash` package, already a dependency). The checksums
+guard against bit rot, torn writes and truncation, not against an attacker,
+so a cryptographic hash buys nothing; on this machine XXH3-128 hashes
+~14 GB/s against ~1.5 GB/s for SHA-256 and ~3.4 GB/s for CRC32 (64 MiB of
+random bytes, `bench/bench_store.py` prints the figures), so verification
+costs a small fraction of decoding the bytes. (ClickHouse uses CityHash128
+for its part checksums for the same reason.)
+
+Every file is hashed in blocks of :data:`BLOCK_SIZE` bytes. A reader that
+needs bytes ``[a, b)`` of a file verifies only the blocks overlapping that
+range, once per process (a cache keyed by the file's identity), so reading k
+granules of a part verifies O(k) bytes, not the whole part.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+
+import xxhash
+
+from skipidx.errors import CorruptionError
+
+__all__ = ["BLOCK_SIZE", "FileSum", "file_sum", "Verifier", "VERIFIER"]
+
+#: Checksum block. 1 MiB: a 8192-row granule of a typical table is 0.1–2 MiB
+#: of compressed Parquet, so a granule read verifies at most ~2 blocks
+#: (~70 µs at 14 GB/s), and a 1 GiB part needs 1024 hashes in its manifest.
+BLOCK_SIZE = 1 << 20
+
+
+@dataclass(frozen=True)
+class FileSum:
+    """Size and per-block XXH3-128 digests (hex) of one file."""
+
+    size: int
+    blocks: tuple[str, ...]
+    block_size: int = BLOCK_SIZE
+
+    def to_json(self) -> dict:
+        return {"size": self.size, "block_size": self.block_size, "xxh3_128": list(self.blocks)}
+
+    @staticmethod
+    def from_json(obj, where: str) -> "FileSum":
+        if not isinstance(obj, dict):
+            raise CorruptionError(f"bad file entry in manifest", path=where)
+        size, bs, blocks = obj.get("size"), obj.get("block_size"), obj.get("xxh3_128")
+        if (not isinstance(size, int) or size < 0 or not isinstance(bs, int) or bs <= 0
+                or not isinstance(blocks, list) or not all(isinstance(b, str) for b in blocks)
+                or len(blocks) != max(1, -(-size // bs))):
+            raise CorruptionError("bad file entry in manifest", path=where)
+        return FileSum(size, tuple(blocks), bs)
+
+
+def file_sum(path: str, block_size: int = BLOCK_SIZE) -> FileSum:
+    """Hash `path` block by block."""
+    blocks = []
+    size = 0
+    with open(path, "rb", buffering=0) as f:
+        while True:
+            b = f.read(block_size)
+            if not b:
+                break
+            size += len(b)
+            blocks.append(xxhash.xxh3_128_hexdigest(b))
+    if not blocks:
+        blocks.append(xxhash.xxh3_128_hexdigest(b""))
+    return FileSum(size, tuple(blocks), block_size)
+
+
+class Verifier:
+    """Verifies byte ranges of part files against their FileSum, caching what
+    was verified per file identity (device, inode, size, mtime) so each block
+    is hashed at most once per process while the file stays the same."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._done: dict[tuple, set[int]] = {}
+
+    def _identity(self, path: str, expected: FileSum) -> tuple:
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            raise CorruptionError("file of part is missing", path=path) from None
+        except OSError as e:
+            raise CorruptionError(f"cannot stat file: {e.strerror}", path=path) from None
+        if st.st_size != expected.size:
+            raise CorruptionError(
+                f"file size {st.st_size} differs from the manifest's {expected.size} (truncated or damaged)",
+                path=path,
+            )
+        return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+    def verify(self, path: str, expected: FileSum, start: int = 0, end: int | None = None) -> None:
+        """Verify bytes [start, end) of `path` (default: all). Raises CorruptionError naming the file."""
+        key = self._identity(path, expected)
+        end = expected.size if end is None else min(end, expected.size)
+        bs = expected.block_size
+        first, last = start // bs, max(start, end - 1) // bs
+        with self._lock:
+            done = self._done.setdefault(key, set())
+            todo = [i for i in range(first, last + 1) if i not in done]
+        if not todo:
+            return
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError as e:
+            raise CorruptionError(f"cannot open file: {e.strerror}", path=path) from None
+        try:
+            for i in todo:
+                b = os.pread(fd, bs, i * bs)
+                if xxhash.xxh3_128_hexdigest(b) != expected.blocks[i]:
+                    raise CorruptionError(f"checksum mismatch in bytes [{i * bs}, {i * bs + len(b)})", path=path)
+        finally:
+            os.close(fd)
+        with self._lock:
+            self._done.setdefault(key, set()).update(todo)
+
+    def forget(self) -> None:
+        """Drop the cache (tests use it to force re-verification)."""
+        with self._lock:
+            self._done.clear()
+
+
+#: The process-wide verifier.
+VERIFIER = Verifier()

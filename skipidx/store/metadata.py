@@ -1,0 +1,296 @@
+"""Table metadata: schema, ORDER BY key, granularity, indexes, settings.
+
+Serialized as JSON (never pickle) and validated field by field on load, so a
+hand-edited or damaged file gives a :class:`SkipidxError`/``CorruptionError``
+naming the field, never a ``KeyError``.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import pyarrow as pa
+
+from skipidx.errors import SkipidxError
+from skipidx.indexes.base import IndexDef, get_index_type
+from skipidx.types import ColumnType, parse_type
+
+__all__ = [
+    "FORMAT_VERSION", "ColumnMeta", "IndexMeta", "TableMeta", "check_identifier",
+    "make_index_meta",
+]
+
+#: Version of the on-disk layout (table state, part manifest, file names).
+FORMAT_VERSION = 1
+
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+MAX_IDENT = 128
+
+#: Settings a table accepts (besides index_granularity), with their checks.
+KNOWN_SETTINGS: dict[str, tuple[type, int, int]] = {
+    # rows per part written by one insert chunk (bounded memory); also the
+    # target size of a non-FINAL merge.
+    "max_part_rows": (int, 1, 1 << 40),
+    # Parquet compression of column data.
+    "compression": (str, 0, 0),
+}
+_COMPRESSIONS = ("zstd", "snappy", "lz4", "none", "gzip")
+
+
+def check_identifier(name: Any, what: str) -> str:
+    """`name` if it is an identifier ``[A-Za-z_][A-Za-z0-9_]*`` of at most 128
+    characters, else SkipidxError. Table and index names become file names:
+    this is what keeps them inside the database directory."""
+    if not isinstance(name, str) or not _IDENT.match(name) or len(name) > MAX_IDENT:
+        raise SkipidxError(
+            f"invalid {what} name {name!r}: expected an identifier [A-Za-z_][A-Za-z0-9_]* "
+            f"of at most {MAX_IDENT} characters"
+        )
+    return name
+
+
+@dataclass(frozen=True)
+class ColumnMeta:
+    name: str
+    type: ColumnType
+
+
+@dataclass(frozen=True)
+class IndexMeta:
+    """A declared index plus what its type normalized at CREATE/ALTER time."""
+
+    definition: IndexDef
+    params: dict = field(default_factory=dict)
+    version: int = 1                   # the index type's version
+    tokenizer: str | None = None
+    tokenizer_version: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.definition.name
+
+    def to_json(self) -> dict:
+        d = self.definition
+        return {
+            "name": d.name,
+            "column": d.column,
+            "expr_func": d.expr_func,
+            "type": d.type_name,
+            "args": list(d.args),
+            "kwargs": [[k, v] for k, v in d.kwargs],
+            "granularity": d.granularity,
+            "params": self.params,
+            "version": self.version,
+            "tokenizer": self.tokenizer,
+            "tokenizer_version": self.tokenizer_version,
+        }
+
+    @staticmethod
+    def from_json(obj: Any, where: str) -> "IndexMeta":
+        o = _obj(obj, where)
+        name = check_identifier(_get(o, "name", str, where), "index")
+        w = f"{where}: index {name!r}"
+        expr_func = _get(o, "expr_func", (str, type(None)), w)
+        if expr_func not in (None, "lower"):
+            raise SkipidxError(f"{w}: unsupported index expression function {expr_func!r}")
+        gran = _get(o, "granularity", int, w)
+        if gran < 1:
+            raise SkipidxError(f"{w}: granularity must be >= 1")
+        kwargs = _get(o, "kwargs", list, w)
+        if not all(isinstance(kv, list) and len(kv) == 2 and isinstance(kv[0], str) for kv in kwargs):
+            raise SkipidxError(f"{w}: kwargs must be [key, value] pairs")
+        defn = IndexDef(
+            name=name,
+            column=_get(o, "column", str, w),
+            expr_func=expr_func,
+            type_name=_get(o, "type", str, w),
+            args=tuple(_get(o, "args", list, w)),
+            kwargs=tuple((k, v) for k, v in kwargs),
+            granularity=gran,
+        )
+        return IndexMeta(
+            definition=defn,
+            params=_get(o, "params", dict, w),
+            version=_get(o, "version", int, w),
+            tokenizer=_get(o, "tokenizer", (str, type(None)), w),
+            tokenizer_version=_get(o, "tokenizer_version", (str, type(None), int), w),
+        )
+
+    def fingerprint(self) -> str:
+        """Identity of the index *as built*: a part's index file is used only
+        while the table's index of that name has the same fingerprint (so
+        DROP + ADD of a different index under the same name never reads a
+        stale file)."""
+        body = json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"), default=str)
+        return hashlib.sha256(body.encode()).hexdigest()[:32]
+
+
+def make_index_meta(defn: IndexDef, column_type: ColumnType) -> IndexMeta:
+    """Validate `defn` with its index type and return the IndexMeta to store."""
+    check_identifier(defn.name, "index")
+    if defn.expr_func not in (None, "lower"):
+        raise SkipidxError(f"index {defn.name!r}: unsupported expression function {defn.expr_func!r}")
+    if defn.expr_func == "lower" and not pa.types.is_string(column_type.arrow_type):
+        raise SkipidxError(f"index {defn.name!r}: lower() needs a String column, {defn.column!r} is {column_type.name}")
+    if not isinstance(defn.granularity, int) or defn.granularity < 1:
+        raise SkipidxError(f"index {defn.name!r}: GRANULARITY must be a positive integer, got {defn.granularity!r}")
+    cls = get_index_type(defn.type_name)
+    params = cls.validate(defn, column_type.arrow_type)
+    if not isinstance(params, dict):
+        raise SkipidxError(f"index {defn.name!r}: index type {defn.type_name!r} returned bad params")
+    try:
+        json.dumps(params)
+    except (TypeError, ValueError) as e:
+        raise SkipidxError(f"index {defn.name!r}: parameters are not JSON-serializable: {e}") from None
+    tok = params.get("tokenizer")
+    tok_version = params.get("tokenizer_version")
+    return IndexMeta(
+        definition=defn,
+        params=params,
+        version=int(getattr(cls, "version", 1)),
+        tokenizer=tok if isinstance(tok, str) else None,
+        tokenizer_version=str(tok_version) if tok_version is not None else None,
+    )
+
+
+@dataclass(frozen=True)
+class TableMeta:
+    """Everything a table declares. Validated by :meth:`validate`."""
+
+    name: str
+    columns: list[ColumnMeta]
+    order_by: list[str] = field(default_factory=list)
+    index_granularity: int = 8192
+    indexes: list[IndexMeta] = field(default_factory=list)
+    settings: dict = field(default_factory=dict)
+    format_version: int = FORMAT_VERSION
+
+    # ---- lookups -------------------------------------------------------
+    @property
+    def column_names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    def column(self, name: str) -> ColumnMeta:
+        for c in self.columns:
+            if c.name == name:
+                return c
+        raise SkipidxError(f"table {self.name!r} has no column {name!r}; columns: {', '.join(self.column_names)}")
+
+    def index(self, name: str) -> IndexMeta:
+        for i in self.indexes:
+            if i.name == name:
+                return i
+        known = ", ".join(i.name for i in self.indexes) or "none"
+        raise SkipidxError(f"table {self.name!r} has no index {name!r}; indexes: {known}")
+
+    def arrow_schema(self) -> pa.Schema:
+        return pa.schema([pa.field(c.name, c.type.arrow_type, nullable=c.type.nullable) for c in self.columns])
+
+    @property
+    def max_part_rows(self) -> int:
+        return int(self.settings.get("max_part_rows", 1 << 20))
+
+    @property
+    def compression(self) -> str:
+        return str(self.settings.get("compression", "zstd"))
+
+    def with_indexes(self, indexes: Iterable[IndexMeta]) -> "TableMeta":
+        return TableMeta(self.name, list(self.columns), list(self.order_by), self.index_granularity,
+                         list(indexes), dict(self.settings), self.format_version)
+
+    # ---- validation ----------------------------------------------------
+    def validate(self) -> "TableMeta":
+        check_identifier(self.name, "table")
+        if self.format_version != FORMAT_VERSION:
+            raise SkipidxError(f"table {self.name!r}: unsupported format version {self.format_version} "
+                               f"(this skipidx reads version {FORMAT_VERSION})")
+        if not self.columns:
+            raise SkipidxError(f"table {self.name!r}: a table needs at least one column")
+        seen: set[str] = set()
+        for c in self.columns:
+            if not isinstance(c.name, str) or not c.name or len(c.name) > 1024:
+                raise SkipidxError(f"table {self.name!r}: invalid column name {c.name!r}")
+            if c.name in seen:
+                raise SkipidxError(f"table {self.name!r}: duplicate column {c.name!r}")
+            seen.add(c.name)
+        for k in self.order_by:
+            if k not in seen:
+                raise SkipidxError(f"table {self.name!r}: ORDER BY column {k!r} is not a column")
+        if len(set(self.order_by)) != len(self.order_by):
+            raise SkipidxError(f"table {self.name!r}: ORDER BY lists a column twice")
+        if not isinstance(self.index_granularity, int) or not (1 <= self.index_granularity <= 1 << 24):
+            raise SkipidxError(f"table {self.name!r}: index_granularity must be an integer in [1, 16777216], "
+                               f"got {self.index_granularity!r}")
+        names: set[str] = set()
+        for im in self.indexes:
+            check_identifier(im.name, "index")
+            if im.name in names:
+                raise SkipidxError(f"table {self.name!r}: duplicate index {im.name!r}")
+            names.add(im.name)
+            if im.definition.column not in seen:
+                raise SkipidxError(f"table {self.name!r}: index {im.name!r} reads unknown column "
+                                   f"{im.definition.column!r}")
+        for k, v in self.settings.items():
+            if k not in KNOWN_SETTINGS:
+                raise SkipidxError(f"table {self.name!r}: unknown setting {k!r}; known: "
+                                   f"index_granularity, {', '.join(KNOWN_SETTINGS)}")
+            typ, lo, hi = KNOWN_SETTINGS[k]
+            if typ is int and (not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi):
+                raise SkipidxError(f"table {self.name!r}: setting {k} must be an integer in [{lo}, {hi}]")
+            if k == "compression" and v not in _COMPRESSIONS:
+                raise SkipidxError(f"table {self.name!r}: compression must be one of {', '.join(_COMPRESSIONS)}")
+        return self
+
+    # ---- JSON ----------------------------------------------------------
+    def to_json(self) -> dict:
+        return {
+            "format_version": self.format_version,
+            "name": self.name,
+            "columns": [{"name": c.name, "type": c.type.name} for c in self.columns],
+            "order_by": list(self.order_by),
+            "index_granularity": self.index_granularity,
+            "indexes": [i.to_json() for i in self.indexes],
+            "settings": dict(self.settings),
+        }
+
+    @staticmethod
+    def from_json(obj: Any, where: str = "metadata") -> "TableMeta":
+        o = _obj(obj, where)
+        cols = []
+        for i, c in enumerate(_get(o, "columns", list, where)):
+            co = _obj(c, f"{where}: columns[{i}]")
+            cols.append(ColumnMeta(_get(co, "name", str, f"{where}: columns[{i}]"),
+                                   parse_type(_get(co, "type", str, f"{where}: columns[{i}]"))))
+        order_by = _get(o, "order_by", list, where)
+        if not all(isinstance(k, str) for k in order_by):
+            raise SkipidxError(f"{where}: order_by must be a list of column names")
+        meta = TableMeta(
+            name=_get(o, "name", str, where),
+            columns=cols,
+            order_by=order_by,
+            index_granularity=_get(o, "index_granularity", int, where),
+            indexes=[IndexMeta.from_json(x, where) for x in _get(o, "indexes", list, where)],
+            settings=_get(o, "settings", dict, where),
+            format_version=_get(o, "format_version", int, where),
+        )
+        return meta.validate()
+
+
+def _obj(obj: Any, where: str) -> dict:
+    if not isinstance(obj, dict):
+        raise SkipidxError(f"{where}: expected an object, got {type(obj).__name__}")
+    return obj
+
+
+def _get(o: dict, key: str, typ, where: str):
+    if key not in o:
+        raise SkipidxError(f"{where}: missing field {key!r}")
+    v = o[key]
+    if typ is int and isinstance(v, bool):
+        raise SkipidxError(f"{where}: field {key!r} must be an integer")
+    if not isinstance(v, typ):
+        raise SkipidxError(f"{where}: field {key!r} has the wrong type ({type(v).__name__})")
+    return v

@@ -1,0 +1,569 @@
+"""Parts: writing one (data + every index + manifest) and reading granules.
+
+A part directory::
+
+    data.parquet        the rows, sorted by the ORDER BY key; one Parquet row
+                        group per data granule (see "Granule = row group")
+    idx.<index>.arrow   one Arrow IPC file per index: the Lance zone table
+    manifest.json       written last: rows, marks, row-group byte spans,
+                        columns, index fingerprints, and the size and block
+                        checksums of every other file
+
+Granule = row group. To read k granules of a part the reader must touch O(k)
+bytes. pyarrow reads whole row groups (it has no row-range read through the
+page index), so the unit of reading is the row group; with one row group per
+data granule a granule read is one row group read. Figures measured by
+``bench/bench_store.py`` (1M-row log part, 8192-row granules, 2-core VM):
+one granule read from a part with one row group per granule ~1.4 ms, with one
+row group per 16 granules ~10 ms, with one row group for the whole part
+~120 ms; the footer grows from ~40 KiB to ~300 KiB for 122 row groups, parsed
+once per process (cached). One row group per granule it is; Parquet's
+per-row-group statistics then double as a free min/max per granule for
+DuckDB and Spark.
+
+Index files are Arrow IPC (uncompressed), not Parquet: a filter column is
+random bits that compression cannot shrink, and IPC opens by memory-map with
+zero copy and no decoding, so loading a part's filters costs only the pages
+the planner touches. ``pyarrow.ipc.open_file(path).read_all()`` reads them.
+"""
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections import OrderedDict
+from typing import Iterable, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import xxhash
+
+from skipidx.errors import CorruptionError, SkipidxError
+from skipidx.indexes.base import IndexGranules, get_index_type
+from skipidx.store import commit as _commit
+from skipidx.store.commit import PartEntry, StagedPart, crash_point, fsync_dir, fsync_file, new_part_name
+from skipidx.store.manifest import VERIFIER, FileSum, file_sum
+from skipidx.store.metadata import FORMAT_VERSION, IndexMeta, TableMeta
+from skipidx.types import cast_to
+
+__all__ = [
+    "DATA_FILE", "MANIFEST", "Part", "build_part", "write_part", "conform", "sort_rows",
+    "index_values", "read_manifest", "manifest_matches_meta", "index_file_name",
+]
+
+DATA_FILE = "data.parquet"
+MANIFEST = "manifest.json"
+#: Rows of index expression values handed to an aggregator at once (whole
+#: index granules): bounds memory when a merge builds a large part.
+INDEX_CHUNK_ROWS = 1 << 20
+
+
+def index_file_name(index: str) -> str:
+    return f"idx.{index}.arrow"
+
+
+# ------------------------------------------------------------------ input
+def conform(meta: TableMeta, data: pa.Table) -> pa.Table:
+    """Check `data`'s columns against the table and cast every column to its
+    declared type (range-checked). SkipidxError names the column."""
+    names = data.column_names
+    if len(set(names)) != len(names):
+        dup = sorted({n for n in names if names.count(n) > 1})
+        raise SkipidxError(f"table {meta.name!r}: input has duplicate columns: {', '.join(dup)}")
+    want = meta.column_names
+    missing = [c for c in want if c not in names]
+    extra = [c for c in names if c not in want]
+    if missing or extra:
+        parts = []
+        if missing:
+            parts.append(f"missing columns: {', '.join(missing)}")
+        if extra:
+            parts.append(f"unknown columns: {', '.join(extra)}")
+        raise SkipidxError(f"table {meta.name!r}: " + "; ".join(parts) + f" (table columns: {', '.join(want)})")
+    arrays = [cast_to(c.type, data.column(c.name), c.name) for c in meta.columns]
+    return pa.Table.from_arrays(arrays, schema=meta.arrow_schema())
+
+
+def sort_rows(meta: TableMeta, data: pa.Table) -> pa.Table:
+    """`data` sorted by the ORDER BY key (stable; NULLs last, as ClickHouse)."""
+    if not meta.order_by or data.num_rows <= 1:
+        return data
+    idx = pc.sort_indices(data.select(meta.order_by),
+                          sort_keys=[(k, "ascending", "at_end") for k in meta.order_by])
+    # already sorted input (common for time-ordered logs) costs no gather
+    if pc.all(pc.equal(idx, pa.array(np.arange(data.num_rows, dtype=np.uint64)))).as_py():
+        return data
+    return data.take(idx)
+
+
+def index_values(meta: IndexMeta, column: pa.Array) -> pa.Array:
+    """The index expression's values: the column itself or ``lower(column)``
+    (ClickHouse's lower() changes ASCII letters only, as ``ascii_lower``)."""
+    f = meta.definition.expr_func
+    if f is None:
+        return column
+    if f == "lower":
+        return pc.ascii_lower(column)
+    raise SkipidxError(f"index {meta.name!r}: unsupported expression function {f!r}")
+
+
+# ------------------------------------------------------------------ write
+def _zones(marks: np.ndarray, granularity: int) -> tuple[np.ndarray, np.ndarray]:
+    ng = marks.shape[0] - 1
+    first = np.arange(0, ng, granularity, dtype=np.int64)
+    last = np.minimum(first + granularity, ng)
+    start = marks[first]
+    return start, marks[last] - start
+
+
+def _row_group_spans(md: pq.FileMetaData) -> list[list[int]]:
+    spans = []
+    for i in range(md.num_row_groups):
+        rg = md.row_group(i)
+        lo, hi = None, None
+        for j in range(rg.num_columns):
+            c = rg.column(j)
+            b = c.dictionary_page_offset if c.has_dictionary_page and c.dictionary_page_offset else c.data_page_offset
+            e = b + c.total_compressed_size
+            lo = b if lo is None else min(lo, b)
+            hi = e if hi is None else max(hi, e)
+        spans.append([int(lo), int(hi)])
+    return spans
+
+
+def _write_index(path: str, part_name: str, im: IndexMeta, arrow_type: pa.DataType, values: pa.Array,
+                 zone_start: np.ndarray, zone_length: np.ndarray, data_granularity: int) -> int:
+    """Build index `im` over `values` zone-chunk by zone-chunk into an IPC file; returns zones."""
+    cls = get_index_type(im.definition.type_name)
+    inst = cls(im.definition, arrow_type)
+    agg = inst.aggregator()
+    per_zone = max(1, im.definition.granularity * data_granularity)
+    step = max(1, INDEX_CHUNK_ROWS // per_zone)
+    writer = None
+    schema = None
+    try:
+        with pa.OSFile(path, "wb") as sink:
+            for z0 in range(0, zone_start.shape[0], step):
+                zs = zone_start[z0:z0 + step]
+                zl = zone_length[z0:z0 + step]
+                r0 = int(zs[0])
+                r1 = int(zs[-1] + zl[-1])
+                g = agg.build(values.slice(r0, r1 - r0), zs - r0, zl)
+                g.zone_start = np.asarray(g.zone_start, dtype=np.int64) + r0
+                t = g.to_arrow(part_name)
+                if writer is None:
+                    schema = t.schema
+                    writer = pa.ipc.new_file(sink, schema)
+                elif not t.schema.equals(schema, check_metadata=False):
+                    t = t.cast(schema)
+                writer.write_table(t.replace_schema_metadata(schema.metadata))
+            if writer is not None:
+                writer.close()
+    except BaseException:
+        if writer is not None:
+            try:
+                writer.close()
+            except Exception:
+                pass
+        raise
+    return int(zone_start.shape[0])
+
+
+def write_part(part_dir: str, meta: TableMeta, data: pa.Table, part_name: str, *, level: int = 0,
+               indexes: Sequence[IndexMeta] | None = None, reuse: dict[str, str] | None = None) -> dict:
+    """Write a complete part into the (empty, existing) directory `part_dir`.
+
+    `data` must be conformed and sorted. `indexes` defaults to all of the
+    table's indexes. `reuse` maps file names to existing files to hard-link
+    instead of writing (MATERIALIZE / DROP INDEX keep the data file).
+    Files are fsynced, the manifest is written last, then the directory is
+    fsynced. Returns the manifest.
+    """
+    reuse = dict(reuse or {})
+    G = meta.index_granularity
+    indexes = list(meta.indexes if indexes is None else indexes)
+    data_path = os.path.join(part_dir, DATA_FILE)
+    if DATA_FILE in reuse:
+        _link(reuse.pop(DATA_FILE), data_path)
+        n = pq.read_metadata(data_path).num_rows
+    else:
+        n = data.num_rows
+        if n == 0:
+            raise AssertionError("a part needs at least one row")
+        sorting = [pq.SortingColumn(meta.column_names.index(k), nulls_first=False) for k in meta.order_by]
+        comp = meta.compression
+        with pq.ParquetWriter(data_path, meta.arrow_schema(), compression=None if comp == "none" else comp,
+                              write_statistics=True, store_schema=True,
+                              sorting_columns=sorting or None) as w:
+            w.write_table(data, row_group_size=G)
+    crash_point("part:data_written")
+    md = pq.read_metadata(data_path)
+    rg_rows = np.array([md.row_group(i).num_rows for i in range(md.num_row_groups)], dtype=np.int64)
+    marks = np.zeros(rg_rows.shape[0] + 1, dtype=np.int64)
+    np.cumsum(rg_rows, out=marks[1:])
+    if int(marks[-1]) != md.num_rows:
+        raise AssertionError("row groups do not add up to the file's rows")
+    spans = _row_group_spans(md)
+
+    index_entries: dict[str, dict] = {}
+    for im in indexes:
+        fname = index_file_name(im.name)
+        ipath = os.path.join(part_dir, fname)
+        if fname in reuse:
+            _link(reuse.pop(fname), ipath)
+            zones = -1
+        else:
+            if data is None or data.num_rows != int(marks[-1]):
+                raise AssertionError("index build needs the part's rows")
+            zs, zl = _zones(marks, im.definition.granularity)
+            col = meta.column(im.definition.column)
+            arr = data.column(im.definition.column)
+            arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
+            zones = _write_index(ipath, part_name, im, col.type.arrow_type, index_values(im, arr), zs, zl, G)
+        index_entries[im.name] = {"file": fname, "fingerprint": im.fingerprint(),
+                                  "granularity": im.definition.granularity}
+        if zones >= 0:
+            index_entries[im.name]["zones"] = zones
+    crash_point("part:indexes_written")
+
+    files = {}
+    for fname in sorted(os.listdir(part_dir)):
+        if fname.startswith("."):
+            continue
+        p = os.path.join(part_dir, fname)
+        fsync_file(p)
+        files[fname] = file_sum(p).to_json()
+    manifest = {
+        "format_version": FORMAT_VERSION,
+        "part": part_name,
+        "level": level,
+        "rows": int(marks[-1]),
+        "index_granularity": G,
+        "marks": marks.tolist(),
+        "row_groups": spans,
+        "columns": [[c.name, c.type.name] for c in meta.columns],
+        "order_by": list(meta.order_by),
+        "indexes": index_entries,
+        "files": files,
+        "created_unix": time.time(),
+    }
+    raw = json.dumps(manifest, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    crash_point("part:before_manifest")
+    _commit.write_file_durably(os.path.join(part_dir, MANIFEST), raw)
+    fsync_dir(part_dir)
+    crash_point("part:manifest_written")
+    return manifest
+
+
+def _link(src: str, dst: str) -> None:
+    """Hard-link an immutable file of another part (copy where links fail)."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        import shutil
+
+        shutil.copyfile(src, dst)
+
+
+def build_part(table_dir: str, meta: TableMeta, data: pa.Table, part_name: str | None = None, *,
+               level: int = 0, detached: bool = False, prepare: bool = True) -> StagedPart:
+    """Write `data` as a new staged part of the table at `table_dir`.
+
+    With ``prepare`` the rows are conformed (checked, cast) and sorted here;
+    pass ``prepare=False`` for rows that already are. ``detached=True`` is for
+    parts written by a process that will not live until the commit (a Spark
+    task): cleanup then keeps the staged dir for a day instead of removing it
+    as soon as its writer is gone. Publish with
+    :func:`skipidx.store.commit.commit_parts`. Needs no Catalog.
+    """
+    if prepare:
+        data = sort_rows(meta, conform(meta, data))
+    if data.num_rows == 0:
+        raise SkipidxError("cannot build a part of zero rows")
+    name = part_name or new_part_name(level)
+    staged = _commit.stage_dir(table_dir, name, detached=detached)
+    try:
+        write_part(staged.path, meta, data, name, level=level)
+    except BaseException:
+        staged.discard()
+        raise
+    staged.rows = data.num_rows
+    return staged
+
+
+# ------------------------------------------------------------------ manifest
+def read_manifest(part_dir: str, expected_hash: str | None = None) -> tuple[dict, str]:
+    """Load and validate a part's manifest; (manifest, xxh3_128 hex of its bytes)."""
+    path = os.path.join(part_dir, MANIFEST)
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        raise CorruptionError("part manifest is missing", path=path) from None
+    except OSError as e:
+        raise CorruptionError(f"cannot read part manifest: {e.strerror}", path=path) from None
+    h = xxhash.xxh3_128_hexdigest(raw)
+    if expected_hash is not None and h != expected_hash:
+        raise CorruptionError("part manifest checksum mismatch", path=path)
+    try:
+        m = json.loads(raw)
+        if m["format_version"] != FORMAT_VERSION:
+            raise CorruptionError(f"unsupported part format version {m['format_version']!r}", path=path)
+        _commit.check_part_name(m["part"], path)
+        rows = m["rows"]
+        marks = m["marks"]
+        if (not isinstance(rows, int) or not isinstance(marks, list) or len(marks) < 2
+                or marks[0] != 0 or marks[-1] != rows or not all(isinstance(x, int) for x in marks)
+                or any(b <= a for a, b in zip(marks, marks[1:]))):
+            raise CorruptionError("bad rows/marks in part manifest", path=path)
+        spans = m["row_groups"]
+        if len(spans) != len(marks) - 1 or not all(
+                isinstance(s, list) and len(s) == 2 and all(isinstance(x, int) for x in s) and 0 <= s[0] < s[1]
+                for s in spans):
+            raise CorruptionError("bad row-group spans in part manifest", path=path)
+        if DATA_FILE not in m["files"]:
+            raise CorruptionError("part manifest lists no data file", path=path)
+        for fname, fs in m["files"].items():
+            if not isinstance(fname, str) or "/" in fname or fname.startswith(".") or fname in ("", MANIFEST):
+                raise CorruptionError(f"bad file name {fname!r} in part manifest", path=path)
+            FileSum.from_json(fs, os.path.join(part_dir, fname))
+        for iname, e in m["indexes"].items():
+            if e["file"] != index_file_name(iname) or e["file"] not in m["files"]:
+                raise CorruptionError(f"bad entry for index {iname!r} in part manifest", path=path)
+            if not isinstance(e["fingerprint"], str):
+                raise CorruptionError(f"bad entry for index {iname!r} in part manifest", path=path)
+        if not isinstance(m["columns"], list) or not isinstance(m["index_granularity"], int):
+            raise CorruptionError("bad columns in part manifest", path=path)
+    except CorruptionError:
+        raise
+    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as e:
+        raise CorruptionError(f"damaged part manifest ({type(e).__name__}: {e})", path=path) from None
+    return m, h
+
+
+def manifest_matches_meta(m: dict, meta: TableMeta, where: str) -> None:
+    cols = [[c.name, c.type.name] for c in meta.columns]
+    if m["columns"] != cols:
+        raise SkipidxError(f"part columns {m['columns']} do not match table {meta.name!r} columns {cols}",
+                           path=where)
+
+
+# ------------------------------------------------------------------ read
+class _MetaCache:
+    """Parsed Parquet footers by file identity (LRU): parsing a footer with
+    many row groups costs ~ms; a part's footer is parsed once per process."""
+
+    def __init__(self, cap: int = 512) -> None:
+        self.cap = cap
+        self._d: OrderedDict[tuple, pq.FileMetaData] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple) -> pq.FileMetaData | None:
+        with self._lock:
+            v = self._d.get(key)
+            if v is not None:
+                self._d.move_to_end(key)
+            return v
+
+    def put(self, key: tuple, v: pq.FileMetaData) -> None:
+        with self._lock:
+            self._d[key] = v
+            self._d.move_to_end(key)
+            while len(self._d) > self.cap:
+                self._d.popitem(last=False)
+
+
+_FOOTERS = _MetaCache()
+
+
+def normalize_ranges(mark_ranges: Iterable[tuple[int, int]], n_granules: int) -> list[tuple[int, int]]:
+    """Sorted, merged, validated [a, b) granule ranges (empty ones dropped)."""
+    rs = []
+    for r in mark_ranges:
+        try:
+            a, b = int(r[0]), int(r[1])
+        except (TypeError, ValueError, IndexError):
+            raise SkipidxError(f"bad mark range {r!r}") from None
+        if not 0 <= a <= b <= n_granules:
+            raise SkipidxError(f"mark range [{a}, {b}) out of [0, {n_granules})")
+        if a < b:
+            rs.append((a, b))
+    rs.sort()
+    out: list[tuple[int, int]] = []
+    for a, b in rs:
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
+
+
+class Part:
+    """A published part of a table snapshot (immutable)."""
+
+    def __init__(self, table_dir: str, entry: PartEntry, meta: TableMeta) -> None:
+        self.table_dir = table_dir
+        self.name = entry.name
+        self.path = os.path.join(table_dir, _commit.PARTS_DIR, entry.name)
+        self.num_rows = entry.rows
+        self.meta = meta
+        self._entry = entry
+        self._manifest: dict | None = None
+        self._marks: np.ndarray | None = None
+
+    def __repr__(self) -> str:
+        return f"Part({self.name!r}, rows={self.num_rows})"
+
+    # ---- manifest-derived ------------------------------------------------
+    @property
+    def manifest(self) -> dict:
+        if self._manifest is None:
+            m, _ = read_manifest(self.path, self._entry.manifest_hash)
+            if m["part"] != self.name or m["rows"] != self.num_rows:
+                raise CorruptionError("part manifest does not match the table state",
+                                      path=os.path.join(self.path, MANIFEST))
+            self._manifest = m
+        return self._manifest
+
+    @property
+    def marks(self) -> np.ndarray:
+        """int64 row offset of every granule, plus the row count at the end."""
+        if self._marks is None:
+            self._marks = np.asarray(self.manifest["marks"], dtype=np.int64)
+        return self._marks
+
+    @property
+    def n_granules(self) -> int:
+        return int(self.marks.shape[0] - 1)
+
+    @property
+    def index_granularity(self) -> int:
+        return int(self.manifest["index_granularity"])
+
+    @property
+    def level(self) -> int:
+        return int(self.manifest.get("level", 0))
+
+    def _filesum(self, fname: str) -> FileSum:
+        return FileSum.from_json(self.manifest["files"][fname], os.path.join(self.path, fname))
+
+    # ---- data ------------------------------------------------------------
+    def _open_data(self) -> pq.ParquetFile:
+        path = os.path.join(self.path, DATA_FILE)
+        fs = self._filesum(DATA_FILE)
+        key = VERIFIER._identity(path, fs)
+        md = _FOOTERS.get(key)
+        if md is None:
+            spans = self.manifest["row_groups"]
+            # the leading magic and the footer: everything outside the row groups
+            VERIFIER.verify(path, fs, 0, spans[0][0])
+            VERIFIER.verify(path, fs, spans[-1][1], fs.size)
+            try:
+                md = pq.read_metadata(path)
+            except (OSError, pa.ArrowException) as e:
+                raise CorruptionError(f"unreadable Parquet footer: {e}", path=path) from None
+            if md.num_row_groups != self.n_granules or md.num_rows != self.num_rows:
+                raise CorruptionError("Parquet footer does not match the part manifest", path=path)
+            _FOOTERS.put(key, md)
+        try:
+            return pq.ParquetFile(path, metadata=md)
+        except (OSError, pa.ArrowException) as e:
+            raise CorruptionError(f"cannot open Parquet file: {e}", path=path) from None
+
+    def read(self, columns: Sequence[str] | None = None,
+             mark_ranges: Sequence[tuple[int, int]] | None = None) -> pa.Table:
+        """Rows of granules [a, b) for each range (None: all), `columns` (None: all).
+
+        Verifies the checksums of the bytes read (once per process).
+        """
+        cols = self.meta.column_names if columns is None else list(columns)
+        for c in cols:
+            if c not in self.meta.column_names:
+                raise SkipidxError(f"table {self.meta.name!r} has no column {c!r}")
+        ranges = [(0, self.n_granules)] if mark_ranges is None else normalize_ranges(mark_ranges, self.n_granules)
+        path = os.path.join(self.path, DATA_FILE)
+        pf = self._open_data()
+        fs = self._filesum(DATA_FILE)
+        spans = self.manifest["row_groups"]
+        rgs: list[int] = []
+        for a, b in ranges:
+            VERIFIER.verify(path, fs, spans[a][0], spans[b - 1][1])
+            rgs.extend(range(a, b))
+        schema = self.meta.arrow_schema()
+        if not rgs:
+            return schema.empty_table().select(cols)
+        try:
+            t = pf.read_row_groups(rgs, columns=cols, use_threads=True)
+        except (OSError, pa.ArrowException) as e:
+            raise CorruptionError(f"unreadable Parquet data: {e}", path=path) from None
+        expect = int(sum(int(self.marks[b] - self.marks[a]) for a, b in ranges))
+        if t.num_rows != expect:
+            raise CorruptionError(f"read {t.num_rows} rows, the manifest says {expect}", path=path)
+        want = pa.schema([schema.field(c) for c in cols])
+        if not t.schema.equals(want, check_metadata=False):
+            try:
+                t = t.cast(want)
+            except (pa.ArrowException, ValueError) as e:
+                raise CorruptionError(f"Parquet columns do not match the table schema: {e}", path=path) from None
+        return t
+
+    # ---- indexes ---------------------------------------------------------
+    def index_entry(self, name: str) -> dict | None:
+        """The manifest entry of index `name` if this part holds it *as the
+        table currently defines it* (same fingerprint), else None."""
+        e = self.manifest["indexes"].get(name)
+        if e is None:
+            return None
+        try:
+            im = self.meta.index(name)
+        except SkipidxError:
+            return None
+        return e if e["fingerprint"] == im.fingerprint() else None
+
+    def has_index(self, name: str) -> bool:
+        """True when the index is materialized in this part (it may still be damaged)."""
+        return self.index_entry(name) is not None
+
+    def load_index(self, name: str) -> IndexGranules:
+        """The index granules of index `name`. CorruptionError (naming the file)
+        if the file is missing, damaged or inconsistent; SkipidxError if the
+        part does not hold the index."""
+        e = self.index_entry(name)
+        if e is None:
+            raise SkipidxError(f"part {self.name} has no materialized index {name!r}")
+        im = self.meta.index(name)
+        path = os.path.join(self.path, e["file"])
+        fs = self._filesum(e["file"])
+        VERIFIER.verify(path, fs)
+        try:
+            with pa.memory_map(path, "r") as src:
+                table = pa.ipc.open_file(src).read_all()
+        except (OSError, pa.ArrowException) as ex:
+            raise CorruptionError(f"unreadable index file: {ex}", path=path) from None
+        col = self.meta.column(im.definition.column)
+        inst = get_index_type(im.definition.type_name)(im.definition, col.type.arrow_type)
+        try:
+            g = inst.granules_from_arrow(table)
+        except CorruptionError as ex:
+            raise CorruptionError(ex.message, path=path) from None
+        except SkipidxError:
+            raise
+        except (ValueError, TypeError, KeyError, IndexError, pa.ArrowException) as ex:
+            raise CorruptionError(f"damaged index table ({type(ex).__name__}: {ex})", path=path) from None
+        zs, zl = _zones(self.marks, im.definition.granularity)
+        if (len(g) != zs.shape[0] or not np.array_equal(np.asarray(g.zone_start, dtype=np.int64), zs)
+                or not np.array_equal(np.asarray(g.zone_length, dtype=np.int64), zl)):
+            raise CorruptionError("index zones do not match the part's granules", path=path)
+        return g
+
+    def index_zones(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """(zone_start, zone_length) in rows of index `name`'s granules."""
+        return _zones(self.marks, self.meta.index(name).definition.granularity)
+
+    def verify(self) -> None:
+        """Verify every file of the part in full (CorruptionError naming the first bad one)."""
+        for fname in self.manifest["files"]:
+            VERIFIER.verify(os.path.join(self.path, fname), self._filesum(fname))

@@ -1,0 +1,368 @@
+"""A table: snapshots for readers; insert, ALTER index, merge for writers.
+
+Every change goes through :func:`skipidx.store.commit.commit_parts` (one
+atomic state change); readers take a pinned :class:`TableSnapshot` that
+stays readable until closed, whatever merges and ALTERs happen meanwhile.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Iterable, Iterator
+
+import pyarrow as pa
+
+from skipidx.errors import SkipidxError
+from skipidx.indexes.base import IndexDef
+from skipidx.store import commit as _commit
+from skipidx.store.commit import ConflictError, StagedPart, TableState, commit_parts, new_part_name
+from skipidx.store.metadata import TableMeta, make_index_meta
+from skipidx.store.part import (DATA_FILE, Part, build_part, conform, index_file_name, sort_rows, write_part)
+
+__all__ = ["Table", "TableSnapshot", "as_batches"]
+
+
+class TableSnapshot:
+    """A consistent view of a table: its metadata and parts at one generation.
+
+    The parts stay on disk until the snapshot is closed (``close()``, the
+    ``with`` block, or garbage collection), even if a merge retires them.
+    """
+
+    def __init__(self, table_dir: str, state: TableState, pin_fd: int | None) -> None:
+        self.table_dir = table_dir
+        self.gen = state.gen
+        self.meta = state.meta
+        self.parts: list[Part] = [Part(table_dir, e, state.meta) for e in state.parts]
+        self._pin_fd = pin_fd
+
+    @property
+    def num_rows(self) -> int:
+        return sum(p.num_rows for p in self.parts)
+
+    def read(self, columns: list[str] | None = None) -> pa.Table:
+        """All rows of the snapshot (part by part, each sorted by the key)."""
+        schema = self.meta.arrow_schema()
+        cols = self.meta.column_names if columns is None else list(columns)
+        tables = [p.read(cols) for p in self.parts]
+        if not tables:
+            return schema.empty_table().select(cols)
+        return pa.concat_tables(tables)
+
+    def close(self) -> None:
+        if self._pin_fd is not None:
+            os.close(self._pin_fd)
+            self._pin_fd = None
+
+    def __enter__(self) -> "TableSnapshot":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+def as_batches(data: Any, max_rows: int) -> Iterator[pa.Table]:
+    """Yield `data` (pyarrow Table/RecordBatch/RecordBatchReader, pandas
+    DataFrame, or any Arrow C stream) as tables of at most `max_rows` rows,
+    accumulating small batches so each yielded table fills a part."""
+    if isinstance(data, pa.Table):
+        for off in range(0, max(data.num_rows, 1), max_rows):
+            yield data.slice(off, max_rows)
+        return
+    if isinstance(data, pa.RecordBatch):
+        yield from as_batches(pa.Table.from_batches([data]), max_rows)
+        return
+    try:
+        import pandas as pd
+    except ImportError:   # pragma: no cover - pandas is optional
+        pd = None
+    if pd is not None and isinstance(data, pd.DataFrame):
+        try:
+            t = pa.Table.from_pandas(data, preserve_index=False)
+        except (pa.ArrowException, TypeError, ValueError) as e:
+            raise SkipidxError(f"cannot convert the DataFrame to Arrow: {e}") from None
+        yield from as_batches(t, max_rows)
+        return
+    if isinstance(data, pa.RecordBatchReader):
+        reader: Iterable[pa.RecordBatch] = data
+    elif hasattr(data, "__arrow_c_stream__"):
+        reader = pa.RecordBatchReader.from_stream(data)
+    elif hasattr(data, "__next__"):
+        # an iterator of Tables/RecordBatches (file imports, generators)
+        def _flatten(it):
+            for x in it:
+                if isinstance(x, pa.Table):
+                    yield from x.to_batches()
+                elif isinstance(x, pa.RecordBatch):
+                    yield x
+                else:
+                    raise SkipidxError(f"an insert iterator yielded a {type(x).__name__}, "
+                                       "expected pyarrow Tables or RecordBatches")
+        reader = _flatten(data)
+    else:
+        raise SkipidxError(
+            f"cannot insert a {type(data).__name__}: expected a pyarrow Table, RecordBatch, "
+            "RecordBatchReader or a pandas DataFrame"
+        )
+    pending: list[pa.RecordBatch] = []
+    rows = 0
+    first = True
+    for b in reader:
+        if first:
+            first = False
+            # an empty first batch still carries the schema to check
+            if b.num_rows == 0:
+                yield pa.Table.from_batches([b])
+        if b.num_rows == 0:
+            continue
+        if pending and not b.schema.equals(pending[0].schema):
+            # a batch of another schema (e.g. a file block typed differently):
+            # close the chunk so far; each chunk is conformed on its own
+            yield pa.Table.from_batches(pending)
+            pending, rows = [], 0
+        pending.append(b)
+        rows += b.num_rows
+        while rows >= max_rows:
+            t = pa.Table.from_batches(pending)
+            yield t.slice(0, max_rows)
+            rest = t.slice(max_rows)
+            pending = rest.to_batches() if rest.num_rows else []
+            rows = rest.num_rows
+    if pending:
+        yield pa.Table.from_batches(pending)
+
+
+class Table:
+    """A table directory. Cheap to construct; state is re-read when it changed."""
+
+    def __init__(self, path: str) -> None:
+        self.path = os.path.abspath(path)
+        _commit.read_state(self.path)   # fails early for a non-table / damaged state
+        _commit.cleanup(self.path)
+
+    # ---- reading -------------------------------------------------------
+    @property
+    def state(self) -> TableState:
+        return _commit.read_state(self.path)
+
+    @property
+    def meta(self) -> TableMeta:
+        """The current metadata."""
+        return self.state.meta
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+    def snapshot(self) -> TableSnapshot:
+        """A pinned, consistent view (close it when done)."""
+        st, fd = _commit.pin_snapshot(self.path)
+        return TableSnapshot(self.path, st, fd)
+
+    @property
+    def num_rows(self) -> int:
+        return sum(p.rows for p in self.state.parts)
+
+    def read(self, columns: list[str] | None = None) -> pa.Table:
+        with self.snapshot() as s:
+            return s.read(columns)
+
+    # ---- inserting -----------------------------------------------------
+    def insert(self, data: Any, *, max_part_rows: int | None = None) -> int:
+        """Insert rows; returns how many. All or nothing: the chunks of a big
+        input become several parts published together, and any bad value
+        anywhere leaves the table unchanged."""
+        meta = self.meta
+        limit = int(max_part_rows or meta.max_part_rows)
+        staged: list[StagedPart] = []
+        total = 0
+        try:
+            for chunk in as_batches(data, limit):
+                if chunk.num_rows == 0:
+                    conform(meta, chunk)   # schema errors even for empty inputs
+                    continue
+                prepared = sort_rows(meta, conform(meta, chunk))
+                staged.append(build_part(self.path, meta, prepared, prepare=False))
+                total += chunk.num_rows
+            if staged:
+                commit_parts(self.path, staged, meta_check=_same_columns(meta))
+        except BaseException:
+            for s in staged:
+                s.discard()
+            raise
+        return total
+
+    def insert_file(self, path: str, format: str | None = None, **options: Any) -> int:
+        """Import a Parquet, CSV, CSVWithNames, TSV or JSONEachRow file (streamed)."""
+        from skipidx.store.ingest import open_file_batches
+
+        meta = self.meta
+        return self.insert(open_file_batches(path, format, meta, **options))
+
+    # ---- ALTER ---------------------------------------------------------
+    def add_index(self, defn: IndexDef, *, if_not_exists: bool = False) -> bool:
+        """Declare an index (metadata only; existing parts get it by
+        materialize_index or merges). Returns False if it existed and
+        `if_not_exists`."""
+        with _commit.WriteLock(self.path):
+            meta = _commit.read_state(self.path).meta
+            if any(i.name == defn.name for i in meta.indexes):
+                if if_not_exists:
+                    return False
+                raise SkipidxError(f"table {meta.name!r} already has an index {defn.name!r}")
+            im = make_index_meta(defn, meta.column(defn.column).type)
+        new_meta = meta.with_indexes(list(meta.indexes) + [im]).validate()
+
+        def check(cur: TableMeta) -> None:
+            if cur != meta:
+                raise ConflictError(f"table {meta.name!r} changed concurrently; retry ADD INDEX")
+
+        commit_parts(self.path, [], meta=new_meta, meta_check=check)
+        return True
+
+    def drop_index(self, name: str, *, if_exists: bool = False) -> bool:
+        """Remove an index from the metadata and its files from every part
+        (parts are rewritten by hard links, one atomic commit)."""
+        try:
+            return self._drop_index(name, if_exists)
+        finally:
+            _commit.cleanup(self.path)   # our own pin kept the old parts until now
+
+    def _drop_index(self, name: str, if_exists: bool) -> bool:
+        for _ in range(10):
+            with self.snapshot() as snap:
+                meta = snap.meta
+                if not any(i.name == name for i in meta.indexes):
+                    if if_exists:
+                        return False
+                    raise SkipidxError(f"table {meta.name!r} has no index {name!r}")
+                new_meta = meta.with_indexes([i for i in meta.indexes if i.name != name])
+                fname = index_file_name(name)
+                staged, retire = [], []
+                try:
+                    for p in snap.parts:
+                        if fname not in p.manifest["files"]:
+                            continue
+                        staged.append(self._rewrite_part(p, new_meta, drop=fname))
+                        retire.append(p.name)
+                    commit_parts(self.path, staged, retire=retire, meta=new_meta, expect_gen=snap.gen)
+                    return True
+                except ConflictError:
+                    for s in staged:
+                        s.discard()
+                    continue
+                except BaseException:
+                    for s in staged:
+                        s.discard()
+                    raise
+        raise ConflictError(f"DROP INDEX {name}: the table kept changing; retry")
+
+    def materialize_index(self, name: str) -> int:
+        """Build index `name` for every part that lacks it; each rebuilt part
+        is published atomically on its own. Returns the parts rebuilt."""
+        try:
+            return self._materialize_index(name)
+        finally:
+            _commit.cleanup(self.path)   # our own pin kept the old parts until now
+
+    def _materialize_index(self, name: str) -> int:
+        done = 0
+        for _ in range(100):
+            with self.snapshot() as snap:
+                im = snap.meta.index(name)
+                todo = [p for p in snap.parts if not p.has_index(name)]
+                if not todo:
+                    return done
+                progress = False
+                for p in todo:
+                    cols = [im.definition.column]
+                    data = p.read(cols)
+                    staged = self._rewrite_part(p, snap.meta, add=im, data=data)
+                    try:
+                        commit_parts(self.path, [staged], retire=[p.name],
+                                     meta_check=_index_unchanged(name, im))
+                    except ConflictError:
+                        staged.discard()   # merged or redefined meanwhile: look again
+                        continue
+                    except BaseException:
+                        staged.discard()
+                        raise
+                    done += 1
+                    progress = True
+                if not progress:
+                    continue
+        return done
+
+    def _rewrite_part(self, p: Part, meta: TableMeta, *, drop: str | None = None,
+                      add: Any = None, data: pa.Table | None = None) -> StagedPart:
+        """A new staged part sharing `p`'s files by hard links, minus index
+        file `drop`, plus index `add` built from `data`."""
+        man = p.manifest
+        name = new_part_name(int(man.get("level", 0)))
+        staged = _commit.stage_dir(self.path, name)
+        try:
+            p.verify()   # never propagate damaged bytes into a new part
+            reuse = {DATA_FILE: os.path.join(p.path, DATA_FILE)}
+            keep = []
+            for im in meta.indexes:
+                e = man["indexes"].get(im.name)
+                if add is not None and im.name == add.name:
+                    continue
+                if e is not None and e["fingerprint"] == im.fingerprint() and e["file"] != drop:
+                    reuse[e["file"]] = os.path.join(p.path, e["file"])
+                    keep.append(im)
+            indexes = keep + ([add] if add is not None else [])
+            write_part(staged.path, meta, data, name, level=int(man.get("level", 0)),
+                       indexes=indexes, reuse=reuse)
+        except BaseException:
+            staged.discard()
+            raise
+        staged.rows = p.num_rows
+        return staged
+
+    # ---- merges --------------------------------------------------------
+    def optimize(self, final: bool = False, *, max_part_rows: int | None = None) -> int:
+        """Merge parts (OPTIMIZE TABLE [FINAL]); returns the parts merged away.
+
+        FINAL merges every part into one (and rewrites a single part whose
+        indexes are not all materialized). Without FINAL, runs of small parts
+        are merged into parts of at most max_part_rows rows. Rows are
+        re-sorted, indexes rebuilt, and the sources retired atomically; a
+        merge that races another merge of the same parts gives way
+        (ConflictError is not raised: it merges nothing).
+        """
+        from skipidx.store.merge import plan_merges, merge_parts
+
+        with self.snapshot() as snap:
+            limit = int(max_part_rows or snap.meta.max_part_rows)
+            merged = 0
+            for group in plan_merges(snap, final=final, max_rows=limit):
+                try:
+                    merge_parts(self.path, snap.meta, group)
+                except ConflictError:
+                    continue
+                merged += len(group)
+        _commit.cleanup(self.path)   # our own pin kept the sources until now
+        return merged
+
+    def __repr__(self) -> str:
+        return f"Table({self.path!r})"
+
+
+def _same_columns(meta: TableMeta):
+    def check(cur: TableMeta) -> None:
+        if cur.columns != meta.columns:
+            raise ConflictError(f"table {meta.name!r} columns changed during the insert")
+    return check
+
+
+def _index_unchanged(name: str, im):
+    def check(cur: TableMeta) -> None:
+        if not any(i.name == name and i.fingerprint() == im.fingerprint() for i in cur.indexes):
+            raise ConflictError(f"index {name!r} was dropped or redefined")
+    return check
