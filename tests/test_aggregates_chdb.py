@@ -141,7 +141,7 @@ def test_group_by_aggregates_match_chdb(agg_data, keys):
     kl = ", ".join(keys)
     theirs = _ch(path, f"{kl}, {_ch_select(specs)}", group=f"GROUP BY {kl} ORDER BY {kl}")
     mine = aggregate(table, keys, specs)
-    mine = mine.take(pa.compute.sort_indices(mine, sort_keys=[(k, "ascending") for k in keys], null_placement="at_end"))
+    mine = mine.take(pa.compute.sort_indices(mine, sort_keys=[(k, "ascending", "at_end") for k in keys]))
     for k in keys:
         got = mine.column(k).to_pylist()
         want = theirs.column(k).to_pylist()

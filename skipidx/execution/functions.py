@@ -460,6 +460,8 @@ def like(arr: ArrayLike, pattern: bytes | str, negated: bool = False,
     sub = _like_substring(p)
     rx = None if sub is not None else _Regex(b"(?s)" + like_to_regex(p))
     sub_is_utf8 = sub is not None and _Regex(sub).utf8
+    if rx is not None:
+        _run_regex(pa.array([b""], pa.binary()), rx, case_insensitive, "LIKE pattern")
 
     def one(chunk: pa.Array) -> pa.Array:
         if sub is not None:
@@ -537,7 +539,7 @@ def match(arr: ArrayLike, regex: bytes | str) -> ArrayLike:
         return _run_regex(chunk, rx, False, "match regex")
 
     # Compile once eagerly so a bad regex fails even on an empty column.
-    _run_regex(pa.array([], pa.binary()), rx, False, "match regex")
+    _run_regex(pa.array([b""], pa.binary()), rx, False, "match regex")
     return _map_chunks(arr, _string_fn(one))
 
 
