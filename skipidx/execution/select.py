@@ -1,0 +1,262 @@
+"""Projection, aggregation, GROUP BY, ORDER BY and LIMIT/OFFSET over scanned chunks.
+
+Chunks arrive already filtered by the exact WHERE. The select keeps only
+what it needs from each chunk (aggregate inputs and group keys, or the
+projected/ordering columns), so a non-selective query never holds the wide
+columns it filtered on. A LIMIT without ORDER BY or aggregation stops the
+scan as soon as it has enough rows; a LIMIT with ORDER BY keeps only the
+best ``offset + limit`` rows per chunk (a running top-k).
+
+Aggregates follow ClickHouse's types and empty-input rules:
+
+===========  ==========================  =====================================
+function     result type                 no rows (no GROUP BY)
+===========  ==========================  =====================================
+count()      UInt64                      0
+count(x)     UInt64 (non-NULL x only)    0
+sum(x)       UInt64 / Int64 / Float64    0, or NULL for a Nullable x
+avg(x)       Float64                     nan, or NULL for a Nullable x
+min/max(x)   x's type (NaN skipped)      the type's default, or NULL
+uniqExact(x) UInt64 (NULLs skipped)      0
+===========  ==========================  =====================================
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from skipidx.errors import SkipidxError
+from skipidx.execution.aggregates import aggregate
+from skipidx.execution.evaluate import evaluate
+from skipidx.execution.scan import zero_column_table
+from skipidx.planner.bound import (
+    BAgg, BCall, BColumn, BConst, BExpr, BFolded, BoundSelect, OrderItem, OutputItem,
+)
+
+
+# ---------------------------------------------------------------------------
+# helpers
+# ---------------------------------------------------------------------------
+
+def _plain(a: pa.Array | pa.ChunkedArray) -> pa.Array:
+    if isinstance(a, pa.ChunkedArray):
+        a = a.combine_chunks() if a.num_chunks != 1 else a.chunk(0)
+    if pa.types.is_dictionary(a.type):
+        a = a.dictionary_decode()
+    return a
+
+
+def _concat(tables: list[pa.Table], schema_from: pa.Table | None = None) -> pa.Table:
+    tables = [t for t in tables if t is not None]
+    if not tables:
+        return schema_from.slice(0, 0) if schema_from is not None else pa.table({})
+    if len(tables) == 1:
+        return tables[0]
+    return pa.concat_tables(tables, promote_options="permissive")
+
+
+def collect_aggs(bs: BoundSelect) -> list[BAgg]:
+    """Distinct aggregate calls of the select list and ORDER BY, in order of appearance."""
+    out: list[BAgg] = []
+
+    def walk(e: BExpr | None) -> None:
+        if isinstance(e, BAgg):
+            if e not in out:
+                out.append(e)
+        elif isinstance(e, BCall):
+            for a in e.args:
+                walk(a)
+
+    for it in bs.items:
+        walk(it.expr)
+    for o in bs.order_by:
+        walk(o.expr)
+    return out
+
+
+def _rewrite(e: BExpr, repl: dict[Any, BColumn]) -> BExpr:
+    """Replace aggregate calls and GROUP BY expressions by columns of the aggregated table."""
+    if e in repl:
+        return repl[e]
+    if isinstance(e, BCall):
+        return BCall(e.func, tuple(_rewrite(a, repl) for a in e.args), e.type, e.nullable, e.text)
+    if isinstance(e, BColumn):
+        raise SkipidxError(f"column {e.name!r} is neither under an aggregate function nor in GROUP BY")
+    return e
+
+
+# ---------------------------------------------------------------------------
+# aggregation
+# ---------------------------------------------------------------------------
+
+class _Aggregation:
+    """Accumulates the narrow inputs of the aggregates chunk by chunk, then aggregates once."""
+
+    def __init__(self, bs: BoundSelect) -> None:
+        self.bs = bs
+        self.aggs = collect_aggs(bs)
+        self.keys = list(bs.group_by)
+        self.parts: list[pa.Table] = []
+        self.rows = 0
+        # count() only, no keys: just count rows
+        self.count_only = not self.keys and all(a.arg is None for a in self.aggs)
+
+    def add(self, chunk: pa.Table) -> None:
+        self.rows += chunk.num_rows
+        if self.count_only or chunk.num_rows == 0:
+            return
+        cols: dict[str, pa.Array] = {}
+        for j, k in enumerate(self.keys):
+            cols[f"k{j}"] = _plain(evaluate(k, chunk))
+        for i, a in enumerate(self.aggs):
+            if a.arg is not None:
+                cols[f"a{i}"] = _plain(evaluate(a.arg, chunk))
+        self.parts.append(pa.table(cols))
+
+    def _empty_inputs(self) -> pa.Table:
+        cols: dict[str, pa.Array] = {}
+        for j, k in enumerate(self.keys):
+            cols[f"k{j}"] = pa.array([], _value_type(k.type))
+        for i, a in enumerate(self.aggs):
+            if a.arg is not None:
+                cols[f"a{i}"] = pa.array([], _value_type(a.arg.type))
+        return pa.table(cols)
+
+    def finish(self) -> pa.Table:
+        """One row per group: columns k0.. (keys) and g0.. (aggregate results).
+
+        The aggregation itself is :func:`skipidx.execution.aggregates.aggregate`
+        (ClickHouse's result types and empty-input answers, checked against chDB).
+        """
+        if self.count_only:
+            cols = {f"g{i}": pa.array([self.rows], pa.uint64()) for i in range(len(self.aggs))}
+            return pa.table(cols) if cols else zero_column_table(1)
+        data = _concat(self.parts) if self.parts else self._empty_inputs()
+        specs = [(a.func, None if a.arg is None else f"a{i}", f"g{i}") for i, a in enumerate(self.aggs)]
+        nullable = {f"a{i}" for i, a in enumerate(self.aggs) if a.arg is not None and a.arg.nullable}
+        nullable |= {f"k{j}" for j, k in enumerate(self.keys) if k.nullable}
+        key_names = [f"k{j}" for j in range(len(self.keys))]
+        return aggregate(data, key_names, specs, nullable=nullable)
+
+
+def _value_type(t: pa.DataType) -> pa.DataType:
+    return t.value_type if pa.types.is_dictionary(t) else t
+
+
+# ---------------------------------------------------------------------------
+# ordering
+# ---------------------------------------------------------------------------
+
+def _sort_indices(keys: list[tuple[pa.Array, OrderItem]]) -> pa.Array:
+    """Row order for ORDER BY keys with per-key direction and NULL placement.
+
+    As ClickHouse: NULLS LAST by default in both directions; NaN goes with
+    the NULLs (values, NaN, NULL; or with NULLS FIRST: NULL, NaN, values).
+    Each key is preceded by its "is NULL" and "is NaN" flags.
+    """
+    cols: dict[str, pa.Array] = {}
+    sort_keys: list[tuple[str, str]] = []
+    for j, (arr, o) in enumerate(keys):
+        arr = _plain(arr)
+        flag_dir = "descending" if o.nulls_first else "ascending"
+        if arr.null_count:
+            cols[f"n{j}"] = arr.is_null()
+            sort_keys.append((f"n{j}", flag_dir))
+        if pa.types.is_floating(arr.type):
+            nan = pc.fill_null(pc.is_nan(arr), False)
+            if pc.any(nan).as_py():
+                cols[f"nan{j}"] = nan
+                # NULL before NaN under NULLS FIRST, NaN before NULL under NULLS LAST: the
+                # NULL flag is the outer key, so the NaN flag takes the same direction
+                sort_keys.append((f"nan{j}", flag_dir))
+        cols[f"v{j}"] = arr
+        sort_keys.append((f"v{j}", "descending" if o.descending else "ascending"))
+    return pc.sort_indices(pa.table(cols), sort_keys=sort_keys)
+
+
+def _order(table: pa.Table, key_arrays: list[pa.Array], items: list[OrderItem]) -> pa.Table:
+    if not items or table.num_rows <= 1:
+        return table
+    idx = _sort_indices(list(zip(key_arrays, items)))
+    return table.take(idx)
+
+
+# ---------------------------------------------------------------------------
+# the select
+# ---------------------------------------------------------------------------
+
+def _project(bs: BoundSelect, chunk: pa.Table) -> pa.Table:
+    cols = []
+    for it in bs.items:
+        v = evaluate(it.expr, chunk)
+        cols.append(_plain(v) if not isinstance(v, pa.Array) else v)
+    return pa.Table.from_arrays(cols, names=[it.name for it in bs.items]) if cols else chunk
+
+
+def run_select(bs: BoundSelect, chunks: Iterable[pa.Table]) -> pa.Table:
+    """Consume the scan's filtered chunks and produce the result table."""
+    if bs.aggregate:
+        agg = _Aggregation(bs)
+        for ch in chunks:
+            agg.add(ch)
+        grouped = agg.finish()
+        repl: dict[Any, BColumn] = {}
+        for j, k in enumerate(agg.keys):
+            repl[k] = BColumn(f"k{j}", k.type, k.nullable)
+        for i, a in enumerate(agg.aggs):
+            repl[a] = BColumn(f"g{i}", a.type, a.nullable)
+        items = [OutputItem(it.name, _rewrite(it.expr, repl)) for it in bs.items]
+        order = [OrderItem(_rewrite(o.expr, repl), o.descending, o.nulls_first) for o in bs.order_by]
+        if bs.order_by:
+            keys = [evaluate(o.expr, grouped) for o in order]
+            grouped = _order(grouped, keys, order)
+        out = pa.Table.from_arrays([_plain(evaluate(it.expr, grouped)) for it in items],
+                                   names=[it.name for it in items])
+        return _limit(out, bs.limit, bs.offset)
+
+    need = (bs.limit + bs.offset) if bs.limit is not None else None
+    if not bs.order_by:
+        got: list[pa.Table] = []
+        n = 0
+        for ch in chunks:
+            if need is not None and n >= need:
+                break
+            p = _project(bs, ch)
+            got.append(p)
+            n += p.num_rows
+        out = _concat(got) if got else _empty_projection(bs)
+        return _limit(out, bs.limit, bs.offset)
+
+    # ORDER BY: keep the projected rows plus their sort keys; top-k when limited
+    best: pa.Table | None = None
+    nk = len(bs.order_by)
+    for ch in chunks:
+        if ch.num_rows == 0:
+            continue
+        p = _project(bs, ch)
+        keys = [_plain(evaluate(o.expr, ch)) for o in bs.order_by]
+        for j, k in enumerate(keys):
+            p = p.append_column(f"__key{j}", k)
+        best = p if best is None else _concat([best, p])
+        if need is not None and best.num_rows > max(need, 1) * 2:
+            best = _order(best, [best[f"__key{j}"] for j in range(nk)], bs.order_by).slice(0, need)
+    if best is None:
+        return _limit(_empty_projection(bs), bs.limit, bs.offset)
+    best = _order(best, [best[f"__key{j}"] for j in range(nk)], bs.order_by)
+    best = best.drop_columns([f"__key{j}" for j in range(nk)])
+    return _limit(best, bs.limit, bs.offset)
+
+
+def _empty_projection(bs: BoundSelect) -> pa.Table:
+    return pa.Table.from_arrays([pa.array([], _value_type(it.expr.type)) for it in bs.items],
+                                names=[it.name for it in bs.items])
+
+
+def _limit(t: pa.Table, limit: int | None, offset: int) -> pa.Table:
+    if offset:
+        t = t.slice(min(offset, t.num_rows))
+    if limit is not None:
+        t = t.slice(0, limit)
+    return t

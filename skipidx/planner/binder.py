@@ -1,0 +1,847 @@
+"""The binder: AST -> bound, typed expressions, with ClickHouse's rules.
+
+It resolves column names against the table, function names against the
+functions skipidx implements (with ClickHouse's signatures: ``hasToken``
+needs a String haystack and a constant String needle), and casts every
+constant compared with a column to the column's type the way ClickHouse
+does:
+
+* an integer column compared with a constant outside its range, or with a
+  fractional constant for ``=``, is decided from the types alone
+  (``UInt8 = 300`` is false, ``UInt8 < 300`` is true for every non-NULL row)
+  and becomes a :class:`~skipidx.planner.bound.BFolded`;
+* ``x < 2.5`` on an integer column is ``x < 3`` (and so on for the other
+  comparisons), so the index atoms only ever see values of the column type;
+* a string constant compared with a number column is parsed as a number
+  (``id = '5'``), with a Date/DateTime column as a date/time;
+* a number compared with a String column is an error ("no supertype"), as
+  are ``hasToken(UInt64, ...)``, an unknown column or function, a wrong
+  number of arguments, or a non-constant where ClickHouse wants a constant;
+* constant arguments are validated at bind time (a ``hasToken`` needle with a
+  separator, a bad regex or LIKE pattern), so the error does not depend on
+  how many granules the indexes pruned -- ClickHouse also raises these
+  during analysis.
+
+Errors are :class:`~skipidx.errors.BindError` with the line and column of
+the offending name in the SQL text.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import re
+from typing import Any
+
+import pyarrow as pa
+
+from skipidx.errors import BindError, SkipidxError
+from skipidx.planner.bound import (
+    BAgg, BCall, BColumn, BConst, BExpr, BFolded, BoundSelect, OrderItem, OutputItem, contains_agg,
+)
+from skipidx.sql import ast as A
+
+_BOOL = pa.uint8()      # ClickHouse's predicate result type (UInt8)
+
+#: Comparison operators and their canonical function names.
+_CMP_OPS = {"=": "equals", "!=": "notEquals", "<": "less", "<=": "lessOrEquals", ">": "greater",
+            ">=": "greaterOrEquals"}
+_FLIP = {"equals": "equals", "notEquals": "notEquals", "less": "greater", "greater": "less",
+         "lessOrEquals": "greaterOrEquals", "greaterOrEquals": "lessOrEquals"}
+_ARITH_OPS = {"+": "plus", "-": "minus", "*": "multiply", "/": "divide", "%": "modulo"}
+
+#: String-search functions: name -> (canonical name, kind of the constant argument).
+_STRING_PREDICATES = {
+    "hastoken": ("hasToken", "string"),
+    "hastokenornull": ("hasTokenOrNull", "string"),
+    "hastokencaseinsensitive": ("hasTokenCaseInsensitive", "string"),
+    "startswith": ("startsWith", "string"),
+    "endswith": ("endsWith", "string"),
+    "like": ("like", "string"),
+    "notlike": ("notLike", "string"),
+    "ilike": ("ilike", "string"),
+    "notilike": ("notILike", "string"),
+    "match": ("match", "string"),
+    "multisearchany": ("multiSearchAny", "array"),
+}
+_STRING_FUNCS = {"lower": "lower", "lcase": "lower", "upper": "upper", "ucase": "upper", "length": "length"}
+_AGGREGATES = {"count": "count", "sum": "sum", "avg": "avg", "min": "min", "max": "max",
+               "uniqexact": "uniqExact"}
+_FUNCTION_ALIASES = {  # function-call spellings of operators
+    "equals": "=", "notequals": "!=", "less": "<", "lessorequals": "<=", "greater": ">",
+    "greaterorequals": ">=",
+}
+_LOGICAL = {"and": "and", "or": "or", "not": "not"}
+_NULL_FUNCS = {"isnull": "isNull", "isnotnull": "isNotNull"}
+_IN_FUNCS = {"in": "in", "notin": "notIn"}
+_ARITH_FUNCS = {"plus": "plus", "minus": "minus", "multiply": "multiply", "divide": "divide",
+                "modulo": "modulo"}
+
+KNOWN_FUNCTIONS = sorted(
+    {v[0] for v in _STRING_PREDICATES.values()} | set(_STRING_FUNCS.values()) | set(_AGGREGATES.values())
+    | {"equals", "notEquals", "less", "lessOrEquals", "greater", "greaterOrEquals", "and", "or", "not",
+       "isNull", "isNotNull", "in", "notIn", "plus", "minus", "multiply", "divide", "modulo"}
+)
+
+
+def _err(msg: str, node: Any = None) -> BindError:
+    pos = getattr(node, "pos", None)
+    if pos is not None and pos.line > 0:
+        return BindError(msg, line=pos.line, column=pos.column)
+    return BindError(msg)
+
+
+# ---------------------------------------------------------------------------
+# types
+# ---------------------------------------------------------------------------
+
+def value_type(t: pa.DataType) -> pa.DataType:
+    return t.value_type if pa.types.is_dictionary(t) else t
+
+
+def is_string(t: pa.DataType) -> bool:
+    t = value_type(t)
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) \
+        or pa.types.is_large_binary(t) or pa.types.is_string_view(t)
+
+
+def is_int(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_boolean(t)
+
+
+def is_numeric(t: pa.DataType) -> bool:
+    return is_int(t) or pa.types.is_floating(t)
+
+
+def ch_name(t: pa.DataType, nullable: bool = False) -> str:
+    """ClickHouse spelling of an Arrow type, for messages."""
+    t = value_type(t)
+    names = {pa.uint8(): "UInt8", pa.uint16(): "UInt16", pa.uint32(): "UInt32", pa.uint64(): "UInt64",
+             pa.int8(): "Int8", pa.int16(): "Int16", pa.int32(): "Int32", pa.int64(): "Int64",
+             pa.float32(): "Float32", pa.float64(): "Float64", pa.bool_(): "Bool", pa.date32(): "Date",
+             pa.null(): "Nullable(Nothing)"}
+    if is_string(t):
+        n = "String"
+    elif pa.types.is_timestamp(t):
+        n = "DateTime"
+    else:
+        n = names.get(t, str(t))
+    return f"Nullable({n})" if nullable and n != "Nullable(Nothing)" else n
+
+
+def _int_range(t: pa.DataType) -> tuple[int, int]:
+    if pa.types.is_boolean(t):
+        return 0, 1
+    bits = t.bit_width
+    if pa.types.is_unsigned_integer(t):
+        return 0, (1 << bits) - 1
+    return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+
+
+def literal_type(value: Any) -> pa.DataType:
+    """The type ClickHouse gives a literal (smallest unsigned/signed integer, Float64, String)."""
+    if value is None:
+        return pa.null()
+    if isinstance(value, bool):
+        return pa.bool_()
+    if isinstance(value, int):
+        if value >= 0:
+            for t in (pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64()):
+                if value <= _int_range(t)[1]:
+                    return t
+        else:
+            for t in (pa.int8(), pa.int16(), pa.int32(), pa.int64()):
+                if value >= _int_range(t)[0]:
+                    return t
+        return pa.float64()   # beyond 64 bits: ClickHouse reads it as Float64
+    if isinstance(value, float):
+        return pa.float64()
+    if isinstance(value, (bytes, str)):
+        return pa.string()
+    if isinstance(value, tuple):
+        return pa.null()
+    raise AssertionError(f"unexpected literal {value!r}")
+
+
+_DATE_RE = re.compile(r"^\s*(\d{4})-(\d{1,2})-(\d{1,2})\s*$")
+_DATETIME_RE = re.compile(r"^\s*(\d{4})-(\d{1,2})-(\d{1,2})(?:[ T](\d{1,2}):(\d{2}):(\d{2}))?\s*$")
+
+
+def parse_date(text: bytes, node: Any = None) -> _dt.date:
+    s = text.decode("utf-8", "replace")
+    m = _DATE_RE.match(s)
+    try:
+        if m is None:
+            raise ValueError
+        return _dt.date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+    except ValueError:
+        raise _err(f"cannot parse {s!r} as Date (expected YYYY-MM-DD)", node) from None
+
+
+def parse_datetime(text: bytes, node: Any = None) -> _dt.datetime:
+    s = text.decode("utf-8", "replace")
+    m = _DATETIME_RE.match(s)
+    try:
+        if m is None:
+            raise ValueError
+        y, mo, d, hh, mi, ss = m.groups()
+        return _dt.datetime(int(y), int(mo), int(d), int(hh or 0), int(mi or 0), int(ss or 0))
+    except ValueError:
+        raise _err(f"cannot parse {s!r} as DateTime (expected YYYY-MM-DD hh:mm:ss)", node) from None
+
+
+_INT_TEXT = re.compile(r"^\s*[+-]?\d+\s*$")
+_FLOAT_TEXT = re.compile(r"^\s*[+-]?(\d+\.?\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?|inf|nan)\s*$", re.I)
+
+
+def coerce_constant(value: Any, target: pa.DataType, node: Any = None, what: str = "") -> Any:
+    """A literal converted to a value of `target`'s domain, as ClickHouse converts for comparison.
+
+    Returns a Python int/float/bytes/date/datetime/bool, or raises BindError for
+    a value that does not convert (``'abc'`` for a number, ``5`` for a String).
+    Range checks are the caller's business (out-of-range compares are folded).
+    """
+    t = value_type(target)
+    if value is None:
+        return None
+    if is_int(t) or pa.types.is_floating(t):
+        if isinstance(value, bool):
+            return int(value)
+        if isinstance(value, (int, float)):
+            return value
+        if isinstance(value, bytes):
+            s = value.decode("utf-8", "replace")
+            if is_int(t) and _INT_TEXT.match(s):
+                return int(s)
+            if pa.types.is_floating(t) and _FLOAT_TEXT.match(s):
+                return float(s)
+            raise _err(f"cannot convert string {s!r} to type {ch_name(t)}{what}", node)
+    elif is_string(t):
+        if isinstance(value, bytes):
+            return value
+        raise _err(f"there is no supertype for types String and {ch_name(literal_type(value))}{what}", node)
+    elif pa.types.is_date(t):
+        if isinstance(value, bytes):
+            return parse_date(value, node)
+        raise _err(f"illegal types of arguments (Date, {ch_name(literal_type(value))}){what}", node)
+    elif pa.types.is_timestamp(t):
+        if isinstance(value, bytes):
+            return parse_datetime(value, node)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value   # seconds since the epoch; range-checked by the caller
+        raise _err(f"illegal types of arguments (DateTime, {ch_name(literal_type(value))}){what}", node)
+    raise _err(f"cannot compare {ch_name(t)} with {value!r}{what}", node)
+
+
+def _datetime_of_seconds(s: int) -> _dt.datetime:
+    return _dt.datetime(1970, 1, 1) + _dt.timedelta(seconds=s)
+
+
+_DATE_RANGE = (_dt.date(1970, 1, 1), _dt.date(2149, 6, 6))
+_DATETIME_RANGE = (0, 2**32 - 1)
+
+
+def normalize_comparison(func: str, t: pa.DataType, value: Any) -> tuple[str, Any] | bool:
+    """Canonical ``(func, value)`` of ``x func value`` for a column of type `t`, or the
+    constant truth value (for every non-NULL x) when the types decide it.
+
+    `value` is already coerced (:func:`coerce_constant`), not None.
+    """
+    t = value_type(t)
+    if is_int(t):
+        lo, hi = _int_range(t)
+        if isinstance(value, float):
+            if math.isnan(value):
+                return func == "notEquals"
+            if math.isinf(value):
+                below = value < 0
+                return _out_of_range(func, below)
+            if value != math.floor(value):
+                if func == "equals":
+                    return False
+                if func == "notEquals":
+                    return True
+                # x < 2.5 <=> x < 3; x >= 2.5 <=> x >= 3; x <= 2.5 <=> x <= 2; x > 2.5 <=> x > 2
+                value = math.ceil(value) if func in ("less", "greaterOrEquals") else math.floor(value)
+            value = int(value)
+        if value < lo:
+            return _out_of_range(func, True)
+        if value > hi:
+            return _out_of_range(func, False)
+        return func, (bool(value) if pa.types.is_boolean(t) else int(value))
+    if pa.types.is_floating(t):
+        v = float(value)
+        if pa.types.is_float32(t) and isinstance(value, float) and math.isfinite(v):
+            import numpy as np
+
+            if float(np.float32(v)) != v:
+                # A Float32 column is compared with the Float64 constant after widening:
+                # = never holds, the order is decided against the nearest float32s.
+                if func == "equals":
+                    return False
+                if func == "notEquals":
+                    return True
+                lo32 = float(np.nextafter(np.float32(v), np.float32(-np.inf))) \
+                    if float(np.float32(v)) > v else float(np.float32(v))
+                hi32 = float(np.nextafter(np.float32(v), np.float32(np.inf))) \
+                    if float(np.float32(v)) < v else float(np.float32(v))
+                # x < v <=> x <= lo32 ; x > v <=> x >= hi32
+                if func in ("less", "lessOrEquals"):
+                    return "lessOrEquals", lo32
+                return "greaterOrEquals", hi32
+        return func, v
+    if pa.types.is_timestamp(t):
+        if isinstance(value, int):
+            if value < _DATETIME_RANGE[0]:
+                return _out_of_range(func, True)
+            if value > _DATETIME_RANGE[1]:
+                return _out_of_range(func, False)
+            value = _datetime_of_seconds(value)
+        return func, value
+    return func, value
+
+
+def _out_of_range(func: str, below: bool) -> bool:
+    """Truth of ``x func c`` for every x when c lies below (or above) the column's range."""
+    return {"equals": False, "notEquals": True, "less": not below, "lessOrEquals": not below,
+            "greater": below, "greaterOrEquals": below}[func]
+
+
+def normalize_in_list(t: pa.DataType, values: tuple, node: Any = None) -> tuple:
+    """The IN-list values that a column of type `t` can equal, coerced; NULLs dropped
+    (``transform_null_in = 0``: a NULL in the list never matches)."""
+    out = []
+    seen = set()
+    for v in values:
+        if v is None:
+            continue
+        c = coerce_constant(v, t, node, " in the IN list")
+        r = normalize_comparison("equals", t, c)
+        if isinstance(r, bool):
+            continue            # cannot equal any value of the column
+        key = r[1]
+        if key not in seen:
+            seen.add(key)
+            out.append(key)
+    return tuple(out)
+
+
+# ---------------------------------------------------------------------------
+# the binder
+# ---------------------------------------------------------------------------
+
+class Binder:
+    """Binds expressions and SELECTs against one table's metadata (or none, for SELECT without FROM)."""
+
+    def __init__(self, meta: Any | None) -> None:
+        self.meta = meta
+        self._columns: dict[str, Any] = {}
+        if meta is not None:
+            for c in meta.columns:
+                self._columns[c.name] = c
+        self._aliases: dict[str, BExpr] = {}
+
+    # -- names --------------------------------------------------------------
+    def column(self, node: A.Column) -> BExpr:
+        if node.table is not None and (self.meta is None or node.table != self.meta.name):
+            raise _err(f"unknown table {node.table!r} in column reference {node.to_sql()}", node)
+        c = self._columns.get(node.name)
+        if c is None:
+            if node.table is None and node.name in self._aliases:
+                return self._aliases[node.name]
+            where = f"table {self.meta.name!r}" if self.meta is not None else "a SELECT without FROM"
+            known = ", ".join(self._columns) or "none"
+            raise _err(f"unknown column {node.name!r} in {where}; columns: {known}", node)
+        ct = c.type
+        return BColumn(c.name, ct.arrow_type, bool(ct.nullable), ct.name)
+
+    # -- expressions ----------------------------------------------------------
+    def expr(self, node: A.Expr, allow_agg: bool = False) -> BExpr:
+        e = self._expr(node, allow_agg)
+        return e
+
+    def _expr(self, n: A.Expr, agg: bool) -> BExpr:
+        if isinstance(n, A.Literal):
+            v = n.value
+            if n.kind == "bool":
+                return BConst(bool(v), pa.bool_())
+            return BConst(v, literal_type(v), v is None)
+        if isinstance(n, A.Column):
+            return self.column(n)
+        if isinstance(n, A.BoolOp):
+            args = tuple(self._logical_arg(a, agg) for a in n.args)
+            return self._fold_logic(BCall(n.op, args, _BOOL, any(a.nullable for a in args), n.to_sql()))
+        if isinstance(n, A.UnaryOp):
+            if n.op == "not":
+                a = self._logical_arg(n.operand, agg)
+                return self._fold_logic(BCall("not", (a,), _BOOL, a.nullable, n.to_sql()))
+            inner = self._expr(n.operand, agg)
+            if isinstance(inner, BConst) and isinstance(inner.value, (int, float)) \
+                    and not isinstance(inner.value, bool):
+                return BConst(-inner.value, literal_type(-inner.value))
+            return self._arith("minus", BConst(0, pa.uint8()), inner, n)
+        if isinstance(n, A.BinaryOp):
+            left, right = self._expr(n.left, agg), self._expr(n.right, agg)
+            if n.op in _CMP_OPS:
+                return self.compare(_CMP_OPS[n.op], left, right, n)
+            return self._arith(_ARITH_OPS[n.op], left, right, n)
+        if isinstance(n, A.Like):
+            func = ("notILike" if n.negated else "ilike") if n.case_insensitive else \
+                ("notLike" if n.negated else "like")
+            return self._string_predicate(func, "string", [self._expr(n.expr, agg), self._expr(n.pattern, agg)],
+                                          n, [n.expr, n.pattern])
+        if isinstance(n, A.InList):
+            subject = self._expr(n.expr, agg)
+            return self._in(subject, n.items, n.negated, n)
+        if isinstance(n, A.IsNull):
+            a = self._expr(n.expr, agg)
+            if isinstance(a, BConst):
+                return BConst(int((a.value is None) != n.negated), _BOOL)
+            return BCall("isNotNull" if n.negated else "isNull", (a,), _BOOL, False, n.to_sql())
+        if isinstance(n, A.Between):
+            x = self._expr(n.expr, agg)
+            lo, hi = self._expr(n.low, agg), self._expr(n.high, agg)
+            if n.negated:
+                parts = (self.compare("less", x, lo, n), self.compare("greater", x, hi, n))
+                return self._fold_logic(BCall("or", parts, _BOOL, x.nullable, n.to_sql()))
+            parts = (self.compare("greaterOrEquals", x, lo, n), self.compare("lessOrEquals", x, hi, n))
+            return self._fold_logic(BCall("and", parts, _BOOL, x.nullable, n.to_sql()))
+        if isinstance(n, A.FunctionCall):
+            return self._call(n, agg)
+        if isinstance(n, A.ArrayLiteral):
+            return BConst(self._const_list(n.items, n), pa.null())
+        if isinstance(n, A.TupleLiteral):
+            raise _err("tuples are only supported as the list of IN", n)
+        if isinstance(n, A.Star):
+            raise _err("* is only allowed as a select item or in count(*)", n)
+        raise _err(f"unsupported expression {n.to_sql()}", n)
+
+    def _logical_arg(self, n: A.Expr, agg: bool) -> BExpr:
+        a = self._expr(n, agg)
+        t = value_type(a.type)
+        if isinstance(a, BConst) and a.value is None:
+            return a
+        if not (is_numeric(t) or pa.types.is_null(t)):
+            raise _err(f"illegal type {ch_name(t)} of argument of a logical function (AND/OR/NOT): "
+                       f"{n.to_sql()}", n)
+        return a
+
+    @staticmethod
+    def _truth(e: BExpr) -> bool | None | str:
+        """Constant truth of e: True/False, None for NULL, 'x' when not constant."""
+        if isinstance(e, BConst):
+            if e.value is None:
+                return None
+            return bool(e.value)
+        return "x"
+
+    def _fold_logic(self, e: BCall) -> BExpr:
+        """Fold AND/OR/NOT over constants (Kleene), keeping non-constant operands."""
+        if e.func == "not":
+            t = self._truth(e.args[0])
+            if t == "x":
+                return e
+            return BConst(None if t is None else int(not t), _BOOL, t is None)
+        absorbing = e.func == "or"            # TRUE absorbs OR, FALSE absorbs AND
+        keep: list[BExpr] = []
+        saw_null = False
+        for a in e.args:
+            t = self._truth(a)
+            if t == "x":
+                keep.append(a)
+            elif t is None:
+                saw_null = True
+            elif t == absorbing:
+                return BConst(int(absorbing), _BOOL)
+        if not keep:
+            return BConst(None, _BOOL, True) if saw_null else BConst(int(not absorbing), _BOOL)
+        if saw_null:
+            keep.append(BConst(None, _BOOL, True))
+        if len(keep) == 1:
+            only = keep[0]
+            if isinstance(only.type, pa.DataType) and is_numeric(value_type(only.type)) \
+                    and not isinstance(only, (BCall, BFolded)):
+                # `x AND 1` keeps ClickHouse's UInt8 truth of x: x != 0
+                return self.compare("notEquals", only, BConst(0, pa.uint8()), None)
+            return only
+        return BCall(e.func, tuple(keep), _BOOL, e.nullable or saw_null, e.text)
+
+    def _const_list(self, items: tuple, node: Any) -> tuple:
+        out = []
+        for it in items:
+            c = self._expr(it, False)
+            if not isinstance(c, BConst) or isinstance(c.value, tuple):
+                raise _err(f"expected a constant, got {it.to_sql()}", it)
+            out.append(c.value)
+        return tuple(out)
+
+    # -- comparisons ------------------------------------------------------
+    def compare(self, func: str, left: BExpr, right: BExpr, node: Any) -> BExpr:
+        text = node.to_sql() if node is not None and hasattr(node, "to_sql") else ""
+        if isinstance(left, BConst) and not isinstance(right, BConst):
+            left, right, func = right, left, _FLIP[func]
+        if isinstance(left, BConst) and isinstance(right, BConst):
+            return self._compare_constants(func, left, right, node)
+        if isinstance(right, BConst):
+            if isinstance(right.value, tuple):
+                raise _err(f"cannot compare {ch_name(left.type)} with an array", node)
+            if right.value is None:
+                return BConst(None, _BOOL, True)
+            v = coerce_constant(right.value, left.type, node)
+            r = normalize_comparison(func, left.type, v)
+            if isinstance(r, bool):
+                src = _source_column(left)
+                return BFolded(r, src if (src is not None and left.nullable) else None, text)
+            f2, v2 = r
+            return BCall(f2, (left, BConst(v2, value_type(left.type))), _BOOL, left.nullable, text)
+        lt, rt = value_type(left.type), value_type(right.type)
+        if not _comparable(lt, rt):
+            raise _err(f"illegal types of arguments ({ch_name(lt)}, {ch_name(rt)}) of function {func}: {text}",
+                       node)
+        return BCall(func, (left, right), _BOOL, left.nullable or right.nullable, text)
+
+    def _compare_constants(self, func: str, a: BConst, b: BConst, node: Any) -> BExpr:
+        if a.value is None or b.value is None:
+            return BConst(None, _BOOL, True)
+        av, bv = a.value, b.value
+        if isinstance(av, bool):
+            av = int(av)
+        if isinstance(bv, bool):
+            bv = int(bv)
+        if type(av) is not type(bv) and not (isinstance(av, (int, float)) and isinstance(bv, (int, float))):
+            if isinstance(av, bytes) and isinstance(bv, (int, float)):
+                av = coerce_constant(av, literal_type(bv), node)
+            elif isinstance(bv, bytes) and isinstance(av, (int, float)):
+                bv = coerce_constant(bv, literal_type(av), node)
+            else:
+                raise _err(f"cannot compare {a.value!r} with {b.value!r}", node)
+        ops = {"equals": av == bv, "notEquals": av != bv, "less": av < bv, "lessOrEquals": av <= bv,
+               "greater": av > bv, "greaterOrEquals": av >= bv}
+        return BConst(int(ops[func]), _BOOL)
+
+    def _in(self, subject: BExpr, items: tuple, negated: bool, node: A.InList) -> BExpr:
+        values = self._const_list(items, node)
+        func = "notIn" if negated else "in"
+        text = node.to_sql()
+        if isinstance(subject, BConst):
+            if subject.value is None:
+                return BConst(None, _BOOL, True)
+            hit = any(self._compare_constants("equals", subject, BConst(v, literal_type(v)), node).value
+                      for v in values if v is not None)
+            return BConst(int(hit != negated), _BOOL)
+        if isinstance(subject, BAgg) or contains_agg(subject):
+            raise _err("aggregate functions are not supported in IN", node)
+        vals = normalize_in_list(subject.type, values, node)
+        if not vals:
+            src = _source_column(subject)
+            return BFolded(negated, src if (src is not None and subject.nullable) else None, text)
+        return BCall(func, (subject, BConst(vals, value_type(subject.type))), _BOOL, subject.nullable, text)
+
+    def _arith(self, func: str, left: BExpr, right: BExpr, node: Any) -> BExpr:
+        from skipidx.execution.functions import arithmetic_result_type
+
+        lt = value_type(left.type) if not (isinstance(left, BConst)) else literal_type(left.value)
+        rt = value_type(right.type) if not (isinstance(right, BConst)) else literal_type(right.value)
+        for side, t in ((left, lt), (right, rt)):
+            if isinstance(side, BConst) and side.value is None:
+                return BConst(None, pa.null(), True)
+            if not is_numeric(t):
+                raise _err(f"illegal types {ch_name(lt)} and {ch_name(rt)} of arguments of function {func}", node)
+        if isinstance(left, BConst) and isinstance(right, BConst):
+            import pyarrow.compute as pc  # noqa: F401
+            from skipidx.execution.functions import arithmetic
+
+            try:
+                v = arithmetic({"plus": "+", "minus": "-", "multiply": "*", "divide": "/", "modulo": "%"}[func],
+                               pa.array([left.value], lt), right.value)
+            except SkipidxError as e:
+                raise _err(e.message, node) from None
+            val = v[0].as_py()
+            return BConst(val, v.type)
+        try:
+            rtype = arithmetic_result_type({"plus": "+", "minus": "-", "multiply": "*", "divide": "/",
+                                            "modulo": "%"}[func], lt, rt)
+        except SkipidxError as e:
+            raise _err(e.message, node) from None
+        if func == "modulo" and isinstance(right, BConst) and right.value == 0:
+            raise _err("division by zero", node)
+        return BCall(func, (left, right), rtype, left.nullable or right.nullable, node.to_sql() if node else "")
+
+    # -- functions --------------------------------------------------------
+    def _call(self, n: A.FunctionCall, agg: bool) -> BExpr:
+        key = n.name.lower()
+        if key in _AGGREGATES:
+            if not agg:
+                raise _err(f"aggregate function {n.name}() is not allowed here (only in the SELECT list, "
+                           f"ORDER BY)", n)
+            return self._aggregate(_AGGREGATES[key], n)
+        if n.distinct:
+            raise _err(f"DISTINCT is only allowed in aggregate functions, not in {n.name}()", n)
+        if any(isinstance(a, A.Star) for a in n.args):
+            raise _err(f"* is not a valid argument of {n.name}()", n)
+        if key in _STRING_PREDICATES:
+            func, kind = _STRING_PREDICATES[key]
+            args = [self._expr(a, agg) for a in n.args]
+            return self._string_predicate(func, kind, args, n, list(n.args))
+        if key in _STRING_FUNCS:
+            func = _STRING_FUNCS[key]
+            self._arity(n, 1)
+            a = self._expr(n.args[0], agg)
+            if not is_string(a.type):
+                raise _err(f"illegal type {ch_name(a.type)} of argument of function {func}", n.args[0])
+            if isinstance(a, BConst):
+                v = a.value
+                if v is None:
+                    return BConst(None, pa.string(), True)
+                if func == "length":
+                    return BConst(len(v), pa.uint64())
+                tbl = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ", b"abcdefghijklmnopqrstuvwxyz")
+                if func == "upper":
+                    tbl = bytes.maketrans(b"abcdefghijklmnopqrstuvwxyz", b"ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+                return BConst(v.translate(tbl), pa.string())
+            rtype = pa.uint64() if func == "length" else value_type(a.type)
+            return BCall(func, (a,), rtype, a.nullable, n.to_sql())
+        if key in _FUNCTION_ALIASES:
+            self._arity(n, 2)
+            return self.compare(_CMP_OPS[_FUNCTION_ALIASES[key]], self._expr(n.args[0], agg),
+                                self._expr(n.args[1], agg), n)
+        if key in _LOGICAL:
+            if key == "not":
+                self._arity(n, 1)
+                a = self._logical_arg(n.args[0], agg)
+                return self._fold_logic(BCall("not", (a,), _BOOL, a.nullable, n.to_sql()))
+            if len(n.args) < 2:
+                raise _err(f"function {key} takes at least 2 arguments, got {len(n.args)}", n)
+            args = tuple(self._logical_arg(a, agg) for a in n.args)
+            return self._fold_logic(BCall(key, args, _BOOL, any(a.nullable for a in args), n.to_sql()))
+        if key in _NULL_FUNCS:
+            self._arity(n, 1)
+            a = self._expr(n.args[0], agg)
+            if isinstance(a, BConst):
+                return BConst(int((a.value is None) == (key == "isnull")), _BOOL)
+            return BCall(_NULL_FUNCS[key], (a,), _BOOL, False, n.to_sql())
+        if key in _IN_FUNCS:
+            self._arity(n, 2)
+            subject = self._expr(n.args[0], agg)
+            lst = n.args[1]
+            items = lst.items if isinstance(lst, (A.TupleLiteral, A.ArrayLiteral)) else (lst,)
+            return self._in(subject, items, key == "notin", A.InList(n.args[0], items, key == "notin", pos=n.pos))
+        if key in _ARITH_FUNCS:
+            self._arity(n, 2)
+            return self._arith(_ARITH_FUNCS[key], self._expr(n.args[0], agg), self._expr(n.args[1], agg), n)
+        raise _err(f"unknown function {n.name!r}; known: {', '.join(KNOWN_FUNCTIONS)}", n)
+
+    @staticmethod
+    def _arity(n: A.FunctionCall, k: int) -> None:
+        if len(n.args) != k:
+            raise _err(f"function {n.name} takes {k} argument{'s' if k != 1 else ''}, got {len(n.args)}", n)
+
+    def _string_predicate(self, func: str, kind: str, args: list[BExpr], node: Any, arg_nodes: list) -> BExpr:
+        from skipidx.execution import functions as F
+
+        if len(args) != 2:
+            raise _err(f"function {func} takes 2 arguments, got {len(args)}", node)
+        hay, needle = args
+        if not is_string(hay.type) and not (isinstance(hay, BConst) and hay.value is None):
+            raise _err(f"illegal type {ch_name(hay.type, hay.nullable)} of argument of function {func} "
+                       f"(a String is required)", arg_nodes[0])
+        if not isinstance(needle, BConst):
+            raise _err(f"argument 2 of function {func} must be a constant", arg_nodes[1])
+        v = needle.value
+        text = node.to_sql()
+        if kind == "array":
+            if not isinstance(v, tuple):
+                raise _err(f"argument 2 of function {func} must be a constant Array(String)", arg_nodes[1])
+            if not v:
+                raise _err(f"illegal type Array(Nothing) of argument 2 of function {func}", arg_nodes[1])
+            if not all(isinstance(x, bytes) for x in v):
+                raise _err(f"argument 2 of function {func} must be an Array(String)", arg_nodes[1])
+        else:
+            if v is None:
+                return BConst(None, _BOOL, True)
+            if not isinstance(v, bytes):
+                raise _err(f"illegal type {ch_name(literal_type(v))} of argument 2 of function {func} "
+                           f"(a String is required)", arg_nodes[1])
+        # validate the constant now: ClickHouse raises these during analysis
+        try:
+            if func in ("hasToken", "hasTokenCaseInsensitive"):
+                F.check_token_needle(v)
+            elif func in ("like", "notLike", "ilike", "notILike"):
+                F.like(pa.array([], pa.string()), v)
+            elif func == "match":
+                F.match(pa.array([], pa.string()), v)
+        except SkipidxError as e:
+            raise _err(f"{func}: {e.message}", arg_nodes[1]) from None
+        if isinstance(hay, BConst):
+            if hay.value is None:
+                return BConst(None, _BOOL, True)
+            res = self._eval_const_predicate(func, hay.value, v)
+            return BConst(None if res is None else int(res), _BOOL, res is None)
+        return BCall(func, (hay, BConst(v, pa.string())), _BOOL, hay.nullable or func == "hasTokenOrNull", text)
+
+    @staticmethod
+    def _eval_const_predicate(func: str, hay: bytes, v: Any) -> bool | None:
+        from skipidx.execution.evaluate import evaluate
+
+        e = BCall(func, (BColumn("h", pa.binary()), BConst(v, pa.string())), _BOOL)
+        out = evaluate(e, pa.table({"h": pa.array([hay], pa.binary())}))
+        return out[0].as_py()
+
+    def _aggregate(self, func: str, n: A.FunctionCall) -> BExpr:
+        text = n.to_sql()
+        if func == "count":
+            if n.distinct:
+                if len(n.args) != 1:
+                    raise _err("count(DISTINCT ...) takes exactly one argument", n)
+                func = "uniqExact"
+            elif not n.args or (len(n.args) == 1 and isinstance(n.args[0], A.Star)):
+                return BAgg("count", None, pa.uint64(), False, "count()")
+            elif len(n.args) != 1:
+                raise _err(f"count takes at most 1 argument, got {len(n.args)}", n)
+        elif n.distinct:
+            raise _err(f"DISTINCT is not supported in {n.name}()", n)
+        if len(n.args) != 1 or isinstance(n.args[0], A.Star):
+            raise _err(f"function {n.name} takes 1 argument, got {len(n.args)}", n)
+        arg = self._expr(n.args[0], False)
+        t = value_type(arg.type)
+        if func == "count":
+            return BAgg("count", arg, pa.uint64(), False, text)
+        if func == "uniqExact":
+            return BAgg("uniqExact", arg, pa.uint64(), False, text)
+        if func in ("sum", "avg"):
+            if not is_numeric(t):
+                raise _err(f"illegal type {ch_name(t)} of argument for aggregate function {func}", n.args[0])
+            if func == "avg":
+                return BAgg("avg", arg, pa.float64(), arg.nullable, text)
+            st = pa.float64() if pa.types.is_floating(t) else (
+                pa.int64() if pa.types.is_signed_integer(t) else pa.uint64())
+            return BAgg("sum", arg, st, arg.nullable, text)
+        if pa.types.is_null(t):
+            raise _err(f"illegal type Nullable(Nothing) of argument for aggregate function {func}", n.args[0])
+        return BAgg(func, arg, t, arg.nullable, text)
+
+    # -- SELECT -----------------------------------------------------------
+    def select(self, s: A.Select) -> BoundSelect:
+        if s.distinct:
+            raise _err("SELECT DISTINCT is not supported (use GROUP BY)", s)
+        if s.having is not None:
+            raise _err("HAVING is not supported", s.having)
+        items: list[OutputItem] = []
+        for it in s.items:
+            if isinstance(it.expr, A.Star):
+                if self.meta is None:
+                    raise _err("SELECT * needs a FROM clause", it)
+                for c in self.meta.columns:
+                    items.append(OutputItem(c.name, self.column(A.Column(c.name))))
+                continue
+            e = self.expr(it.expr, allow_agg=True)
+            name = it.alias if it.alias is not None else _output_name(it.expr)
+            items.append(OutputItem(name, e))
+            if it.alias is not None:
+                self._aliases[it.alias] = e
+        where = None
+        if s.where is not None:
+            where = self.expr(s.where)
+            t = value_type(where.type)
+            if not (is_numeric(t) or pa.types.is_null(t)):
+                raise _err(f"invalid type for filter in WHERE: {ch_name(t)}", s.where)
+            if isinstance(where, BConst) and where.value is not None and bool(where.value):
+                where = None
+        group_by = [self._positional(g, items, allow_agg=False) for g in s.group_by]
+        for g, gn in zip(group_by, s.group_by):
+            if contains_agg(g):
+                raise _err("aggregate functions are not allowed in GROUP BY", gn)
+        order_by = [OrderItem(self._positional(o.expr, items, allow_agg=True), o.desc, bool(o.nulls_first))
+                    for o in s.order_by]
+        aggregate = bool(group_by) or any(contains_agg(i.expr) for i in items) or any(
+            contains_agg(o.expr) for o in order_by)
+        if aggregate:
+            self._check_grouping(items, order_by, group_by, s)
+        limit = s.limit
+        offset = s.offset or 0
+        return BoundSelect(self.meta.name if self.meta is not None else "", items, where, group_by, order_by,
+                           limit, offset, aggregate)
+
+    def _positional(self, node: A.Expr, items: list[OutputItem], allow_agg: bool) -> BExpr:
+        if isinstance(node, A.Literal) and node.kind == "int":
+            k = int(node.value)
+            if not 1 <= k <= len(items):
+                raise _err(f"positional argument {k} is out of range: the SELECT list has {len(items)} items",
+                           node)
+            return items[k - 1].expr
+        if isinstance(node, A.Column) and node.table is None and node.name not in self._columns:
+            for it in items:
+                if it.name == node.name:
+                    return it.expr
+        return self.expr(node, allow_agg=allow_agg)
+
+    def _check_grouping(self, items: list[OutputItem], order: list[OrderItem], group_by: list[BExpr],
+                        s: A.Select) -> None:
+        keys = set(group_by)
+
+        def check(e: BExpr, node: Any) -> None:
+            if e in keys or isinstance(e, (BAgg, BConst)):
+                return
+            if isinstance(e, BColumn):
+                raise _err(f"column {e.name!r} is not under an aggregate function and not in GROUP BY", node)
+            if isinstance(e, BFolded):
+                if e.source is not None:
+                    check(e.source, node)
+                return
+            if isinstance(e, BCall):
+                for a in e.args:
+                    check(a, node)
+
+        for it, node in zip(items, [i for i in s.items if not isinstance(i.expr, A.Star)] or s.items):
+            check(it.expr, node)
+        for o, node in zip(order, s.order_by):
+            check(o.expr, node)
+
+
+def _source_column(e: BExpr) -> BColumn | None:
+    if isinstance(e, BColumn):
+        return e
+    if isinstance(e, BCall):
+        for a in e.args:
+            c = _source_column(a)
+            if c is not None:
+                return c
+    return None
+
+
+def _comparable(a: pa.DataType, b: pa.DataType) -> bool:
+    if is_numeric(a) and is_numeric(b):
+        return True
+    if is_string(a) and is_string(b):
+        return True
+    if pa.types.is_date(a) and pa.types.is_date(b):
+        return True
+    if pa.types.is_timestamp(a) and pa.types.is_timestamp(b):
+        return True
+    return pa.types.is_null(a) or pa.types.is_null(b)
+
+
+def _output_name(e: A.Expr) -> str:
+    """The result column name ClickHouse would print (close to it: the expression's SQL)."""
+    if isinstance(e, A.Column):
+        return e.name
+    if isinstance(e, A.FunctionCall) and e.name.lower() == "count" and (
+            not e.args or (len(e.args) == 1 and isinstance(e.args[0], A.Star))):
+        return "count()"
+    return e.to_sql()
+
+
+def bind_select(meta: Any | None, select: A.Select) -> BoundSelect:
+    """Bind a parsed SELECT against a table's metadata."""
+    return Binder(meta).select(select)
+
+
+def bind_where(meta: Any, where: A.Expr) -> BExpr | None:
+    """Bind a WHERE expression alone (e.g. the Spark source's ``where`` option)."""
+    b = Binder(meta)
+    e = b.expr(where)
+    t = value_type(e.type)
+    if not (is_numeric(t) or pa.types.is_null(t)):
+        raise _err(f"invalid type for filter in WHERE: {ch_name(t)}", where)
+    if isinstance(e, BConst) and e.value is not None and bool(e.value):
+        return None
+    return e

@@ -1,0 +1,225 @@
+"""DDL and INSERT VALUES: AST -> store metadata and Arrow data.
+
+``CREATE TABLE`` becomes a validated :class:`~skipidx.store.metadata.TableMeta`
+(each index validated by its type at CREATE time, as ClickHouse does);
+``INSERT ... VALUES`` becomes an Arrow table whose values the store then
+casts to the declared types with range checks (literals convert as
+ClickHouse converts them: ``'2024-01-02'`` into a Date, ``'5'`` into an
+integer; a column not listed gets its type's default, NULL if Nullable).
+"""
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Any
+
+import pyarrow as pa
+
+from skipidx.errors import BindError, SkipidxError
+from skipidx.indexes.base import IndexDef
+from skipidx.planner.binder import Binder, coerce_constant, is_int, is_string, value_type
+from skipidx.planner.bound import BConst
+from skipidx.sql import ast as A
+
+
+def _err(msg: str, node: Any = None) -> BindError:
+    pos = getattr(node, "pos", None)
+    if pos is not None and pos.line > 0:
+        return BindError(msg, line=pos.line, column=pos.column)
+    return BindError(msg)
+
+
+def _at(e: SkipidxError, node: Any) -> SkipidxError:
+    """`e` with the node's position when it has none."""
+    if e.line is None and getattr(node, "pos", None) is not None and node.pos.line > 0:
+        return BindError(e.message, line=node.pos.line, column=node.pos.column)
+    return e
+
+
+def _literal_value(lit: A.Literal) -> Any:
+    v = lit.value
+    if isinstance(v, bytes):
+        try:
+            return v.decode("utf-8")
+        except UnicodeDecodeError:
+            raise _err("parameter strings must be valid UTF-8", lit) from None
+    return v
+
+
+def index_def_from_ast(ic: A.IndexClause, column_names: Any) -> IndexDef:
+    """An IndexDef from ``INDEX name expr TYPE type(args) GRANULARITY n``.
+
+    The expression must be a column or ``lower(column)``. `column_names` is the
+    table's metadata or a list of column names.
+    """
+    names = column_names.column_names if hasattr(column_names, "column_names") else list(column_names)
+    e = ic.expr
+    if isinstance(e, A.Column) and e.table is None:
+        column, func = e.name, None
+    elif (isinstance(e, A.FunctionCall) and e.name.lower() == "lower" and len(e.args) == 1
+          and isinstance(e.args[0], A.Column) and not e.distinct):
+        column, func = e.args[0].name, "lower"
+    else:
+        raise _err(f"index {ic.name!r}: the index expression must be a column or lower(column), "
+                   f"got {e.to_sql()}", e)
+    if column not in names:
+        raise _err(f"index {ic.name!r}: unknown column {column!r}; columns: {', '.join(names)}", e)
+    gran = 1 if ic.granularity is None else ic.granularity
+    return IndexDef(
+        name=ic.name,
+        column=column,
+        expr_func=func,
+        type_name=ic.type_name,
+        args=tuple(_literal_value(a) for a in ic.args),
+        kwargs=tuple((k.name, _literal_value(k.value)) for k in ic.kwargs),
+        granularity=gran,
+    )
+
+
+def table_meta_from_ast(s: A.CreateTable):
+    """The validated TableMeta of a CREATE TABLE statement."""
+    from skipidx.store.metadata import ColumnMeta, TableMeta, make_index_meta
+    from skipidx.types import parse_type
+
+    if s.engine is not None and s.engine != "MergeTree":
+        raise _err(f"unsupported engine {s.engine!r}: only MergeTree", s)
+    columns = []
+    for c in s.columns:
+        try:
+            columns.append(ColumnMeta(c.name, parse_type(c.type.to_sql())))
+        except SkipidxError as e:
+            raise _at(e, c.type) from None
+    names = [c.name for c in columns]
+    order_by: list[str] = []
+    for k in s.order_by or ():
+        if isinstance(k, A.Column) and k.table is None:
+            order_by.append(k.name)
+        elif isinstance(k, A.TupleLiteral) and all(isinstance(x, A.Column) for x in k.items):
+            order_by.extend(x.name for x in k.items)
+        elif isinstance(k, A.FunctionCall) and k.name == "tuple" and all(isinstance(x, A.Column) for x in k.args):
+            order_by.extend(x.name for x in k.args)
+        else:
+            raise _err(f"ORDER BY key must be columns, got {k.to_sql()}", k)
+    for k, node in zip(order_by, s.order_by or ()):
+        if k not in names:
+            raise _err(f"ORDER BY: unknown column {k!r}; columns: {', '.join(names)}", node)
+    granularity = 8192
+    settings: dict[str, Any] = {}
+    for kv in s.settings:
+        v = _literal_value(kv.value)
+        if kv.name == "index_granularity":
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise _err(f"index_granularity must be an integer, got {kv.value.to_sql()}", kv)
+            granularity = v
+        else:
+            settings[kv.name] = v
+    by_name = {c.name: c for c in columns}
+    indexes = []
+    for ic in s.indexes:
+        defn = index_def_from_ast(ic, names)
+        try:
+            indexes.append(make_index_meta(defn, by_name[defn.column].type))
+        except SkipidxError as e:
+            raise _at(e, ic) from None
+    meta = TableMeta(name=s.table.name, columns=columns, order_by=order_by, index_granularity=granularity,
+                     indexes=indexes, settings=settings)
+    try:
+        return meta.validate()
+    except SkipidxError as e:
+        raise _at(e, s) from None
+
+
+def _default(ctype) -> Any:
+    if ctype.nullable:
+        return None
+    t = ctype.arrow_type
+    if is_string(t):
+        return b""
+    if pa.types.is_date(t):
+        return _dt.date(1970, 1, 1)
+    if pa.types.is_timestamp(t):
+        return _dt.datetime(1970, 1, 1)
+    if pa.types.is_boolean(t):
+        return False
+    if pa.types.is_floating(t):
+        return 0.0
+    return 0
+
+
+def _column_array(ctype, values: list[Any], name: str, nodes: list[Any]) -> pa.Array:
+    """Python values of one column as an Arrow array wide enough for the store's range-checked cast."""
+    t = value_type(ctype.arrow_type)
+    out: list[Any] = []
+    for v, node in zip(values, nodes):
+        if v is None:
+            out.append(None)
+            continue
+        if isinstance(v, tuple):
+            raise _err(f"column {name!r}: arrays are not supported", node)
+        if pa.types.is_boolean(t):
+            if isinstance(v, bytes):
+                s = v.decode("utf-8", "replace").lower()
+                if s not in ("true", "false", "0", "1"):
+                    raise _err(f"column {name!r} (Bool): cannot parse {s!r}", node)
+                v = s in ("true", "1")
+            out.append(int(v) if not isinstance(v, bool) else v)
+            continue
+        c = coerce_constant(v, t, node, f" for column {name!r}")
+        if pa.types.is_timestamp(t) and isinstance(c, int):
+            if not 0 <= c <= 2**32 - 1:
+                raise _err(f"column {name!r} (DateTime): {c} is out of range", node)
+            c = _dt.datetime(1970, 1, 1) + _dt.timedelta(seconds=c)
+        out.append(c)
+    if pa.types.is_boolean(t):
+        typ = pa.bool_() if all(isinstance(x, bool) or x is None for x in out) else pa.int64()
+        return pa.array(out, typ)
+    if is_int(t):
+        if any(isinstance(x, float) for x in out):
+            return pa.array([None if x is None else float(x) for x in out], pa.float64())
+        ints = [x for x in out if x is not None]
+        if ints and (max(ints) > 2**63 - 1):
+            if min(ints) < 0:
+                raise _err(f"column {name!r}: values out of range", nodes[0])
+            return pa.array(out, pa.uint64())
+        if ints and min(ints) < -(2**63):
+            raise _err(f"column {name!r}: values out of range", nodes[0])
+        return pa.array(out, pa.int64())
+    if pa.types.is_floating(t):
+        return pa.array([None if x is None else float(x) for x in out], pa.float64())
+    if is_string(t):
+        return pa.array(out, pa.binary())
+    if pa.types.is_date(t):
+        return pa.array(out, pa.date32())
+    if pa.types.is_timestamp(t):
+        return pa.array(out, pa.timestamp("s"))
+    raise _err(f"column {name!r}: unsupported type {t}", nodes[0] if nodes else None)
+
+
+def values_table(meta, s: A.InsertValues) -> pa.Table:
+    """The rows of ``INSERT ... VALUES`` as an Arrow table with every column of the table."""
+    names = meta.column_names
+    cols = list(s.columns) if s.columns is not None else names
+    for c in cols:
+        if c not in names:
+            raise _err(f"unknown column {c!r} in table {meta.name!r}; columns: {', '.join(names)}", s)
+    if len(set(cols)) != len(cols):
+        raise _err("a column is listed twice in INSERT", s)
+    binder = Binder(None)
+    per_col: dict[str, list[Any]] = {c: [] for c in cols}
+    per_node: dict[str, list[Any]] = {c: [] for c in cols}
+    for row in s.rows:
+        if len(row) != len(cols):
+            raise _err(f"INSERT row has {len(row)} values, expected {len(cols)}", row[0] if row else s)
+        for c, node in zip(cols, row):
+            e = binder.expr(node)
+            if not isinstance(e, BConst):
+                raise _err(f"INSERT VALUES needs constants, got {node.to_sql()}", node)
+            per_col[c].append(e.value)
+            per_node[c].append(node)
+    n = len(s.rows)
+    arrays = []
+    for cm in meta.columns:
+        if cm.name in per_col:
+            arrays.append(_column_array(cm.type, per_col[cm.name], cm.name, per_node[cm.name]))
+        else:
+            arrays.append(_column_array(cm.type, [_default(cm.type)] * n, cm.name, [s] * n))
+    return pa.Table.from_arrays(arrays, names=names)

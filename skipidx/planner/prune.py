@@ -1,0 +1,254 @@
+"""Mark-range pruning: answer the RPN's atoms with the table's skip indexes.
+
+For one query:
+
+1. :func:`plan_indexes` asks every index of the table for a condition on
+   every atom (the index checks the atom's subject and function itself), and
+   decides up front whether the index can prune at all for this WHERE
+   clause (:func:`skipidx.planner.rpn.can_prune`). An index that cannot —
+   no usable atom, negation only, ORed with something nothing answers, or a
+   pattern that yields no complete token — is never read.
+2. :func:`prune_part` loads the useful indexes of one part (lazily; a
+   damaged index is reported and its atoms stay UNKNOWN for that part),
+   computes each atom's BoolMask per *index* granule with numpy, spreads it
+   onto *data* granules (an index of GRANULARITY g answers for g data
+   granules), ANDs the answers of all indexes for the same atom, and
+   evaluates the RPN once for the combined answer and once per index (the
+   granules that index alone would keep: the per-index EXPLAIN figures).
+3. :func:`mark_ranges` turns the kept granules into contiguous ranges.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import numpy as np
+
+from skipidx.errors import CorruptionError, SkipidxError
+from skipidx.indexes.base import BoolMask, IndexCondition, IndexType, get_index_type
+from skipidx.planner.rpn import RPN, Op, evaluate, polarity, useful_answers
+from skipidx.result import IndexStats
+
+#: Index types whose answers can also prove an atom true for a whole zone
+#: (can_be_false = False), which is what lets ``NOT atom`` prune. Bloom-filter
+#: families can only prove absence.
+_TWO_SIDED = frozenset({"minmax", "set"})
+
+
+@dataclass
+class IndexUse:
+    """One index of the table, bound to this query's atoms."""
+
+    name: str
+    type_name: str
+    granularity: int
+    itype: IndexType | None
+    conditions: dict[int, IndexCondition] = field(default_factory=dict)
+    useful: bool = False
+    note: str | None = None
+    stats: IndexStats | None = None
+
+    @property
+    def description(self) -> str:
+        return f"{self.type_name} GRANULARITY {self.granularity}"
+
+
+@dataclass
+class PartSelection:
+    """The granules of one part that the scan must read."""
+
+    part: Any
+    kept: np.ndarray                       # bool per data granule
+    ranges: list[tuple[int, int]]          # [start, end) granule ranges
+
+
+def plan_indexes(rpn: RPN, table_meta: Any) -> list[IndexUse]:
+    """Bind each index of the table to the RPN's atoms and decide whether to read it.
+
+    An index is read iff one of its answers can matter
+    (:func:`skipidx.planner.rpn.useful_answers`, over the capabilities of all
+    indexes together, so ``hasToken(msg, 'x') OR trace_id = 'y'`` reads both
+    the token and the trace_id index).
+    """
+    uses: list[IndexUse] = []
+    pol = polarity(rpn)
+    reasons: dict[str, list[str]] = {}
+    for im in table_meta.indexes:
+        d = im.definition
+        use = IndexUse(d.name, d.type_name, d.granularity, None)
+        use.stats = IndexStats(name=d.name, type=d.type_name, description=use.description)
+        uses.append(use)
+        reasons[d.name] = []
+        try:
+            col_type = table_meta.column(d.column).type.arrow_type
+            use.itype = get_index_type(d.type_name)(d, col_type)
+        except SkipidxError as e:
+            use.note = f"index unusable: {e}"
+            continue
+        for i, atom in enumerate(rpn.atoms):
+            cond = use.itype.condition(atom)
+            if cond is None:
+                continue
+            r = getattr(cond, "reason", None)
+            if r and not getattr(cond, "can_prune", True):
+                reasons[d.name].append(f"{atom.text or atom.func}: {r}")
+            use.conditions[i] = cond
+            use.stats.conditions.append(cond.describe())
+    refute_any: dict[int, bool] = {}
+    confirm_any: dict[int, bool] = {}
+    caps: dict[str, tuple[dict[int, bool], dict[int, bool]]] = {}
+    for use in uses:
+        d_two = use.type_name in _TWO_SIDED
+        refute = {i: bool(getattr(c, "can_prune", True)) and not getattr(c, "reason", None)
+                  for i, c in use.conditions.items()}
+        confirm = {i: bool(getattr(c, "can_prove_true", d_two)) and not getattr(c, "reason", None)
+                   for i, c in use.conditions.items()}
+        caps[use.name] = (refute, confirm)
+        for i, v in refute.items():
+            refute_any[i] = refute_any.get(i, False) or v
+        for i, v in confirm.items():
+            confirm_any[i] = confirm_any.get(i, False) or v
+    needed = useful_answers(rpn, refute_any, confirm_any)
+    for use in uses:
+        if use.itype is None:
+            continue
+        refute, confirm = caps[use.name]
+        use.useful = any(("refute" in needed.get(i, ()) and refute[i]) or ("confirm" in needed.get(i, ()) and confirm[i])
+                         for i in use.conditions)
+        if use.useful:
+            continue
+        if not use.conditions:
+            use.note = "no usable atom"
+        elif reasons[use.name]:
+            use.note = "; ".join(reasons[use.name])
+        elif not any(refute.values()) and not any(confirm.values()):
+            use.note = "cannot prune for these atoms"
+        elif all(pol.get(i) == {False} for i in use.conditions if refute[i]) and not any(confirm.values()):
+            use.note = "negation only"
+        else:
+            use.note = "its atoms are ORed with conditions no index answers"
+    return uses
+
+
+def _spread(mask: BoolMask, idx: np.ndarray) -> BoolMask:
+    """Index-granule answers onto data granules (idx[i] = index granule of data granule i)."""
+    return BoolMask(mask.can_be_true[idx], mask.can_be_false[idx])
+
+
+def _data_to_index_granule(marks: np.ndarray, zone_start: np.ndarray, zone_length: np.ndarray,
+                           num_rows: int) -> np.ndarray:
+    """For every data granule, the index granule covering it; CorruptionError if zones do not tile the part."""
+    zs = np.asarray(zone_start, dtype=np.int64)
+    zl = np.asarray(zone_length, dtype=np.int64)
+    if zs.shape[0] == 0 or zs[0] != 0 or int(zs[-1] + zl[-1]) != num_rows or np.any(zs[1:] != zs[:-1] + zl[:-1]):
+        raise CorruptionError("index zones do not cover the part's rows")
+    starts = np.asarray(marks[:-1], dtype=np.int64)
+    idx = np.searchsorted(zs, starts, side="right") - 1
+    # every zone must begin on a granule boundary, or a zone would split a granule
+    if np.any(np.isin(zs, np.asarray(marks, dtype=np.int64), invert=True)):
+        raise CorruptionError("index zones do not start on granule boundaries")
+    return idx
+
+
+def prune_part(part: Any, rpn: RPN, uses: list[IndexUse]) -> tuple[np.ndarray, dict[str, int]]:
+    """Kept data granules of `part` (bool array) and, per useful index, how many it alone keeps."""
+    n = int(part.n_granules)
+    per_index: dict[str, int] = {}
+    if n == 0:
+        return np.zeros(0, dtype=bool), per_index
+    if not any(u.useful for u in uses):
+        # nothing to read: the RPN may still prune on constants (WHERE 0)
+        res = evaluate(rpn, n, {})
+        return res.can_be_true.copy(), per_index
+    marks = np.asarray(part.marks, dtype=np.int64)
+    combined: dict[int, BoolMask] = {}
+    answers: list[tuple[IndexUse, dict[int, BoolMask]]] = []
+    for use in uses:
+        if not use.useful:
+            continue
+        try:
+            if hasattr(part, "has_index") and not part.has_index(use.name):
+                _note(use, f"not materialized in part {part.name}")
+                continue
+            granules = part.load_index(use.name)
+            idx = _data_to_index_granule(marks, granules.zone_start, granules.zone_length, int(part.num_rows))
+            masks: dict[int, BoolMask] = {}
+            for i, cond in use.conditions.items():
+                m = cond.mask(granules)
+                t = np.asarray(m.can_be_true, dtype=bool)
+                f = np.asarray(m.can_be_false, dtype=bool)
+                if t.shape != (len(granules),) or f.shape != (len(granules),):
+                    raise CorruptionError(f"answer of {len(t)} granules for an index of {len(granules)}")
+                masks[i] = _spread(BoolMask(t, f), idx)
+        except CorruptionError as e:
+            # never trusted: its atoms stay UNKNOWN for this part; the scan keeps the answer exact
+            _note(use, f"damaged index ignored in part {part.name}: {e.message}")
+            continue
+        answers.append((use, masks))
+        for i, m in masks.items():
+            if i in combined:
+                c = combined[i]
+                combined[i] = BoolMask(c.can_be_true & m.can_be_true, c.can_be_false & m.can_be_false)
+            else:
+                combined[i] = m
+    for use, masks in answers:
+        if len(answers) == 1:
+            break
+        per_index[use.name] = int(np.count_nonzero(evaluate(rpn, n, masks).can_be_true))
+    kept = evaluate(rpn, n, combined).can_be_true.copy()
+    if len(answers) == 1:
+        per_index[answers[0][0].name] = int(np.count_nonzero(kept))
+    return kept, per_index
+
+
+def _note(use: IndexUse, text: str) -> None:
+    if use.note is None:
+        use.note = text
+    elif text not in use.note:
+        use.note = f"{use.note}; {text}"
+
+
+def mark_ranges(kept: np.ndarray) -> list[tuple[int, int]]:
+    """Contiguous runs of kept granules as [start, end) pairs."""
+    if kept.size == 0:
+        return []
+    k = np.concatenate(([False], kept.astype(bool), [False]))
+    edges = np.flatnonzero(k[1:] != k[:-1])
+    return list(zip(edges[0::2].tolist(), edges[1::2].tolist()))
+
+
+def prune(parts: Iterable[Any], rpn: RPN, uses: list[IndexUse], stats) -> list[PartSelection]:
+    """Prune every part; fill the part/granule/index figures of `stats`; return the parts to scan."""
+    out: list[PartSelection] = []
+    for use in uses:
+        use.stats.note = None
+    for part in parts:
+        n = int(part.n_granules)
+        stats.parts_total += 1
+        stats.granules_total += n
+        stats.rows_total += int(part.num_rows)
+        kept, per_index = prune_part(part, rpn, uses)
+        k = int(np.count_nonzero(kept))
+        for use in uses:
+            s = use.stats
+            s.granules_before += n
+            s.parts_before += 1
+            alone = per_index.get(use.name, n)
+            if use.name in per_index:
+                s.used = True
+            s.granules_after += alone
+            s.parts_after += int(alone > 0)
+        if k:
+            stats.parts_selected += 1
+            stats.granules_selected += k
+            ranges = mark_ranges(kept)
+            stats.ranges += len(ranges)
+            out.append(PartSelection(part, kept, ranges))
+    for use in uses:
+        use.stats.note = use.note
+    stats.indexes = [u.stats for u in uses]
+    return out
+
+
+def rpn_is_trivially_true(rpn: RPN) -> bool:
+    return len(rpn.items) == 1 and rpn.items[0].op in (Op.TRUE, Op.UNKNOWN)

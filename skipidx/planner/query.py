@@ -1,0 +1,67 @@
+"""A SELECT from bound query to result: plan (RPN + index choice), prune, scan, select."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from skipidx.execution.scan import scan, zero_column_table
+from skipidx.execution.select import run_select
+from skipidx.planner.bound import BoundSelect, columns_of
+from skipidx.planner.prune import IndexUse, PartSelection, plan_indexes, prune
+from skipidx.planner.rpn import RPN, build_rpn
+from skipidx.result import QueryStats
+
+#: Granules per read when a LIMIT without ORDER BY/aggregation may stop the scan early.
+LIMIT_BATCH_GRANULES = 8
+
+
+@dataclass
+class QueryPlan:
+    snapshot: Any                  # store TableSnapshot (meta + parts)
+    select: BoundSelect
+    rpn: RPN
+    uses: list[IndexUse]
+    columns: list[str]             # columns the scan reads, in table order
+
+
+def plan_query(snapshot: Any, bs: BoundSelect) -> QueryPlan:
+    """The RPN of the WHERE clause, the indexes that can answer it, the columns to read."""
+    meta = snapshot.meta
+    rpn = build_rpn(bs.where)
+    uses = plan_indexes(rpn, meta)
+    need = columns_of(bs.where) | bs.output_columns()
+    columns = [c for c in meta.column_names if c in need]
+    return QueryPlan(snapshot, bs, rpn, uses, columns)
+
+
+def prune_plan(plan: QueryPlan, stats: QueryStats) -> list[PartSelection]:
+    t0 = time.perf_counter()
+    sel = prune(plan.snapshot.parts, plan.rpn, plan.uses, stats)
+    stats.prune_ms = (time.perf_counter() - t0) * 1000
+    return sel
+
+
+def run_query(plan: QueryPlan) -> tuple[pa.Table, QueryStats]:
+    """Prune, scan the kept mark ranges, and compute the result."""
+    bs = plan.select
+    stats = QueryStats(table=bs.table)
+    selections = prune_plan(plan, stats)
+    t0 = time.perf_counter()
+    stream = bs.limit is not None and not bs.order_by and not bs.aggregate
+    chunks = scan(selections, plan.columns, bs.where, stats,
+                  max_granules=LIMIT_BATCH_GRANULES if stream else None)
+    table = run_select(bs, chunks)
+    stats.scan_ms = (time.perf_counter() - t0) * 1000
+    return table, stats
+
+
+def run_constant_select(bs: BoundSelect) -> pa.Table:
+    """A SELECT without FROM: one row of constants (ClickHouse's system.one)."""
+    from skipidx.execution.evaluate import where_mask
+
+    one = zero_column_table(1)
+    mask = where_mask(bs.where, one)
+    return run_select(bs, iter([one if mask is None else one.filter(mask)]))

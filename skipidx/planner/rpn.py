@@ -1,0 +1,268 @@
+"""The WHERE clause as one RPN over index atoms, and its BoolMask evaluation.
+
+As ClickHouse's ``KeyCondition``/``MergeTreeIndexConditionBloomFilter``, but
+one RPN for the whole clause: every leaf that compares an indexable subject
+(a column, or ``lower(column)``) with constants becomes an :class:`Atom`;
+every other leaf is UNKNOWN. Negated leaves (``!=``, ``NOT IN``, ``NOT
+LIKE``, ``IS NOT NULL``) become ``NOT`` of the positive atom, so an index
+only ever answers positive questions and "negation only" is a property of
+where an atom sits in the tree (its polarity), not of the index.
+
+Evaluation keeps, per data granule, the two bits of ClickHouse's BoolMask
+(can_be_true, can_be_false):
+
+==========  =====================================
+UNKNOWN     (1, 1)
+TRUE        (1, 0)
+FALSE       (0, 1)
+NULL        (0, 0)   -- neither true nor false, and NOT NULL is NULL
+NOT         (f, t)
+AND         (t1 & t2, f1 | f2)
+OR          (t1 | t2, f1 & f2)
+==========  =====================================
+
+A granule may be skipped iff can_be_true is false. This is sound with SQL
+NULLs: a row where a leaf is NULL contributes to neither bit, and AND/OR/NOT
+of three-valued rows never produce TRUE from bits that were not set.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Callable, Mapping
+
+import numpy as np
+
+from skipidx.indexes.base import Atom, BoolMask
+from skipidx.planner.bound import BCall, BColumn, BConst, BExpr, BFolded
+
+#: Atom functions that take the subject first and only constants after it.
+ATOM_FUNCS = frozenset({
+    "equals", "less", "lessOrEquals", "greater", "greaterOrEquals", "in", "isNull", "like",
+    "hasToken", "hasTokenOrNull", "hasTokenCaseInsensitive", "startsWith", "endsWith",
+    "multiSearchAny", "match", "has",
+})
+#: Negated functions and the positive atom they are NOT of.
+NEGATED = {"notEquals": "equals", "notIn": "in", "notLike": "like", "isNotNull": "isNull"}
+
+
+class Op(IntEnum):
+    ATOM = 0
+    TRUE = 1
+    FALSE = 2
+    NULL = 3
+    UNKNOWN = 4
+    NOT = 5
+    AND = 6
+    OR = 7
+
+
+@dataclass(frozen=True)
+class RPNItem:
+    op: Op
+    atom: int = -1                 # index into RPN.atoms for Op.ATOM
+    positive: bool = True          # polarity: under an even number of NOTs
+
+
+@dataclass
+class RPN:
+    """Items in reverse Polish order plus the distinct atoms they reference."""
+
+    items: list[RPNItem] = field(default_factory=list)
+    atoms: list[Atom] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        out = []
+        for it in self.items:
+            out.append(f"atom{it.atom}" if it.op == Op.ATOM else it.op.name)
+        return " ".join(out)
+
+
+def subject_of(e: BExpr) -> tuple[str, str | None] | None:
+    """(column, expr_func) when `e` is an indexable subject: a column or lower(column)."""
+    if isinstance(e, BColumn):
+        return e.name, None
+    if isinstance(e, BCall) and e.func == "lower" and len(e.args) == 1 and isinstance(e.args[0], BColumn):
+        return e.args[0].name, "lower"
+    return None
+
+
+def _atom_of(e: BCall) -> Atom | None:
+    if e.func not in ATOM_FUNCS or not e.args:
+        return None
+    subj = subject_of(e.args[0])
+    if subj is None or not all(isinstance(a, BConst) for a in e.args[1:]):
+        return None
+    args = tuple(a.value for a in e.args[1:])
+    return Atom(e.func, subj[0], subj[1], args, e.text)
+
+
+def build_rpn(where: BExpr | None) -> RPN:
+    """The RPN of a bound WHERE expression (``None``: no WHERE = TRUE)."""
+    rpn = RPN()
+    ids: dict[Atom, int] = {}
+
+    def atom_id(a: Atom) -> int:
+        key = Atom(a.func, a.column, a.expr_func, a.args)   # text does not identify an atom
+        if key not in ids:
+            ids[key] = len(rpn.atoms)
+            rpn.atoms.append(a)
+        return ids[key]
+
+    def walk(e: BExpr, positive: bool) -> None:
+        items = rpn.items
+        if isinstance(e, BConst):
+            if e.value is None:
+                items.append(RPNItem(Op.NULL))
+            else:
+                items.append(RPNItem(Op.TRUE if e.value else Op.FALSE))
+            return
+        if isinstance(e, BFolded):
+            items.append(RPNItem(Op.TRUE if e.value else Op.FALSE))
+            return
+        if isinstance(e, BCall):
+            if e.func in ("and", "or") and e.args:
+                op = Op.AND if e.func == "and" else Op.OR
+                walk(e.args[0], positive)
+                for a in e.args[1:]:
+                    walk(a, positive)
+                    items.append(RPNItem(op))
+                return
+            if e.func == "not" and len(e.args) == 1:
+                walk(e.args[0], not positive)
+                items.append(RPNItem(Op.NOT))
+                return
+            if e.func in NEGATED:
+                pos = BCall(NEGATED[e.func], e.args, e.type, e.nullable, e.text)
+                a = _atom_of(pos)
+                if a is not None:
+                    items.append(RPNItem(Op.ATOM, atom_id(a), not positive))
+                    items.append(RPNItem(Op.NOT))
+                    return
+            else:
+                a = _atom_of(e)
+                if a is not None:
+                    items.append(RPNItem(Op.ATOM, atom_id(a), positive))
+                    return
+        items.append(RPNItem(Op.UNKNOWN))
+
+    if where is None:
+        rpn.items.append(RPNItem(Op.TRUE))
+    else:
+        walk(where, True)
+    return rpn
+
+
+def evaluate(rpn: RPN, n: int, atom_mask: Callable[[int], BoolMask | None] | Mapping[int, BoolMask]) -> BoolMask:
+    """Evaluate the RPN over `n` granules at once.
+
+    `atom_mask(i)` (or a mapping) gives atom i's BoolMask, or None for
+    UNKNOWN. Returns the (can_be_true, can_be_false) of the whole clause.
+    """
+    get = atom_mask.get if isinstance(atom_mask, Mapping) else atom_mask
+    ones = np.ones(n, dtype=bool)
+    zeros = np.zeros(n, dtype=bool)
+    stack: list[tuple[np.ndarray, np.ndarray]] = []
+    for it in rpn.items:
+        op = it.op
+        if op == Op.ATOM:
+            m = get(it.atom)
+            stack.append((ones, ones) if m is None else (m[0], m[1]))
+        elif op == Op.UNKNOWN:
+            stack.append((ones, ones))
+        elif op == Op.TRUE:
+            stack.append((ones, zeros))
+        elif op == Op.FALSE:
+            stack.append((zeros, ones))
+        elif op == Op.NULL:
+            stack.append((zeros, zeros))
+        elif op == Op.NOT:
+            t, f = stack.pop()
+            stack.append((f, t))
+        else:
+            t2, f2 = stack.pop()
+            t1, f1 = stack.pop()
+            if op == Op.AND:
+                stack.append((t1 & t2, f1 | f2))
+            else:
+                stack.append((t1 | t2, f1 & f2))
+    if len(stack) != 1:
+        raise AssertionError(f"malformed RPN: {rpn}")
+    t, f = stack[0]
+    return BoolMask(np.broadcast_to(t, (n,)).copy() if t.shape != (n,) else t,
+                    np.broadcast_to(f, (n,)).copy() if f.shape != (n,) else f)
+
+
+def useful_answers(rpn: RPN, can_refute: Mapping[int, bool],
+                   can_confirm: Mapping[int, bool]) -> dict[int, set[str]]:
+    """Which answers of which atoms can make a granule skippable.
+
+    `can_refute[i]`: some index can answer atom i with can_be_true = False for
+    some granule (a bloom filter proving a token absent, minmax proving
+    ``x = 5`` out of range); `can_confirm[i]`: with can_be_false = False
+    (minmax proving ``x < 10`` for a whole zone, which lets ``NOT`` prune).
+
+    Returns, per atom, the kinds of answers that matter: ``"refute"`` and/or
+    ``"confirm"``. An answer matters iff it can flow to the root's
+    can_be_true: through AND always (one refuted operand refutes the AND),
+    through OR only if every sibling can be refuted too, and under NOT with
+    the roles of the two bits swapped. So ``hasToken(msg, 'x') OR level =
+    'INFO'`` (no index on level) needs nothing, ``NOT hasToken(...)`` needs a
+    confirmation no bloom filter can give (negation only), and ``hasToken(msg,
+    'x') OR trace_id = 'y'`` needs refutations of both atoms.
+    """
+    # Rebuild the tree from the postfix items, with what each subtree can reach:
+    # t0 = its can_be_true can be False, f0 = its can_be_false can be False.
+    nodes: list[tuple] = []          # (op, children, atom, t0, f0)
+    stack: list[int] = []
+    for it in rpn.items:
+        op = it.op
+        if op == Op.ATOM:
+            t0, f0 = bool(can_refute.get(it.atom, False)), bool(can_confirm.get(it.atom, False))
+            nodes.append((op, (), it.atom, t0, f0))
+        elif op in (Op.TRUE, Op.FALSE, Op.NULL, Op.UNKNOWN):
+            t0 = op in (Op.FALSE, Op.NULL)
+            f0 = op in (Op.TRUE, Op.NULL)
+            nodes.append((op, (), -1, t0, f0))
+        elif op == Op.NOT:
+            c = stack.pop()
+            nodes.append((op, (c,), -1, nodes[c][4], nodes[c][3]))
+        else:
+            b = stack.pop()
+            a = stack.pop()
+            ta, fa, tb, fb = nodes[a][3], nodes[a][4], nodes[b][3], nodes[b][4]
+            if op == Op.AND:
+                nodes.append((op, (a, b), -1, ta or tb, fa and fb))
+            else:
+                nodes.append((op, (a, b), -1, ta and tb, fa or fb))
+        stack.append(len(nodes) - 1)
+    out: dict[int, set[str]] = {}
+    if len(stack) != 1:
+        raise AssertionError(f"malformed RPN: {rpn}")
+    # Walk down from the root, which needs "t" (can_be_true = False).
+    todo = [(stack[0], "t")]
+    while todo:
+        k, need = todo.pop()
+        op, ch, atom, _, _ = nodes[k]
+        if op == Op.ATOM:
+            out.setdefault(atom, set()).add("refute" if need == "t" else "confirm")
+        elif op == Op.NOT:
+            todo.append((ch[0], "f" if need == "t" else "t"))
+        elif op in (Op.AND, Op.OR):
+            a, b = ch
+            # AND reaches t0 through either operand, OR through both; f0 the other way round
+            either = (op == Op.AND) == (need == "t")
+            flag = 3 if need == "t" else 4
+            for x, sib in ((a, b), (b, a)):
+                if either or nodes[sib][flag]:
+                    todo.append((x, need))
+    return out
+
+
+def polarity(rpn: RPN) -> dict[int, set[bool]]:
+    """For each atom, the polarities it occurs with (True = positive)."""
+    out: dict[int, set[bool]] = {}
+    for it in rpn.items:
+        if it.op == Op.ATOM:
+            out.setdefault(it.atom, set()).add(it.positive)
+    return out

@@ -1,0 +1,122 @@
+"""Query results and pruning statistics.
+
+A :class:`Result` wraps the Arrow table a statement produced (empty, with no
+columns, for DDL/DML) and, for a SELECT or EXPLAIN, the :class:`QueryStats`
+of how its WHERE clause pruned.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+
+@dataclass
+class IndexStats:
+    """What one skip index did for one query.
+
+    ``granules_before`` is the number of data granules the query considered
+    (all granules of all parts), ``granules_after`` the number this index alone
+    would keep (the WHERE clause's RPN evaluated with only this index's
+    answers; every other atom "maybe"). ``note`` says why an index did not
+    help or was not trusted ("no usable atom", "negation only", "filter
+    saturated", "damaged index ignored in part p", ...).
+    """
+
+    name: str
+    type: str
+    description: str
+    granules_before: int = 0
+    granules_after: int = 0
+    parts_before: int = 0
+    parts_after: int = 0
+    used: bool = False               # was its data read for at least one part
+    note: str | None = None
+    conditions: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class QueryStats:
+    """Pruning and scan figures of one SELECT (also available as a dict, :meth:`as_dict`)."""
+
+    table: str
+    parts_total: int = 0
+    parts_selected: int = 0
+    granules_total: int = 0
+    granules_selected: int = 0
+    rows_total: int = 0
+    rows_read: int = 0
+    rows_matched: int = 0
+    ranges: int = 0
+    indexes: list[IndexStats] = field(default_factory=list)
+    prune_ms: float = 0.0
+    scan_ms: float = 0.0
+
+    def index(self, name: str) -> IndexStats:
+        """The figures of the index called `name` (KeyError if the table has none)."""
+        for s in self.indexes:
+            if s.name == name:
+                return s
+        raise KeyError(name)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.as_dict()[key]
+
+
+class Result:
+    """The result of one statement: rows as Arrow, plus stats for a SELECT."""
+
+    def __init__(self, table: pa.Table | None = None, stats: QueryStats | None = None,
+                 message: str | None = None) -> None:
+        self._table = table if table is not None else pa.table({})
+        self.stats = stats
+        #: a short text for statements without rows ("created table t", "inserted 3 rows")
+        self.message = message
+
+    @property
+    def column_names(self) -> list[str]:
+        return list(self._table.column_names)
+
+    @property
+    def num_rows(self) -> int:
+        return self._table.num_rows
+
+    def to_arrow(self) -> pa.Table:
+        return self._table
+
+    def fetchall(self) -> list[tuple]:
+        """All rows as Python tuples (strings as str, DateTime as datetime, NULL as None)."""
+        cols = [c.to_pylist() for c in self._table.columns]
+        return list(zip(*cols)) if cols else []
+
+    def fetchone(self) -> tuple | None:
+        if self._table.num_rows == 0:
+            return None
+        return tuple(c[0].as_py() for c in self._table.columns)
+
+    def scalar(self) -> Any:
+        """The single value of a one-row, one-column result (e.g. ``count()``)."""
+        if self._table.num_columns != 1 or self._table.num_rows != 1:
+            from skipidx.errors import SkipidxError
+
+            raise SkipidxError(f"scalar() needs a 1x1 result, got {self._table.num_rows} rows "
+                               f"x {self._table.num_columns} columns")
+        return self._table.column(0)[0].as_py()
+
+    def to_pandas(self):
+        return self._table.to_pandas()
+
+    df = to_pandas
+
+    def __len__(self) -> int:
+        return self._table.num_rows
+
+    def __repr__(self) -> str:
+        return f"Result({self._table.num_rows} rows x {self._table.num_columns} columns: {self.column_names})"
