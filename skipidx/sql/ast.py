@@ -1,0 +1,761 @@
+"""AST of the skipidx SQL dialect: small frozen dataclasses with source positions.
+
+Every node carries `pos` (a :class:`Pos`, 1-based line and column of the node's
+first character in the SQL text). `pos` is excluded from equality and hashing,
+so two nodes compare equal when they mean the same thing wherever they were
+written: the binder can match an index expression ``lower(msg)`` from CREATE
+TABLE against the same expression in a WHERE clause with ``==`` or a dict.
+
+Conventions:
+
+- String literals are ``bytes`` -- the exact bytes after unescaping
+  (``'\\xFF'`` is the single byte 0xFF); identifiers are ``str``.
+- Sequences are tuples, so every expression node is hashable.
+- ``AND``/``OR`` chains are n-ary (:class:`BoolOp`), as ClickHouse's
+  ``and(a, b, c)``: a WHERE with a thousand ORs is one flat node, not a tree a
+  thousand levels deep. Only an unparenthesized chain is flattened, so
+  ``(a AND b) AND c`` keeps its shape.
+- A minus sign written directly before a number literal is folded into the
+  literal (``-5`` is ``Literal(-5, 'int')``), as ClickHouse does; ``-(5)`` stays
+  ``UnaryOp('neg', Literal(5))``.
+
+``to_sql()`` renders any node back as SQL text that parses to an equal node
+(with the fewest parentheses precedence allows); ``str(expr)`` is the same.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import NamedTuple, Union
+
+
+class Pos(NamedTuple):
+    """A place in SQL text: 1-based line and column (column counts characters)."""
+
+    line: int
+    column: int
+
+
+#: Position of nodes built by hand (not parsed).
+NOPOS = Pos(0, 0)
+
+
+def _pos_field() -> Pos:
+    return field(default=NOPOS, compare=False, repr=False, kw_only=True)  # type: ignore[return-value]
+
+
+class Node:
+    """Base of every AST node."""
+
+    __slots__ = ()
+    pos: Pos
+
+    def to_sql(self) -> str:  # pragma: no cover - every subclass overrides
+        raise AssertionError(f"{type(self).__name__} has no SQL rendering")
+
+    def __str__(self) -> str:
+        return self.to_sql()
+
+
+class Expr(Node):
+    """Base of expression nodes."""
+
+    __slots__ = ()
+
+
+class Statement(Node):
+    """Base of statement nodes."""
+
+    __slots__ = ()
+
+
+# ---------------------------------------------------------------- rendering helpers
+
+# Binding strength of each expression form, weakest first. A child is put in
+# parentheses when its level is lower than the level its slot requires.
+LEVEL_OR = 1
+LEVEL_AND = 2
+LEVEL_NOT = 3
+LEVEL_PREDICATE = 4  # IS [NOT] NULL, [NOT] BETWEEN
+LEVEL_COMPARISON = 5  # = != < <= > >= [NOT] [I]LIKE [NOT] IN
+LEVEL_ADDITIVE = 6
+LEVEL_MULTIPLICATIVE = 7
+LEVEL_UNARY = 8
+LEVEL_ATOM = 9
+
+_PLAIN_IDENT = re.compile(r"[A-Za-z_][A-Za-z_0-9]*\Z")
+
+#: Words the lexer may read as keywords; an identifier spelled like one is
+#: rendered quoted so that it never turns into the keyword when re-parsed.
+KEYWORDS = frozenset(
+    """
+    ADD ALTER AND AS ASC BETWEEN BY CREATE DESC DESCRIBE DISTINCT DROP ENGINE EXISTS EXPLAIN
+    FALSE FINAL FIRST FORMAT FROM GRANULARITY GROUP HAVING IF ILIKE IN INDEX INFILE INSERT INTO
+    IS LAST LIKE LIMIT MATERIALIZE NOT NULL NULLS OFFSET OPTIMIZE OR ORDER SELECT SETTINGS SHOW
+    TABLE TABLES TRUE TYPE VALUES WHERE INF INFINITY NAN
+    """.split()
+)
+
+_NAMED_ESCAPES = {0x00: "\\0", 0x07: "\\a", 0x08: "\\b", 0x09: "\\t", 0x0A: "\\n", 0x0B: "\\v",
+                  0x0C: "\\f", 0x0D: "\\r", 0x1B: "\\e"}
+
+
+#: Keywords that may start an expression; a column or function spelled like one
+#: is quoted inside expressions. (Other keywords are read as keywords only where
+#: an expression cannot start, so ``type`` or ``index`` need no quotes there.)
+EXPRESSION_KEYWORDS = frozenset({"NOT", "NULL", "TRUE", "FALSE", "DISTINCT", "INF", "INFINITY", "NAN"})
+
+
+def quote_identifier(name: str, *, in_expression: bool = False) -> str:
+    """`name` as SQL: bare when it is a plain word that cannot read as a keyword
+    there, else in backquotes."""
+    reserved = EXPRESSION_KEYWORDS if in_expression else KEYWORDS
+    if _PLAIN_IDENT.match(name) and name.upper() not in reserved:
+        return name
+    return "`" + _escape_text(name.encode("utf-8"), "`") + "`"
+
+
+def quote_string(value: bytes) -> str:
+    """`value` as a SQL string literal that unescapes to exactly these bytes."""
+    return "'" + _escape_text(value, "'") + "'"
+
+
+def _escape_text(value: bytes, quote: str) -> str:
+    # Valid UTF-8 stays readable; every other byte becomes \xHH. Surrogate
+    # escapes mark exactly the bytes that are not part of valid UTF-8.
+    out = []
+    for ch in value.decode("utf-8", "surrogateescape"):
+        o = ord(ch)
+        if 0xDC80 <= o <= 0xDCFF:
+            out.append(f"\\x{o - 0xDC00:02X}")
+        elif ch == quote or ch == "\\":
+            out.append("\\" + ch)
+        elif o < 0x20 or o == 0x7F:
+            out.append(_NAMED_ESCAPES.get(o, f"\\x{o:02X}"))
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _wrap(node: Expr, min_level: int) -> str:
+    text, level = node._sql_level()
+    return f"({text})" if level < min_level else text
+
+
+# ---------------------------------------------------------------- expressions
+
+LiteralValue = Union[bytes, int, float, bool, None]
+
+
+@dataclass(frozen=True)
+class Literal(Expr):
+    """A constant. `kind` is 'string' (value: bytes), 'int' (int), 'float' (float),
+    'bool' (bool) or 'null' (None)."""
+
+    value: LiteralValue
+    kind: str
+    pos: Pos = _pos_field()
+
+    def _sql_level(self) -> tuple[str, int]:
+        k = self.kind
+        if k == "string":
+            return quote_string(self.value), LEVEL_ATOM  # type: ignore[arg-type]
+        if k == "null":
+            return "NULL", LEVEL_ATOM
+        if k == "bool":
+            return ("true" if self.value else "false"), LEVEL_ATOM
+        if k == "int":
+            v = int(self.value)  # type: ignore[arg-type]
+            return str(v), (LEVEL_UNARY if v < 0 else LEVEL_ATOM)
+        v = float(self.value)  # type: ignore[arg-type]
+        if math.isnan(v):
+            return "nan", LEVEL_ATOM
+        if math.isinf(v):
+            return ("-inf", LEVEL_UNARY) if v < 0 else ("inf", LEVEL_ATOM)
+        text = repr(v)  # shortest text that reads back as the same double
+        if "." not in text and "e" not in text:
+            text += "."
+        return text, (LEVEL_UNARY if text.startswith("-") else LEVEL_ATOM)
+
+    def to_sql(self) -> str:
+        return self._sql_level()[0]
+
+
+@dataclass(frozen=True)
+class ArrayLiteral(Expr):
+    """``[a, b, ...]`` (items are any expressions)."""
+
+    items: tuple[Expr, ...]
+    pos: Pos = _pos_field()
+
+    def _sql_level(self) -> tuple[str, int]:
+        return "[" + ", ".join(_wrap(i, LEVEL_OR) for i in self.items) + "]", LEVEL_ATOM
+
+    def to_sql(self) -> str:
+        return self._sql_level()[0]
+
+
+@dataclass(frozen=True)
+class TupleLiteral(Expr):
+    """``(a, b, ...)``, ``(a,)`` or ``()`` (items are any expressions)."""
+
+    items: tuple[Expr, ...]
+    pos: Pos = _pos_field()
+
+    def _sql_level(self) -> tuple[str, int]:
+        inner = ", ".join(_wrap(i, LEVEL_OR) for i in self.items)
+        if len(self.items) == 1:
+            inner += ","
+        return "(" + inner + ")", LEVEL_ATOM
+
+    def to_sql(self) -> str:
+        return self._sql_level()[0]
+
+
+@dataclass(frozen=True)
+class Column(Expr):
+    """A column reference, optionally qualified by a table name (``t.col``)."""
+
+    name: str
+    table: str | None = None
+    pos: Pos = _pos_field()
+
+    def _sql_level(self) -> tuple[str, int]:
+        text = quote_identifier(self.name, in_expression=True)
+        if self.table is not None:
+            text = quote_identifier(self.table) + "." + text
+        return text, LEVEL_ATOM
+
+    def to_sql(self) -> str:
+        return self._sql_level()[0]
+
+
+@dataclass(frozen=True)
+class Star(Expr):
+    """``*``: a whole-row select item, or the argument of ``count(*)``."""
+
+    pos: Pos = _pos_field()
+
+    def _sql_level(self) -> tuple[str, int]:
+        return "*", LEVEL_ATOM
+
+    def to_sql(self) -> str:
+        return "*"
+
+
+@dataclass(frozen=True)
+class FunctionCall(Expr):
+    """``name(args)``; any name parses (the binder checks it). ``count(*)`` has
+    args ``(Star(),)``; ``count(DISTINCT x)`` has ``distinct=True``."""
+
+    name: str
+    args: tuple[Expr, ...]
+    distinct: bool = False
+    pos: Pos = _pos_field()
+
+    def _sql_level(self) -> tuple[str, int]:
+        args = ", ".join(_wrap(a, LEVEL_OR) for a in self.args)
+        if self.distinct:
+            args = "DISTINCT " + args
+        return f"{quote_identifier(self.name, in_expression=True)}({args})", LEVEL_ATOM
+
+    def to_sql(self) -> str:
+        return self._sql_level()[0]
+
+
+#: BinaryOp operators (canonical spelling; ``==`` reads as ``=``, ``<>`` as ``!=``).
+COMPARISON_OPS = frozenset({"=", "!=", "<", "<=", ">", ">="})
+ADDITIVE_OPS = frozenset({"+", "-"})
+MULTIPLICATIVE_OPS = frozenset({"*", "/", "%"})
+
+
+@dataclass(frozen=True)
+class BinaryOp(Expr):
+    """Comparison or arithmetic: `op` is one of ``= != < <= > >= + - * / %``."""
+
+    op: str
+    left: Expr
+    right: Expr
+    pos: Pos = _pos_field()
+
+    def _sql_level(self) -> tuple[str, int]:
+        if self.op in COMPARISON_OPS:
+            level = LEVEL_COMPARISON
+        elif self.op in ADDITIVE_OPS:
+            level = LEVEL_ADDITIVE
+        elif self.op in MULTIPLICATIVE_OPS:
+            level = LEVEL_MULTIPLICATIVE
+        else:
+            raise AssertionError(f"unknown binary operator {self.op!r}")
+        # Left-associative: the right operand must bind tighter than the operator.
+        return f"{_wrap(self.left, level)} {self.op} {_wrap(self.right, level + 1)}", level
+
+    def to_sql(self) -> str:
+        return self._sql_level()[0]
+
+
+@dataclass(frozen=True)
+class BoolOp(Expr):
+    """``a AND b AND ...`` or ``a OR b OR ...``: `op` is 'and' or 'or', two or more `args`."""
+
+    op: str
+    args: tuple[Expr, ...]
+    pos: Pos = _pos_field()
+
+    def _sql_level(self) -> tuple[str, int]:
+        level = LEVEL_AND if self.op == "and" else LEVEL_OR
+        sep = " AND " if self.op == "and" else " OR "
+        # An argument of the same operator gets parentheses: the parser only
+        # nests same-operator BoolOps when they were written in parentheses.
+        return sep.join(_wrap(a, level + 1) for a in self.args), level
+
+    def to_sql(self) -> str:
+        return self._sql_level()[0]
+
+
+@dataclass(frozen=True)
+class UnaryOp(Expr):
+    """``NOT x`` (op 'not') or ``-x`` (op 'neg')."""
+
+    op: str
+    operand: Expr
+    pos: Pos = _pos_field()
+
+    def _sql_level(self) -> tuple[str, int]:
+        if self.op == "not":
+            return "NOT " + _wrap(self.operand, LEVEL_NOT), LEVEL_NOT
+        text, level = self.operand._sql_level()
+        # "-5" would read back as the literal -5 and "--x" as a comment.
+        if level < LEVEL_UNARY or text.startswith("-") or (
+            isinstance(self.operand, Literal) and self.operand.kind in ("int", "float")
+        ):
+            text = f"({text})"
+        return "-" + text, LEVEL_UNARY
+
+    def to_sql(self) -> str:
+        return self._sql_level()[0]
+
+
+@dataclass(frozen=True)
+class Like(Expr):
+    """``expr [NOT] LIKE pattern`` / ``expr [NOT] ILIKE pattern``."""
+
+    expr: Expr
+    pattern: Expr
+    negated: bool = False
+    case_insensitive: bool = False
+    pos: Pos = _pos_field()
+
+    def _sql_level(self) -> tuple[str, int]:
+        op = ("NOT " if self.negated else "") + ("ILIKE" if self.case_insensitive else "LIKE")
+        return f"{_wrap(self.expr, LEVEL_COMPARISON)} {op} {_wrap(self.pattern, LEVEL_ADDITIVE)}", LEVEL_COMPARISON
+
+    def to_sql(self) -> str:
+        return self._sql_level()[0]
+
+
+@dataclass(frozen=True)
+class InList(Expr):
+    """``expr [NOT] IN (item, ...)``; the items are written as is (``x IN ((1, 2))``
+    has one item, the tuple ``(1, 2)``)."""
+
+    expr: Expr
+    items: tuple[Expr, ...]
+    negated: bool = False
+    pos: Pos = _pos_field()
+
+    def _sql_level(self) -> tuple[str, int]:
+        op = "NOT IN" if self.negated else "IN"
+        items = ", ".join(_wrap(i, LEVEL_OR) for i in self.items)
+        return f"{_wrap(self.expr, LEVEL_COMPARISON)} {op} ({items})", LEVEL_COMPARISON
+
+    def to_sql(self) -> str:
+        return self._sql_level()[0]
+
+
+@dataclass(frozen=True)
+class IsNull(Expr):
+    """``expr IS [NOT] NULL``."""
+
+    expr: Expr
+    negated: bool = False
+    pos: Pos = _pos_field()
+
+    def _sql_level(self) -> tuple[str, int]:
+        op = "IS NOT NULL" if self.negated else "IS NULL"
+        return f"{_wrap(self.expr, LEVEL_PREDICATE)} {op}", LEVEL_PREDICATE
+
+    def to_sql(self) -> str:
+        return self._sql_level()[0]
+
+
+@dataclass(frozen=True)
+class Between(Expr):
+    """``expr [NOT] BETWEEN low AND high`` (inclusive bounds)."""
+
+    expr: Expr
+    low: Expr
+    high: Expr
+    negated: bool = False
+    pos: Pos = _pos_field()
+
+    def _sql_level(self) -> tuple[str, int]:
+        op = "NOT BETWEEN" if self.negated else "BETWEEN"
+        return (
+            f"{_wrap(self.expr, LEVEL_PREDICATE)} {op} {_wrap(self.low, LEVEL_COMPARISON)}"
+            f" AND {_wrap(self.high, LEVEL_COMPARISON)}",
+            LEVEL_PREDICATE,
+        )
+
+    def to_sql(self) -> str:
+        return self._sql_level()[0]
+
+
+# ---------------------------------------------------------------- pieces of statements
+
+
+@dataclass(frozen=True)
+class TableRef(Node):
+    """The name of a table, where it was written."""
+
+    name: str
+    pos: Pos = _pos_field()
+
+    def to_sql(self) -> str:
+        return quote_identifier(self.name)
+
+
+@dataclass(frozen=True)
+class TypeExpr(Node):
+    """A column type as written: ``String`` is ``TypeExpr('String', ())``,
+    ``Nullable(String)`` is ``TypeExpr('Nullable', (TypeExpr('String', ()),))``;
+    arguments are types or literals (``DateTime('UTC')``). The binder decides
+    which types exist."""
+
+    name: str
+    args: tuple[Union["TypeExpr", Literal], ...] = ()
+    pos: Pos = _pos_field()
+
+    def to_sql(self) -> str:
+        if not self.args:
+            return quote_identifier(self.name)
+        return f"{quote_identifier(self.name)}({', '.join(a.to_sql() for a in self.args)})"
+
+
+@dataclass(frozen=True)
+class ColumnDef(Node):
+    """``name Type`` in CREATE TABLE."""
+
+    name: str
+    type: TypeExpr
+    pos: Pos = _pos_field()
+
+    def to_sql(self) -> str:
+        return f"{quote_identifier(self.name)} {self.type.to_sql()}"
+
+
+@dataclass(frozen=True)
+class KeywordArg(Node):
+    """``name = value``: an index-type argument (``n = 4``), a SETTINGS entry or an
+    EXPLAIN option. `value` is a literal (string values are bytes)."""
+
+    name: str
+    value: Literal
+    pos: Pos = _pos_field()
+
+    def to_sql(self) -> str:
+        return f"{quote_identifier(self.name)} = {self.value.to_sql()}"
+
+
+@dataclass(frozen=True)
+class IndexClause(Node):
+    """``INDEX name expr TYPE type_name(args, key = value, ...) [GRANULARITY n]``.
+
+    `args` are the positional literals, `kwargs` the ``key = value`` ones in
+    written order (names unique); `granularity` is None when not written.
+    ``TYPE minmax`` and ``TYPE minmax()`` both have empty args."""
+
+    name: str
+    expr: Expr
+    type_name: str
+    args: tuple[Literal, ...] = ()
+    kwargs: tuple[KeywordArg, ...] = ()
+    granularity: int | None = None
+    pos: Pos = _pos_field()
+
+    def kwargs_dict(self) -> dict[str, Literal]:
+        """The keyword arguments as a dict (name -> literal)."""
+        return {k.name: k.value for k in self.kwargs}
+
+    def to_sql(self) -> str:
+        parts = [a.to_sql() for a in self.args] + [k.to_sql() for k in self.kwargs]
+        text = f"INDEX {quote_identifier(self.name)} {self.expr.to_sql()} TYPE {quote_identifier(self.type_name)}"
+        if parts:
+            text += "(" + ", ".join(parts) + ")"
+        if self.granularity is not None:
+            text += f" GRANULARITY {self.granularity}"
+        return text
+
+
+@dataclass(frozen=True)
+class SelectItem(Node):
+    """One item of a SELECT list: an expression (or :class:`Star`) and its alias."""
+
+    expr: Expr
+    alias: str | None = None
+    pos: Pos = _pos_field()
+
+    def to_sql(self) -> str:
+        text = self.expr.to_sql()
+        return text if self.alias is None else f"{text} AS {quote_identifier(self.alias)}"
+
+
+@dataclass(frozen=True)
+class OrderItem(Node):
+    """``expr [ASC|DESC] [NULLS FIRST|LAST]``; `nulls_first` is None when not written
+    (the executor applies ClickHouse's default)."""
+
+    expr: Expr
+    desc: bool = False
+    nulls_first: bool | None = None
+    pos: Pos = _pos_field()
+
+    def to_sql(self) -> str:
+        text = self.expr.to_sql() + (" DESC" if self.desc else "")
+        if self.nulls_first is not None:
+            text += " NULLS FIRST" if self.nulls_first else " NULLS LAST"
+        return text
+
+
+# ---------------------------------------------------------------- statements
+
+
+def _table_sql(t: TableRef) -> str:
+    return t.to_sql()
+
+
+@dataclass(frozen=True)
+class CreateTable(Statement):
+    """``CREATE TABLE [IF NOT EXISTS] t (columns..., indexes...) [ENGINE = e[()]]
+    [ORDER BY key] [SETTINGS k = v, ...]``.
+
+    `order_by` is None when not written, ``()`` for ``ORDER BY tuple()``, else the
+    key expressions (``ORDER BY (a, b)`` gives two). Column and index names are unique."""
+
+    table: TableRef
+    columns: tuple[ColumnDef, ...]
+    indexes: tuple[IndexClause, ...] = ()
+    engine: str | None = None
+    order_by: tuple[Expr, ...] | None = None
+    settings: tuple[KeywordArg, ...] = ()
+    if_not_exists: bool = False
+    pos: Pos = _pos_field()
+
+    def settings_dict(self) -> dict[str, Literal]:
+        """SETTINGS as a dict (name -> literal)."""
+        return {s.name: s.value for s in self.settings}
+
+    def to_sql(self) -> str:
+        elements = [c.to_sql() for c in self.columns] + [i.to_sql() for i in self.indexes]
+        text = "CREATE TABLE " + ("IF NOT EXISTS " if self.if_not_exists else "")
+        text += f"{_table_sql(self.table)} ({', '.join(elements)})"
+        if self.engine is not None:
+            text += f" ENGINE = {quote_identifier(self.engine)}"
+        if self.order_by is not None:
+            if len(self.order_by) == 1 and not isinstance(self.order_by[0], TupleLiteral):
+                text += f" ORDER BY {self.order_by[0].to_sql()}"
+            else:
+                text += f" ORDER BY tuple({', '.join(e.to_sql() for e in self.order_by)})"
+        if self.settings:
+            text += " SETTINGS " + ", ".join(s.to_sql() for s in self.settings)
+        return text
+
+
+@dataclass(frozen=True)
+class DropTable(Statement):
+    """``DROP TABLE [IF EXISTS] t``."""
+
+    table: TableRef
+    if_exists: bool = False
+    pos: Pos = _pos_field()
+
+    def to_sql(self) -> str:
+        return "DROP TABLE " + ("IF EXISTS " if self.if_exists else "") + _table_sql(self.table)
+
+
+def _columns_sql(columns: tuple[str, ...] | None) -> str:
+    return "" if columns is None else " (" + ", ".join(quote_identifier(c) for c in columns) + ")"
+
+
+@dataclass(frozen=True)
+class InsertValues(Statement):
+    """``INSERT INTO t [(cols)] VALUES (...), (...)``; each row is a tuple of
+    expressions (the binder evaluates them as constants)."""
+
+    table: TableRef
+    columns: tuple[str, ...] | None
+    rows: tuple[tuple[Expr, ...], ...]
+    pos: Pos = _pos_field()
+
+    def to_sql(self) -> str:
+        rows = ", ".join("(" + ", ".join(e.to_sql() for e in r) + ")" for r in self.rows)
+        return f"INSERT INTO {_table_sql(self.table)}{_columns_sql(self.columns)} VALUES {rows}"
+
+
+#: Formats accepted by ``INSERT ... FROM INFILE ... FORMAT f`` (names as ClickHouse spells them).
+INFILE_FORMATS = ("Parquet", "CSV", "CSVWithNames", "JSONEachRow")
+
+
+@dataclass(frozen=True)
+class InsertFile(Statement):
+    """``INSERT INTO t [(cols)] FROM INFILE 'path' [FORMAT f]``; `format` is one of
+    :data:`INFILE_FORMATS` or None (the reader infers it from the file name)."""
+
+    table: TableRef
+    columns: tuple[str, ...] | None
+    path: str
+    format: str | None = None
+    pos: Pos = _pos_field()
+
+    def to_sql(self) -> str:
+        text = (f"INSERT INTO {_table_sql(self.table)}{_columns_sql(self.columns)} FROM INFILE "
+                f"{quote_string(self.path.encode('utf-8'))}")
+        return text if self.format is None else f"{text} FORMAT {self.format}"
+
+
+@dataclass(frozen=True)
+class AlterAddIndex(Statement):
+    """``ALTER TABLE t ADD INDEX [IF NOT EXISTS] name expr TYPE ... [GRANULARITY n]``."""
+
+    table: TableRef
+    index: IndexClause
+    if_not_exists: bool = False
+    pos: Pos = _pos_field()
+
+    def to_sql(self) -> str:
+        clause = self.index.to_sql()
+        if self.if_not_exists:
+            clause = "INDEX IF NOT EXISTS " + clause[len("INDEX "):]
+        return f"ALTER TABLE {_table_sql(self.table)} ADD {clause}"
+
+
+@dataclass(frozen=True)
+class AlterDropIndex(Statement):
+    """``ALTER TABLE t DROP INDEX [IF EXISTS] name``."""
+
+    table: TableRef
+    name: str
+    if_exists: bool = False
+    pos: Pos = _pos_field()
+
+    def to_sql(self) -> str:
+        return (f"ALTER TABLE {_table_sql(self.table)} DROP INDEX "
+                + ("IF EXISTS " if self.if_exists else "") + quote_identifier(self.name))
+
+
+@dataclass(frozen=True)
+class AlterMaterializeIndex(Statement):
+    """``ALTER TABLE t MATERIALIZE INDEX name``: build the index for existing parts."""
+
+    table: TableRef
+    name: str
+    pos: Pos = _pos_field()
+
+    def to_sql(self) -> str:
+        return f"ALTER TABLE {_table_sql(self.table)} MATERIALIZE INDEX {quote_identifier(self.name)}"
+
+
+@dataclass(frozen=True)
+class Optimize(Statement):
+    """``OPTIMIZE TABLE t [FINAL]``: merge parts."""
+
+    table: TableRef
+    final: bool = False
+    pos: Pos = _pos_field()
+
+    def to_sql(self) -> str:
+        return f"OPTIMIZE TABLE {_table_sql(self.table)}" + (" FINAL" if self.final else "")
+
+
+@dataclass(frozen=True)
+class Select(Statement):
+    """``SELECT [DISTINCT] items [FROM t] [WHERE e] [GROUP BY ...] [HAVING e]
+    [ORDER BY ...] [LIMIT n [OFFSET m]]``; ``LIMIT m, n`` reads as offset m, limit n.
+    `table` is None without FROM; `limit`/`offset` are None when not written."""
+
+    items: tuple[SelectItem, ...]
+    table: TableRef | None = None
+    where: Expr | None = None
+    group_by: tuple[Expr, ...] = ()
+    having: Expr | None = None
+    order_by: tuple[OrderItem, ...] = ()
+    limit: int | None = None
+    offset: int | None = None
+    distinct: bool = False
+    pos: Pos = _pos_field()
+
+    def to_sql(self) -> str:
+        text = "SELECT " + ("DISTINCT " if self.distinct else "") + ", ".join(i.to_sql() for i in self.items)
+        if self.table is not None:
+            text += f" FROM {_table_sql(self.table)}"
+        if self.where is not None:
+            text += f" WHERE {self.where.to_sql()}"
+        if self.group_by:
+            text += " GROUP BY " + ", ".join(e.to_sql() for e in self.group_by)
+        if self.having is not None:
+            text += f" HAVING {self.having.to_sql()}"
+        if self.order_by:
+            text += " ORDER BY " + ", ".join(o.to_sql() for o in self.order_by)
+        if self.limit is not None:
+            text += f" LIMIT {self.limit}"
+            if self.offset is not None:
+                text += f" OFFSET {self.offset}"
+        elif self.offset is not None:
+            # No bare OFFSET in the dialect; an offset without a limit is "LIMIT all".
+            text += f" LIMIT {2**64 - 1} OFFSET {self.offset}"
+        return text
+
+
+@dataclass(frozen=True)
+class Explain(Statement):
+    """``EXPLAIN [indexes = 0|1] SELECT ...``."""
+
+    select: Select
+    indexes: bool = False
+    pos: Pos = _pos_field()
+
+    def to_sql(self) -> str:
+        return "EXPLAIN " + ("indexes = 1 " if self.indexes else "") + self.select.to_sql()
+
+
+@dataclass(frozen=True)
+class ShowTables(Statement):
+    """``SHOW TABLES``."""
+
+    pos: Pos = _pos_field()
+
+    def to_sql(self) -> str:
+        return "SHOW TABLES"
+
+
+@dataclass(frozen=True)
+class Describe(Statement):
+    """``DESCRIBE [TABLE] t`` / ``DESC t``."""
+
+    table: TableRef
+    pos: Pos = _pos_field()
+
+    def to_sql(self) -> str:
+        return f"DESCRIBE TABLE {_table_sql(self.table)}"
+
+
+__all__ = [
+    "Pos", "NOPOS", "Node", "Expr", "Statement", "Literal", "ArrayLiteral", "TupleLiteral", "Column",
+    "Star", "FunctionCall", "BinaryOp", "BoolOp", "UnaryOp", "Like", "InList", "IsNull", "Between",
+    "TableRef", "TypeExpr", "ColumnDef", "KeywordArg", "IndexClause", "SelectItem", "OrderItem",
+    "CreateTable", "DropTable", "InsertValues", "InsertFile", "AlterAddIndex", "AlterDropIndex",
+    "AlterMaterializeIndex", "Optimize", "Select", "Explain", "ShowTables", "Describe",
+    "COMPARISON_OPS", "ADDITIVE_OPS", "MULTIPLICATIVE_OPS", "INFILE_FORMATS", "KEYWORDS",
+    "quote_identifier", "quote_string",
+]

@@ -1,0 +1,905 @@
+"""Parser of the skipidx SQL dialect: a hand-written lexer feeding Lark's LALR(1) parser.
+
+Public API::
+
+    parse(text) -> list[Statement]        # one or more statements separated by ';'
+    parse_expression(text) -> Expr        # a single expression (the Spark `where` option)
+
+Both raise :class:`skipidx.errors.ParseError` -- with a 1-based line and column
+and, for syntax errors, the tuple `expected` -- for every input that is not
+valid SQL; nothing else escapes for any ``str`` input.
+
+Why a hand-written lexer: ClickHouse's lexical rules (nested ``/* */``
+comments, string escapes that keep the backslash before unknown characters,
+``\\N``, doubled quotes, numbers glued to letters) are easier to get exactly
+right -- and to report at the exact character -- in plain code than as
+terminal regexes; and the lexer asks the LALR parser which terminals its
+current state accepts, so a word is a keyword only where that keyword may
+stand (``type``, ``index``, ``format``, ``if`` stay usable as names).
+
+The AST is built during parsing by Lark's inline transformer (no tree, no
+recursion), so long ``OR`` chains or long VALUES lists cost no stack; nesting
+depth (parentheses, NOT NOT ..., a + a + ...) is capped at
+:data:`MAX_EXPRESSION_DEPTH` so that the binder's recursive walks stay safe.
+
+String literal escapes, as ClickHouse's ``parseComplexEscapeSequence`` (checked
+against chDB in tests/test_parser.py):
+
+- ``''`` inside a string is one quote;
+- ``\\xHH`` is the byte 0xHH (exactly two hex digits, else an error -- ClickHouse
+  rejects ``'\\x4'`` too, and turns non-hex digits into garbage bytes);
+- ``\\N`` is nothing (ClickHouse's NULL marker in TSV, kept for parity);
+- ``\\a \\b \\e \\f \\n \\r \\t \\v \\0`` are the control characters;
+- ``\\\\ \\' \\" \\` \\/ \\= \\:`` and a backslash before any control character
+  give that character;
+- a backslash before any other character is kept with it (``'100\\%'`` is the
+  four characters ``100\\%``, so LIKE patterns read naturally).
+
+Integer literals (decimal, ``0x`` hex, ``0b`` binary) must fit UInt64, or Int64
+when written with a minus sign; ClickHouse silently turns larger ones into
+Float64, skipidx rejects them.
+"""
+from __future__ import annotations
+
+import bisect
+import copy
+import re
+import threading
+from pathlib import Path
+from typing import Any, Iterator
+
+from lark import Lark, Token, Transformer
+from lark.exceptions import UnexpectedInput, UnexpectedToken
+from lark.lexer import Lexer
+
+from skipidx.errors import ParseError
+from skipidx.sql import ast as A
+from skipidx.sql.ast import Pos
+
+__all__ = ["parse", "parse_expression", "MAX_EXPRESSION_DEPTH", "EXPLAIN_OPTIONS"]
+
+#: Deepest expression nesting accepted (ClickHouse's max_parser_depth is 1000 for
+#: a parser that recurses; ours does not, but its consumers do).
+MAX_EXPRESSION_DEPTH = 256
+
+#: Options accepted by ``EXPLAIN name = value, ... SELECT``.
+EXPLAIN_OPTIONS = ("indexes",)
+
+UINT64_MAX = 2**64 - 1
+INT64_MIN = -(2**63)
+
+# ---------------------------------------------------------------- lexer
+
+#: Words that are keywords where the parser accepts them; value = terminal name.
+_KEYWORD_TERMINALS = {
+    w: w
+    for w in """
+    ADD ALTER AND AS ASC BETWEEN BY CREATE DESC DESCRIBE DISTINCT DROP ENGINE EXISTS EXPLAIN
+    FALSE FINAL FIRST FORMAT FROM GRANULARITY GROUP HAVING IF ILIKE IN INDEX INFILE INSERT INTO
+    IS LAST LIKE LIMIT MATERIALIZE NOT NULL NULLS OFFSET OPTIMIZE OR ORDER SELECT SETTINGS SHOW
+    TABLE TABLES TRUE TYPE VALUES WHERE
+    """.split()
+}
+_FLOAT_WORDS = {"INF": float("inf"), "INFINITY": float("inf"), "NAN": float("nan")}
+_NOT_COMPOUNDS = {"LIKE": "NOT_LIKE", "ILIKE": "NOT_ILIKE", "IN": "NOT_IN", "BETWEEN": "NOT_BETWEEN"}
+
+_PUNCT = {
+    "==": "EQ", "!=": "NE", "<>": "NE", "<=": "LE", ">=": "GE",
+    "(": "LPAR", ")": "RPAR", "[": "LSQB", "]": "RSQB", ",": "COMMA", ";": "SEMI", ".": "DOT",
+    "=": "EQ", "<": "LT", ">": "GT", "+": "PLUS", "-": "MINUS", "*": "STAR", "/": "SLASH", "%": "PERCENT",
+}
+
+_WS = re.compile(r"[ \t\n\r\f\v]+")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+_NUMBER = re.compile(r"0[xX][0-9a-fA-F]+|0[bB][01]+|[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?")
+_WORD_CHAR = re.compile(r"[A-Za-z_0-9]")
+_HEX2 = re.compile(r"[0-9a-fA-F]{2}")
+_COMMENT_DELIM = re.compile(r"/\*|\*/")
+
+# ClickHouse's parseEscapeSequence: the character after the backslash -> its meaning.
+_SIMPLE_ESCAPES = {"a": "\x07", "b": "\x08", "e": "\x1b", "f": "\x0c", "n": "\n", "r": "\r",
+                   "t": "\t", "v": "\x0b", "0": "\x00"}
+# Decoded characters for which the backslash is dropped (besides control characters).
+_BACKSLASH_DROPPED = frozenset("\\'\"`/=:")
+
+
+class _LexError(Exception):
+    """Internal: a lexical error at a text offset (turned into ParseError with line/column)."""
+
+    def __init__(self, message: str, offset: int) -> None:
+        super().__init__(message)
+        self.message = message
+        self.offset = offset
+
+
+class _Lines:
+    """Offset -> (line, column), both 1-based."""
+
+    def __init__(self, text: str) -> None:
+        self.starts = [0] + [m.end() for m in re.finditer("\n", text)]
+
+    def pos(self, offset: int) -> Pos:
+        line = bisect.bisect_right(self.starts, offset)
+        return Pos(line, offset - self.starts[line - 1] + 1)
+
+
+class SqlToken(Token):
+    """A Lark token that also carries its decoded value (`decoded`): bytes for
+    STRING, str for IDENT, int for INT, float for FLOAT."""
+
+    __slots__ = ("decoded",)
+
+
+def _skip_space(text: str, i: int) -> int:
+    """Offset of the first character at or after `i` that is not whitespace or comment."""
+    n = len(text)
+    while i < n:
+        m = _WS.match(text, i)
+        if m:
+            i = m.end()
+            continue
+        if text.startswith("--", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j + 1
+            continue
+        if text.startswith("/*", i):
+            # Block comments nest, as in ClickHouse: /* a /* b */ c */ is one comment.
+            depth, j = 0, i
+            while True:
+                m = _COMMENT_DELIM.search(text, j)
+                if m is None:
+                    raise _LexError("unterminated comment", i)
+                depth += 1 if m.group() == "/*" else -1
+                j = m.end()
+                if depth == 0:
+                    break
+            i = j
+            continue
+        break
+    return i
+
+
+def _unescape(text: str, start: int, quote: str, what: str) -> tuple[bytes, int]:
+    """Decode the quoted literal opening at `start`; returns (bytes, end offset)."""
+    out = bytearray()
+    n = len(text)
+    i = start + 1
+    stop = re.compile("[" + re.escape(quote) + "\\\\]")
+    while True:
+        m = stop.search(text, i)
+        if m is None:
+            raise _LexError(f"unterminated {what}", start)
+        j = m.start()
+        if j > i:
+            out += _utf8(text, i, j)
+        c = text[j]
+        if c == quote:
+            if j + 1 < n and text[j + 1] == quote:  # doubled quote
+                out += quote.encode()
+                i = j + 2
+                continue
+            return bytes(out), j + 1
+        # backslash
+        if j + 1 >= n:
+            raise _LexError(f"unterminated {what}", start)
+        e = text[j + 1]
+        if e == "x":
+            hh = _HEX2.match(text, j + 2)
+            if hh is None:
+                raise _LexError("invalid escape sequence: \\x must be followed by two hex digits", j)
+            out.append(int(hh.group(), 16))
+            i = j + 4
+        elif e == "N":
+            i = j + 2
+        else:
+            if e in _SIMPLE_ESCAPES:
+                out += _SIMPLE_ESCAPES[e].encode()  # all control characters: backslash dropped
+            else:
+                o = ord(e)
+                if e not in _BACKSLASH_DROPPED and not (o < 0x20 or o == 0x7F):
+                    out.append(0x5C)  # unknown escape: ClickHouse keeps the backslash
+                out += _utf8(text, j + 1, j + 2)
+            i = j + 2
+
+
+def _utf8(text: str, i: int, j: int) -> bytes:
+    try:
+        return text[i:j].encode("utf-8")
+    except UnicodeEncodeError as exc:
+        # Only a lone surrogate (from a str built with surrogateescape etc.) gets here.
+        raise _LexError("text holds a lone surrogate, which is not valid Unicode", i + exc.start) from None
+
+
+def _scan(text: str, i: int) -> tuple[str, int, int, Any] | None:
+    """The raw token at or after offset `i`: (kind, start, end, payload), or None at the end.
+
+    kind: 'word' (payload: upper-cased word), 'ident' (quoted identifier; payload str),
+    'string' (bytes), 'int' (int), 'float' (float) or a punctuation terminal name.
+    """
+    i = _skip_space(text, i)
+    if i >= len(text):
+        return None
+    c = text[i]
+    if c == "'":
+        value, end = _unescape(text, i, "'", "string literal")
+        return "string", i, end, value
+    if c == "`" or c == '"':
+        raw, end = _unescape(text, i, c, "quoted identifier")
+        if not raw:
+            raise _LexError("empty quoted identifier", i)
+        try:
+            name = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise _LexError("quoted identifier is not valid UTF-8", i) from None
+        return "ident", i, end, name
+    m = _WORD.match(text, i)
+    if m:
+        return "word", i, m.end(), m.group().upper()
+    m = _NUMBER.match(text, i)
+    if m:
+        end = m.end()
+        if end < len(text) and _WORD_CHAR.match(text, end):
+            w = _WORD.match(text, end)
+            bad = text[i : w.end() if w else end + 1]
+            raise _LexError(f"invalid number literal '{bad}'", i)
+        s = m.group()
+        low = s.lower()
+        if low.startswith("0x"):
+            v = int(s[2:], 16)
+        elif low.startswith("0b"):
+            v = int(s[2:], 2)
+        elif "." in s or "e" in low:
+            return "float", i, end, float(s)
+        else:
+            v = int(s)
+        if v > UINT64_MAX:
+            raise _LexError(f"integer literal out of range (more than {UINT64_MAX}): {s}", i)
+        return "int", i, end, v
+    two = text[i : i + 2]
+    if two in _PUNCT:
+        return _PUNCT[two], i, i + 2, None
+    if c in _PUNCT:
+        return _PUNCT[c], i, i + 1, None
+    raise _LexError(f"unexpected character {c!r}", i)
+
+
+class SqlLexer(Lexer):
+    """Lark lexer (interface 2): scans with :func:`_scan` and classifies words by
+    the terminals the parser's current state accepts."""
+
+    __future_interface__ = 2
+
+    def __init__(self, lexer_conf: Any) -> None:  # Lark passes its lexer configuration
+        pass
+
+    def lex(self, lexer_state: Any, parser_state: Any) -> Iterator[Token]:
+        src = lexer_state.text
+        text: str = src.text if hasattr(src, "text") else src
+        lines = _Lines(text)
+        states = parser_state.parse_conf.states
+        i = 0
+        try:
+            while True:
+                raw = _scan(text, i)
+                if raw is None:
+                    return
+                kind, start, end, payload = raw
+                decoded = payload
+                if kind == "word":
+                    accepts = states[parser_state.position]
+                    kind, end, decoded = _classify_word(text, payload, start, end, accepts, parser_state)
+                elif kind == "string":
+                    kind = "STRING"
+                elif kind == "ident":
+                    kind = "IDENT"
+                elif kind == "int":
+                    kind = "INT"
+                elif kind == "float":
+                    kind = "FLOAT"
+                p, q = lines.pos(start), lines.pos(end)
+                tok = SqlToken(kind, text[start:end], start, p.line, p.column, q.line, q.column, end)
+                tok.decoded = decoded
+                yield tok
+                i = end
+        except _LexError as e:
+            p = lines.pos(e.offset)
+            raise ParseError(e.message, line=p.line, column=p.column) from None
+
+
+def _really_accepts(parser_state: Any, terminal: str) -> bool:
+    """Whether the parser, in its current state, can shift `terminal` (after reductions)."""
+    conf = parser_state.parse_conf
+    quiet = _quiet_confs.get(id(conf))
+    if quiet is None:
+        quiet = copy.copy(conf)
+        quiet.callbacks = {}  # simulate without building AST nodes
+        _quiet_confs[id(conf)] = quiet
+        _quiet_confs_keep.append(conf)
+    trial = parser_state.copy(deepcopy_values=False)
+    trial.parse_conf = quiet
+    try:
+        trial.feed_token(Token(terminal, ""))
+    except UnexpectedToken:
+        return False
+    return True
+
+
+_quiet_confs: dict[int, Any] = {}
+_quiet_confs_keep: list[Any] = []
+
+
+def _classify_word(text: str, word: str, start: int, end: int, accepts: dict,
+                   parser_state: Any) -> tuple[str, int, Any]:
+    """(terminal, end, decoded) of a bare word in a parser state accepting `accepts`."""
+    if word == "NOT":
+        compounds = [c for c in _NOT_COMPOUNDS.values() if c in accepts]
+        if compounds:
+            nxt = _scan(text, end)
+            if nxt is not None and nxt[0] == "word" and _NOT_COMPOUNDS.get(nxt[3]) in compounds:
+                return _NOT_COMPOUNDS[nxt[3]], nxt[2], None
+    term = _KEYWORD_TERMINALS.get(word)
+    if term is not None:
+        if "IDENT" not in accepts:
+            return term, end, None
+        # Both fit this LALR state; its lookahead sets may be wider than the
+        # grammar allows here, so try the keyword on a copy of the parser.
+        if term in accepts and _really_accepts(parser_state, term):
+            return term, end, None
+    if word in _FLOAT_WORDS and "FLOAT" in accepts:
+        return "FLOAT", end, _FLOAT_WORDS[word]
+    return "IDENT", end, text[start:end]
+
+
+# ---------------------------------------------------------------- AST builder
+
+
+class _Ctx:
+    """Per-parse state of the builder (the Lark parser object is shared)."""
+
+    def __init__(self) -> None:
+        self.depth: dict[int, int] = {}  # id(node) -> nesting depth
+        self.parenthesized: set[int] = set()
+        self.foldable: set[int] = set()  # number literals written as such (a minus may fold into them)
+        self.keep: list[Any] = []  # keeps ids in the sets above alive and unique
+
+
+_local = threading.local()
+
+
+def _ctx() -> _Ctx:
+    return _local.ctx
+
+
+def _pos(x: Any) -> Pos:
+    if isinstance(x, Token):
+        return Pos(x.line, x.column)
+    return x.pos
+
+
+def _error(message: str, at: Any) -> ParseError:
+    p = _pos(at)
+    return ParseError(message, line=p.line, column=p.column)
+
+
+class _Clause:
+    """Internal: a tagged piece of a statement handed up to the statement's callback."""
+
+    __slots__ = ("kind", "value", "pos")
+
+    def __init__(self, kind: str, value: Any, pos: Pos) -> None:
+        self.kind, self.value, self.pos = kind, value, pos
+
+
+def _clauses(children: list) -> dict[str, _Clause]:
+    return {c.kind: c for c in children if isinstance(c, _Clause)}
+
+
+def _exprs(children: list) -> tuple[A.Expr, ...]:
+    return tuple(c for c in children if isinstance(c, A.Expr))
+
+
+_BINARY_OPS = {"EQ": "=", "NE": "!=", "LT": "<", "LE": "<=", "GT": ">", "GE": ">=",
+               "PLUS": "+", "MINUS": "-", "STAR": "*", "SLASH": "/", "PERCENT": "%"}
+
+
+class _AstBuilder(Transformer):
+    """Lark inline callbacks, one per grammar rule/alias; children include tokens
+    (keywords and punctuation are kept so every node knows where it starts)."""
+
+    # -- helpers
+
+    @staticmethod
+    def _expr(node: A.Expr, *children: Any) -> A.Expr:
+        ctx = _ctx()
+        d = 1
+        for c in children:
+            if isinstance(c, A.Node):
+                d = max(d, ctx.depth.get(id(c), 1) + 1)
+        if d > MAX_EXPRESSION_DEPTH:
+            raise _error(f"expression is nested too deeply (more than {MAX_EXPRESSION_DEPTH} levels)", node)
+        ctx.depth[id(node)] = d
+        ctx.keep.append(node)
+        return node
+
+    # -- entry points
+
+    def start(self, c: list) -> list[A.Statement]:
+        return [s for s in c if isinstance(s, A.Statement)]
+
+    def expr_only(self, c: list) -> A.Expr:
+        return c[0]
+
+    # -- literals and names
+
+    def literal(self, c: list) -> A.Literal:
+        t = c[0]
+        p = _pos(t)
+        if t.type == "STRING":
+            return A.Literal(t.decoded, "string", pos=p)
+        if t.type in ("INT", "FLOAT"):
+            node = A.Literal(t.decoded, t.type.lower(), pos=p)
+            ctx = _ctx()
+            ctx.foldable.add(id(node))
+            ctx.keep.append(node)
+            return node
+        if t.type == "NULL":
+            return A.Literal(None, "null", pos=p)
+        return A.Literal(t.type == "TRUE", "bool", pos=p)
+
+    def const(self, c: list) -> A.Literal:
+        if len(c) == 1:
+            return c[0]
+        minus, t = c
+        return _negative_literal(t.decoded, "int" if t.type == "INT" else "float", minus)
+
+    def column(self, c: list) -> A.Column:
+        if len(c) == 1:
+            return self._expr(A.Column(c[0].decoded, pos=_pos(c[0])))
+        return self._expr(A.Column(c[2].decoded, c[0].decoded, pos=_pos(c[0])))
+
+    def func_call(self, c: list) -> A.FunctionCall:
+        name = c[0]
+        distinct = any(isinstance(t, Token) and t.type == "DISTINCT" for t in c)
+        if any(isinstance(t, Token) and t.type == "STAR" for t in c):
+            star = next(t for t in c if isinstance(t, Token) and t.type == "STAR")
+            args: tuple[A.Expr, ...] = (A.Star(pos=_pos(star)),)
+        else:
+            args = _exprs(c[1:])
+        return self._expr(A.FunctionCall(name.decoded, args, distinct, pos=_pos(name)), *args)
+
+    def tuple(self, c: list) -> A.TupleLiteral:
+        items = _exprs(c)
+        return self._expr(A.TupleLiteral(items, pos=_pos(c[0])), *items)
+
+    def array(self, c: list) -> A.ArrayLiteral:
+        items = _exprs(c)
+        return self._expr(A.ArrayLiteral(items, pos=_pos(c[0])), *items)
+
+    def paren(self, c: list) -> A.Expr:
+        inner = c[1]
+        ctx = _ctx()
+        ctx.parenthesized.add(id(inner))
+        ctx.keep.append(inner)
+        return inner
+
+    # -- operators
+
+    def neg(self, c: list) -> A.Expr:
+        minus, x = c
+        ctx = _ctx()
+        if id(x) in ctx.foldable and id(x) not in ctx.parenthesized:
+            # "-5" is the literal -5 (ClickHouse folds it too); "-(5)" and "- -5" keep their negations.
+            return self._expr(_negative_literal(x.value, x.kind, minus))
+        return self._expr(A.UnaryOp("neg", x, pos=_pos(minus)), x)
+
+    def not_op(self, c: list) -> A.Expr:
+        return self._expr(A.UnaryOp("not", c[1], pos=_pos(c[0])), c[1])
+
+    def _bool_chain(self, c: list, op: str) -> A.Expr:
+        args = _exprs(c)
+        return self._expr(A.BoolOp(op, args, pos=_pos(args[0])), *args)
+
+    def or_expr(self, c: list) -> A.Expr:
+        return self._bool_chain(c, "or")
+
+    def and_expr(self, c: list) -> A.Expr:
+        return self._bool_chain(c, "and")
+
+    def binary(self, c: list) -> A.Expr:
+        left, op, right = c
+        return self._expr(A.BinaryOp(_BINARY_OPS[op.type], left, right, pos=_pos(left)), left, right)
+
+    def like(self, c: list) -> A.Expr:
+        left, op, right = c
+        node = A.Like(left, right, negated=op.type.startswith("NOT_"), case_insensitive="ILIKE" in op.type,
+                      pos=_pos(left))
+        return self._expr(node, left, right)
+
+    def in_list(self, c: list) -> _Clause:
+        return _Clause("in", _exprs(c), _pos(c[0]))
+
+    def in_op(self, c: list) -> A.Expr:
+        left, op, lst = c
+        node = A.InList(left, lst.value, negated=op.type == "NOT_IN", pos=_pos(left))
+        return self._expr(node, left, *lst.value)
+
+    def is_null(self, c: list) -> A.Expr:
+        return self._expr(A.IsNull(c[0], False, pos=_pos(c[0])), c[0])
+
+    def is_not_null(self, c: list) -> A.Expr:
+        return self._expr(A.IsNull(c[0], True, pos=_pos(c[0])), c[0])
+
+    def between(self, c: list) -> A.Expr:
+        x, op, low, _and, high = c
+        node = A.Between(x, low, high, negated=op.type == "NOT_BETWEEN", pos=_pos(x))
+        return self._expr(node, x, low, high)
+
+    # -- optional clauses: each `opt_*` rule hands up its clause or None
+
+    def _opt(self, c: list) -> Any:
+        return c[0]
+
+    opt_from = opt_where = opt_group = opt_having = opt_order = opt_limit = _opt
+    opt_engine = opt_key = opt_settings = _opt
+
+    # -- SELECT
+
+    def select_item(self, c: list) -> A.SelectItem:
+        if isinstance(c[0], Token):  # STAR
+            return A.SelectItem(A.Star(pos=_pos(c[0])), None, pos=_pos(c[0]))
+        expr, _as, alias = c
+        return A.SelectItem(expr, None if alias is None else alias.decoded, pos=_pos(expr))
+
+    def from_clause(self, c: list) -> _Clause:
+        return _Clause("from", A.TableRef(c[1].decoded, pos=_pos(c[1])), _pos(c[0]))
+
+    def where_clause(self, c: list) -> _Clause:
+        return _Clause("where", c[1], _pos(c[0]))
+
+    def group_clause(self, c: list) -> _Clause:
+        return _Clause("group", _exprs(c), _pos(c[0]))
+
+    def having_clause(self, c: list) -> _Clause:
+        return _Clause("having", c[1], _pos(c[0]))
+
+    def order_clause(self, c: list) -> _Clause:
+        return _Clause("order", tuple(x for x in c if isinstance(x, A.OrderItem)), _pos(c[0]))
+
+    def nulls(self, c: list) -> _Clause:
+        return _Clause("nulls", c[1].type == "FIRST", _pos(c[0]))
+
+    def order_item(self, c: list) -> A.OrderItem:
+        expr, direction, nulls = c
+        desc = direction is not None and direction.type == "DESC"
+        return A.OrderItem(expr, desc, None if nulls is None else nulls.value, pos=_pos(expr))
+
+    def limit_clause(self, c: list) -> _Clause:
+        _limit, n, _offset, m = c
+        return _Clause("limit", (n.decoded, None if m is None else m.decoded), _pos(c[0]))
+
+    def limit_comma(self, c: list) -> _Clause:
+        _limit, m, _comma, n = c  # ClickHouse's LIMIT offset, count
+        return _Clause("limit", (n.decoded, m.decoded), _pos(c[0]))
+
+    def select(self, c: list) -> A.Select:
+        cl = _clauses(c)
+        limit, offset = cl["limit"].value if "limit" in cl else (None, None)
+        return A.Select(
+            items=tuple(x for x in c if isinstance(x, A.SelectItem)),
+            table=cl["from"].value if "from" in cl else None,
+            where=cl["where"].value if "where" in cl else None,
+            group_by=cl["group"].value if "group" in cl else (),
+            having=cl["having"].value if "having" in cl else None,
+            order_by=cl["order"].value if "order" in cl else (),
+            limit=limit,
+            offset=offset,
+            distinct=c[1] is not None,
+            pos=_pos(c[0]),
+        )
+
+    def explain_options(self, c: list) -> _Clause:
+        opts = [k for k in c if isinstance(k, A.KeywordArg)]
+        _check_unique([(k.name, k) for k in opts], "EXPLAIN option")
+        indexes = False
+        for k in opts:
+            if k.name not in EXPLAIN_OPTIONS:
+                raise _error(f"unknown EXPLAIN option '{k.name}'; expected one of: {', '.join(EXPLAIN_OPTIONS)}", k)
+            if k.value.kind not in ("int", "bool") or k.value.value not in (0, 1):
+                raise _error(f"EXPLAIN option '{k.name}' must be 0 or 1", k.value)
+            indexes = bool(k.value.value)
+        return _Clause("explain", indexes, _pos(c[0]))
+
+    def explain(self, c: list) -> A.Explain:
+        _explain, opts, select = c
+        return A.Explain(select, indexes=False if opts is None else opts.value, pos=_pos(c[0]))
+
+    # -- DDL
+
+    def type_expr(self, c: list) -> A.TypeExpr:
+        args = tuple(x for x in c[1:] if isinstance(x, (A.TypeExpr, A.Literal)))
+        return A.TypeExpr(c[0].decoded, args, pos=_pos(c[0]))
+
+    def column_def(self, c: list) -> A.ColumnDef:
+        return A.ColumnDef(c[0].decoded, c[1], pos=_pos(c[0]))
+
+    def kwarg(self, c: list) -> A.KeywordArg:
+        return A.KeywordArg(c[0].decoded, c[2], pos=_pos(c[0]))
+
+    def granularity(self, c: list) -> _Clause:
+        n = c[1]
+        if n.decoded < 1:
+            raise _error("GRANULARITY must be a positive integer", n)
+        return _Clause("granularity", n.decoded, _pos(c[0]))
+
+    def index_type(self, c: list) -> _Clause:
+        args: list[A.Literal] = []
+        kwargs: list[A.KeywordArg] = []
+        for x in c[1:]:
+            if isinstance(x, A.KeywordArg):
+                kwargs.append(x)
+            elif isinstance(x, A.Literal):
+                if kwargs:
+                    raise _error("positional index argument after a keyword argument", x)
+                args.append(x)
+        _check_unique([(k.name, k) for k in kwargs], "index argument")
+        return _Clause("index_type", (c[0].decoded, tuple(args), tuple(kwargs)), _pos(c[0]))
+
+    @staticmethod
+    def _index(name: Token, expr: A.Expr, itype: _Clause, gran: _Clause | None, at: Any) -> A.IndexClause:
+        type_name, args, kwargs = itype.value
+        return A.IndexClause(name.decoded, expr, type_name, args, kwargs,
+                             None if gran is None else gran.value, pos=_pos(at))
+
+    def index_clause(self, c: list) -> A.IndexClause:
+        _index, name, expr, _type, itype, gran = c
+        return self._index(name, expr, itype, gran, c[0])
+
+    def engine_clause(self, c: list) -> _Clause:
+        name = next(t for t in c[1:] if isinstance(t, Token) and t.type == "IDENT")
+        return _Clause("engine", name.decoded, _pos(c[0]))
+
+    def key_clause(self, c: list) -> _Clause:
+        key = c[2]
+        if isinstance(key, A.TupleLiteral) and id(key) not in _ctx().parenthesized:
+            items = key.items
+        elif isinstance(key, A.FunctionCall) and key.name.lower() == "tuple" and not key.distinct:
+            if any(isinstance(a, A.Star) for a in key.args):
+                raise _error("ORDER BY tuple(*) is not a sorting key", key)
+            items = key.args
+        else:
+            items = (key,)
+        return _Clause("key", items, _pos(c[0]))
+
+    def settings_clause(self, c: list) -> _Clause:
+        items = tuple(x for x in c if isinstance(x, A.KeywordArg))
+        _check_unique([(k.name, k) for k in items], "setting")
+        return _Clause("settings", items, _pos(c[0]))
+
+    def if_not_exists(self, c: list) -> _Clause:
+        return _Clause("if_not_exists", True, _pos(c[0]))
+
+    def if_exists(self, c: list) -> _Clause:
+        return _Clause("if_exists", True, _pos(c[0]))
+
+    def create_table(self, c: list) -> A.CreateTable:
+        name = c[3]
+        columns = tuple(x for x in c if isinstance(x, A.ColumnDef))
+        indexes = tuple(x for x in c if isinstance(x, A.IndexClause))
+        _check_unique([(x.name, x) for x in columns], "column")
+        _check_unique([(x.name, x) for x in indexes], "index")
+        cl = _clauses(c)
+        return A.CreateTable(
+            table=A.TableRef(name.decoded, pos=_pos(name)),
+            columns=columns,
+            indexes=indexes,
+            engine=cl["engine"].value if "engine" in cl else None,
+            order_by=cl["key"].value if "key" in cl else None,
+            settings=cl["settings"].value if "settings" in cl else (),
+            if_not_exists="if_not_exists" in cl,
+            pos=_pos(c[0]),
+        )
+
+    def drop_table(self, c: list) -> A.DropTable:
+        name = c[3]
+        return A.DropTable(A.TableRef(name.decoded, pos=_pos(name)), if_exists=c[2] is not None, pos=_pos(c[0]))
+
+    def alter_add_index(self, c: list) -> A.AlterAddIndex:
+        _alter, _table, table, _add, index_kw, ine, name, expr, _type, itype, gran = c
+        return A.AlterAddIndex(A.TableRef(table.decoded, pos=_pos(table)),
+                               self._index(name, expr, itype, gran, index_kw),
+                               if_not_exists=ine is not None, pos=_pos(c[0]))
+
+    def alter_drop_index(self, c: list) -> A.AlterDropIndex:
+        _alter, _table, table, _drop, _index, ie, name = c
+        return A.AlterDropIndex(A.TableRef(table.decoded, pos=_pos(table)), name.decoded,
+                                if_exists=ie is not None, pos=_pos(c[0]))
+
+    def alter_materialize_index(self, c: list) -> A.AlterMaterializeIndex:
+        table, name = c[2], c[5]
+        return A.AlterMaterializeIndex(A.TableRef(table.decoded, pos=_pos(table)), name.decoded, pos=_pos(c[0]))
+
+    def optimize(self, c: list) -> A.Optimize:
+        table = c[2]
+        return A.Optimize(A.TableRef(table.decoded, pos=_pos(table)), final=c[3] is not None, pos=_pos(c[0]))
+
+    def show_tables(self, c: list) -> A.ShowTables:
+        return A.ShowTables(pos=_pos(c[0]))
+
+    def describe(self, c: list) -> A.Describe:
+        table = c[-1]
+        return A.Describe(A.TableRef(table.decoded, pos=_pos(table)), pos=_pos(c[0]))
+
+    # -- INSERT
+
+    def column_list(self, c: list) -> _Clause:
+        names = [t for t in c if isinstance(t, Token) and t.type == "IDENT"]
+        _check_unique([(t.decoded, t) for t in names], "column")
+        return _Clause("columns", tuple(t.decoded for t in names), _pos(c[0]))
+
+    def values_row(self, c: list) -> _Clause:
+        return _Clause("row", _exprs(c), _pos(c[0]))
+
+    def insert_values(self, c: list) -> A.InsertValues:
+        table, cols = c[2], c[3]
+        rows = tuple(x.value for x in c if isinstance(x, _Clause) and x.kind == "row")
+        return A.InsertValues(A.TableRef(table.decoded, pos=_pos(table)),
+                              None if cols is None else cols.value, rows, pos=_pos(c[0]))
+
+    def insert_file(self, c: list) -> A.InsertFile:
+        table, cols, path, fmt = c[2], c[3], c[6], c[8]
+        try:
+            path_text = path.decoded.decode("utf-8")
+        except UnicodeDecodeError:
+            raise _error("INFILE path is not valid UTF-8", path) from None
+        if "\x00" in path_text or not path_text:
+            raise _error("INFILE path must be a non-empty path without NUL characters", path)
+        if fmt is not None and fmt.decoded not in A.INFILE_FORMATS:
+            raise _error(f"unknown format '{fmt.decoded}'; expected one of: {', '.join(A.INFILE_FORMATS)}", fmt)
+        return A.InsertFile(A.TableRef(table.decoded, pos=_pos(table)),
+                            None if cols is None else cols.value, path_text,
+                            None if fmt is None else fmt.decoded, pos=_pos(c[0]))
+
+
+def _negative_literal(value: Any, kind: str, minus: Token) -> A.Literal:
+    if kind == "int":
+        v = -int(value)
+        if v < INT64_MIN:
+            raise _error(f"integer literal out of range (less than {INT64_MIN}): {v}", minus)
+        return A.Literal(v, "int", pos=_pos(minus))
+    return A.Literal(-float(value), "float", pos=_pos(minus))
+
+
+def _check_unique(items: list[tuple[str, Any]], what: str) -> None:
+    seen: set[str] = set()
+    for name, at in items:
+        if name in seen:
+            raise _error(f"duplicate {what} '{name}'", at)
+        seen.add(name)
+
+
+# ---------------------------------------------------------------- Lark parser and errors
+
+_parser_lock = threading.Lock()
+_parser_obj: Lark | None = None
+
+
+def _lark() -> Lark:
+    global _parser_obj
+    if _parser_obj is None:
+        with _parser_lock:
+            if _parser_obj is None:
+                grammar = (Path(__file__).with_name("grammar.lark")).read_text(encoding="utf-8")
+                _parser_obj = Lark(
+                    grammar,
+                    parser="lalr",
+                    lexer=SqlLexer,
+                    start=["start", "expr_only"],
+                    transformer=_AstBuilder(),
+                    maybe_placeholders=True,
+                )
+    return _parser_obj
+
+
+_DISPLAY = {
+    "IDENT": "identifier", "STRING": "string literal", "INT": "integer literal", "FLOAT": "number",
+    "LPAR": "'('", "RPAR": "')'", "LSQB": "'['", "RSQB": "']'", "COMMA": "','", "SEMI": "';'", "DOT": "'.'",
+    "EQ": "'='", "NE": "'!='", "LT": "'<'", "LE": "'<='", "GT": "'>'", "GE": "'>='", "PLUS": "'+'",
+    "MINUS": "'-'", "STAR": "'*'", "SLASH": "'/'", "PERCENT": "'%'",
+    "NOT_LIKE": "NOT LIKE", "NOT_ILIKE": "NOT ILIKE", "NOT_IN": "NOT IN", "NOT_BETWEEN": "NOT BETWEEN",
+    "$END": "end of input",
+}
+_ORDER = ["IDENT", "STRING", "INT", "FLOAT", "LPAR", "RPAR", "LSQB", "RSQB", "COMMA", "DOT", "EQ", "NE", "LT",
+          "LE", "GT", "GE", "PLUS", "MINUS", "STAR", "SLASH", "PERCENT", "SEMI"]
+_EXPR_START = frozenset({"IDENT", "STRING", "INT", "FLOAT", "NULL", "TRUE", "FALSE", "LPAR", "LSQB", "MINUS"})
+_OPERATORS = frozenset({"EQ", "NE", "LT", "LE", "GT", "GE", "PLUS", "MINUS", "STAR", "SLASH", "PERCENT"})
+_OPERATOR_WORDS = frozenset({"LIKE", "NOT_LIKE", "ILIKE", "NOT_ILIKE", "IN", "NOT_IN", "IS", "BETWEEN",
+                             "NOT_BETWEEN", "AND", "OR"})
+
+
+def describe_expected(terminals: set[str] | frozenset[str]) -> tuple[str, ...]:
+    """Readable names for a set of expected terminals, most useful first:
+    a full set of expression starters reads as 'expression', of binary
+    operators as 'operator'."""
+    rest = set(terminals)
+    head: list[str] = []
+    if _EXPR_START <= rest:
+        rest -= _EXPR_START | {"NOT"}
+        head.append("expression")
+    if _OPERATORS <= rest:
+        rest -= _OPERATORS | _OPERATOR_WORDS
+        head.append("operator")
+    ordered = [t for t in _ORDER if t in rest]
+    words = sorted(t for t in rest if t not in _ORDER and t != "$END")
+    tail = ["$END"] if "$END" in rest else []
+    return tuple(head + [_DISPLAY.get(t, t) for t in ordered + words + tail])
+
+
+def _syntax_error(e: UnexpectedToken, text: str) -> ParseError:
+    tok = e.token
+    try:
+        # The LALR state's lookahead set can be wider than what may really follow;
+        # `accepts` replays each candidate on a copy of the parser.
+        candidates = set(e.accepts or ()) or set(e.expected)
+    except UnexpectedInput:
+        candidates = set(e.expected)
+    expected = describe_expected(candidates)
+    if tok.type == "$END":
+        what = "end of input"
+        line, column = (tok.end_line, tok.end_column) if tok.end_line else (1, 1)
+    else:
+        shown = text[tok.start_pos : tok.end_pos]
+        if len(shown) > 40:
+            shown = shown[:37] + "..."
+        what = repr(shown) if ("'" in shown or "\n" in shown) else f"'{shown}'"
+        line, column = tok.line, tok.column
+    if len(expected) == 1:
+        want = f"expected {expected[0]}"
+    else:
+        want = "expected one of: " + ", ".join(expected)
+    return ParseError(f"syntax error: unexpected {what}; {want}", line=line, column=column, expected=expected)
+
+
+def _run(text: Any, start: str) -> Any:
+    if isinstance(text, (bytes, bytearray, memoryview)):
+        try:
+            text = bytes(text).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ParseError("SQL text is not valid UTF-8", line=1, column=1) from None
+    if not isinstance(text, str):
+        raise TypeError(f"SQL text must be str, not {type(text).__name__}")
+    parser = _lark()
+    _local.ctx = _Ctx()
+    try:
+        return parser.parse(text, start=start)
+    except UnexpectedToken as e:
+        raise _syntax_error(e, text) from None
+    except UnexpectedInput as e:  # the custom lexer raises no other kind; kept for safety
+        raise ParseError(f"syntax error: {e}", line=getattr(e, "line", 1) or 1,
+                         column=getattr(e, "column", 1) or 1) from None
+    except RecursionError:
+        raise ParseError("statement is nested too deeply", line=1, column=1) from None
+    finally:
+        _local.ctx = None
+
+
+def parse(text: str) -> list[A.Statement]:
+    """Parse one or more statements separated by ``;`` (a trailing ``;`` is fine).
+
+    Raises ParseError for text that holds no statement at all ("empty statement")
+    and for any syntax or lexical error, with line, column and `expected`."""
+    stmts = _run(text, "start")
+    if not stmts:
+        raise ParseError("empty statement", line=1, column=1)
+    return stmts
+
+
+def parse_expression(text: str) -> A.Expr:
+    """Parse a single expression, e.g. a WHERE condition without the WHERE keyword."""
+    if isinstance(text, str):
+        try:
+            empty = _scan(text, 0) is None
+        except _LexError:
+            empty = False  # the parser reports the lexical error with its place
+        if empty:
+            raise ParseError("empty expression", line=1, column=1)
+    return _run(text, "expr_only")
