@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 from typing import Any, ClassVar
 
 import numpy as np
@@ -60,6 +61,9 @@ SATURATION_FPP = 0.9
 #: small whatever the part size.
 CHUNK_BYTES = 8 << 20
 CHUNK_ROWS = 1 << 18
+
+#: Threads of the build (the kernels release the GIL); SKIPIDX_BUILD_THREADS overrides.
+BUILD_THREADS = max(1, int(os.environ.get("SKIPIDX_BUILD_THREADS", "0")) or (os.cpu_count() or 1))
 
 #: Atoms for which "the tokenizer finds no token" means "recognized, cannot
 #: help" (EXPLAIN says why), rather than "not this index's business".
@@ -238,26 +242,39 @@ def _expected_sizes(params: dict[str, Any], ndv: np.ndarray | None, n: int) -> n
 
 
 class SBBFAggregator(IndexAggregator):
-    """Tokenize -> hash -> zone -> (distinct count -> size) -> insert, in slices of whole zones."""
+    """Tokenize -> hash -> zone -> (distinct count -> size) -> insert, in slices of whole zones.
 
-    def __init__(self, type_name: str, params: dict[str, Any], tokenizer: Tokenizer) -> None:
+    Two paths produce the same filters (tested):
+
+    * fused (built-in ``token`` / ``ngram`` tokenizers of the version the
+      kernels implement): one compiled pass per slice tokenizes, hashes and
+      inserts (fixed sizing) or collects each zone's distinct hashes
+      (adaptive sizing) straight from the Arrow buffers;
+    * generic (any tokenizer): ``tokenizer.hash_column`` on the slice, then the
+      zone walk / per-zone distinct set over its (row, hash) arrays.
+
+    Adaptive sizing then sizes every zone's filter from its distinct count
+    (``num_bytes_for_ndv``) and inserts only the distinct hashes. Slices are
+    whole zones of about CHUNK_BYTES of text, so memory stays bounded; they
+    run on BUILD_THREADS threads (the kernels release the GIL).
+    """
+
+    def __init__(self, type_name: str, params: dict[str, Any], tokenizer: Tokenizer,
+                 fused: bool | None = None) -> None:
         self.type_name = type_name
         self.params = params
         self.tokenizer = tokenizer
         self.seed = np.uint64(params["seed"])
+        kind = _fused_kind(tokenizer)
+        self.fused = kind if (fused is None or fused) else None
+        if fused and kind is None:
+            raise ValueError(f"no fused kernel for tokenizer {tokenizer.name!r} version {tokenizer.version}")
 
-    def _slices(self, vals: pa.Array, zs: np.ndarray, zl: np.ndarray) -> list[tuple[int, int]]:
-        """Zone ranges [z0, z1) of about CHUNK_BYTES string bytes / CHUNK_ROWS rows each."""
-        n = zs.shape[0]
-        ends = zs + zl
-        if is_string_like(vals.type) and not pa.types.is_fixed_size_binary(vals.type):
-            o = vals.offsets.to_numpy() if hasattr(vals, "offsets") else None
-            weight = (o[ends] - o[zs]).astype(np.int64) if o is not None else zl
-            limit = CHUNK_BYTES
-        else:
-            weight, limit = zl, CHUNK_ROWS
+    @staticmethod
+    def _slices(weight: np.ndarray, limit: int) -> list[tuple[int, int]]:
+        """Zone ranges [z0, z1) of at most `limit` total weight each (at least one zone)."""
+        n = weight.shape[0]
         cum = np.cumsum(weight)
-        # greedy: each slice ends at the last zone keeping it under the limit (at least one zone)
         bounds = [0]
         while bounds[-1] < n:
             z0 = bounds[-1]
@@ -266,42 +283,110 @@ class SBBFAggregator(IndexAggregator):
             bounds.append(max(z1, z0 + 1))
         return list(zip(bounds[:-1], bounds[1:]))
 
-    def _hash_slice(self, vals: pa.Array, r0: int, r1: int) -> tuple[np.ndarray, np.ndarray]:
-        rows, hashes = self.tokenizer.hash_column(vals.slice(r0, r1 - r0), int(self.seed))
-        return (np.ascontiguousarray(rows, dtype=np.int64),
-                np.ascontiguousarray(hashes, dtype=np.uint64))
-
     def build(self, values: pa.Array, zone_start: np.ndarray, zone_length: np.ndarray) -> SBBFGranules:
-        vals = plain(values)
+        raw = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+        vals = plain(raw)
         zs, zl = zones.check_zones(len(vals), zone_start, zone_length)
         n = zs.shape[0]
         nulls = null_counts(vals, zs, zl)
         ends = zs + zl
-        slices = self._slices(vals, zs, zl) if n else []
-        if self.params["sizing"] == "fixed":
-            bank = SBBFBank.fixed(n, self.params["bytes"])
-            for z0, z1 in slices:
-                r0, r1 = int(zs[z0]), int(ends[z1 - 1])
-                rows, hashes = self._hash_slice(vals, r0, r1)
-                kb.insert_by_row(bank.words, bank.block_offset[z0:z1], bank.num_blocks[z0:z1], ends[z0:z1] - r0,
-                                 rows, hashes, SALT)
+        fixed = self.params["sizing"] == "fixed"
+        fused = self.fused is not None and _binary_like(vals.type)
+        if fused:
+            from skipidx_tokenizers._arrow import buffer_views
+
+            data, offsets, validity, voff = buffer_views(vals)
+            offsets = offsets.astype(np.int64) if offsets.dtype != np.int64 else offsets
+            weight, limit = offsets[ends] - offsets[zs], CHUNK_BYTES
+        elif _binary_like(vals.type) and not pa.types.is_fixed_size_binary(vals.type):
+            o = np.frombuffer(vals.buffers()[1], dtype=np.int64 if _large(vals.type) else np.int32,
+                              count=len(vals) + 1, offset=vals.offset * (8 if _large(vals.type) else 4))
+            weight, limit = (o[ends] - o[zs]).astype(np.int64), CHUNK_BYTES
+        else:
+            weight, limit = zl, CHUNK_ROWS
+        slices = self._slices(weight, limit) if n else []
+        bank = SBBFBank.fixed(n, self.params["bytes"]) if fixed else None
+        mode = 0 if fixed else 1
+        dummy = (np.zeros(8, np.uint32), np.zeros(max(n, 1), np.int64), np.ones(max(n, 1), np.int64))
+
+        def run(z0: int, z1: int) -> tuple[np.ndarray, np.ndarray]:
+            r0, r1 = int(zs[z0]), int(ends[z1 - 1])
+            words, boff, nblk = (bank.words, bank.block_offset[z0:z1], bank.num_blocks[z0:z1]) if fixed \
+                else (dummy[0], dummy[1][z0:z1], dummy[2][z0:z1])
+            if fused:
+                kind, ng = self.fused
+                # row bounds are absolute rows of `vals`: pass the whole offsets
+                # array and the zone ends of this slice, starting the walk at r0
+                offs = offsets[r0:r1 + 1]
+                vo = voff + r0
+                if kind == "token":
+                    return kb.token_zones(data, offs, validity, vo, ends[z0:z1] - r0, mode, words, boff, nblk,
+                                          self.seed, SALT)
+                return kb.ngram_zones(data, offs, validity, vo, ng, ends[z0:z1] - r0, mode, words, boff, nblk,
+                                      self.seed, SALT)
+            rows, hashes = self.tokenizer.hash_column(raw.slice(r0, r1 - r0), int(self.seed))
+            rows = np.ascontiguousarray(rows, dtype=np.int64)
+            hashes = np.ascontiguousarray(hashes, dtype=np.uint64)
+            if fixed:
+                kb.insert_by_row(words, boff, nblk, ends[z0:z1] - r0, rows, hashes, SALT)
+                return np.zeros(0, np.uint64), np.zeros(z1 - z0 + 1, np.int64)
+            return kb.dedup_by_zone(ends[z0:z1] - r0, rows, hashes)
+
+        results = _run_slices(run, slices)
+        if fixed:
             ndv = None
         else:
-            parts_h, parts_o = [], []
             ndv = np.zeros(n, dtype=np.int64)
-            for z0, z1 in slices:
-                r0, r1 = int(zs[z0]), int(ends[z1 - 1])
-                rows, hashes = self._hash_slice(vals, r0, r1)
-                uniq, offs = kb.dedup_by_zone(ends[z0:z1] - r0, rows, hashes)
+            parts_h, parts_o, base = [], [], 0
+            for (z0, z1), (uniq, offs) in zip(slices, results):
                 ndv[z0:z1] = np.diff(offs)
                 parts_h.append(uniq)
-                parts_o.append(offs[:-1] + sum(len(h) for h in parts_h[:-1]))
+                parts_o.append(offs[:-1] + base)
+                base += len(uniq)
             uniq = np.concatenate(parts_h) if parts_h else np.zeros(0, np.uint64)
-            offs = np.concatenate(parts_o + [np.array([len(uniq)], np.int64)]).astype(np.int64)
+            offs = np.concatenate(parts_o + [np.array([base], np.int64)]).astype(np.int64)
             bank = SBBFBank.from_num_bytes(kb.num_bytes_for_ndv(ndv, self.params["fpp"]))
             kb.bank_insert_grouped(bank.words, bank.block_offset, bank.num_blocks, uniq, offs, SALT)
         return SBBFGranules(self.type_name, self.params, self.tokenizer.name, str(self.tokenizer.version),
                             zs, zl, nulls, bank, ndv)
+
+
+def _run_slices(run, slices: list[tuple[int, int]]) -> list:
+    """run(z0, z1) for every slice, on up to BUILD_THREADS threads, results in slice order."""
+    threads = min(BUILD_THREADS, len(slices))
+    if threads <= 1:
+        return [run(z0, z1) for z0, z1 in slices]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=threads) as ex:
+        return list(ex.map(lambda zz: run(*zz), slices))
+
+
+def _binary_like(t: pa.DataType) -> bool:
+    return (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
+            or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t))
+
+
+def _large(t: pa.DataType) -> bool:
+    return pa.types.is_large_string(t) or pa.types.is_large_binary(t)
+
+
+#: (module, class name, version) of the tokenizers the fused kernels implement.
+_FUSED = {
+    ("skipidx_tokenizers.token", "TokenTokenizer", "1"): "token",
+    ("skipidx_tokenizers.ngram", "NgramTokenizer", "1"): "ngram",
+}
+
+
+def _fused_kind(tok: Tokenizer) -> tuple[str, int] | None:
+    """("token", 0) / ("ngram", n) when a fused kernel implements exactly this tokenizer."""
+    cls = type(tok)
+    kind = _FUSED.get((cls.__module__, cls.__name__, str(getattr(tok, "version", ""))))
+    if kind is None:
+        return None
+    if kind == "ngram":
+        return ("ngram", int(tok.params["n"]))
+    return ("token", 0)
 
 
 class SBBFCondition(IndexCondition):
