@@ -212,8 +212,12 @@ class MinMaxIndex(IndexType):
             raise index_error(definition, f"minmax does not support column type {column_type}")
         return {}
 
+    def __init__(self, definition: IndexDef, column_type: pa.DataType) -> None:
+        super().__init__(definition, column_type)
+        self.params = self.validate(definition, column_type)
+
     def aggregator(self) -> MinMaxAggregator:
-        return MinMaxAggregator(self.validate(self.definition, self.column_type))
+        return MinMaxAggregator(self.params)
 
     def condition(self, atom: Atom) -> IndexCondition | None:
         if null_subject_matches(self.definition, atom):

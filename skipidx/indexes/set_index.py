@@ -196,8 +196,12 @@ class SetIndex(IndexType):
             raise index_error(definition, f"set does not support column type {column_type}")
         return {"max_rows": max_rows}
 
+    def __init__(self, definition: IndexDef, column_type: pa.DataType) -> None:
+        super().__init__(definition, column_type)
+        self.params = self.validate(definition, column_type)
+
     def aggregator(self) -> SetAggregator:
-        return SetAggregator(self.validate(self.definition, self.column_type))
+        return SetAggregator(self.params)
 
     def condition(self, atom: Atom) -> IndexCondition | None:
         if null_subject_matches(self.definition, atom):
