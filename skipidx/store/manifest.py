@@ -54,8 +54,9 @@ class FileSum:
         return FileSum(size, tuple(blocks), bs)
 
 
-def file_sum(path: str, block_size: int = BLOCK_SIZE) -> FileSum:
-    """Hash `path` block by block."""
+def file_sum(path: str, block_size: int | None = None) -> FileSum:
+    """Hash `path` block by block (default :data:`BLOCK_SIZE`)."""
+    block_size = block_size or BLOCK_SIZE
     blocks = []
     size = 0
     with open(path, "rb", buffering=0) as f:

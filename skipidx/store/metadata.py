@@ -15,6 +15,7 @@ from typing import Any, Iterable
 import pyarrow as pa
 
 from skipidx.errors import SkipidxError
+from skipidx.expressions import get_expression
 from skipidx.indexes.base import IndexDef, get_index_type
 from skipidx.types import ColumnType, parse_type
 
@@ -94,8 +95,7 @@ class IndexMeta:
         name = check_identifier(_get(o, "name", str, where), "index")
         w = f"{where}: index {name!r}"
         expr_func = _get(o, "expr_func", (str, type(None)), w)
-        if expr_func not in (None, "lower"):
-            raise SkipidxError(f"{w}: unsupported index expression function {expr_func!r}")
+        get_expression(expr_func)   # SkipidxError for an unknown function
         gran = _get(o, "granularity", int, w)
         if gran < 1:
             raise SkipidxError(f"{w}: granularity must be >= 1")
@@ -131,10 +131,10 @@ class IndexMeta:
 def make_index_meta(defn: IndexDef, column_type: ColumnType) -> IndexMeta:
     """Validate `defn` with its index type and return the IndexMeta to store."""
     check_identifier(defn.name, "index")
-    if defn.expr_func not in (None, "lower"):
-        raise SkipidxError(f"index {defn.name!r}: unsupported expression function {defn.expr_func!r}")
-    if defn.expr_func == "lower" and not pa.types.is_string(column_type.arrow_type):
-        raise SkipidxError(f"index {defn.name!r}: lower() needs a String column, {defn.column!r} is {column_type.name}")
+    get_expression(defn.expr_func)   # SkipidxError for an unknown function
+    if defn.expr_func is not None and not pa.types.is_string(column_type.arrow_type):
+        raise SkipidxError(f"index {defn.name!r}: {defn.expr_func}() needs a String column, "
+                           f"{defn.column!r} is {column_type.name}")
     if not isinstance(defn.granularity, int) or defn.granularity < 1:
         raise SkipidxError(f"index {defn.name!r}: GRANULARITY must be a positive integer, got {defn.granularity!r}")
     cls = get_index_type(defn.type_name)

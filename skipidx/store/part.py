@@ -42,6 +42,7 @@ import pyarrow.parquet as pq
 import xxhash
 
 from skipidx.errors import CorruptionError, SkipidxError
+from skipidx.expressions import apply_expression
 from skipidx.indexes.base import IndexGranules, get_index_type
 from skipidx.store import commit as _commit
 from skipidx.store.commit import PartEntry, StagedPart, crash_point, fsync_dir, fsync_file, new_part_name
@@ -100,14 +101,10 @@ def sort_rows(meta: TableMeta, data: pa.Table) -> pa.Table:
 
 
 def index_values(meta: IndexMeta, column: pa.Array) -> pa.Array:
-    """The index expression's values: the column itself or ``lower(column)``
-    (ClickHouse's lower() changes ASCII letters only, as ``ascii_lower``)."""
-    f = meta.definition.expr_func
-    if f is None:
-        return column
-    if f == "lower":
-        return pc.ascii_lower(column)
-    raise SkipidxError(f"index {meta.name!r}: unsupported expression function {f!r}")
+    """The index expression's values over a whole column: the column itself or
+    e.g. ``lower(column)``, through the registry the planner also uses for
+    query constants (:mod:`skipidx.expressions`), so both sides agree."""
+    return apply_expression(meta.definition.expr_func, column)
 
 
 # ------------------------------------------------------------------ write
