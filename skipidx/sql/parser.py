@@ -19,7 +19,7 @@ stand (``type``, ``index``, ``format``, ``if`` stay usable as names).
 
 The AST is built during parsing by Lark's inline transformer (no tree, no
 recursion), so long ``OR`` chains or long VALUES lists cost no stack; nesting
-depth (parentheses, NOT NOT ..., a + a + ...) is capped at
+depth (NOT NOT ..., f(f(...)), a + a + ...; not mere parentheses) is capped at
 :data:`MAX_EXPRESSION_DEPTH` so that the binder's recursive walks stay safe.
 
 String literal escapes, as ClickHouse's ``parseComplexEscapeSequence`` (checked
@@ -30,7 +30,7 @@ against chDB in tests/test_parser.py):
   rejects ``'\\x4'`` too, and turns non-hex digits into garbage bytes);
 - ``\\N`` is nothing (ClickHouse's NULL marker in TSV, kept for parity);
 - ``\\a \\b \\e \\f \\n \\r \\t \\v \\0`` are the control characters;
-- ``\\\\ \\' \\" \\` \\/ \\= \\:`` and a backslash before any control character
+- ``\\\\ \\' \\" \\` \\/ \\=`` and a backslash before a character below 0x20
   give that character;
 - a backslash before any other character is kept with it (``'100\\%'`` is the
   four characters ``100\\%``, so LIKE patterns read naturally).
@@ -60,7 +60,7 @@ __all__ = ["parse", "parse_expression", "MAX_EXPRESSION_DEPTH", "EXPLAIN_OPTIONS
 
 #: Deepest expression nesting accepted (ClickHouse's max_parser_depth is 1000 for
 #: a parser that recurses; ours does not, but its consumers do).
-MAX_EXPRESSION_DEPTH = 256
+MAX_EXPRESSION_DEPTH = 200
 
 #: Options accepted by ``EXPLAIN name = value, ... SELECT``.
 EXPLAIN_OPTIONS = ("indexes",)
@@ -80,6 +80,9 @@ _KEYWORD_TERMINALS = {
     TABLE TABLES TRUE TYPE VALUES WHERE
     """.split()
 }
+# The logical operators are keywords wherever they stand: read as names, a
+# misplaced one would only move the error to the word after it.
+_ALWAYS_KEYWORDS = frozenset({"AND", "OR", "NOT"})
 _FLOAT_WORDS = {"INF": float("inf"), "INFINITY": float("inf"), "NAN": float("nan")}
 _NOT_COMPOUNDS = {"LIKE": "NOT_LIKE", "ILIKE": "NOT_ILIKE", "IN": "NOT_IN", "BETWEEN": "NOT_BETWEEN"}
 
@@ -99,8 +102,9 @@ _COMMENT_DELIM = re.compile(r"/\*|\*/")
 # ClickHouse's parseEscapeSequence: the character after the backslash -> its meaning.
 _SIMPLE_ESCAPES = {"a": "\x07", "b": "\x08", "e": "\x1b", "f": "\x0c", "n": "\n", "r": "\r",
                    "t": "\t", "v": "\x0b", "0": "\x00"}
-# Decoded characters for which the backslash is dropped (besides control characters).
-_BACKSLASH_DROPPED = frozenset("\\'\"`/=:")
+# Characters after which the backslash is dropped (besides those below 0x20);
+# ClickHouse 26.9 keeps it before ':' and DEL (checked with chDB in the tests).
+_BACKSLASH_DROPPED = frozenset("\\'\"`/=")
 
 
 class _LexError(Exception):
@@ -196,7 +200,7 @@ def _unescape(text: str, start: int, quote: str, what: str) -> tuple[bytes, int]
                 out += _SIMPLE_ESCAPES[e].encode()  # all control characters: backslash dropped
             else:
                 o = ord(e)
-                if e not in _BACKSLASH_DROPPED and not (o < 0x20 or o == 0x7F):
+                if e not in _BACKSLASH_DROPPED and o >= 0x20:
                     out.append(0x5C)  # unknown escape: ClickHouse keeps the backslash
                 out += _utf8(text, j + 1, j + 2)
             i = j + 2
@@ -256,7 +260,7 @@ def _scan(text: str, i: int) -> tuple[str, int, int, Any] | None:
             raise _LexError(f"integer literal out of range (more than {UINT64_MAX}): {s}", i)
         return "int", i, end, v
     two = text[i : i + 2]
-    if two in _PUNCT:
+    if len(two) == 2 and two in _PUNCT:
         return _PUNCT[two], i, i + 2, None
     if c in _PUNCT:
         return _PUNCT[c], i, i + 1, None
@@ -339,7 +343,7 @@ def _classify_word(text: str, word: str, start: int, end: int, accepts: dict,
                 return _NOT_COMPOUNDS[nxt[3]], nxt[2], None
     term = _KEYWORD_TERMINALS.get(word)
     if term is not None:
-        if "IDENT" not in accepts:
+        if word in _ALWAYS_KEYWORDS or "IDENT" not in accepts:
             return term, end, None
         # Both fit this LALR state; its lookahead sets may be wider than the
         # grammar allows here, so try the keyword on a copy of the parser.
