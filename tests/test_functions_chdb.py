@@ -65,8 +65,17 @@ def _needles(rows: list) -> list[bytes]:
     return list(dict.fromkeys(picked))
 
 
+# hasToken picks a strategy per column from byte statistics; force each one in turn.
+_STRATEGIES = {"auto": None, "kernel": (-1.0, 1 << 22), "vectorized": (2.0, 1 << 22), "vectorized-small-blocks": (2.0, 4093)}
+
+
+@pytest.mark.parametrize("strategy", list(_STRATEGIES), ids=list(_STRATEGIES))
 @pytest.mark.parametrize("ci", [False, True], ids=["hasToken", "hasTokenCaseInsensitive"])
-def test_has_token_matches_chdb(data, ci):
+def test_has_token_matches_chdb(data, ci, strategy, monkeypatch):
+    if _STRATEGIES[strategy] is not None:
+        limit, block = _STRATEGIES[strategy]
+        monkeypatch.setattr(F, "_ANCHOR_DENSITY_LIMIT", limit)
+        monkeypatch.setattr(F, "_BLOCK", block)
     arr, path, rows = data
     needles = _needles(rows)
     fn = "hasTokenCaseInsensitive" if ci else "hasToken"
