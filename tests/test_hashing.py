@@ -294,3 +294,21 @@ def test_cityhash64_equals_chdb():
     sql = "SELECT " + ", ".join(f"toString(cityHash64('{v}'))" for v in values)
     res = chdb.query(sql, "CSV").bytes().decode().strip().replace('"', "").split(",")
     assert [int(x) for x in res] == cityhash64(pa.array(values)).tolist()
+
+
+# ------------------------------------------------------------------ kernel
+
+def test_xxh64_span_unaligned_and_strided_buffers():
+    """The kernel's wide loads: every start alignment and every tail length; strided input reads byte-wise."""
+    from skipidx._kernels.xxh64 import xxh64_span
+
+    buf = np.random.default_rng(8).integers(0, 256, size=200, dtype=np.uint8)
+    for start in range(8):
+        for length in list(range(0, 70)) + [100, 150]:
+            got = int(xxh64_span(buf, start, length, np.uint64(7)))
+            assert got == xxhash.xxh64_intdigest(buf[start:start + length].tobytes(), seed=7), (start, length)
+    strided = buf[::2]
+    assert not strided.flags.c_contiguous
+    for length in (3, 8, 13, 40, 99):
+        assert int(xxh64_span(strided, 1, length, np.uint64(0))) == xxhash.xxh64_intdigest(
+            strided[1:1 + length].tobytes())
