@@ -1,4 +1,4 @@
-"""Bulk import of files: Parquet, CSV/TSV (with or without a header row),
+"""Bulk import of files: Parquet, CSV (with or without a header row),
 JSONEachRow -- streamed in blocks, so memory stays bounded by the insert's
 part size whatever the file size.
 
@@ -26,15 +26,11 @@ FORMATS = {
     "parquet": "Parquet",
     "csv": "CSV",
     "csvwithnames": "CSVWithNames",
-    "tsv": "TSV",
-    "tabseparated": "TSV",
-    "tsvwithnames": "TSVWithNames",
-    "tabseparatedwithnames": "TSVWithNames",
     "jsoneachrow": "JSONEachRow",
     "jsonlines": "JSONEachRow",
     "ndjson": "JSONEachRow",
 }
-_BY_EXT = {".parquet": "Parquet", ".pq": "Parquet", ".csv": "CSV", ".tsv": "TSV",
+_BY_EXT = {".parquet": "Parquet", ".pq": "Parquet", ".csv": "CSV",
            ".jsonl": "JSONEachRow", ".ndjson": "JSONEachRow", ".json": "JSONEachRow"}
 BLOCK_BYTES = 16 << 20
 
@@ -106,9 +102,11 @@ def open_file_batches(path: str, fmt: str | None, meta: TableMeta, **options: An
     fmt = normalize_format(fmt, path)
     if not os.path.isfile(path):
         raise SkipidxError("no such file", path=path)
+    if options and fmt not in ("CSV", "CSVWithNames"):
+        raise SkipidxError(f"format {fmt} takes no options (got {', '.join(sorted(options))})")
     if fmt == "Parquet":
         return _wrap(_parquet(path, meta), fmt, path)
-    if fmt in ("CSV", "CSVWithNames", "TSV", "TSVWithNames"):
+    if fmt in ("CSV", "CSVWithNames"):
         return _wrap(_csv(path, fmt, meta, **options), fmt, path)
     return _wrap(_json(path, meta), fmt, path)
 
@@ -125,11 +123,15 @@ def _csv(path: str, fmt: str, meta: TableMeta, **options: Any) -> Iterator[pa.Ta
     import pyarrow.csv as pcsv
 
     header = fmt.endswith("WithNames")
-    delimiter = "\t" if fmt.startswith("TSV") else options.get("delimiter", ",")
+    delimiter = options.pop("delimiter", ",")
+    if not isinstance(delimiter, str) or len(delimiter) != 1 or delimiter in '"\r\n':
+        raise SkipidxError(f"CSV delimiter must be one character other than a quote or newline, got {delimiter!r}")
+    if options:
+        raise SkipidxError(f"unknown import options: {', '.join(sorted(options))}")
     types = {c.name: _parse_type(c.type.arrow_type) for c in meta.columns}
     ro = pcsv.ReadOptions(block_size=BLOCK_BYTES, column_names=None if header else meta.column_names)
-    po = pcsv.ParseOptions(delimiter=delimiter, quote_char='"' if not fmt.startswith("TSV") else False,
-                           escape_char="\\" if fmt.startswith("TSV") else False, newlines_in_values=True)
+    # RFC 4180 quoting as ClickHouse's CSV: "..." with "" for a quote
+    po = pcsv.ParseOptions(delimiter=delimiter, quote_char='"', double_quote=True, newlines_in_values=True)
     co = pcsv.ConvertOptions(column_types=types, null_values=["\\N", ""], strings_can_be_null=True,
                              quoted_strings_can_be_null=False, true_values=["true", "1"],
                              false_values=["false", "0"], timestamp_parsers=["%Y-%m-%d %H:%M:%S", pcsv.ISO8601])

@@ -147,6 +147,12 @@ def make_index_meta(defn: IndexDef, column_type: ColumnType) -> IndexMeta:
         raise SkipidxError(f"index {defn.name!r}: parameters are not JSON-serializable: {e}") from None
     tok = params.get("tokenizer")
     tok_version = params.get("tokenizer_version")
+    if isinstance(tok, str) and tok_version is None:
+        # recorded so a later change of the tokenizer's semantics is visible
+        from skipidx.tokenizer_api import get_tokenizer
+
+        tp = params.get("tokenizer_params")
+        tok_version = getattr(get_tokenizer(tok, **(tp if isinstance(tp, dict) else {})), "version", None)
     return IndexMeta(
         definition=defn,
         params=params,

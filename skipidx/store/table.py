@@ -198,7 +198,7 @@ class Table:
         return total
 
     def insert_file(self, path: str, format: str | None = None, **options: Any) -> int:
-        """Import a Parquet, CSV, CSVWithNames, TSV or JSONEachRow file (streamed)."""
+        """Import a Parquet, CSV, CSVWithNames or JSONEachRow file (streamed, bounded memory)."""
         from skipidx.store.ingest import open_file_batches
 
         meta = self.meta
