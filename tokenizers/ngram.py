@@ -105,6 +105,17 @@ class NgramTokenizer(TextTokenizer):
     def value_tokens(self, value: bytes) -> list[bytes]:
         return ngrams_of(value, self.n)
 
+    def needle_tokens(self, needle: bytes) -> list[bytes]:
+        """n-grams every value holding `needle` as a whole token has.
+
+        The needle starts right after a separator (an ASCII byte, always a
+        code point of its own) or at the value's start, so its first byte
+        starts a gram; but its last code point may run on into the separator
+        on invalid UTF-8 (``'\\xc0'`` followed by a space is one code point
+        of two bytes), so a gram cut off at its end is left out.
+        """
+        return ngrams_of(needle, self.n, True, False)
+
     def substring_tokens(self, s: bytes, is_prefix: bool, is_suffix: bool) -> list[bytes]:
         """The n-grams of `s` that every value containing `s` holds.
 
