@@ -66,7 +66,7 @@ def test_hand_checked_block_and_bits(num_bytes, h, block, bits):
     assert f.check_hash(h)
 
 
-@pytest.mark.parametrize("num_bytes", [32, 96, 1024, 4000 * 32, 1 << 16], ids=lambda n: f"{n}B")
+@pytest.mark.parametrize("num_bytes", [32, 96, 1024, 4000 * 32, 1 << 16, 1 << 21, (1 << 20) + 96], ids=lambda n: f"{n}B")
 def test_kernels_equal_the_spec_pseudocode(num_bytes):
     h = rand_hashes(3000, num_bytes)
     f = SBBF(num_bytes)
@@ -311,6 +311,22 @@ def test_bank_layout_and_insert_equal_separate_filters():
         f.insert_hashes(h[ids == i])
         assert bank.filter(i) == f, i
     assert np.allclose(bank.fill_ratios(), [bank.filter(i).fill_ratio() for i in range(5)])
+
+
+def test_bank_sparse_batched_path_equals_separate_filters():
+    # 64 x 32 KiB = 2 MiB of filters and fewer hashes than blocks: the kernels' batched path.
+    bank = SBBFBank.fixed(64, 32 * 1024)
+    h = rand_hashes(20_000, 33)
+    ids = np.random.default_rng(34).integers(0, 64, size=h.shape[0])
+    bank.insert(ids, h)
+    for i in range(64):
+        f = SBBF(32 * 1024)
+        f.insert_hashes(h[ids == i])
+        assert bank.filter(i) == f, i
+    probe = np.concatenate([h, rand_hashes(20_000, 35)])
+    pid = np.concatenate([ids, ids])
+    assert bank.check_pairs(pid, probe).tolist() == [
+        bank.filter(int(i)).check_hash(int(x)) for i, x in zip(pid, probe)]
 
 
 def test_bank_check_all_any_matrix_against_single_filters():

@@ -51,8 +51,69 @@ def check_one(words, first_block, num_blocks, h, salt):
     return True
 
 
+# Filters beyond this many blocks (1 MiB) outgrow the L2 cache: their inserts and
+# checks run in batches that first load every batch member's block (independent
+# loads the CPU overlaps) and only then work on them. In-cache filters skip it
+# (the extra pass costs ~30 % there). Measured on a 4 MiB filter: insert 13-18
+# -> 21-25 M/s, 64 MiB: 4-9 -> 10-12 M/s.
+BATCH_MIN_BLOCKS = 32768
+_BATCH = 32
+
+
+@njit(cache=True)
+def _insert_batched(words, block_offset, num_blocks, filter_ids, hashes, salt, single):
+    n = hashes.shape[0]
+    bases = np.empty(_BATCH, dtype=np.int64)
+    sink = np.uint32(0)
+    j = 0
+    while j < n:
+        m = min(_BATCH, n - j)
+        for t in range(m):
+            f = 0 if single else filter_ids[j + t]
+            b = (block_offset[f] + block_index(hashes[j + t], num_blocks[f])) * 8
+            bases[t] = b
+            sink |= words[b]
+        for t in range(m):
+            key = np.uint32(hashes[j + t] & np.uint64(0xFFFFFFFF))
+            base = bases[t]
+            for i in range(8):
+                words[base + i] |= np.uint32(1) << (np.uint32(key * salt[i]) >> np.uint32(27))
+        j += m
+    return sink
+
+
+@njit(cache=True)
+def _check_batched(words, block_offset, num_blocks, filter_ids, hashes, salt, single, out):
+    n = hashes.shape[0]
+    bases = np.empty(_BATCH, dtype=np.int64)
+    sink = np.uint32(0)
+    j = 0
+    while j < n:
+        m = min(_BATCH, n - j)
+        for t in range(m):
+            f = 0 if single else filter_ids[j + t]
+            b = (block_offset[f] + block_index(hashes[j + t], num_blocks[f])) * 8
+            bases[t] = b
+            sink |= words[b]
+        for t in range(m):
+            key = np.uint32(hashes[j + t] & np.uint64(0xFFFFFFFF))
+            base = bases[t]
+            ok = True
+            for i in range(8):
+                if (words[base + i] & (np.uint32(1) << (np.uint32(key * salt[i]) >> np.uint32(27)))) == 0:
+                    ok = False
+                    break
+            out[j + t] = ok
+        j += m
+    return sink
+
+
 @njit(cache=True)
 def insert_hashes(words, num_blocks, hashes, salt):
+    if num_blocks >= BATCH_MIN_BLOCKS:
+        one = np.zeros(1, dtype=np.int64)
+        _insert_batched(words, one, np.full(1, num_blocks, dtype=np.int64), one, hashes, salt, True)
+        return
     for j in range(hashes.shape[0]):
         insert_one(words, 0, num_blocks, hashes[j], salt)
 
@@ -60,6 +121,10 @@ def insert_hashes(words, num_blocks, hashes, salt):
 @njit(cache=True)
 def check_hashes(words, num_blocks, hashes, salt):
     out = np.empty(hashes.shape[0], dtype=np.bool_)
+    if num_blocks >= BATCH_MIN_BLOCKS:
+        one = np.zeros(1, dtype=np.int64)
+        _check_batched(words, one, np.full(1, num_blocks, dtype=np.int64), one, hashes, salt, True, out)
+        return out
     for j in range(hashes.shape[0]):
         out[j] = check_one(words, 0, num_blocks, hashes[j], salt)
     return out
@@ -67,7 +132,14 @@ def check_hashes(words, num_blocks, hashes, salt):
 
 @njit(cache=True)
 def bank_insert(words, block_offset, num_blocks, filter_ids, hashes, salt):
-    """Insert hashes[j] into filter filter_ids[j] of a bank."""
+    """Insert hashes[j] into filter filter_ids[j] of a bank.
+
+    Sparse inserts into a bank beyond the cache (fewer hashes than the bank
+    has blocks, e.g. 1M hashes over 1221 x 32 KiB) take the batched path.
+    """
+    if words.shape[0] >= 8 * BATCH_MIN_BLOCKS and hashes.shape[0] < words.shape[0] // 8:
+        _insert_batched(words, block_offset, num_blocks, filter_ids, hashes, salt, False)
+        return
     for j in range(hashes.shape[0]):
         f = filter_ids[j]
         insert_one(words, block_offset[f], num_blocks[f], hashes[j], salt)
@@ -124,6 +196,9 @@ def bank_check_matrix(words, block_offset, num_blocks, hashes, salt):
 def bank_check_pairs(words, block_offset, num_blocks, filter_ids, hashes, salt):
     """out[j] = hashes[j] may be in filter filter_ids[j] (the check twin of bank_insert)."""
     out = np.empty(hashes.shape[0], dtype=np.bool_)
+    if words.shape[0] >= 8 * BATCH_MIN_BLOCKS and hashes.shape[0] < words.shape[0] // 8:
+        _check_batched(words, block_offset, num_blocks, filter_ids, hashes, salt, False, out)
+        return out
     for j in range(hashes.shape[0]):
         f = filter_ids[j]
         out[j] = check_one(words, block_offset[f], num_blocks[f], hashes[j], salt)
