@@ -142,6 +142,11 @@ class MinMaxCondition(IndexCondition):
             return BoolMask.unknown(n)
         if func == "startsWith":
             return self._starts_with(mn, mx, s, has_vals)
+        if pa.types.is_floating(s.type) and s.as_py() != s.as_py():
+            # a comparison with NaN is false for every value (and != is true)
+            some = has_vals | has_nan
+            none = np.zeros(n, bool)
+            return BoolMask(some, none) if func == "notEquals" else BoolMask(none, some)
         if func in ("equals", "notEquals"):
             m = self._equals(mn, mx, s, has_vals, has_nan)
             return m if func == "equals" else BoolMask(m.can_be_false, m.can_be_true)

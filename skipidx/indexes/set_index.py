@@ -150,7 +150,11 @@ class SetCondition(IndexCondition):
                 vs = pa.array([s.as_py() for s in scalars], scalars[0].type)
                 if pa.types.is_large_binary(values.type):
                     vs = vs.cast(pa.large_binary())
-                hit = pc.is_in(values, value_set=vs).fill_null(False).to_numpy(zero_copy_only=False).astype(bool)
+                probe = values
+                if pa.types.is_floating(values.type):
+                    # is_in hashes bits, but -0.0 = 0.0: adding +0.0 turns every -0.0 into 0.0
+                    probe, vs = pc.add(values, 0.0).cast(values.type), pc.add(vs, 0.0).cast(values.type)
+                hit = pc.is_in(probe, value_set=vs).fill_null(False).to_numpy(zero_copy_only=False).astype(bool)
             else:
                 hit = np.zeros(nv, bool)
             unsure = self._nan(values)   # NaN IN (...): left to the exact evaluation
