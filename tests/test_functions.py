@@ -190,6 +190,9 @@ MSA = [
     ("invalid-utf8", b"a\xffb", [b"\xff"], True),
     ("utf8", b"x" + GRIN, [GRIN[2:]], True),
     ("null", None, [b"a"], None),
+    ("many-odd-bytes", b"x \x00\xd7 y", [b"q q", b"\x00\xd7", b"\\"], True),
+    ("many-odd-bytes-miss", b"x \x00\xd7 y", [b"q q", b"\xd7\x00", b"\\", b" \n"], False),
+    ("many-space", b"a b", [b"zz", b"a b"], True),
 ]
 
 
@@ -285,6 +288,8 @@ COMPARE = [
     ("string-bytewise", pa.array(["\u00e9"]), ">", "z", True),
     ("null", pa.array([None], pa.int32()), "=", 1, None),
     ("null-constant", pa.array([1], pa.int32()), "=", None, None),
+    ("bool-column-true", pa.array([True]), "=", True, True),
+    ("bool-column-one", pa.array([False]), "<", 1, True),
 ]
 
 

@@ -65,17 +65,23 @@ def _needles(rows: list) -> list[bytes]:
     return list(dict.fromkeys(picked))
 
 
-# hasToken picks a strategy per column from byte statistics; force each one in turn.
+# hasToken and substring search pick a strategy per column from byte statistics
+# (vectorized rare-anchor search, or a per-row kernel / Arrow scan); force each in turn.
 _STRATEGIES = {"auto": None, "kernel": (-1.0, 1 << 22), "vectorized": (2.0, 1 << 22), "vectorized-small-blocks": (2.0, 4093)}
+
+
+def _force(strategy: str, monkeypatch) -> None:
+    """Force hasToken/substring search to one strategy (or leave the automatic choice)."""
+    if _STRATEGIES[strategy] is not None:
+        limit, block = _STRATEGIES[strategy]
+        monkeypatch.setattr(F, "_ANCHOR_DENSITY_LIMIT", limit)
+        monkeypatch.setattr(F, "_BLOCK", block)
 
 
 @pytest.mark.parametrize("strategy", list(_STRATEGIES), ids=list(_STRATEGIES))
 @pytest.mark.parametrize("ci", [False, True], ids=["hasToken", "hasTokenCaseInsensitive"])
 def test_has_token_matches_chdb(data, ci, strategy, monkeypatch):
-    if _STRATEGIES[strategy] is not None:
-        limit, block = _STRATEGIES[strategy]
-        monkeypatch.setattr(F, "_ANCHOR_DENSITY_LIMIT", limit)
-        monkeypatch.setattr(F, "_BLOCK", block)
+    _force(strategy, monkeypatch)
     arr, path, rows = data
     needles = _needles(rows)
     fn = "hasTokenCaseInsensitive" if ci else "hasToken"
@@ -156,8 +162,10 @@ def _random_patterns(rows: list, count: int) -> list[bytes]:
     return out
 
 
-@pytest.mark.parametrize("mode", ["like", "not_like", "ilike", "not_ilike"])
-def test_like_matches_chdb(data, mode):
+@pytest.mark.parametrize("mode,strategy", [("like", "auto"), ("not_like", "auto"), ("ilike", "auto"),
+                                           ("not_ilike", "auto"), ("like", "kernel"), ("like", "vectorized-small-blocks")])
+def test_like_matches_chdb(data, mode, strategy, monkeypatch):
+    _force(strategy, monkeypatch)
     arr, path, rows = data
     patterns = list(dict.fromkeys(_GOLDEN_PATTERNS + _random_patterns(rows, 250)))
     ci = "ilike" in mode
@@ -195,7 +203,9 @@ def test_like_trailing_backslash_errors_like_chdb(data, pattern):
         F.like(pa.array([b"x"]), pattern)
 
 
-def test_starts_ends_with_and_multi_search_any_match_chdb(data):
+@pytest.mark.parametrize("strategy", list(_STRATEGIES), ids=list(_STRATEGIES))
+def test_starts_ends_with_and_multi_search_any_match_chdb(data, strategy, monkeypatch):
+    _force(strategy, monkeypatch)
     arr, path, rows = data
     rnd = random.Random(SEED + 2)
     present = [r for r in rows if r]

@@ -255,9 +255,9 @@ _ANCHOR_DENSITY_LIMIT = 0.02
 _BLOCK = 1 << 22
 
 
-def _has_token_vectorized(offsets: np.ndarray, data: np.ndarray, nd: np.ndarray, anchor: int,
-                          case_insensitive: bool) -> np.ndarray:
-    """Rows holding the token, by whole-buffer numpy passes.
+def _find_vectorized(offsets: np.ndarray, data: np.ndarray, nd: np.ndarray, anchor: int,
+                     case_insensitive: bool, token_bounds: bool = True) -> np.ndarray:
+    """Rows holding the needle (as a token if `token_bounds`), by whole-buffer numpy passes.
 
     Candidates are the positions of the needle's rarest byte (`anchor`), found
     with one vectorized compare per 4 MiB block; each further needle byte and
@@ -290,13 +290,26 @@ def _has_token_vectorized(offsets: np.ndarray, data: np.ndarray, nd: np.ndarray,
             rows = np.searchsorted(offsets, cand, side="right") - 1
             rs, re_ = offsets[rows], offsets[rows + 1]
             ok = cand + m <= re_  # the needle lies inside one row
-            left = cand > rs
-            ok &= ~left | ~_TOKEN_BYTE[data[np.where(left, cand - 1, 0)]]
-            right = cand + m < re_
-            ok &= ~right | ~_TOKEN_BYTE[data[np.where(right, cand + m, 0)]]
+            if token_bounds:
+                left = cand > rs
+                ok &= ~left | ~_TOKEN_BYTE[data[np.where(left, cand - 1, 0)]]
+                right = cand + m < re_
+                ok &= ~right | ~_TOKEN_BYTE[data[np.where(right, cand + m, 0)]]
             out[rows[ok]] = True
         start = stop
     return out
+
+
+def _rare_anchor(offsets: np.ndarray, data: np.ndarray, nd: np.ndarray, case_insensitive: bool) -> int | None:
+    """The needle byte rarest in a sample of the data, if rare enough for the vectorized search."""
+    lo, hi = int(offsets[0]), int(offsets[-1])
+    sample = data[lo: min(hi, lo + 65536)]
+    counts = np.bincount(sample, minlength=256)
+    if case_insensitive:
+        counts = counts + np.where(_ASCII_UPPER != _IDENTITY, counts[_ASCII_UPPER], 0)
+    freq = counts[nd]
+    anchor = int(np.argmin(freq))
+    return anchor if freq[anchor] <= _ANCHOR_DENSITY_LIMIT * max(len(sample), 1) else None
 
 
 def _has_token_rows(offsets: np.ndarray, data: np.ndarray, nd: np.ndarray, case_insensitive: bool) -> np.ndarray:
@@ -304,18 +317,30 @@ def _has_token_rows(offsets: np.ndarray, data: np.ndarray, nd: np.ndarray, case_
     lo, hi = int(offsets[0]), int(offsets[-1])
     if hi - lo < len(nd):
         return np.zeros(len(offsets) - 1, dtype=np.bool_)
-    # Pick the needle byte that is rarest in a sample of the data as the anchor.
-    sample = data[lo: min(hi, lo + 65536)]
-    counts = np.bincount(sample, minlength=256)
-    if case_insensitive:
-        counts = counts + np.where(_ASCII_UPPER != _IDENTITY, counts[_ASCII_UPPER], 0)
-    freq = counts[nd]
-    anchor = int(np.argmin(freq))
-    if freq[anchor] <= _ANCHOR_DENSITY_LIMIT * len(sample):
-        return _has_token_vectorized(offsets, data, nd, anchor, case_insensitive)
+    anchor = _rare_anchor(offsets, data, nd, case_insensitive)
+    if anchor is not None:
+        return _find_vectorized(offsets, data, nd, anchor, case_insensitive)
     out = np.empty(len(offsets) - 1, dtype=np.bool_)
     _has_token_kernel(offsets, data, nd, _ASCII_LOWER if case_insensitive else _IDENTITY, _TOKEN_BYTE, out)
     return out
+
+
+def _contains(chunk: pa.Array, needle: bytes) -> pa.Array:
+    """Byte-wise substring test of a binary-like chunk (nulls kept).
+
+    A needle whose rarest byte is rare in the data goes through the vectorized
+    anchor search; otherwise Arrow's substring kernel does the scan.
+    """
+    b = _binary_view(chunk)
+    if not needle:
+        return _const_bool(chunk, True)
+    offsets, data = _offsets_data(b)
+    nd = np.frombuffer(needle, dtype=np.uint8).copy()
+    if int(offsets[-1]) - int(offsets[0]) >= len(nd):
+        anchor = _rare_anchor(offsets, data, nd, False)
+        if anchor is not None:
+            return _bool_result(_find_vectorized(offsets, data, nd, anchor, False, token_bounds=False), chunk)
+    return pc.match_substring(b, pattern=needle)
 
 
 def _has_token_impl(arr: ArrayLike, needle: bytes, case_insensitive: bool) -> ArrayLike:
@@ -517,6 +542,8 @@ def like(arr: ArrayLike, pattern: bytes | str, negated: bool = False,
         if sub is not None:
             if sub == b"":
                 res = _const_bool(chunk, True)
+            elif not case_insensitive:
+                res = _contains(chunk, sub)
             else:
                 # ILIKE: RE2's literal mode, UTF-8 folding if the needle is UTF-8 (Latin-1 otherwise).
                 view = _utf8_view(chunk) if case_insensitive and sub_is_utf8 else _binary_view(chunk)
@@ -544,6 +571,14 @@ def ends_with(arr: ArrayLike, suffix: bytes | str) -> ArrayLike:
     return _map_chunks(arr, _string_fn(lambda c: pc.ends_with(_binary_view(c), pattern=s)))
 
 
+_RE2_PLAIN = frozenset(b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+
+
+def _re2_literal(needle: bytes) -> bytes:
+    """An RE2 (Latin-1 mode) regex matching exactly these bytes: \\xHH for every non-alphanumeric."""
+    return b"".join(bytes([c]) if c in _RE2_PLAIN else b"\\x%02x" % c for c in needle)
+
+
 def multi_search_any(arr: ArrayLike, needles: Sequence[bytes | str]) -> ArrayLike:
     """ClickHouse ``multiSearchAny(haystack, [needles])``: any needle is a byte substring.
 
@@ -559,13 +594,14 @@ def multi_search_any(arr: ArrayLike, needles: Sequence[bytes | str]) -> ArrayLik
     def one(chunk: pa.Array) -> pa.Array:
         b = _binary_view(chunk)
         acc = pc.greater(pc.binary_length(b), 0) if has_empty else None
+        if len(nonempty) == 1:
+            hit = _contains(b, nonempty[0])
+        elif nonempty:
+            # One RE2 pass in Latin-1 (byte) mode over the escaped alternation: cheaper
+            # than one scan per needle once there are several.
+            alt = b"|".join(_re2_literal(n) for n in nonempty)
+            hit = pc.match_substring_regex(b, pattern=alt)
         if nonempty:
-            if len(nonempty) == 1:
-                hit = pc.match_substring(b, pattern=nonempty[0])
-            else:
-                # One RE2 pass in Latin-1 (byte) mode over the escaped alternation.
-                alt = "|".join(re.escape(n.decode("latin-1")) for n in nonempty)
-                hit = pc.match_substring_regex(b, pattern=alt.encode("latin-1"))
             acc = hit if acc is None else pc.or_(acc, hit)
         if acc is None:
             return _const_bool(chunk, False)
@@ -749,7 +785,9 @@ def _coerce_temporal(value: Any, t: pa.DataType) -> pa.Scalar:
 
 
 def _as_py_number(v: Any) -> Any:
-    return v.as_py() if isinstance(v, pa.Scalar) else v
+    """A constant as a Python int/float (Bool true/false are 1/0, as in ClickHouse)."""
+    v = v.as_py() if isinstance(v, pa.Scalar) else v
+    return int(v) if isinstance(v, bool) else v
 
 
 def _compare_int_column_const(op: str, chunk: pa.Array, c: int | float) -> pa.Array:
@@ -890,13 +928,15 @@ def compare(op: str, left: ArrayLike, right: ArrayLike | Any) -> ArrayLike:
             return pa.nulls(len(chunk), pa.bool_())
         if k in ("int", "uint"):
             num = _as_py_number(v)
-            if isinstance(num, (int, float)) and not isinstance(num, bool):
+            if isinstance(num, (int, float)):
                 return _compare_int_column_const(fn, chunk, num)
             raise SkipidxError(f"cannot compare {chunk.type} with {v!r}")
         if k == "float":
             num = _as_py_number(v)
-            if isinstance(num, bool) or not isinstance(num, (int, float)):
+            if not isinstance(num, (int, float)):
                 raise SkipidxError(f"cannot compare {chunk.type} with {v!r}")
+            if isinstance(num, int) and not -2**63 <= num < 2**64:
+                raise SkipidxError(f"integer literal {num} is out of the 64-bit range")
             if isinstance(num, int) and abs(num) > 2**53:
                 const = np.full(len(chunk), num, dtype=np.uint64 if num > 0 else np.int64)
                 return _compare_arrays(fn, chunk, pa.array(const))
