@@ -355,12 +355,21 @@ def _load_registry() -> dict[str, type[Tokenizer]]:
     return _REGISTRY
 
 
+def refresh_tokenizers() -> list[str]:
+    """Scan the ``skipidx.tokenizers`` entry points again (e.g. after a plugin was installed
+    into a running process, or ``sys.path`` changed); returns the known names."""
+    global _REGISTRY
+    _REGISTRY = None
+    return known_tokenizers()
+
+
 def register_tokenizer(name: str, cls: type[Tokenizer]) -> None:
     """Register a tokenizer class in-process (entry points are the normal route)."""
     _load_registry()[name] = cls
 
 
 def known_tokenizers() -> list[str]:
+    """Names of all registered tokenizers, sorted."""
     return sorted(_load_registry())
 
 
