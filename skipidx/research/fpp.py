@@ -444,3 +444,46 @@ def fpp_plot(rep: FppReport, path: str) -> str:
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def _clickhouse_probability_table() -> list[list[float]]:
+    """ClickHouse's ``probability_lookup_table``: ``(1 - e^(-k/b))^k`` to 3 significant digits.
+
+    Row b (bits per row, 0..20), column k (0..14, column 0 a dummy 1.0); a row
+    holds columns up to one past its best k, as ClickHouse's literal table does.
+    The 3-digit rounding matters: ClickHouse compares the rounded values, e.g.
+    0.001 at 15 bits and k = 7 (0.001002 unrounded).
+    """
+    table = [[1.0]]
+    for b in range(1, len(CLICKHOUSE_BEST_K)):
+        width = min(CLICKHOUSE_BEST_K[b] + 2, 15)
+        row = [1.0] + [float(f"{(1.0 - math.exp(-k / b)) ** k:.3g}") for k in range(1, width)]
+        table.append(row)
+    table[1] = [1.0, 1.0]
+    return table
+
+
+_CH_TABLE: list[list[float]] | None = None
+
+
+def clickhouse_best_practice(max_conflict_probability: float) -> tuple[int, int]:
+    """``BloomFilterHash::calculationBestPractices``: (bits per row, hash functions) for a target FPP.
+
+    The fewest bits per row whose best k reaches the target, then the fewest k
+    in that row that still does. Targets below what 19 bits per row reach get
+    ClickHouse's fallback (19 bits, its best k).
+    """
+    global _CH_TABLE
+    p = float(max_conflict_probability)
+    if not (0.0 < p < 1.0):
+        raise SkipidxError(f"false-positive probability must lie in (0, 1), got {max_conflict_probability!r}")
+    if _CH_TABLE is None:
+        _CH_TABLE = _clickhouse_probability_table()
+    t = _CH_TABLE
+    for b in range(1, 20):
+        best = CLICKHOUSE_BEST_K[b]
+        if t[b][best] <= p:
+            for k in range(best, 0, -1):
+                if t[b][k] > p:
+                    return b, k + 1
+    return 19, CLICKHOUSE_BEST_K[19]
