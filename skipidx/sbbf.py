@@ -579,9 +579,9 @@ class SBBFBank:
 
     def fpp_estimates(self, ndv: np.ndarray | Sequence[float]) -> np.ndarray:
         """Expected FPP of every filter given its distinct-value count ``ndv[f]`` (float64)."""
-        nd = np.asarray(ndv, dtype=np.float64).reshape(-1) if not isinstance(ndv, np.ndarray) else ndv
+        nd = np.asarray(ndv)
         if nd.shape != (len(self),) or not (np.issubdtype(nd.dtype, np.integer) or np.issubdtype(nd.dtype, np.floating)):
-            raise SkipidxError(f"ndv must be a numeric array of {len(self)} entries, got shape {nd.shape}")
+            raise SkipidxError(f"ndv must be a numeric array of {len(self)} entries, got {nd.dtype} of shape {nd.shape}")
         nd = nd.astype(np.float64)
         if (~np.isfinite(nd)).any() or (nd < 0).any():
             raise SkipidxError("ndv must be finite and >= 0")

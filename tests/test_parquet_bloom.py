@@ -348,3 +348,27 @@ def test_bloom_filter_options_helper():
             bloom_filter_options(bad)
     with pytest.raises(SkipidxError):
         bloom_filter_options(["a"], ndv=-1)
+
+
+# ------------------------------------------- a Spark-written file, checked in
+
+SPARK_FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "spark_bloom_ndv580_fpp0.05.parquet")
+
+
+def test_spark_fixture_without_spark():
+    """parquet-java 1.17 output (see tests/fixtures/README.md): sizes, bytes, membership."""
+    pf = pq.ParquetFile(SPARK_FIXTURE)
+    md = pf.metadata
+    assert "parquet-mr version 1.17.0" in md.created_by and md.num_row_groups == 4
+    java = SBBF.for_ndv(580, 0.05, sizing="parquet-java", max_bytes=1 << 20)
+    assert java.num_bytes == 1024 and SBBF.for_ndv(580, 0.05).num_bytes == 512  # the rules differ here
+    for rg in range(md.num_row_groups):
+        table = pf.read_row_group(rg)
+        for name in ("i", "l", "f", "d", "s", "b"):
+            theirs = read_bloom_filter(SPARK_FIXTURE, rg, name)
+            assert theirs.num_bytes == 1024, (rg, name)
+            hashes = parquet_xxh64(table[name])
+            assert theirs.check_hashes(hashes).all(), (rg, name)
+            ours = SBBF(1024)
+            ours.insert_hashes(hashes)
+            assert ours == theirs, (rg, name)

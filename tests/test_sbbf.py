@@ -413,9 +413,10 @@ def test_bank_from_filters_and_fpp_estimates():
         lambda b: b.fpp_estimates([1.0]),
         lambda b: b.fpp_estimates(np.array([1.0, -1.0, 1.0])),
         lambda b: b.check_any_of([np.array([1], dtype=np.int64)]),
+        lambda b: b.fpp_estimates(["a", "b", "c"]),
     ],
     ids=["id-too-big", "id-negative", "length-mismatch", "float-ids", "list-ids", "pairs-range", "filter-range",
-         "filter-str", "ndv-length", "ndv-negative", "group-dtype"],
+         "filter-str", "ndv-length", "ndv-negative", "group-dtype", "ndv-strings"],
 )
 def test_bank_rejects_bad_calls(call):
     with pytest.raises(SkipidxError):
