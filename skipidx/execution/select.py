@@ -187,11 +187,16 @@ def _order(table: pa.Table, key_arrays: list[pa.Array], items: list[OrderItem]) 
 # the select
 # ---------------------------------------------------------------------------
 
+def output_array(e: BExpr, table: pa.Table) -> pa.Array:
+    """A select item's values; predicates are ClickHouse UInt8 (0/1), not Arrow booleans."""
+    v = _plain(evaluate(e, table))
+    if pa.types.is_boolean(v.type) and not pa.types.is_boolean(e.type):
+        v = v.cast(pa.uint8())
+    return v
+
+
 def _project(bs: BoundSelect, chunk: pa.Table) -> pa.Table:
-    cols = []
-    for it in bs.items:
-        v = evaluate(it.expr, chunk)
-        cols.append(_plain(v) if not isinstance(v, pa.Array) else v)
+    cols = [output_array(it.expr, chunk) for it in bs.items]
     return pa.Table.from_arrays(cols, names=[it.name for it in bs.items]) if cols else chunk
 
 
@@ -212,7 +217,7 @@ def run_select(bs: BoundSelect, chunks: Iterable[pa.Table]) -> pa.Table:
         if bs.order_by:
             keys = [evaluate(o.expr, grouped) for o in order]
             grouped = _order(grouped, keys, order)
-        out = pa.Table.from_arrays([_plain(evaluate(it.expr, grouped)) for it in items],
+        out = pa.Table.from_arrays([output_array(it.expr, grouped) for it in items],
                                    names=[it.name for it in items])
         return _limit(out, bs.limit, bs.offset)
 
@@ -221,11 +226,11 @@ def run_select(bs: BoundSelect, chunks: Iterable[pa.Table]) -> pa.Table:
         got: list[pa.Table] = []
         n = 0
         for ch in chunks:
-            if need is not None and n >= need:
-                break
             p = _project(bs, ch)
             got.append(p)
             n += p.num_rows
+            if need is not None and n >= need:
+                break   # stop the scan: later chunks are never read
         out = _concat(got) if got else _empty_projection(bs)
         return _limit(out, bs.limit, bs.offset)
 

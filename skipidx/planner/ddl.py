@@ -163,6 +163,9 @@ def _column_array(ctype, values: list[Any], name: str, nodes: list[Any]) -> pa.A
                 v = s in ("true", "1")
             out.append(int(v) if not isinstance(v, bool) else v)
             continue
+        if isinstance(v, (_dt.date, _dt.datetime)):   # a default value, already typed
+            out.append(v)
+            continue
         c = coerce_constant(v, t, node, f" for column {name!r}")
         if pa.types.is_timestamp(t) and isinstance(c, int):
             if not 0 <= c <= 2**32 - 1:
