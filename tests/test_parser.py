@@ -387,6 +387,8 @@ STATEMENTS = [
     ("explain", "EXPLAIN indexes = 1 SELECT count() FROM t WHERE a = 1",
      A.Explain(sel(fn("count"), table="t", where=op("=", a, i(1))), indexes=True)),
     ("explain_plain", "EXPLAIN SELECT 1", A.Explain(sel(i(1)))),
+    ("explain_plan", "EXPLAIN PLAN indexes = 1 SELECT 1", A.Explain(sel(i(1)), indexes=True)),
+    ("explain_bool_option", "EXPLAIN indexes = true SELECT 1", A.Explain(sel(i(1)), indexes=True)),
     ("explain_off", "EXPLAIN indexes = 0 SELECT 1", A.Explain(sel(i(1)))),
 ]
 

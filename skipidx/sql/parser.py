@@ -76,7 +76,7 @@ _KEYWORD_TERMINALS = {
     for w in """
     ADD ALTER AND AS ASC BETWEEN BY CREATE DESC DESCRIBE DISTINCT DROP ENGINE EXISTS EXPLAIN
     FALSE FINAL FIRST FORMAT FROM GRANULARITY GROUP HAVING IF ILIKE IN INDEX INFILE INSERT INTO
-    IS LAST LIKE LIMIT MATERIALIZE NOT NULL NULLS OFFSET OPTIMIZE OR ORDER SELECT SETTINGS SHOW
+    IS LAST LIKE LIMIT MATERIALIZE NOT NULL NULLS OFFSET OPTIMIZE OR ORDER PLAN SELECT SETTINGS SHOW
     TABLE TABLES TRUE TYPE VALUES WHERE
     """.split()
 }
@@ -312,13 +312,8 @@ class SqlLexer(Lexer):
 
 def _really_accepts(parser_state: Any, terminal: str) -> bool:
     """Whether the parser, in its current state, can shift `terminal` (after reductions)."""
-    conf = parser_state.parse_conf
-    quiet = _quiet_confs.get(id(conf))
-    if quiet is None:
-        quiet = copy.copy(conf)
-        quiet.callbacks = {}  # simulate without building AST nodes
-        _quiet_confs[id(conf)] = quiet
-        _quiet_confs_keep.append(conf)
+    quiet = copy.copy(parser_state.parse_conf)
+    quiet.callbacks = {}  # simulate without building AST nodes
     trial = parser_state.copy(deepcopy_values=False)
     trial.parse_conf = quiet
     try:
@@ -326,10 +321,6 @@ def _really_accepts(parser_state: Any, terminal: str) -> bool:
     except UnexpectedToken:
         return False
     return True
-
-
-_quiet_confs: dict[int, Any] = {}
-_quiet_confs_keep: list[Any] = []
 
 
 def _classify_word(text: str, word: str, start: int, end: int, accepts: dict,
@@ -614,7 +605,7 @@ class _AstBuilder(Transformer):
         return _Clause("explain", indexes, _pos(c[0]))
 
     def explain(self, c: list) -> A.Explain:
-        _explain, opts, select = c
+        _explain, _plan, opts, select = c
         return A.Explain(select, indexes=False if opts is None else opts.value, pos=_pos(c[0]))
 
     # -- DDL
@@ -867,7 +858,7 @@ def _run(text: Any, start: str) -> Any:
     if isinstance(text, (bytes, bytearray, memoryview)):
         try:
             text = bytes(text).decode("utf-8")
-        except UnicodeDecodeError as exc:
+        except UnicodeDecodeError:
             raise ParseError("SQL text is not valid UTF-8", line=1, column=1) from None
     if not isinstance(text, str):
         raise TypeError(f"SQL text must be str, not {type(text).__name__}")
