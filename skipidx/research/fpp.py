@@ -79,7 +79,7 @@ def clickhouse_best_k(bits_per_value: float) -> int:
     """
     if not (bits_per_value > 0) or math.isinf(bits_per_value):
         raise SkipidxError(f"bits per value must be a positive number, got {bits_per_value!r}")
-    row = min(max(int(round(bits_per_value)), 1), len(CLICKHOUSE_BEST_K) - 1)
+    row = min(max(int(math.floor(bits_per_value + 0.5)), 1), len(CLICKHOUSE_BEST_K) - 1)  # halves round up
     return max(CLICKHOUSE_BEST_K[row], 1)
 
 
@@ -449,15 +449,15 @@ def fpp_plot(rep: FppReport, path: str) -> str:
 def _clickhouse_probability_table() -> list[list[float]]:
     """ClickHouse's ``probability_lookup_table``: ``(1 - e^(-k/b))^k`` to 3 significant digits.
 
-    Row b (bits per row, 0..20), column k (0..14, column 0 a dummy 1.0); a row
-    holds columns up to one past its best k, as ClickHouse's literal table does.
+    Row b (bits per row, 0..20), column k (0..14, column 0 a dummy 1.0). ClickHouse's
+    literal rows stop a column or two past their best k; the algorithm never reads
+    further, so full rows here answer the same.
     The 3-digit rounding matters: ClickHouse compares the rounded values, e.g.
     0.001 at 15 bits and k = 7 (0.001002 unrounded).
     """
     table = [[1.0]]
     for b in range(1, len(CLICKHOUSE_BEST_K)):
-        width = min(CLICKHOUSE_BEST_K[b] + 2, 15)
-        row = [1.0] + [float(f"{(1.0 - math.exp(-k / b)) ** k:.3g}") for k in range(1, width)]
+        row = [1.0] + [float(f"{(1.0 - math.exp(-k / b)) ** k:.3g}") for k in range(1, 15)]
         table.append(row)
     table[1] = [1.0, 1.0]
     return table
