@@ -112,7 +112,8 @@ def bench_part_read(rows: pa.Table) -> None:
     from skipidx.types import ch_type_of, parse_type
 
     d = tempfile.mkdtemp()
-    cols = [ColumnMeta(f.name, parse_type(ch_type_of(f.type))) for f in rows.schema]
+    cols = [ColumnMeta(f.name, parse_type(f"Nullable({ch_type_of(f.type)})" if rows.column(f.name).null_count
+                                          else ch_type_of(f.type))) for f in rows.schema]
     meta = TableMeta("logs", cols, [cols[0].name], 8192, [], {"max_part_rows": rows.num_rows})
     t = Catalog(d).create_table(meta)
     t0 = time.perf_counter()
@@ -139,14 +140,19 @@ def bench_part_read(rows: pa.Table) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--only", choices=["checksums", "layouts", "part"], default=None)
     args = ap.parse_args()
-    bench_checksums()
+    only = args.only
+    if only in (None, "checksums"):
+        bench_checksums()
     try:
         rows = make_rows(args.rows)
     except Exception:   # datagen missing or different: a simple stand-in
         rows = _fallback_rows(args.rows)
-    bench_layouts(rows)
-    bench_part_read(rows)
+    if only in (None, "layouts"):
+        bench_layouts(rows)
+    if only in (None, "part"):
+        bench_part_read(rows)
 
 
 if __name__ == "__main__":

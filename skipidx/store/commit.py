@@ -249,6 +249,7 @@ def pin_snapshot(table_dir: str) -> tuple[TableState, int]:
     """The current state, pinned: (state, fd of the shared flock on its
     generation's reader file). Close the fd to unpin."""
     rdir = os.path.join(table_dir, READERS_DIR)
+    os.makedirs(rdir, exist_ok=True)
     while True:
         st = read_state(table_dir)
         fd = _lock_file(os.path.join(rdir, f"{st.gen}.lock"), fcntl.LOCK_SH)
@@ -367,8 +368,8 @@ def commit_parts(
         entries: list[tuple[str, PartEntry]] = []
         for s in staged:
             path = s.path if isinstance(s, StagedPart) else str(s)
-            path = os.path.abspath(path)
-            if os.path.dirname(path) != os.path.abspath(os.path.join(table_dir, TMP_DIR)):
+            path = os.path.realpath(path)
+            if os.path.dirname(path) != os.path.realpath(os.path.join(table_dir, TMP_DIR)):
                 raise SkipidxError("a staged part must live in the table's tmp/ directory", path=path)
             man, mhash = read_manifest(path)
             manifest_matches_meta(man, new_meta, path)

@@ -6,17 +6,21 @@ of the current metadata rebuilt, and publishes it while retiring the sources
 in one state change. Readers that pinned an older snapshot keep the sources
 until they close it (see :mod:`skipidx.store.commit`).
 
-The rows of one merge are held in memory (Arrow): a FINAL merge of a large
-table needs about the table's decoded size. Non-FINAL merges are bounded by
-``max_part_rows``.
+A merge streams: it holds the sort key of its sources and one chunk of rows
+(``part.INDEX_CHUNK_ROWS``) at a time, so a FINAL merge of a table of any
+size needs bounded memory.
 """
 from __future__ import annotations
 
-import pyarrow as pa
+from typing import Iterator
 
-from skipidx.store.commit import ConflictError, commit_parts, crash_point
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from skipidx.store.commit import ConflictError, commit_parts, crash_point, new_part_name, stage_dir
 from skipidx.store.metadata import TableMeta
-from skipidx.store.part import Part, build_part, sort_rows
+from skipidx.store.part import Part, PartWriter
 
 __all__ = ["plan_merges", "merge_parts"]
 
@@ -48,23 +52,81 @@ def plan_merges(snapshot, *, final: bool, max_rows: int) -> list[list[Part]]:
     return groups
 
 
+def merged_chunks(meta: TableMeta, parts: list[Part], step: int) -> Iterator[pa.Table]:
+    """The rows of `parts` in ORDER BY order, as tables of `step` rows.
+
+    Only the sort key of all parts is held at once (to compute the merged
+    order, a stable sort, so equal keys keep part order); then each output
+    chunk reads, from every part it draws on, the granules covering the rows
+    it needs. Because every part is sorted, those rows are a contiguous run of
+    each part, so the data is read about once in total.
+    """
+    rows = np.array([p.num_rows for p in parts], dtype=np.int64)
+    offsets = np.zeros(len(parts) + 1, dtype=np.int64)
+    np.cumsum(rows, out=offsets[1:])
+    total = int(offsets[-1])
+    if meta.order_by:
+        keys = pa.concat_tables([p.read(meta.order_by) for p in parts])
+        perm = pc.sort_indices(keys, sort_keys=[(k, "ascending", "at_end") for k in meta.order_by]).to_numpy()
+        del keys
+    else:
+        perm = np.arange(total, dtype=np.int64)
+    part_of = np.searchsorted(offsets, perm, side="right") - 1
+    local = perm - offsets[part_of]
+    del perm
+    cols = meta.column_names
+    for s in range(0, total, step):
+        pj = part_of[s:s + step]
+        lr = local[s:s + step]
+        order = np.argsort(pj, kind="stable")
+        sorted_pj = pj[order]
+        bounds = np.flatnonzero(np.diff(sorted_pj)) + 1
+        idx = np.empty(pj.shape[0], dtype=np.int64)
+        pieces = []
+        base = 0
+        for grp in np.split(order, bounds):
+            j = int(pj[grp[0]])
+            need = lr[grp]
+            lo, hi = int(need.min()), int(need.max()) + 1
+            marks = parts[j].marks
+            ga = int(np.searchsorted(marks, lo, side="right") - 1)
+            gb = int(np.searchsorted(marks, hi - 1, side="right"))
+            t = parts[j].read(cols, [(ga, gb)]).slice(lo - int(marks[ga]), hi - lo)
+            idx[grp] = base + need - lo
+            base += hi - lo
+            pieces.append(t)
+        yield pa.concat_tables(pieces).combine_chunks().take(pa.array(idx))
+
+
 def merge_parts(table_dir: str, meta: TableMeta, parts: list[Part]) -> str:
     """Merge `parts` into one new part and publish it; returns its name.
-    Raises ConflictError (nothing changed) if a source was retired meanwhile."""
-    tables = [p.read(meta.column_names) for p in parts]
-    data = sort_rows(meta, pa.concat_tables(tables).combine_chunks())
-    del tables
+    Memory: one chunk of rows (plus the sort key of all parts), whatever the
+    size of the merge. Raises ConflictError (nothing changed) if a source was
+    retired meanwhile."""
+    from skipidx.store import part as part_mod
+
     level = max(p.level for p in parts) + 1
-    staged = build_part(table_dir, meta, data, level=level, prepare=False)
-    del data
-    crash_point("merge:staged")
+    name = new_part_name(level)
+    staged = stage_dir(table_dir, name)
+    writer = None
     try:
+        writer = PartWriter(staged.path, meta, name, level=level)
+        m = writer.chunk_multiple()
+        step = max(1, part_mod.INDEX_CHUNK_ROWS // m) * m
+        for chunk in merged_chunks(meta, parts, step):
+            writer.write(chunk)
+        writer.finish()
+        staged.rows = writer.rows
+        crash_point("merge:staged")
+
         def check(cur: TableMeta) -> None:
             if cur.columns != meta.columns:
                 raise ConflictError("table columns changed during the merge")
 
         commit_parts(table_dir, [staged], retire=[p.name for p in parts], meta_check=check)
     except BaseException:
+        if writer is not None:
+            writer.abort()
         staged.discard()
         raise
-    return staged.name
+    return name

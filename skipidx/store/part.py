@@ -29,6 +29,7 @@ the planner touches. ``pyarrow.ipc.open_file(path).read_all()`` reads them.
 from __future__ import annotations
 
 import json
+import math
 import os
 import threading
 import time
@@ -57,8 +58,9 @@ __all__ = [
 
 DATA_FILE = "data.parquet"
 MANIFEST = "manifest.json"
-#: Rows of index expression values handed to an aggregator at once (whole
-#: index granules): bounds memory when a merge builds a large part.
+#: Rows per chunk a part is written in (rounded to whole index granules):
+#: the rows handed to an index aggregator at once, so building a part's
+#: indexes needs memory for one chunk whatever the part's size.
 INDEX_CHUNK_ROWS = 1 << 20
 
 
@@ -131,128 +133,194 @@ def _row_group_spans(md: pq.FileMetaData) -> list[list[int]]:
     return spans
 
 
-def _write_index(path: str, part_name: str, im: IndexMeta, arrow_type: pa.DataType, values: pa.Array,
-                 zone_start: np.ndarray, zone_length: np.ndarray, data_granularity: int) -> int:
-    """Build index `im` over `values` zone-chunk by zone-chunk into an IPC file; returns zones."""
-    cls = get_index_type(im.definition.type_name)
-    inst = cls(im.definition, arrow_type)
-    agg = inst.aggregator()
-    per_zone = max(1, im.definition.granularity * data_granularity)
-    step = max(1, INDEX_CHUNK_ROWS // per_zone)
-    writer = None
-    schema = None
-    try:
-        with pa.OSFile(path, "wb") as sink:
-            for z0 in range(0, zone_start.shape[0], step):
-                zs = zone_start[z0:z0 + step]
-                zl = zone_length[z0:z0 + step]
-                r0 = int(zs[0])
-                r1 = int(zs[-1] + zl[-1])
-                g = agg.build(values.slice(r0, r1 - r0), zs - r0, zl)
-                g.zone_start = np.asarray(g.zone_start, dtype=np.int64) + r0
-                t = g.to_arrow(part_name)
-                if writer is None:
-                    schema = t.schema
-                    writer = pa.ipc.new_file(sink, schema)
-                elif not t.schema.equals(schema, check_metadata=False):
-                    t = t.cast(schema)
-                writer.write_table(t.replace_schema_metadata(schema.metadata))
-            if writer is not None:
-                writer.close()
-    except BaseException:
-        if writer is not None:
+class _IndexWriter:
+    """Builds one index chunk by chunk (whole index granules at a time) into
+    an Arrow IPC file: one record batch group per chunk."""
+
+    def __init__(self, path: str, part_name: str, im: IndexMeta, arrow_type: pa.DataType) -> None:
+        cls = get_index_type(im.definition.type_name)
+        self.agg = cls(im.definition, arrow_type).aggregator()
+        self.im = im
+        self.path = path
+        self.part_name = part_name
+        self.sink = pa.OSFile(path, "wb")
+        self.writer: pa.ipc.RecordBatchFileWriter | None = None
+        self.schema: pa.Schema | None = None
+        self.zones = 0
+
+    def write(self, values: pa.Array, zone_start: np.ndarray, zone_length: np.ndarray, row0: int) -> None:
+        """Index `values` (rows starting at part row `row0`); zones relative to `values`."""
+        g = self.agg.build(values, zone_start, zone_length)
+        g.zone_start = np.asarray(g.zone_start, dtype=np.int64) + row0
+        t = g.to_arrow(self.part_name)
+        if self.writer is None:
+            self.schema = t.schema
+            self.writer = pa.ipc.new_file(self.sink, self.schema)
+        elif not t.schema.equals(self.schema, check_metadata=False):
+            t = t.cast(self.schema)
+        self.writer.write_table(t.replace_schema_metadata(self.schema.metadata))
+        self.zones += int(zone_start.shape[0])
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
+        self.sink.close()
+
+
+class PartWriter:
+    """Writes one part into an existing empty directory, chunk by chunk, so a
+    part of any size needs memory for one chunk only (merges stream through it).
+
+    Every chunk but the last must hold a multiple of :meth:`chunk_multiple`
+    rows, so that data granules (row groups) and index granules never straddle
+    chunks. Rows must arrive in the part's final order. `reuse` maps file
+    names to files of another part to hard-link instead of writing (data
+    file: then chunks only carry the columns the new indexes read).
+    """
+
+    def __init__(self, part_dir: str, meta: TableMeta, part_name: str, *, level: int = 0,
+                 indexes: Sequence[IndexMeta] | None = None, reuse: dict[str, str] | None = None) -> None:
+        self.dir = part_dir
+        self.meta = meta
+        self.name = part_name
+        self.level = level
+        self.indexes = list(meta.indexes if indexes is None else indexes)
+        self.G = meta.index_granularity
+        reuse = dict(reuse or {})
+        self.rows = 0
+        self._last = False
+        self._data_path = os.path.join(part_dir, DATA_FILE)
+        self._pw: pq.ParquetWriter | None = None
+        if DATA_FILE in reuse:
+            _link(reuse.pop(DATA_FILE), self._data_path)
+        else:
+            sorting = [pq.SortingColumn(meta.column_names.index(k), nulls_first=False) for k in meta.order_by]
+            comp = meta.compression
+            self._pw = pq.ParquetWriter(self._data_path, meta.arrow_schema(),
+                                        compression=None if comp == "none" else comp, write_statistics=True,
+                                        store_schema=True, sorting_columns=sorting or None)
+        self._linked: dict[str, bool] = {}
+        self._iw: dict[str, _IndexWriter] = {}
+        for im in self.indexes:
+            fname = index_file_name(im.name)
+            if fname in reuse:
+                _link(reuse.pop(fname), os.path.join(part_dir, fname))
+                self._linked[im.name] = True
+            else:
+                col = meta.column(im.definition.column)
+                self._iw[im.name] = _IndexWriter(os.path.join(part_dir, fname), part_name, im, col.type.arrow_type)
+
+    def chunk_multiple(self) -> int:
+        """Rows per chunk must be a multiple of this (but for the last chunk)."""
+        m = 1
+        for im in self.indexes:
+            m = math.lcm(m, im.definition.granularity)
+        return self.G * m
+
+    def write(self, chunk: pa.Table) -> None:
+        n = chunk.num_rows
+        if n == 0:
+            return
+        if self._last:
+            raise AssertionError("a chunk after a short chunk would split granules")
+        if n % self.chunk_multiple():
+            self._last = True
+        if self._pw is not None:
+            self._pw.write_table(chunk, row_group_size=self.G)
+        for name, iw in self._iw.items():
+            im = iw.im
+            arr = chunk.column(im.definition.column)
+            arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
+            zl_rows = self.G * im.definition.granularity
+            zs = np.arange(0, n, zl_rows, dtype=np.int64)
+            zl = np.minimum(zs + zl_rows, n) - zs
+            iw.write(index_values(im, arr), zs, zl, self.rows)
+        self.rows += n
+
+    def abort(self) -> None:
+        for iw in self._iw.values():
             try:
-                writer.close()
+                iw.close()
             except Exception:
                 pass
-        raise
-    return int(zone_start.shape[0])
+        if self._pw is not None:
+            try:
+                self._pw.close()
+            except Exception:
+                pass
+            self._pw = None
 
-
-def write_part(part_dir: str, meta: TableMeta, data: pa.Table, part_name: str, *, level: int = 0,
-               indexes: Sequence[IndexMeta] | None = None, reuse: dict[str, str] | None = None) -> dict:
-    """Write a complete part into the (empty, existing) directory `part_dir`.
-
-    `data` must be conformed and sorted. `indexes` defaults to all of the
-    table's indexes. `reuse` maps file names to existing files to hard-link
-    instead of writing (MATERIALIZE / DROP INDEX keep the data file).
-    Files are fsynced, the manifest is written last, then the directory is
-    fsynced. Returns the manifest.
-    """
-    reuse = dict(reuse or {})
-    G = meta.index_granularity
-    indexes = list(meta.indexes if indexes is None else indexes)
-    data_path = os.path.join(part_dir, DATA_FILE)
-    if DATA_FILE in reuse:
-        _link(reuse.pop(DATA_FILE), data_path)
-        n = pq.read_metadata(data_path).num_rows
-    else:
-        n = data.num_rows
-        if n == 0:
+    def finish(self) -> dict:
+        """Close the files, fsync them, write the manifest last, fsync the dir."""
+        if self._pw is not None:
+            self._pw.close()
+            self._pw = None
+        crash_point("part:data_written")
+        for iw in self._iw.values():
+            iw.close()
+        md = pq.read_metadata(self._data_path)
+        if md.num_rows == 0:
             raise AssertionError("a part needs at least one row")
-        sorting = [pq.SortingColumn(meta.column_names.index(k), nulls_first=False) for k in meta.order_by]
-        comp = meta.compression
-        with pq.ParquetWriter(data_path, meta.arrow_schema(), compression=None if comp == "none" else comp,
-                              write_statistics=True, store_schema=True,
-                              sorting_columns=sorting or None) as w:
-            w.write_table(data, row_group_size=G)
-    crash_point("part:data_written")
-    md = pq.read_metadata(data_path)
-    rg_rows = np.array([md.row_group(i).num_rows for i in range(md.num_row_groups)], dtype=np.int64)
-    marks = np.zeros(rg_rows.shape[0] + 1, dtype=np.int64)
-    np.cumsum(rg_rows, out=marks[1:])
-    if int(marks[-1]) != md.num_rows:
-        raise AssertionError("row groups do not add up to the file's rows")
-    spans = _row_group_spans(md)
+        rg_rows = np.array([md.row_group(i).num_rows for i in range(md.num_row_groups)], dtype=np.int64)
+        marks = np.zeros(rg_rows.shape[0] + 1, dtype=np.int64)
+        np.cumsum(rg_rows, out=marks[1:])
+        if int(marks[-1]) != md.num_rows:
+            raise AssertionError("row groups do not add up to the file's rows")
+        if self._iw and self.rows != md.num_rows:
+            raise AssertionError(f"indexes saw {self.rows} rows, the data file has {md.num_rows}")
+        for name, iw in self._iw.items():
+            zs, _ = _zones(marks, iw.im.definition.granularity)
+            if iw.zones != zs.shape[0]:
+                raise AssertionError(f"index {name}: {iw.zones} zones written, {zs.shape[0]} expected")
+        crash_point("part:indexes_written")
+        index_entries = {im.name: {"file": index_file_name(im.name), "fingerprint": im.fingerprint(),
+                                   "granularity": im.definition.granularity} for im in self.indexes}
+        files = {}
+        for fname in sorted(os.listdir(self.dir)):
+            if fname.startswith("."):
+                continue
+            path = os.path.join(self.dir, fname)
+            fsync_file(path)
+            files[fname] = file_sum(path).to_json()
+        manifest = {
+            "format_version": FORMAT_VERSION,
+            "part": self.name,
+            "level": self.level,
+            "rows": int(marks[-1]),
+            "index_granularity": self.G,
+            "marks": marks.tolist(),
+            "row_groups": _row_group_spans(md),
+            "columns": [[c.name, c.type.name] for c in self.meta.columns],
+            "order_by": list(self.meta.order_by),
+            "indexes": index_entries,
+            "files": files,
+            "created_unix": time.time(),
+        }
+        raw = json.dumps(manifest, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+        crash_point("part:before_manifest")
+        _commit.write_file_durably(os.path.join(self.dir, MANIFEST), raw)
+        fsync_dir(self.dir)
+        crash_point("part:manifest_written")
+        return manifest
 
-    index_entries: dict[str, dict] = {}
-    for im in indexes:
-        fname = index_file_name(im.name)
-        ipath = os.path.join(part_dir, fname)
-        if fname in reuse:
-            _link(reuse.pop(fname), ipath)
-            zones = -1
-        else:
-            if data is None or data.num_rows != int(marks[-1]):
-                raise AssertionError("index build needs the part's rows")
-            zs, zl = _zones(marks, im.definition.granularity)
-            col = meta.column(im.definition.column)
-            arr = data.column(im.definition.column)
-            arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
-            zones = _write_index(ipath, part_name, im, col.type.arrow_type, index_values(im, arr), zs, zl, G)
-        index_entries[im.name] = {"file": fname, "fingerprint": im.fingerprint(),
-                                  "granularity": im.definition.granularity}
-        if zones >= 0:
-            index_entries[im.name]["zones"] = zones
-    crash_point("part:indexes_written")
 
-    files = {}
-    for fname in sorted(os.listdir(part_dir)):
-        if fname.startswith("."):
-            continue
-        p = os.path.join(part_dir, fname)
-        fsync_file(p)
-        files[fname] = file_sum(p).to_json()
-    manifest = {
-        "format_version": FORMAT_VERSION,
-        "part": part_name,
-        "level": level,
-        "rows": int(marks[-1]),
-        "index_granularity": G,
-        "marks": marks.tolist(),
-        "row_groups": spans,
-        "columns": [[c.name, c.type.name] for c in meta.columns],
-        "order_by": list(meta.order_by),
-        "indexes": index_entries,
-        "files": files,
-        "created_unix": time.time(),
-    }
-    raw = json.dumps(manifest, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
-    crash_point("part:before_manifest")
-    _commit.write_file_durably(os.path.join(part_dir, MANIFEST), raw)
-    fsync_dir(part_dir)
-    crash_point("part:manifest_written")
-    return manifest
+def write_part(part_dir: str, meta: TableMeta, data: pa.Table | None, part_name: str, *, level: int = 0,
+               indexes: Sequence[IndexMeta] | None = None, reuse: dict[str, str] | None = None) -> dict:
+    """Write a complete part from one table of rows (conformed and sorted)
+    into the empty directory `part_dir`, in chunks of ~INDEX_CHUNK_ROWS rows.
+    See :class:`PartWriter` for `indexes` and `reuse`. Returns the manifest."""
+    w = PartWriter(part_dir, meta, part_name, level=level, indexes=indexes, reuse=reuse)
+    try:
+        if data is not None and data.num_rows:
+            m = w.chunk_multiple()
+            step = max(1, INDEX_CHUNK_ROWS // m) * m
+            for off in range(0, data.num_rows, step):
+                w.write(data.slice(off, step))
+        return w.finish()
+    except BaseException:
+        w.abort()
+        raise
 
 
 def _link(src: str, dst: str) -> None:
