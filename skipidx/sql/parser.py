@@ -249,15 +249,20 @@ def _scan(text: str, i: int) -> tuple[str, int, int, Any] | None:
         s = m.group()
         low = s.lower()
         if low.startswith("0x"):
-            v = int(s[2:], 16)
+            digits, base, max_digits = s[2:], 16, 16
         elif low.startswith("0b"):
-            v = int(s[2:], 2)
+            digits, base, max_digits = s[2:], 2, 64
         elif "." in s or "e" in low:
             return "float", i, end, float(s)
         else:
-            v = int(s)
-        if v > UINT64_MAX:
-            raise _LexError(f"integer literal out of range (more than {UINT64_MAX}): {s}", i)
+            digits, base, max_digits = s, 10, 20
+        # Count significant digits first: int() of a huge decimal string is slow
+        # and, past 4300 digits, a ValueError.
+        significant = digits.lstrip("0")
+        v = int(significant, base) if 0 < len(significant) <= max_digits else (0 if not significant else -1)
+        if v < 0 or v > UINT64_MAX:
+            shown = s if len(s) <= 30 else s[:27] + "..."
+            raise _LexError(f"integer literal out of range (more than {UINT64_MAX}): {shown}", i)
         return "int", i, end, v
     two = text[i : i + 2]
     if len(two) == 2 and two in _PUNCT:
