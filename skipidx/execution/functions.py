@@ -629,17 +629,21 @@ def match(arr: ArrayLike, regex: bytes | str) -> ArrayLike:
     return _map_chunks(arr, _string_fn(one))
 
 
-def _map_bytes(chunk: pa.Array, table: np.ndarray) -> pa.Array:
-    """Apply a 256-entry byte table to the row bytes; offsets and nulls kept."""
-    b = _binary_view(chunk)
-    offsets, data = _offsets_data(b)
-    lo, hi = int(offsets[0]), int(offsets[-1])
-    new_data = table[data[lo:hi]]
-    new_offsets = (offsets - lo).astype(np.int64 if pa.types.is_large_binary(b.type) else np.int32)
-    validity = chunk.is_valid().buffers()[1] if chunk.null_count else None
-    return pa.Array.from_buffers(chunk.type, len(chunk),
-                                 [validity, pa.py_buffer(new_offsets), pa.py_buffer(new_data)],
-                                 null_count=chunk.null_count)
+def _ascii_case(chunk: pa.Array, to_lower: bool) -> pa.Array:
+    """ASCII-only case mapping of a binary-like chunk; other bytes (UTF-8 or not) untouched.
+
+    Arrow's ascii_lower/ascii_upper are exactly that byte map and do not
+    validate UTF-8, so binary data goes through a string view and back.
+    """
+    t = chunk.type
+    fn = pc.ascii_lower if to_lower else pc.ascii_upper
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return fn(chunk)
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return fn(_utf8_view(chunk)).view(t)
+    if pa.types.is_string_view(t) or pa.types.is_binary_view(t):
+        return _ascii_case(chunk.cast(pa.large_binary()), to_lower).cast(t)
+    raise SkipidxError(f"expected a String column, got {t}")
 
 
 def lower(arr: ArrayLike) -> ArrayLike:
@@ -647,24 +651,21 @@ def lower(arr: ArrayLike) -> ArrayLike:
 
     A dictionary column stays a dictionary (its values are lowered).
     """
-    return _map_chunks(arr, _string_map_fn(_ASCII_LOWER))
+    return _map_chunks(arr, _string_map_fn(True))
 
 
 def upper(arr: ArrayLike) -> ArrayLike:
     """ClickHouse ``upper``: ASCII a-z -> A-Z only; type and nulls kept."""
-    return _map_chunks(arr, _string_map_fn(_ASCII_UPPER))
+    return _map_chunks(arr, _string_map_fn(False))
 
 
-def _string_map_fn(table: np.ndarray) -> Callable[[pa.Array], pa.Array]:
+def _string_map_fn(to_lower: bool) -> Callable[[pa.Array], pa.Array]:
     def one(chunk: pa.Array) -> pa.Array:
-        t = chunk.type
-        if pa.types.is_dictionary(t):
+        if pa.types.is_dictionary(chunk.type):
+            if not _is_stringish(chunk.type.value_type):
+                raise SkipidxError(f"expected a String column, got {chunk.type}")
             return pa.DictionaryArray.from_arrays(chunk.indices, one(chunk.dictionary))
-        if pa.types.is_string_view(t) or pa.types.is_binary_view(t):
-            return _map_bytes(chunk.cast(pa.large_binary()), table).cast(t)
-        if not _is_stringish(t):
-            raise SkipidxError(f"expected a String column, got {t}")
-        return _map_bytes(chunk, table)
+        return _ascii_case(chunk, to_lower)
     return one
 
 
