@@ -21,12 +21,12 @@ by the bytes actually present, and every malformed input raises
 
 Writing Parquet files with bloom filters is pyarrow's job
 (``pq.write_table(..., bloom_filter_options={"col": {"ndv": n, "fpp": p}})``,
-pyarrow >= 24); `bloom_filter_options` builds that argument. pyarrow (26)
-sizes each column chunk's filter as ``SBBF.for_ndv(min(n, d), p)`` where
-``d`` is the number of distinct non-NULL values in that chunk (a filter sized
-for ``n`` and folded down, see `SBBF.fold`), and its bytes equal, byte for
-byte, that filter fed with ``parquet_xxh64`` of the chunk's values
-(tests/test_parquet_bloom.py checks both on every row group).
+pyarrow >= 24); `bloom_filter_options` builds that argument. pyarrow 26
+builds each column chunk's filter at ``SBBF.for_ndv(n, p)``, inserts the
+chunk's values, and folds it (``SBBF.fold_to_target_fpp(p)``, Arrow's
+``BloomFilterOptions.fold``, on by default) before writing; the same steps
+here with ``parquet_xxh64`` give the same bytes (tests/test_parquet_bloom.py
+checks every row group).
 """
 from __future__ import annotations
 
@@ -34,6 +34,7 @@ import os
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -285,10 +286,10 @@ def _column_index(md: pq.FileMetaData, column: str | int, where: str) -> int:
     if isinstance(column, bool):
         raise SkipidxError(f"bad column {column!r}", path=where)
     n = md.num_columns
-    if isinstance(column, int):
+    if isinstance(column, (int, np.integer)):
         if not 0 <= column < n:
             raise SkipidxError(f"column index {column} out of range ({n} leaf columns)", path=where)
-        return column
+        return int(column)
     if not isinstance(column, str):
         raise SkipidxError(f"column must be a name or a leaf index, got {type(column).__name__}", path=where)
     schema = md.schema
@@ -338,12 +339,12 @@ def read_bloom_filter(path: str | os.PathLike, row_group: int, column: str | int
     column names raise SkipidxError naming the file.
     """
     md, where = _open_metadata(path)
-    if isinstance(row_group, bool) or not isinstance(row_group, int) or not 0 <= row_group < md.num_row_groups:
+    if isinstance(row_group, bool) or not isinstance(row_group, (int, np.integer)) or not 0 <= row_group < md.num_row_groups:
         raise SkipidxError(f"row group {row_group!r} out of range ({md.num_row_groups} row groups)", path=where)
     col = _column_index(md, column, where)
     try:
         with open(where, "rb") as fh:
-            return _read_one(fh, os.fstat(fh.fileno()).st_size, md, row_group, col, where)
+            return _read_one(fh, os.fstat(fh.fileno()).st_size, md, int(row_group), col, where)
     except OSError as e:
         raise SkipidxError(f"cannot read bloom filter: {e}", path=where) from None
 
@@ -367,8 +368,8 @@ def bloom_filter_options(columns: Iterable[str] | Mapping[str, Mapping[str, floa
     ``bloom_filter_options(["a", "b"], ndv=10_000, fpp=0.01)`` ->
     ``{"a": {"ndv": 10000, "fpp": 0.01}, "b": {...}}``; a mapping passes through
     after validation. pyarrow sizes each chunk's filter as
-    ``SBBF.for_ndv(min(ndv, distinct values in the chunk), fpp)`` (defaults:
-    ndv 1_048_576, fpp 0.05).
+    ``SBBF.for_ndv(ndv, fpp)`` and then folds it to `fpp` (defaults: ndv
+    1_048_576 (the maximum row-group length), fpp 0.05).
     """
     from skipidx.sbbf import _check_ndv_fpp
 

@@ -31,9 +31,11 @@ Sizing
 ``SBBF.for_ndv(ndv, fpp)`` sizes as Arrow C++ ``OptimalNumOfBits`` does:
 ``m = -8 * ndv / ln(1 - fpp ** (1/8))`` bits, truncated, raised to the
 256-bit minimum, rounded up to a power of two and clamped to 128 MiB.
-(pyarrow 26 then shrinks each column chunk's filter to the size for
-``min(ndv, distinct values in the chunk)``; `SBBF.fold` is that shrink, and it
-is exact: the folded filter equals the one built at the smaller size.)
+Since Arrow 26 (and in arrow-rs) a writer then *folds* each column chunk's
+filter before writing it: `SBBF.fold_to_target_fpp` reproduces that rule, and
+`SBBF.fold` is exact (the folded filter equals the one built at the smaller
+size), so the filter pyarrow writes is
+``SBBF.for_ndv(ndv, fpp)`` + inserts + ``fold_to_target_fpp(fpp)``.
 ``sizing="parquet-java"`` reproduces parquet-java (Spark) instead, whose
 ``optimalNumOfBits`` rounds with ``(bits + 255) & ~256`` and whose writer then
 rounds the byte count up to a power of two; the two differ only when ``m``
@@ -333,8 +335,8 @@ class SBBF:
         ``z = r * k`` blocks, ``floor(floor(x * r * k / 2**32) / r) == floor(x * k / 2**32)``,
         so OR-ing each run of r consecutive blocks gives exactly the filter of
         k blocks built from the same hashes. A writer can therefore size for
-        the worst case and shrink once it knows the distinct count (pyarrow
-        does: its chunks come out at ``for_ndv(min(ndv, distinct))``).
+        the worst case and shrink once it knows how full the filter is
+        (`fold_to_target_fpp`).
         """
         n = _check_num_bytes(num_bytes)
         if self.num_bytes % n:
@@ -343,6 +345,39 @@ class SBBF:
         r = self.num_blocks // k
         folded = np.bitwise_or.reduce(self._words.reshape(k, r, WORDS_PER_BLOCK), axis=1)
         return SBBF._from_words(np.ascontiguousarray(folded, dtype=np.uint32).reshape(-1))
+
+    def folds_for_target_fpp(self, target_fpp: float) -> int:
+        """How many halvings `fold_to_target_fpp` makes (Arrow C++ ``NumFoldsForTargetFpp``).
+
+        With ``f`` the fraction of set bits, one fold turns the expected fill
+        into ``1 - (1 - f)**2``; a probe tests 8 bits, so the estimated FPP is
+        ``fill**8``. Fold while that estimate stays <= `target_fpp`, at most
+        as many times as the block count has factors of two.
+        """
+        _, p = _check_ndv_fpp(1, target_fpp)
+        blocks = self.num_blocks
+        max_folds = (blocks & -blocks).bit_length() - 1  # trailing zero bits
+        unset = 1.0 - self.fill_ratio()
+        folds = 0
+        for _ in range(max_folds):
+            unset *= unset
+            if (1.0 - unset) ** 8 > p:
+                break
+            folds += 1
+        return folds
+
+    def fold_to_target_fpp(self, target_fpp: float) -> "SBBF":
+        """The smallest fold of this filter whose estimated FPP meets `target_fpp` (a new SBBF).
+
+        This is what Arrow C++ (pyarrow >= 26, ``BloomFilterOptions.fold``,
+        on by default) and arrow-rs do before writing a column chunk's filter:
+        size for the worst-case NDV, insert, then fold. An empty filter becomes
+        one empty block. Every fold is exact (see `fold`).
+        """
+        folds = self.folds_for_target_fpp(target_fpp)
+        if not self._words.any():
+            return SBBF(MIN_BYTES)
+        return self.fold(self.num_bytes >> folds) if folds else self.copy()
 
     def __ior__(self, other: "SBBF") -> "SBBF":
         return self.merge(other)

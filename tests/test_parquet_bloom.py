@@ -1,8 +1,9 @@
 """Parquet bloom filters: the Thrift header, files written by pyarrow and DuckDB, hostile bytes."""
 from __future__ import annotations
 
+import math
 import os
-import shutil
+import zlib
 from types import SimpleNamespace
 
 import numpy as np
@@ -188,7 +189,7 @@ NDV_FPP = [(100, 0.1), (3000, 0.01), (20000, 0.001)]
 @pytest.mark.parametrize("kind", KINDS)
 def test_pyarrow_written_filters_equal_ours(tmp_path, kind, ndv, fpp):
     n, rg_rows = 9000, 4000  # three row groups of 4000, 4000, 1000 rows
-    col = _values(kind, n, distinct=min(ndv, 5000), seed=hash((kind, ndv)) % 2**32)
+    col = _values(kind, n, distinct=min(ndv, 5000), seed=zlib.crc32(f"{kind}/{ndv}".encode()))
     with_nulls = pa.array(col.to_pylist()[:-3] + [None] * 3, col.type)  # NULLs are not inserted
     table = pa.table({"c": with_nulls, "other": pa.array(np.arange(n))})
     path = tmp_path / "t.parquet"
@@ -202,17 +203,40 @@ def test_pyarrow_written_filters_equal_ours(tmp_path, kind, ndv, fpp):
         values = table["c"].slice(rg * rg_rows, rg_rows)
         hashes = parquet_xxh64(values)
         assert theirs.check_hashes(hashes).all(), "a written value is missing from pyarrow's filter"
-        # pyarrow sizes a chunk's filter for min(ndv option, distinct values in the chunk)
-        distinct = len(np.unique(hashes))
-        assert theirs.num_bytes == SBBF.for_ndv(min(ndv, distinct), fpp).num_bytes, "for_ndv must pick pyarrow's size"
-        ours = SBBF.for_ndv(min(ndv, distinct), fpp)
-        ours.insert_hashes(hashes)
-        assert ours.to_bytes() == theirs.to_bytes(), f"bitset differs in row group {rg}"
-        # the same filter built at the size for the option's ndv, then folded
+        # pyarrow 26: filter sized by for_ndv(ndv, fpp), values inserted, folded to fpp
         big = SBBF.for_ndv(ndv, fpp)
         big.insert_hashes(hashes)
-        assert big.fold(theirs.num_bytes) == theirs
+        ours = big.fold_to_target_fpp(fpp)
+        assert ours.num_bytes == theirs.num_bytes, "for_ndv + fold_to_target_fpp must pick pyarrow's size"
+        assert ours.to_bytes() == theirs.to_bytes(), f"bitset differs in row group {rg}"
+        # and the folded filter is the one built directly at that size
+        direct = SBBF(theirs.num_bytes)
+        direct.insert_hashes(hashes)
+        assert direct == theirs
     assert read_bloom_filter(path, 0, "other") is None  # no filter asked for that column
+
+
+def test_pyarrow_fold_rule_near_size_boundaries(tmp_path):
+    """Distinct counts right around the points where the folded size flips: sizes and bytes equal pyarrow's."""
+    rng = np.random.default_rng(2026)
+    path = tmp_path / "b.parquet"
+    for _ in range(60):
+        fpp = float(rng.choice([0.3, 0.1, 0.05, 0.01, 0.001]))
+        bits_per_value = -8 / math.log(1 - fpp ** (1 / 8))
+        distinct = max(1, int(2 ** int(rng.integers(8, 16)) / bits_per_value * rng.uniform(0.9, 1.1)))
+        ndv = int(rng.choice([int(distinct * rng.uniform(0.3, 5)) + 1, 1_048_576]))
+        values = pa.array(rng.integers(0, 2**40, size=distinct))
+        pq.write_table(pa.table({"c": values}), path, bloom_filter_options={"c": {"ndv": ndv, "fpp": fpp}})
+        big = SBBF.for_ndv(ndv, fpp)
+        big.insert_hashes(parquet_xxh64(values))
+        assert big.fold_to_target_fpp(fpp) == read_bloom_filter(path, 0, "c"), (distinct, ndv, fpp)
+
+
+def test_pyarrow_all_null_chunk(tmp_path):
+    path = tmp_path / "nulls.parquet"
+    pq.write_table(pa.table({"c": pa.nulls(100, pa.int64())}), path, bloom_filter_options={"c": {"ndv": 5000, "fpp": 0.01}})
+    theirs = read_bloom_filter(path, 0, "c")
+    assert theirs is None or theirs == SBBF.for_ndv(5000, 0.01).fold_to_target_fpp(0.01) == SBBF(32)
 
 
 def test_pyarrow_defaults_and_plain_encoding(tmp_path):
@@ -220,14 +244,10 @@ def test_pyarrow_defaults_and_plain_encoding(tmp_path):
     path = tmp_path / "d.parquet"
     pq.write_table(pa.table({"s": col}), path, use_dictionary=False, bloom_filter_options={"s": True})
     theirs = read_bloom_filter(path, 0, "s")
-    hashes = parquet_xxh64(col)
-    distinct = len(np.unique(hashes))
-    ours = SBBF.for_ndv(min(1_048_576, distinct), 0.05)  # pyarrow's default ndv, shrunk to the data
-    ours.insert_hashes(hashes)
-    assert theirs == ours
-    big = SBBF.for_ndv(1_048_576, 0.05)
-    big.insert_hashes(hashes)
-    assert big.num_bytes == 1 << 20 and big.fold(theirs.num_bytes) == theirs
+    big = SBBF.for_ndv(1_048_576, 0.05)  # pyarrow's defaults: 1 MiB before folding
+    big.insert_hashes(parquet_xxh64(col))
+    assert big.num_bytes == 1 << 20
+    assert big.fold_to_target_fpp(0.05) == theirs
 
 
 def test_nested_column_by_path(tmp_path):

@@ -467,3 +467,26 @@ def test_fold_equals_the_filter_built_at_the_smaller_size(big, small):
 def test_fold_rejects(small):
     with pytest.raises(SkipidxError):
         SBBF(1024).fold(small)
+
+
+def test_fold_to_target_fpp():
+    h = rand_hashes(1000, 70)
+    big = SBBF.for_ndv(1_000_000, 0.01)
+    big.insert_hashes(h)
+    folded = big.fold_to_target_fpp(0.01)
+    # the estimate: fill f -> 1 - (1 - f)**2 per fold, FPP = fill**8; the result meets it, one more fold would not
+    assert folded.fill_ratio() ** 8 <= 0.01 * 1.05
+    assert (1 - (1 - folded.fill_ratio()) ** 2) ** 8 > 0.01 * 0.95
+    direct = SBBF(folded.num_bytes)
+    direct.insert_hashes(h)
+    assert folded == direct and folded.check_hashes(h).all()
+    assert big.folds_for_target_fpp(0.01) == int(math.log2(big.num_bytes // folded.num_bytes))
+    assert SBBF(4096).fold_to_target_fpp(0.01) == SBBF(32)  # empty -> one empty block
+    sat = SBBF.from_bytes(b"\xff" * 1024)
+    assert sat.fold_to_target_fpp(0.5) == sat  # over the target already: unchanged
+    odd = SBBF(96)  # 3 blocks: no factor of two to fold
+    odd.insert_hash(1)
+    assert odd.fold_to_target_fpp(0.5) == odd
+    for bad in (0.0, 1.0, "x"):
+        with pytest.raises(SkipidxError):
+            big.fold_to_target_fpp(bad)
