@@ -547,3 +547,27 @@ def test_as_batches_chunks_exactly(sizes, max_rows, kind):
     assert [v for c in chunks for v in c.column("x").to_pylist()] == list(range(start))
     assert all(c.num_rows == max_rows for c in chunks[:-1])
     assert all(c.num_rows <= max_rows for c in chunks)
+
+
+@pytest.mark.parametrize("threads", [1, 2], ids=["1thread", "2threads"])
+def test_failure_inside_a_part_build_writes_nothing(tmp_path, monkeypatch, threads):
+    """An error while a worker writes one part (here: its index build) discards
+    every staged part of the insert; nothing is published, tmp/ is empty."""
+    import _store_helpers
+
+    calls = []
+    real = _store_helpers.ZCountAggregator.build
+
+    def flaky(self, values, zs, zl):
+        calls.append(len(values))
+        if len(calls) == 2:
+            raise SkipidxError("index build failed")
+        return real(self, values, zs, zl)
+
+    monkeypatch.setattr(_store_helpers.ZCountAggregator, "build", flaky)
+    _, table = log_table(str(tmp_path), granularity=16, settings={"max_part_rows": 100})
+    with pytest.raises(SkipidxError, match="index build failed"):
+        table.insert(log_rows(0, 350), threads=threads)
+    assert table.num_rows == 0
+    assert os.listdir(os.path.join(table.path, "tmp")) == []
+    assert os.listdir(os.path.join(table.path, "parts")) == []
