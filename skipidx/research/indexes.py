@@ -32,10 +32,15 @@ The granule figures are in data granules (``index_granularity`` rows), as
 ClickHouse's ``EXPLAIN indexes = 1`` counts them, so chDB's numbers
 (`skipidx.research.chdb_compare`) sit next to them unchanged.
 
-Memory: the column is hashed in batches of whole index granules, twice per
-tokenizer (distinct counts first, which size the adaptive filters and the
-same-bytes ones; then the inserts), so peak memory is one batch of hashes plus
-the banks of one tokenizer.
+Build: the column is hashed once per tokenizer, in batches of whole
+granules; each data granule keeps only its distinct hashes (one compiled
+sort per granule), which give the distinct counts that size the adaptive
+filters (and their same-bytes twins) and are then inserted into every
+candidate's bank — inserting a hash twice changes nothing, and the engine
+inserts distinct hashes too. Peak memory is one batch of hashes plus the
+distinct hashes and banks of one tokenizer. A candidate's build time is the
+tokenize + hash + dedup time of its tokenizer plus its own sizing and insert
+time.
 """
 from __future__ import annotations
 
@@ -145,6 +150,29 @@ def default_candidates(tokenizers: Sequence[str] = DEFAULT_TOKENIZERS,
 # --------------------------------------------------------------------------- kernels
 
 @njit(cache=True)
+def _dedup_segments(hashes, seg_start, seg_end):
+    """The distinct hashes of every segment hashes[seg_start[i]:seg_end[i]] (sorted, concatenated), and their counts."""
+    out = np.empty(hashes.shape[0], dtype=np.uint64)
+    counts = np.zeros(seg_start.shape[0], dtype=np.int64)
+    k = 0
+    for i in range(seg_start.shape[0]):
+        a, b = seg_start[i], seg_end[i]
+        if b <= a:
+            continue
+        s = np.sort(hashes[a:b])
+        out[k] = s[0]
+        k += 1
+        c = 1
+        for j in range(1, s.shape[0]):
+            if s[j] != s[j - 1]:
+                out[k] = s[j]
+                k += 1
+                c += 1
+        counts[i] = c
+    return out[:k].copy(), counts
+
+
+@njit(cache=True)
 def _distinct_per_segment(hashes, seg_start, seg_end):
     """Distinct values of hashes[seg_start[i]:seg_end[i]] for every segment i."""
     out = np.zeros(seg_start.shape[0], dtype=np.int64)
@@ -196,7 +224,7 @@ class CandidateResult:
     ndv_mean: float = 0.0              # distinct tokens per index granule
     expected_fpp: float = 0.0          # mean Putze estimate over the index granules
     saturated: int = 0                 # index granules whose filter answers "maybe" unchecked
-    build_s: float = 0.0               # tokenize + hash + size + insert
+    build_s: float = 0.0               # tokenize + hash + dedup + size + insert
     hash_s: float = 0.0                # the tokenize + hash share of build_s
     queries: list[QueryResult] = field(default_factory=list)
 
@@ -415,36 +443,55 @@ def run_bench_indexes(values: pa.ChunkedArray, queries: Sequence[Query], *, colu
         # Warm the compiled kernels on a few rows so build times exclude JIT compilation.
         wr, wh = tokenizer.hash_column(values.slice(0, min(n, 64)), 0)
         _distinct_per_segment(wh, np.zeros(1, np.int64), np.full(1, wh.shape[0], np.int64))
+        _dedup_segments(wh, np.zeros(1, np.int64), np.full(1, wh.shape[0], np.int64))
         n_ig = {g: (n_granules + g - 1) // g for g in gran_set}
-        bar = Progress(f"{label} sizes", n_batches * 2, unit="batches") if show_progress else None
+        bar = Progress(f"build {label}", n_batches * 2, unit="steps") if show_progress else None
 
-        # Pass 1: distinct tokens per index granule, for every GRANULARITY.
+        # One pass over the column: hash, then keep each data granule's distinct hashes only
+        # (inserting a hash twice changes nothing, and the engine inserts distinct hashes too).
         ndv = {g: np.zeros(n_ig[g], dtype=np.int64) for g in gran_set}
+        hash_s = dedup_s = 0.0
         ndv_s = {g: 0.0 for g in gran_set}
-        hash_s = 0.0
+        uniq_parts: list[np.ndarray] = []
+        counts = np.zeros(n_granules, dtype=np.int64)
         for b in range(n_batches):
             start = b * batch_rows
             chunk = values.slice(start, min(batch_rows, n - start))
             t0 = time.perf_counter()
             rows, hashes = tokenizer.hash_column(chunk, 0)
             hash_s += time.perf_counter() - t0
+            t0 = time.perf_counter()
             dg = (rows + start) // index_granularity
-            for g in gran_set:
-                t0 = time.perf_counter()
-                ig = dg // g
-                first = start // (index_granularity * g)
-                last = (min(start + batch_rows, n) - 1) // (index_granularity * g)
-                bounds = np.searchsorted(ig, np.arange(first, last + 2))
-                ndv[g][first:last + 1] = _distinct_per_segment(hashes, bounds[:-1], bounds[1:])
-                ndv_s[g] += time.perf_counter() - t0
+            first = start // index_granularity
+            last = (min(start + batch_rows, n) - 1) // index_granularity
+            bounds = np.searchsorted(dg, np.arange(first, last + 2))
+            u, cnt = _dedup_segments(hashes, bounds[:-1], bounds[1:])
+            uniq_parts.append(u)
+            counts[first:last + 1] = cnt
+            del rows, hashes, dg
+            dedup_s += time.perf_counter() - t0
             if bar:
                 bar.update(b + 1)
+        uniq = np.concatenate(uniq_parts) if uniq_parts else np.empty(0, dtype=np.uint64)
+        del uniq_parts
+        uoff = np.zeros(n_granules + 1, dtype=np.int64)
+        np.cumsum(counts, out=uoff[1:])
+        for g in gran_set:
+            t0 = time.perf_counter()
+            if g == 1:
+                ndv[g] = counts.copy()
+            else:
+                # Distinct over the union of g data granules: re-count their concatenated distinct hashes.
+                gb = uoff[np.minimum(np.arange(n_ig[g] + 1) * g, n_granules)]
+                ndv[g] = _distinct_per_segment(uniq, gb[:-1], gb[1:])
+            ndv_s[g] = time.perf_counter() - t0
+        dg_of_uniq = np.repeat(np.arange(n_granules, dtype=np.int64), counts)
         tok_stats[label] = {
-            "ndv_per_granule_mean": float(ndv[gran_set[0]].mean()) if gran_set[0] == 1 else None,
             **{f"ndv_per_index_granule_g{g}": {"mean": float(ndv[g].mean()), "p50": float(np.median(ndv[g])),
                                                "p95": float(np.percentile(ndv[g], 95)),
                                                "max": int(ndv[g].max())} for g in gran_set},
             "hash_s": hash_s,
+            "dedup_s": dedup_s,
         }
 
         # Sizes of every candidate; same-bytes twins of the adaptive ones.
@@ -467,21 +514,17 @@ def run_bench_indexes(values: pa.ChunkedArray, queries: Sequence[Query], *, colu
         banks = {c: SBBFBank.from_num_bytes(sizes[c]) for c in all_cands}
         insert_s = {c: 0.0 for c in all_cands}
 
-        # Pass 2: insert every token hash into every candidate's bank.
-        for b in range(n_batches):
-            start = b * batch_rows
-            chunk = values.slice(start, min(batch_rows, n - start))
-            rows, hashes = tokenizer.hash_column(chunk, 0)
-            dg = (rows + start) // index_granularity
-            ig_by_g = {g: dg // g for g in gran_set}
-            for c in all_cands:
-                t0 = time.perf_counter()
-                banks[c].insert(ig_by_g[c.granularity], hashes)
-                insert_s[c] += time.perf_counter() - t0
+        # Insert every granule's distinct hashes into every candidate's bank.
+        for i, c in enumerate(all_cands):
+            t0 = time.perf_counter()
+            fid = dg_of_uniq // c.granularity if c.granularity > 1 else dg_of_uniq
+            banks[c].insert(fid, uniq)
+            insert_s[c] = time.perf_counter() - t0
             if bar:
-                bar.update(n_batches + b + 1)
+                bar.update(n_batches + int((i + 1) * n_batches / len(all_cands)))
         if bar:
             bar.__exit__(None, None, None)
+        del uniq, dg_of_uniq
 
         # Queries.
         pruner = _Pruner(tokenizer)
@@ -499,7 +542,7 @@ def run_bench_indexes(values: pa.ChunkedArray, queries: Sequence[Query], *, colu
             r.ndv_mean = float(ndv[g].mean())
             r.expected_fpp = float(bank.fpp_estimates(ndv[g].astype(np.float64)).mean())
             r.hash_s = hash_s
-            r.build_s = hash_s + insert_s[c] + (ndv_s[g] if c.kind == "adaptive" else 0.0)
+            r.build_s = hash_s + dedup_s + insert_s[c] + (ndv_s[g] if c.kind == "adaptive" else 0.0)
             cmasks = []
             for e, info in zip(exprs, infos):
                 t0 = time.perf_counter()
