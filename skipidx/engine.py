@@ -36,6 +36,10 @@ class Database:
             if self._temp:
                 shutil.rmtree(self.path, ignore_errors=True)
             raise
+        from skipidx.planner.prune import IndexCache
+
+        #: loaded index granules of immutable parts, shared by queries (bounded by bytes)
+        self.index_cache = IndexCache()
         self._closed = False
 
     # -- lifecycle ----------------------------------------------------------
@@ -44,6 +48,7 @@ class Database:
         if self._closed:
             return
         self._closed = True
+        self.index_cache.clear()
         if self._temp:
             shutil.rmtree(self.path, ignore_errors=True)
 
@@ -188,7 +193,7 @@ class Database:
         snap = table.snapshot()
         try:
             bs = bind_select(snap.meta, s)
-            return snap, bs, plan_query(snap, bs)
+            return snap, bs, plan_query(snap, bs, self.index_cache)
         except BaseException:
             snap.close()
             raise

@@ -53,6 +53,68 @@ class IndexUse:
         return f"{self.type_name} GRANULARITY {self.granularity}"
 
 
+class IndexCache:
+    """Loaded index granules and bound index types, shared by the queries of one database.
+
+    Parts are immutable and an index file is identified by its part's
+    directory, the index name and the index definition's fingerprint, so a
+    cached entry can never be stale; ALTER DROP/ADD of an index under the
+    same name changes the fingerprint. The cache is bounded by bytes (the
+    index files' sizes) with least-recently-used eviction. Damaged files are
+    never cached (every query re-reads and re-reports them).
+    """
+
+    def __init__(self, max_bytes: int = 1 << 30) -> None:
+        from collections import OrderedDict
+
+        self.max_bytes = int(max_bytes)
+        self._granules: "OrderedDict[tuple, tuple[Any, int]]" = OrderedDict()
+        self._types: dict[tuple, IndexType] = {}
+        self.bytes = 0
+        self.hits = 0
+        self.misses = 0
+
+    def index_type(self, definition: Any, col_type: Any) -> IndexType:
+        key = (definition, str(col_type))
+        t = self._types.get(key)
+        if t is None:
+            t = get_index_type(definition.type_name)(definition, col_type)
+            self._types[key] = t
+        return t
+
+    def load(self, part: Any, name: str) -> Any:
+        entry = part.index_entry(name) if hasattr(part, "index_entry") else None
+        if entry is None:
+            self.misses += 1
+            return part.load_index(name)
+        key = (part.path, name, entry.get("fingerprint"), entry.get("file"))
+        hit = self._granules.get(key)
+        if hit is not None:
+            self._granules.move_to_end(key)
+            self.hits += 1
+            return hit[0]
+        self.misses += 1
+        g = part.load_index(name)
+        try:
+            import os
+
+            size = os.path.getsize(os.path.join(part.path, entry["file"]))
+        except (OSError, KeyError, TypeError):
+            size = 1 << 20
+        if size <= self.max_bytes:
+            self._granules[key] = (g, size)
+            self.bytes += size
+            while self.bytes > self.max_bytes and self._granules:
+                _, (_, sz) = self._granules.popitem(last=False)
+                self.bytes -= sz
+        return g
+
+    def clear(self) -> None:
+        self._granules.clear()
+        self._types.clear()
+        self.bytes = 0
+
+
 @dataclass
 class PartSelection:
     """The granules of one part that the scan must read."""
@@ -62,7 +124,7 @@ class PartSelection:
     ranges: list[tuple[int, int]]          # [start, end) granule ranges
 
 
-def plan_indexes(rpn: RPN, table_meta: Any) -> list[IndexUse]:
+def plan_indexes(rpn: RPN, table_meta: Any, cache: IndexCache | None = None) -> list[IndexUse]:
     """Bind each index of the table to the RPN's atoms and decide whether to read it.
 
     An index is read iff one of its answers can matter
@@ -81,7 +143,8 @@ def plan_indexes(rpn: RPN, table_meta: Any) -> list[IndexUse]:
         reasons[d.name] = []
         try:
             col_type = table_meta.column(d.column).type.arrow_type
-            use.itype = get_index_type(d.type_name)(d, col_type)
+            use.itype = (cache.index_type(d, col_type) if cache is not None
+                         else get_index_type(d.type_name)(d, col_type))
         except SkipidxError as e:
             use.note = f"index unusable: {e}"
             continue
@@ -142,15 +205,16 @@ def _data_to_index_granule(marks: np.ndarray, zone_start: np.ndarray, zone_lengt
     zl = np.asarray(zone_length, dtype=np.int64)
     if zs.shape[0] == 0 or zs[0] != 0 or int(zs[-1] + zl[-1]) != num_rows or np.any(zs[1:] != zs[:-1] + zl[:-1]):
         raise CorruptionError("index zones do not cover the part's rows")
-    starts = np.asarray(marks[:-1], dtype=np.int64)
-    idx = np.searchsorted(zs, starts, side="right") - 1
+    marks = np.asarray(marks, dtype=np.int64)
     # every zone must begin on a granule boundary, or a zone would split a granule
-    if np.any(np.isin(zs, np.asarray(marks, dtype=np.int64), invert=True)):
+    pos = np.searchsorted(marks, zs)
+    if np.any(pos >= marks.shape[0]) or np.any(marks[np.minimum(pos, marks.shape[0] - 1)] != zs):
         raise CorruptionError("index zones do not start on granule boundaries")
-    return idx
+    return np.searchsorted(zs, marks[:-1], side="right") - 1
 
 
-def prune_part(part: Any, rpn: RPN, uses: list[IndexUse]) -> tuple[np.ndarray, dict[str, int]]:
+def prune_part(part: Any, rpn: RPN, uses: list[IndexUse],
+               cache: IndexCache | None = None) -> tuple[np.ndarray, dict[str, int]]:
     """Kept data granules of `part` (bool array) and, per useful index, how many it alone keeps."""
     n = int(part.n_granules)
     per_index: dict[str, int] = {}
@@ -170,7 +234,7 @@ def prune_part(part: Any, rpn: RPN, uses: list[IndexUse]) -> tuple[np.ndarray, d
             if hasattr(part, "has_index") and not part.has_index(use.name):
                 _note(use, f"not materialized in part {part.name}")
                 continue
-            granules = part.load_index(use.name)
+            granules = cache.load(part, use.name) if cache is not None else part.load_index(use.name)
             idx = _data_to_index_granule(marks, granules.zone_start, granules.zone_length, int(part.num_rows))
             masks: dict[int, BoolMask] = {}
             for i, cond in use.conditions.items():
@@ -217,7 +281,8 @@ def mark_ranges(kept: np.ndarray) -> list[tuple[int, int]]:
     return list(zip(edges[0::2].tolist(), edges[1::2].tolist()))
 
 
-def prune(parts: Iterable[Any], rpn: RPN, uses: list[IndexUse], stats) -> list[PartSelection]:
+def prune(parts: Iterable[Any], rpn: RPN, uses: list[IndexUse], stats,
+          cache: IndexCache | None = None) -> list[PartSelection]:
     """Prune every part; fill the part/granule/index figures of `stats`; return the parts to scan."""
     out: list[PartSelection] = []
     for use in uses:
@@ -227,7 +292,7 @@ def prune(parts: Iterable[Any], rpn: RPN, uses: list[IndexUse], stats) -> list[P
         stats.parts_total += 1
         stats.granules_total += n
         stats.rows_total += int(part.num_rows)
-        kept, per_index = prune_part(part, rpn, uses)
+        kept, per_index = prune_part(part, rpn, uses, cache)
         k = int(np.count_nonzero(kept))
         for use in uses:
             s = use.stats

@@ -10,7 +10,7 @@ import pyarrow as pa
 from skipidx.execution.scan import scan, zero_column_table
 from skipidx.execution.select import run_select
 from skipidx.planner.bound import BoundSelect, columns_of
-from skipidx.planner.prune import IndexUse, PartSelection, plan_indexes, prune
+from skipidx.planner.prune import IndexCache, IndexUse, PartSelection, plan_indexes, prune
 from skipidx.planner.rpn import RPN, build_rpn
 from skipidx.result import QueryStats
 
@@ -25,21 +25,22 @@ class QueryPlan:
     rpn: RPN
     uses: list[IndexUse]
     columns: list[str]             # columns the scan reads, in table order
+    cache: IndexCache | None = None
 
 
-def plan_query(snapshot: Any, bs: BoundSelect) -> QueryPlan:
+def plan_query(snapshot: Any, bs: BoundSelect, cache: IndexCache | None = None) -> QueryPlan:
     """The RPN of the WHERE clause, the indexes that can answer it, the columns to read."""
     meta = snapshot.meta
     rpn = build_rpn(bs.where)
-    uses = plan_indexes(rpn, meta)
+    uses = plan_indexes(rpn, meta, cache)
     need = columns_of(bs.where) | bs.output_columns()
     columns = [c for c in meta.column_names if c in need]
-    return QueryPlan(snapshot, bs, rpn, uses, columns)
+    return QueryPlan(snapshot, bs, rpn, uses, columns, cache)
 
 
 def prune_plan(plan: QueryPlan, stats: QueryStats) -> list[PartSelection]:
     t0 = time.perf_counter()
-    sel = prune(plan.snapshot.parts, plan.rpn, plan.uses, stats)
+    sel = prune(plan.snapshot.parts, plan.rpn, plan.uses, stats, plan.cache)
     stats.prune_ms = (time.perf_counter() - t0) * 1000
     return sel
 
