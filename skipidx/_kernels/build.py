@@ -10,10 +10,11 @@ along the zone ends -- no per-token search, no per-token zone array.
 * :func:`insert_by_row` -- fixed-size filters (tokenbf_v1 / ngrambf_v1):
   every token straight into its zone's filter.
 * :func:`dedup_by_zone` -- adaptive sizing (bloom_filter, sbbf): the distinct
-  hashes of every zone, from one open-addressing hash set reused across zones
-  (a slot belongs to the current zone iff its stamp says so, so the table is
-  never cleared; it doubles while a zone fills it past half). The distinct
-  counts size the filters; only the distinct hashes are inserted after.
+  hashes of every zone, from one open-addressing hash set reused across zones.
+  The distinct counts size the filters; only the distinct hashes are
+  inserted after.
+* ``token_fixed`` / ``ngram_fixed`` / ``token_distinct`` / ``ngram_distinct``
+  -- the fused versions for the built-in tokenizers (below).
 * :func:`bank_insert_grouped` -- hashes[offsets[f]:offsets[f+1]] into filter f.
 * :func:`bank_stats` -- per filter: fill ratio and the exact false-positive
   probability of a random lookup (mean over blocks of the product of the 8
@@ -68,62 +69,40 @@ def insert_by_row(words, block_offset, num_blocks, zone_end, rows, hashes, salt)
         insert_one(words, block_offset[z], num_blocks[z], hashes[j], salt)
 
 
-@njit(cache=True)
-def _probe_insert(keys, stamps, mask, h, stamp):
-    """Insert h into the hash set; True if it was new. Linear probing on the low bits.
-
-    xxh64 output is already uniform; the low bits are independent of the
-    high 32 bits the SBBF uses to pick a block.
-    """
-    i = np.int64(h & np.uint64(mask))
-    while True:
-        if stamps[i] != stamp:
-            stamps[i] = stamp
-            keys[i] = h
-            return True
-        if keys[i] == h:
-            return False
-        i = (i + 1) & mask
-
-
 @njit(cache=True, nogil=True)
 def dedup_by_zone(zone_end, rows, hashes):
-    """Distinct hashes of every zone, zone-contiguous.
+    """Distinct hashes of every zone, zone-contiguous, from (row, hash) pairs (rows non-decreasing).
 
     Returns (uniq uint64[u], offsets int64[nz+1]): zone z's distinct hashes
     are ``uniq[offsets[z]:offsets[z+1]]`` (in first-seen order).
     """
     nz = zone_end.shape[0]
     n = hashes.shape[0]
-    uniq = np.empty(n, dtype=np.uint64)
-    offsets = np.zeros(nz + 1, dtype=np.int64)
-    cap = 4096
-    keys = np.empty(cap, dtype=np.uint64)
-    stamps = np.zeros(cap, dtype=np.int32)
-    mask = cap - 1
+    offs_out = np.zeros(nz + 1, dtype=np.int64)
+    uniq = np.empty(4096, dtype=np.uint64)
+    table = np.zeros(4096, dtype=np.uint64)
+    mask = table.shape[0] - 1
     u = 0
     j = 0
     for z in range(nz):
-        stamp = np.int32(z + 1)
-        zone_first = u
+        first = u
+        zero_seen = False
         end = zone_end[z]
         while j < n and rows[j] < end:
-            h = hashes[j]
-            j += 1
-            if _probe_insert(keys, stamps, mask, h, stamp):
-                uniq[u] = h
+            new = _set_add(table, mask, hashes[j]) if hashes[j] != 0 else not zero_seen
+            if new:
+                zero_seen = zero_seen or hashes[j] == 0
+                if u == uniq.shape[0]:
+                    uniq = _grow_u64(uniq)
+                uniq[u] = hashes[j]
                 u += 1
-                if 2 * (u - zone_first) > cap:
-                    # grow and re-insert this zone's distinct hashes (older
-                    # zones' slots are dead anyway: their stamps differ)
-                    cap *= 2
-                    mask = cap - 1
-                    keys = np.empty(cap, dtype=np.uint64)
-                    stamps = np.zeros(cap, dtype=np.int32)
-                    for k in range(zone_first, u):
-                        _probe_insert(keys, stamps, mask, uniq[k], stamp)
-        offsets[z + 1] = u
-    return uniq[:u].copy(), offsets
+                if 2 * (u - first) > table.shape[0]:
+                    table = _rehash(table, uniq, first, u)
+                    mask = table.shape[0] - 1
+            j += 1
+        _distinct_close_zone(table, mask, uniq, first, u)
+        offs_out[z + 1] = u
+    return uniq[:u].copy(), offs_out
 
 
 @njit(cache=True, nogil=True)
@@ -213,13 +192,62 @@ def _xxh64_token(buf, start, length, seed):
         p += 1
     return _avalanche(h)
 
-_MODE_FIXED = 0
-_MODE_DISTINCT = 1
+@njit(inline="always", cache=True)
+def _ngram_end(data, p, e, n, sl):
+    """End of the n-gram starting at p: n ASCII bytes ahead are n one-byte code points
+    (what _gram_end finds, without its table walk); otherwise the tokenizer's own walk."""
+    end = p + n
+    if end > e:
+        return _gram_end(data, p, e, n, sl)
+    for k in range(p, end):
+        if data[k] >= 0x80:
+            return _gram_end(data, p, e, n, sl)
+    return end
+
+
+# The per-zone distinct set of the *_distinct kernels and dedup_by_zone: open
+# addressing over uint64 keys with 0 as the empty marker (a real hash 0 is
+# remembered in a flag); after each zone only the slots it used are cleared
+# (walking its distinct list), so the table costs O(distinct) per zone, and it
+# doubles while a zone fills it past half. One array: one cache line per probe.
+
+
+@njit(inline="always", cache=True)
+def _set_add(table, mask, h):
+    """Insert h (!= 0); True if new."""
+    i = np.int64((h ^ (h >> np.uint64(29))) & np.uint64(mask))
+    while True:
+        k = table[i]
+        if k == 0:
+            table[i] = h
+            return True
+        if k == h:
+            return False
+        i = (i + 1) & mask
 
 
 @njit(cache=True)
-def _new_set(cap):
-    return np.empty(cap, dtype=np.uint64), np.zeros(cap, dtype=np.int32)
+def _rehash(table, uniq, first, u):
+    """A table twice as large holding the zone's distinct hashes uniq[first:u] (rare: growth)."""
+    t = np.zeros(2 * table.shape[0], dtype=np.uint64)
+    mask = t.shape[0] - 1
+    for k in range(first, u):
+        if uniq[k] != 0:
+            _set_add(t, mask, uniq[k])
+    return t
+
+
+@njit(cache=True)
+def _distinct_close_zone(table, mask, uniq, first, u):
+    """Clear the slots the zone used (the table is reused by the next zone)."""
+    for k in range(first, u):
+        h = uniq[k]
+        if h == 0:
+            continue
+        i = np.int64((h ^ (h >> np.uint64(29))) & np.uint64(mask))
+        while table[i] != 0:
+            table[i] = 0
+            i = (i + 1) & mask
 
 
 @njit(cache=True)
@@ -229,26 +257,51 @@ def _grow_u64(a):
     return b
 
 
-@njit(cache=True, nogil=True)
-def token_zones(data, offsets, validity, voff, zone_end, mode, words, block_offset, num_blocks, seed, salt):
-    """splitByNonAlpha tokens of every valid row, zone by zone.
+# The fixed and distinct variants repeat the tokenizing loop on purpose: with
+# both sinks behind a runtime switch in one loop, the fixed path measured 1.8x
+# slower (the distinct bookkeeping kept the insert from being optimized).
 
-    mode 0 (fixed): insert every token hash into words (the zone's filter);
-    mode 1 (distinct): return the distinct hashes per zone (uniq, offsets).
-    """
+@njit(cache=True, nogil=True)
+def token_fixed(data, offsets, validity, voff, zone_end, words, block_offset, num_blocks, seed, salt):
+    """splitByNonAlpha tokens of every valid row, each hash inserted into its zone's filter."""
+    seed = np.uint64(seed)
+    tb = TOKEN_BYTE
+    i = 0
+    for z in range(zone_end.shape[0]):
+        bo = block_offset[z]
+        nb = num_blocks[z]
+        while i < zone_end[z]:
+            if _valid(validity, voff, i):
+                p = np.int64(offsets[i])
+                e = np.int64(offsets[i + 1])
+                while p < e:
+                    while p < e and not tb[data[p]]:
+                        p += 1
+                    if p >= e:
+                        break
+                    q = p + 1
+                    while q < e and tb[data[q]]:
+                        q += 1
+                    insert_one(words, bo, nb, _xxh64_token(data, p, q - p, seed), salt)
+                    p = q
+            i += 1
+
+
+@njit(cache=True, nogil=True)
+def token_distinct(data, offsets, validity, voff, zone_end, seed):
+    """splitByNonAlpha tokens of every valid row: the distinct hashes of every zone (uniq, offsets)."""
     seed = np.uint64(seed)
     tb = TOKEN_BYTE
     nz = zone_end.shape[0]
     offs_out = np.zeros(nz + 1, dtype=np.int64)
-    uniq = np.empty(1024 if mode == 1 else 1, dtype=np.uint64)
-    cap = 4096
-    keys, stamps = _new_set(cap if mode == 1 else 1)
-    mask = cap - 1
+    uniq = np.empty(4096, dtype=np.uint64)
+    table = np.zeros(4096, dtype=np.uint64)
+    mask = table.shape[0] - 1
     u = 0
     i = 0
     for z in range(nz):
-        stamp = np.int32(z + 1)
         first = u
+        zero_seen = False
         while i < zone_end[z]:
             if _valid(validity, voff, i):
                 p = np.int64(offsets[i])
@@ -262,41 +315,32 @@ def token_zones(data, offsets, validity, voff, zone_end, mode, words, block_offs
                     while q < e and tb[data[q]]:
                         q += 1
                     h = _xxh64_token(data, p, q - p, seed)
-                    if mode == 0:
-                        insert_one(words, block_offset[z], num_blocks[z], h, salt)
-                    elif _probe_insert(keys, stamps, mask, h, stamp):
+                    new = _set_add(table, mask, h) if h != 0 else not zero_seen
+                    if new:
+                        zero_seen = zero_seen or h == 0
                         if u == uniq.shape[0]:
                             uniq = _grow_u64(uniq)
                         uniq[u] = h
                         u += 1
-                        if 2 * (u - first) > cap:
-                            cap *= 2
-                            mask = cap - 1
-                            keys, stamps = _new_set(cap)
-                            for k in range(first, u):
-                                _probe_insert(keys, stamps, mask, uniq[k], stamp)
+                        if 2 * (u - first) > table.shape[0]:
+                            table = _rehash(table, uniq, first, u)
+                            mask = table.shape[0] - 1
                     p = q
             i += 1
+        _distinct_close_zone(table, mask, uniq, first, u)
         offs_out[z + 1] = u
     return uniq[:u].copy(), offs_out
 
 
 @njit(cache=True, nogil=True)
-def ngram_zones(data, offsets, validity, voff, n, zone_end, mode, words, block_offset, num_blocks, seed, salt):
-    """ngram(n) of every valid row (the ngram tokenizer's code-point walk), zone by zone; modes as token_zones."""
+def ngram_fixed(data, offsets, validity, voff, n, zone_end, words, block_offset, num_blocks, seed, salt):
+    """ngram(n) of every valid row (the ngram tokenizer's code-point walk) into each zone's filter."""
     seed = np.uint64(seed)
     sl = SEQ_LEN
-    nz = zone_end.shape[0]
-    offs_out = np.zeros(nz + 1, dtype=np.int64)
-    uniq = np.empty(1024 if mode == 1 else 1, dtype=np.uint64)
-    cap = 4096
-    keys, stamps = _new_set(cap if mode == 1 else 1)
-    mask = cap - 1
-    u = 0
     i = 0
-    for z in range(nz):
-        stamp = np.int32(z + 1)
-        first = u
+    for z in range(zone_end.shape[0]):
+        bo = block_offset[z]
+        nb = num_blocks[z]
         while i < zone_end[z]:
             if _valid(validity, voff, i):
                 s = np.int64(offsets[i])
@@ -306,25 +350,52 @@ def ngram_zones(data, offsets, validity, voff, n, zone_end, mode, words, block_o
                     c = data[p]
                     if (pend & np.uint32(1)) or c < 0x80 or c >= 0xC0:
                         pend |= np.uint32(1) << np.uint32(sl[c])
-                        end = _gram_end(data, p, e, n, sl)
-                        if end < 0:
-                            pend >>= np.uint32(1)
-                            continue
-                        h = _xxh64_token(data, p, end - p, seed)
-                        if mode == 0:
-                            insert_one(words, block_offset[z], num_blocks[z], h, salt)
-                        elif _probe_insert(keys, stamps, mask, h, stamp):
-                            if u == uniq.shape[0]:
-                                uniq = _grow_u64(uniq)
-                            uniq[u] = h
-                            u += 1
-                            if 2 * (u - first) > cap:
-                                cap *= 2
-                                mask = cap - 1
-                                keys, stamps = _new_set(cap)
-                                for k in range(first, u):
-                                    _probe_insert(keys, stamps, mask, uniq[k], stamp)
+                        end = _ngram_end(data, p, e, n, sl)
+                        if end >= 0:
+                            insert_one(words, bo, nb, _xxh64_token(data, p, end - p, seed), salt)
                     pend >>= np.uint32(1)
             i += 1
+
+
+@njit(cache=True, nogil=True)
+def ngram_distinct(data, offsets, validity, voff, n, zone_end, seed):
+    """ngram(n) of every valid row: the distinct hashes of every zone (uniq, offsets)."""
+    seed = np.uint64(seed)
+    sl = SEQ_LEN
+    nz = zone_end.shape[0]
+    offs_out = np.zeros(nz + 1, dtype=np.int64)
+    uniq = np.empty(4096, dtype=np.uint64)
+    table = np.zeros(4096, dtype=np.uint64)
+    mask = table.shape[0] - 1
+    u = 0
+    i = 0
+    for z in range(nz):
+        first = u
+        zero_seen = False
+        while i < zone_end[z]:
+            if _valid(validity, voff, i):
+                s = np.int64(offsets[i])
+                e = np.int64(offsets[i + 1])
+                pend = np.uint32(1)
+                for p in range(s, e):
+                    c = data[p]
+                    if (pend & np.uint32(1)) or c < 0x80 or c >= 0xC0:
+                        pend |= np.uint32(1) << np.uint32(sl[c])
+                        end = _ngram_end(data, p, e, n, sl)
+                        if end >= 0:
+                            h = _xxh64_token(data, p, end - p, seed)
+                            new = _set_add(table, mask, h) if h != 0 else not zero_seen
+                            if new:
+                                zero_seen = zero_seen or h == 0
+                                if u == uniq.shape[0]:
+                                    uniq = _grow_u64(uniq)
+                                uniq[u] = h
+                                u += 1
+                                if 2 * (u - first) > table.shape[0]:
+                                    table = _rehash(table, uniq, first, u)
+                                    mask = table.shape[0] - 1
+                    pend >>= np.uint32(1)
+            i += 1
+        _distinct_close_zone(table, mask, uniq, first, u)
         offs_out[z + 1] = u
     return uniq[:u].copy(), offs_out

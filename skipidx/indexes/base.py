@@ -119,6 +119,12 @@ class IndexCondition(abc.ABC):
     #: condition answers maybe everywhere (with can_prune False).
     reason: str | None = None
 
+    #: True when the condition can clear can_be_false (prove the atom true for
+    #: every row of a granule, or -- for a negated atom -- refute its positive):
+    #: then it prunes under an outer NOT. minmax/set conditions, IS [NOT] NULL,
+    #: and negated token atoms (``x != v`` where no row can equal v) can.
+    can_prove_true: bool = False
+
     @abc.abstractmethod
     def mask(self, granules: IndexGranules) -> BoolMask:
         """(can_be_true, can_be_false) per index granule."""

@@ -306,30 +306,33 @@ class SBBFAggregator(IndexAggregator):
             weight, limit = zl, CHUNK_ROWS
         slices = self._slices(weight, limit) if n else []
         bank = SBBFBank.fixed(n, self.params["bytes"]) if fixed else None
-        mode = 0 if fixed else 1
-        dummy = (np.zeros(8, np.uint32), np.zeros(max(n, 1), np.int64), np.ones(max(n, 1), np.int64))
 
-        def run(z0: int, z1: int) -> tuple[np.ndarray, np.ndarray]:
+        def run(z0: int, z1: int) -> tuple[np.ndarray, np.ndarray] | None:
             r0, r1 = int(zs[z0]), int(ends[z1 - 1])
-            words, boff, nblk = (bank.words, bank.block_offset[z0:z1], bank.num_blocks[z0:z1]) if fixed \
-                else (dummy[0], dummy[1][z0:z1], dummy[2][z0:z1])
+            if fixed:
+                words, boff, nblk = bank.words, bank.block_offset[z0:z1], bank.num_blocks[z0:z1]
             if fused:
                 kind, ng = self.fused
-                # row bounds are absolute rows of `vals`: pass the whole offsets
-                # array and the zone ends of this slice, starting the walk at r0
+                # the kernels count rows from 0 at r0: offsets and the validity
+                # bit offset are shifted, zone ends made relative
                 offs = offsets[r0:r1 + 1]
                 vo = voff + r0
+                zend = ends[z0:z1] - r0
                 if kind == "token":
-                    return kb.token_zones(data, offs, validity, vo, ends[z0:z1] - r0, mode, words, boff, nblk,
-                                          self.seed, SALT)
-                return kb.ngram_zones(data, offs, validity, vo, ng, ends[z0:z1] - r0, mode, words, boff, nblk,
-                                      self.seed, SALT)
+                    if fixed:
+                        kb.token_fixed(data, offs, validity, vo, zend, words, boff, nblk, self.seed, SALT)
+                        return None
+                    return kb.token_distinct(data, offs, validity, vo, zend, self.seed)
+                if fixed:
+                    kb.ngram_fixed(data, offs, validity, vo, ng, zend, words, boff, nblk, self.seed, SALT)
+                    return None
+                return kb.ngram_distinct(data, offs, validity, vo, ng, zend, self.seed)
             rows, hashes = self.tokenizer.hash_column(raw.slice(r0, r1 - r0), int(self.seed))
             rows = np.ascontiguousarray(rows, dtype=np.int64)
             hashes = np.ascontiguousarray(hashes, dtype=np.uint64)
             if fixed:
                 kb.insert_by_row(words, boff, nblk, ends[z0:z1] - r0, rows, hashes, SALT)
-                return np.zeros(0, np.uint64), np.zeros(z1 - z0 + 1, np.int64)
+                return None
             return kb.dedup_by_zone(ends[z0:z1] - r0, rows, hashes)
 
         results = _run_slices(run, slices)
@@ -407,6 +410,8 @@ class SBBFCondition(IndexCondition):
         self.seed = np.uint64(seed)
         self.reason = reason
         self.can_prune = requirement is not None and not requirement.negated
+        # NOT (x != v) prunes where no row can equal v
+        self.can_prove_true = requirement is not None and requirement.negated
         self._hashes: tuple[np.ndarray, np.ndarray] | None = None
         if requirement is not None:
             tokens = [t for group in requirement.any_of for t in group]
@@ -526,6 +531,8 @@ class _NullnessCondition(IndexCondition):
         self.atom = atom
         self.reason = None
 
+    can_prove_true = True
+
     def describe(self) -> str:
         return f"{atom_text(self.atom)}: has_null"
 
@@ -539,6 +546,8 @@ class _NullCondition(IndexCondition):
     def __init__(self, atom: Atom) -> None:
         self.atom = atom
         self.reason = None
+
+    can_prove_true = True
 
     def describe(self) -> str:
         return f"{atom_text(self.atom)}: comparison with NULL is never true"

@@ -115,6 +115,7 @@ class MinMaxCondition(IndexCondition):
         self.atom = atom
         self.column_type = column_type
         self.reason: str | None = None
+        self.can_prove_true = True
 
     def describe(self) -> str:
         return f"{atom_text(self.atom)}: min/max ranges"

@@ -118,6 +118,7 @@ class SetCondition(IndexCondition):
         self.atom = atom
         self.column_type = column_type
         self.reason: str | None = None
+        self.can_prove_true = True
 
     def describe(self) -> str:
         return f"{atom_text(self.atom)}: exact value sets"

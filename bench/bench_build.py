@@ -1,0 +1,214 @@
+"""Index build benchmark: skipidx's index types vs the same DDL in chDB, in one run.
+
+Data: the seeded synthetic log table of ``skipidx.datagen`` (id, ts, level,
+service, trace_id, user_id, http_status, msg of 60-200 bytes), written once
+to a Parquet file that both sides read.
+
+skipidx side: every index is built the way the store builds it -- parts of at
+most ``--part-rows`` rows (default 1M), index granules of 8192 rows -- in a
+fresh worker process per index (so its peak memory is its own: ru_maxrss of
+the worker minus its RSS after loading the column). Timed: the aggregator's
+``build`` over all parts (tokenize, hash, size, insert, fill statistics) and,
+separately, ``to_arrow`` (the Lance zone table the store writes).
+
+chDB side: MergeTree ``INSERT INTO t SELECT * FROM file(...)`` with exactly one
+index, minus the same INSERT without indexes (best of ``--repeat``), so the
+difference is what ClickHouse spends on that index. The adaptive ``sbbf``
+forms have no ClickHouse counterpart and are compared with tokenbf_v1 /
+ngrambf_v1 (the fixed-size indexes they replace).
+
+Usage::
+
+    python bench/bench_build.py            # 10M rows
+    python bench/bench_build.py --quick    # 1M rows
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+GRANULE = 8192
+
+#: (label, column, skipidx type, args, kwargs, chDB TYPE clause or None, chDB label compared against)
+SPECS = [
+    ("tokenbf_v1(32768,3,0) msg", "msg", "tokenbf_v1", (32768, 3, 0), (), "tokenbf_v1(32768, 3, 0)", None),
+    ("ngrambf_v1(3,65536,2,0) msg", "msg", "ngrambf_v1", (3, 65536, 2, 0), (), "ngrambf_v1(3, 65536, 2, 0)", None),
+    ("bloom_filter trace_id", "trace_id", "bloom_filter", (), (), "bloom_filter", None),
+    ("bloom_filter user_id", "user_id", "bloom_filter", (), (), "bloom_filter", None),
+    ("minmax ts", "ts", "minmax", (), (), "minmax", None),
+    ("sbbf('token') msg", "msg", "sbbf", ("token",), (), None, "tokenbf_v1(32768,3,0) msg"),
+    ("sbbf('ngram', n=3) msg", "msg", "sbbf", ("ngram",), (("n", 3),), None, "ngrambf_v1(3,65536,2,0) msg"),
+]
+
+
+def _rss_kib() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * (os.sysconf("SC_PAGE_SIZE") // 1024)
+
+
+def worker(path: str, spec_no: int, part_rows: int) -> dict:
+    """Build one index over the whole file in parts; runs in its own process."""
+    from skipidx.indexes.base import IndexDef, get_index_type
+
+    label, col, type_name, args, kwargs, _, _ = SPECS[spec_no]
+    values = pq.read_table(path, columns=[col]).column(col).combine_chunks()
+    n = len(values)
+    idx = get_index_type(type_name)(IndexDef("i", col, None, type_name, args, kwargs), values.type)
+    agg = idx.aggregator()
+    # warm-up: load the numba kernels from the on-disk cache (or compile them once)
+    w = min(n, 3 * GRANULE)
+    wzs = np.arange(0, w, GRANULE, dtype=np.int64)
+    agg.build(values.slice(0, w), wzs, np.minimum(GRANULE, w - wzs))
+    rss0 = _rss_kib()
+    build_s = arrow_s = 0.0
+    filter_bytes = table_bytes = zones = 0
+    fpp_max = 0.0
+    saturated = 0
+    for r0 in range(0, n, part_rows):
+        part = values.slice(r0, min(part_rows, n - r0))
+        m = len(part)
+        zs = np.arange(0, m, GRANULE, dtype=np.int64)
+        zl = np.minimum(GRANULE, m - zs)
+        t0 = time.perf_counter()
+        g = agg.build(part, zs, zl)
+        t1 = time.perf_counter()
+        t = g.to_arrow(f"part_{r0}")
+        t2 = time.perf_counter()
+        build_s += t1 - t0
+        arrow_s += t2 - t1
+        table_bytes += t.nbytes
+        zones += len(g)
+        if hasattr(g, "bank"):
+            filter_bytes += g.nbytes
+            fpp_max = max(fpp_max, float(g.fpp_estimate.max()) if len(g) else 0.0)
+            saturated += int(g.saturated.sum())
+    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {"label": label, "rows": n, "build_s": build_s, "to_arrow_s": arrow_s, "zones": zones,
+            "filter_bytes": filter_bytes, "table_bytes": table_bytes, "fpp_max": fpp_max, "saturated": saturated,
+            "peak_delta_mib": max(0, peak_kib - rss0) / 1024, "peak_mib": peak_kib / 1024,
+            "threads": __import__("skipidx.indexes.bloom", fromlist=["BUILD_THREADS"]).BUILD_THREADS}
+
+
+def run_worker(path: str, spec_no: int, part_rows: int) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--worker", str(spec_no), "--file", path,
+                          "--part-rows", str(part_rows)], capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise RuntimeError(f"worker {SPECS[spec_no][0]} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def chdb_insert_times(path: str, repeat: int) -> tuple[dict, dict]:
+    """Seconds of INSERT ... SELECT FROM file() per chDB index (best of `repeat`), minus no-index INSERT."""
+    from chdb import session
+
+    from skipidx.datagen import SCHEMA_SQL
+
+    d = tempfile.mkdtemp(prefix="bench_build_chdb_")
+    s = session.Session(d)
+    s.query("CREATE DATABASE IF NOT EXISTS b")
+
+    def insert(index_sql: str) -> tuple[float, int]:
+        best, size = float("inf"), 0
+        for _ in range(repeat):
+            s.query("DROP TABLE IF EXISTS b.t SYNC")
+            s.query(SCHEMA_SQL.format(table="b.t", indexes=index_sql))
+            t0 = time.perf_counter()
+            s.query(f"INSERT INTO b.t SELECT * FROM file('{path}', Parquet)")
+            best = min(best, time.perf_counter() - t0)
+            r = s.query("SELECT sum(data_uncompressed_bytes) FROM system.data_skipping_indices "
+                        "WHERE database = 'b' AND table = 't'", "CSV")
+            size = int(float(str(r).strip() or 0))
+        return best, size
+
+    base, _ = insert("")
+    times, sizes = {"(no index)": base}, {}
+    for label, col, _, _, _, ch_type, _ in SPECS:
+        if ch_type is None:
+            continue
+        t, b = insert(f",\n    INDEX i {col} TYPE {ch_type} GRANULARITY 1")
+        times[label], sizes[label] = t, b
+    all_idx = "".join(f",\n    INDEX i{k} {c} TYPE {t} GRANULARITY 1"
+                      for k, (_, c, _, _, _, t, _) in enumerate(SPECS) if t is not None)
+    times["(all five)"], sizes["(all five)"] = insert(all_idx)
+    s.close()
+    return times, sizes
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=10_000_000)
+    ap.add_argument("--quick", action="store_true", help="1M rows")
+    ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--part-rows", type=int, default=1_000_000)
+    ap.add_argument("--repeat", type=int, default=1, help="chDB INSERTs per configuration (best is kept)")
+    ap.add_argument("--no-chdb", action="store_true")
+    ap.add_argument("--only", default="", help="comma-separated substrings of index labels to run")
+    ap.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--file", default=None, help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.worker is not None:
+        print(json.dumps(worker(a.file, a.worker, a.part_rows)))
+        return
+    rows = 1_000_000 if a.quick else a.rows
+
+    from skipidx.datagen import generate
+
+    tmp = tempfile.mkdtemp(prefix="bench_build_")
+    path = os.path.join(tmp, "logs.parquet")
+    t0 = time.perf_counter()
+    writer = None
+    for batch in generate(rows, a.seed):
+        if writer is None:
+            writer = pq.ParquetWriter(path, batch.schema)
+        writer.write_batch(batch)
+    writer.close()
+    print(f"data: {rows:,} rows (seed {a.seed}) -> {path} ({os.path.getsize(path) / 2**20:.0f} MiB) "
+          f"in {time.perf_counter() - t0:.1f} s; granule {GRANULE} rows, parts of {a.part_rows:,} rows")
+    print(f"machine: {os.cpu_count()} cores; load average before: {os.getloadavg()[0]:.2f}")
+
+    chosen = [i for i, s in enumerate(SPECS) if not a.only or any(o in s[0] for o in a.only.split(","))]
+    ours = {}
+    for i in chosen:
+        r = run_worker(path, i, a.part_rows)
+        ours[r["label"]] = r
+        print(f"  skipidx {r['label']:<30} {r['build_s']:7.2f} s build  (+{r['to_arrow_s']:.2f} s to_arrow)  "
+              f"{r['rows'] / r['build_s'] / 1e6:6.2f} M rows/s  index {r['table_bytes'] / 2**20:7.1f} MiB  "
+              f"peak +{r['peak_delta_mib']:.0f} MiB  max fpp {r['fpp_max']:.2g}  saturated {r['saturated']}",
+              flush=True)
+
+    ch_times, ch_sizes = ({}, {}) if a.no_chdb else chdb_insert_times(path, a.repeat)
+    if ch_times:
+        base = ch_times["(no index)"]
+        print(f"  chDB INSERT without indexes {base:.2f} s; with all five {ch_times['(all five)']:.2f} s "
+              f"(+{ch_times['(all five)'] - base:.2f} s)")
+
+    print()
+    print(f"{'index':<30} {'skipidx s':>10} {'chDB s':>8} {'ratio':>7} {'skipidx MiB':>12} {'chDB MiB':>9} "
+          f"{'M rows/s':>9} {'peak MiB':>9}")
+    for label, r in ours.items():
+        spec = next(s for s in SPECS if s[0] == label)
+        ref = spec[6] or label
+        ch = ch_times.get(ref)
+        ch_cost = None if ch is None else max(ch - ch_times["(no index)"], 1e-3)
+        ratio = "" if ch_cost is None else f"{r['build_s'] / ch_cost:6.2f}x"
+        ch_s = "" if ch_cost is None else f"{ch_cost:8.2f}"
+        ch_mib = "" if ref not in ch_sizes else f"{ch_sizes[ref] / 2**20:9.1f}"
+        name = label + ("" if spec[6] is None else f" (vs {spec[6].split(' ')[0]})")
+        print(f"{name:<30} {r['build_s']:10.2f} {ch_s:>8} {ratio:>7} {r['table_bytes'] / 2**20:12.1f} {ch_mib:>9} "
+              f"{r['rows'] / r['build_s'] / 1e6:9.2f} {r['peak_delta_mib']:9.0f}")
+    print("\nratio = skipidx build time / chDB's INSERT-time cost of the same index (target <= 2x); "
+          f"skipidx builds with {next(iter(ours.values()))['threads'] if ours else '?'} threads.")
+
+
+if __name__ == "__main__":
+    main()
