@@ -43,7 +43,7 @@ import pyarrow.compute as pc
 
 from skipidx.errors import SkipidxError
 
-__all__ = ["AGGREGATE_FUNCTIONS", "AggSpec", "aggregate", "result_type"]
+__all__ = ["AGGREGATE_FUNCTIONS", "AggSpec", "Aggregator", "aggregate", "result_type"]
 
 #: (function, column or None for count(), output column name)
 AggSpec = tuple[str, "str | None", str]
@@ -288,3 +288,126 @@ def aggregate(table: pa.Table, group_keys: Sequence[str], aggs: Sequence[AggSpec
             arrays.append(res.column(src).cast(rt))
         out_names.append(out)
     return pa.Table.from_arrays(arrays, names=out_names)
+
+
+class Aggregator:
+    """Combinable aggregation: feed batches with `update`, merge with `merge`, finish with `result`.
+
+    Each `update` reduces its batch to one partial-state row per group at once
+    (count, sum, min, max, first, and for avg a sum and a count), so memory
+    holds states, not rows; ``uniqExact`` keeps its distinct (keys, value)
+    pairs, which is what an exact distinct count needs. `result` gives the same
+    table as `aggregate` over all rows fed (and, for ``any``, the first value in
+    feeding order). Aggregators built with the same arguments on different
+    parts merge with `merge`.
+    """
+
+    _CONST_KEY = "__skipidx_all"
+
+    def __init__(self, schema: pa.Schema, group_keys: Sequence[str], aggs: Sequence[AggSpec], *,
+                 nullable: Collection[str] | None = None) -> None:
+        self.schema = schema
+        self.group_keys = list(group_keys)
+        self.aggs = list(aggs)
+        self.nullable = ({f.name for f in schema if f.nullable} if nullable is None else set(nullable))
+        # Validate now (names, functions, types) with the one-shot path on an empty table.
+        aggregate(schema.empty_table(), self.group_keys, self.aggs, nullable=self.nullable)
+        self._partials: list[pa.Table] = []
+
+    def _keys(self) -> list[str]:
+        return self.group_keys or [self._CONST_KEY]
+
+    def update(self, batch: pa.Table | pa.RecordBatch) -> None:
+        """Reduce `batch` (the aggregator's schema) to partial states and keep them."""
+        table = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
+        if table.num_rows == 0:
+            return
+        if not table.schema.equals(self.schema, check_metadata=False):
+            raise SkipidxError("batch schema differs from the aggregator's schema")
+        work: dict[str, pa.ChunkedArray] = {}
+        for k in self.group_keys:
+            c = table.column(k)
+            work[k] = c.cast(c.type.value_type) if pa.types.is_dictionary(c.type) else c
+        if not self.group_keys:
+            work[self._CONST_KEY] = pa.chunked_array([pa.array([0] * table.num_rows, pa.int8())])
+        requests = []
+        uniq_tables = []
+        for i, (func, column, _) in enumerate(self.aggs):
+            f = _canonical(func)
+            tmp = f"__agg{i}"
+            if f == "count" and column is None:
+                requests.append(([], "count_all"))
+                continue
+            col = _prepare(table.column(column), f, f)
+            if f == "uniqExact":
+                pairs = {k: work[k] for k in self._keys()}
+                pairs[tmp] = col
+                uniq_tables.append(pa.table(pairs).group_by(self._keys() + [tmp], use_threads=False).aggregate([]))
+                continue
+            work[tmp] = col
+            if f == "count":
+                requests.append((tmp, "count", pc.CountOptions(mode="only_valid")))
+            elif f in ("sum", "avg"):
+                requests.append((tmp, "sum", pc.ScalarAggregateOptions(skip_nulls=True, min_count=1)))
+                requests.append((tmp, "count", pc.CountOptions(mode="only_valid")))
+            elif f in ("min", "max"):
+                requests.append((tmp, f, pc.ScalarAggregateOptions(skip_nulls=True, min_count=1)))
+            elif f == "any":
+                requests.append((tmp, "first", pc.ScalarAggregateOptions(skip_nulls=True, min_count=1)))
+        part = pa.table(work).group_by(self._keys(), use_threads=False).aggregate(requests)
+        self._partials.append(part)
+        self._partials.extend(uniq_tables)
+
+    def merge(self, other: "Aggregator") -> None:
+        """Take over the partial states of `other` (built with the same arguments), after ours."""
+        if (other.group_keys, other.aggs) != (self.group_keys, self.aggs):
+            raise SkipidxError("cannot merge aggregators of different queries")
+        self._partials.extend(other._partials)
+
+    def result(self) -> pa.Table:
+        """The final aggregate table (as `aggregate` would give over every row fed)."""
+        if not self._partials:
+            return aggregate(self.schema.empty_table(), self.group_keys, self.aggs, nullable=self.nullable)
+        states = pa.concat_tables(self._partials, promote_options="default")
+        requests = []
+        post: list[tuple[str, str, pa.DataType, str]] = []
+        for i, (func, column, out) in enumerate(self.aggs):
+            f = _canonical(func)
+            tmp = f"__agg{i}"
+            if f == "count" and column is None:
+                requests.append(("count_all", "sum"))
+                post.append((out, "count_all_sum", pa.uint64(), f))
+                continue
+            rt = result_type(f, self.schema.field(column).type)
+            if f == "uniqExact":
+                requests.append((tmp, "count_distinct", pc.CountOptions(mode="only_valid")))
+                post.append((out, f"{tmp}_count_distinct", rt, f))
+            elif f == "count":
+                requests.append((f"{tmp}_count", "sum"))
+                post.append((out, f"{tmp}_count_sum", rt, f))
+            elif f in ("sum", "avg"):
+                requests.append((f"{tmp}_sum", "sum", pc.ScalarAggregateOptions(skip_nulls=True, min_count=1)))
+                requests.append((f"{tmp}_count", "sum"))
+                post.append((out, f"{tmp}_sum_sum" if f == "sum" else f"{tmp}_sum_sum/{tmp}_count_sum", rt, f))
+            elif f in ("min", "max"):
+                requests.append((f"{tmp}_{f}", f, pc.ScalarAggregateOptions(skip_nulls=True, min_count=1)))
+                post.append((out, f"{tmp}_{f}_{f}", rt, f))
+            elif f == "any":
+                requests.append((f"{tmp}_first", "first", pc.ScalarAggregateOptions(skip_nulls=True, min_count=1)))
+                post.append((out, f"{tmp}_first_first", rt, f))
+        res = states.group_by(self._keys(), use_threads=False).aggregate(requests)
+        arrays = [res.column(k) for k in self.group_keys]
+        names = list(self.group_keys)
+        for out, src, rt, f in post:
+            if f == "avg":
+                s_name, c_name = src.split("/")
+                if _is_temporal(rt):
+                    arrays.append(_temporal_mean(res.column(s_name), res.column(c_name), rt))
+                else:
+                    arrays.append(pc.divide(res.column(s_name).cast(pa.float64(), safe=False),
+                                            res.column(c_name).cast(pa.float64())))
+            else:
+                # (Partial integer sums add in int64/uint64 with wrap-around, like one sum.)
+                arrays.append(res.column(src).cast(rt))
+            names.append(out)
+        return pa.Table.from_arrays(arrays, names=names)
