@@ -199,3 +199,33 @@ def test_index_file_of_another_index_is_refused(tmp_path):
         for name in ("a", "b"):
             with pytest.raises(CorruptionError):
                 snap.parts[0].load_index(name)
+
+
+@pytest.mark.parametrize("op", ["drop_index", "materialize"])
+def test_alter_never_launders_damage(tmp_path, op):
+    """DROP/MATERIALIZE INDEX hard-link the data file into a new part: the new
+    manifest keeps the old checksums, so damage stays detectable."""
+    _, table = log_table(str(tmp_path), granularity=50, indexes=[zdef("z", "msg", 2)])
+    table.insert(log_rows(0, 1000))
+    if op == "materialize":
+        table.add_index(zdef("z2", "id", 1))
+    with table.snapshot() as snap:
+        part = snap.parts[0]
+        a, b = part.manifest["row_groups"][5]
+        path = os.path.join(part.path, "data.parquet")
+    with open(path, "r+b") as f:      # damage granule 5 of the data
+        f.seek((a + b) // 2)
+        c = f.read(1)
+        f.seek((a + b) // 2)
+        f.write(bytes([c[0] ^ 0x10]))
+    VERIFIER.forget()
+    table = Table(table.path)
+    if op == "drop_index":
+        table.drop_index("z")
+    else:
+        with pytest.raises(CorruptionError):
+            table.materialize_index("z2")   # it reads the damaged granule
+    VERIFIER.forget()
+    with table.snapshot() as snap:
+        with pytest.raises(CorruptionError, match="checksum mismatch"):
+            snap.parts[0].read(["msg"])

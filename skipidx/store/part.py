@@ -180,8 +180,12 @@ class PartWriter:
     """
 
     def __init__(self, part_dir: str, meta: TableMeta, part_name: str, *, level: int = 0,
-                 indexes: Sequence[IndexMeta] | None = None, reuse: dict[str, str] | None = None) -> None:
+                 indexes: Sequence[IndexMeta] | None = None, reuse: dict[str, str] | None = None,
+                 reuse_sums: dict[str, dict] | None = None,
+                 reuse_layout: tuple[list[int], list[list[int]]] | None = None) -> None:
         self.dir = part_dir
+        self._reuse_layout = reuse_layout
+        self._reuse_sums = dict(reuse_sums or {})
         self.meta = meta
         self.name = part_name
         self.level = level
@@ -259,16 +263,24 @@ class PartWriter:
         crash_point("part:data_written")
         for iw in self._iw.values():
             iw.close()
-        md = pq.read_metadata(self._data_path)
-        if md.num_rows == 0:
+        if self._pw is None and self._reuse_layout is not None:
+            # a linked data file: its layout is the source part's (never
+            # re-read from bytes that may have been damaged since)
+            marks = np.asarray(self._reuse_layout[0], dtype=np.int64)
+            spans = [list(x) for x in self._reuse_layout[1]]
+        else:
+            md = pq.read_metadata(self._data_path)
+            rg_rows = np.array([md.row_group(i).num_rows for i in range(md.num_row_groups)], dtype=np.int64)
+            marks = np.zeros(rg_rows.shape[0] + 1, dtype=np.int64)
+            np.cumsum(rg_rows, out=marks[1:])
+            if int(marks[-1]) != md.num_rows:
+                raise AssertionError("row groups do not add up to the file's rows")
+            spans = _row_group_spans(md)
+        n_rows = int(marks[-1])
+        if n_rows == 0:
             raise AssertionError("a part needs at least one row")
-        rg_rows = np.array([md.row_group(i).num_rows for i in range(md.num_row_groups)], dtype=np.int64)
-        marks = np.zeros(rg_rows.shape[0] + 1, dtype=np.int64)
-        np.cumsum(rg_rows, out=marks[1:])
-        if int(marks[-1]) != md.num_rows:
-            raise AssertionError("row groups do not add up to the file's rows")
-        if self._iw and self.rows != md.num_rows:
-            raise AssertionError(f"indexes saw {self.rows} rows, the data file has {md.num_rows}")
+        if self._iw and self.rows != n_rows:
+            raise AssertionError(f"indexes saw {self.rows} rows, the data file has {n_rows}")
         for name, iw in self._iw.items():
             zs, _ = _zones(marks, iw.im.definition.granularity)
             if iw.zones != zs.shape[0]:
@@ -282,7 +294,17 @@ class PartWriter:
                 continue
             path = os.path.join(self.dir, fname)
             fsync_file(path)
-            files[fname] = file_sum(path).to_json()
+            if fname in self._reuse_sums:
+                # a hard link of an immutable file: its recorded checksums
+                # stay the reference (never re-derived from bytes that may
+                # have rotted since)
+                prev = FileSum.from_json(self._reuse_sums[fname], path)
+                if os.path.getsize(path) != prev.size:
+                    raise CorruptionError(f"file size {os.path.getsize(path)} differs from the manifest's {prev.size}",
+                                          path=path)
+                files[fname] = prev.to_json()
+            else:
+                files[fname] = file_sum(path).to_json()
         manifest = {
             "format_version": FORMAT_VERSION,
             "part": self.name,
@@ -290,7 +312,7 @@ class PartWriter:
             "rows": int(marks[-1]),
             "index_granularity": self.G,
             "marks": marks.tolist(),
-            "row_groups": _row_group_spans(md),
+            "row_groups": spans,
             "columns": [[c.name, c.type.name] for c in self.meta.columns],
             "order_by": list(self.meta.order_by),
             "indexes": index_entries,

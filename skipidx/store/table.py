@@ -16,7 +16,7 @@ from skipidx.indexes.base import IndexDef
 from skipidx.store import commit as _commit
 from skipidx.store.commit import ConflictError, StagedPart, TableState, commit_parts, new_part_name
 from skipidx.store.metadata import TableMeta, make_index_meta
-from skipidx.store.part import (DATA_FILE, Part, build_part, conform, index_file_name, sort_rows, write_part)
+from skipidx.store.part import DATA_FILE, Part, PartWriter, build_part, conform, index_file_name, sort_rows
 
 __all__ = ["Table", "TableSnapshot", "as_batches"]
 
@@ -308,9 +308,7 @@ class Table:
                     return done
                 progress = False
                 for p in todo:
-                    cols = [im.definition.column]
-                    data = p.read(cols)
-                    staged = self._rewrite_part(p, snap.meta, add=im, data=data)
+                    staged = self._rewrite_part(p, snap.meta, add=im)
                     try:
                         commit_parts(self.path, [staged], retire=[p.name],
                                      meta_check=_index_unchanged(name, im))
@@ -327,14 +325,19 @@ class Table:
         return done
 
     def _rewrite_part(self, p: Part, meta: TableMeta, *, drop: str | None = None,
-                      add: Any = None, data: pa.Table | None = None) -> StagedPart:
-        """A new staged part sharing `p`'s files by hard links, minus index
-        file `drop`, plus index `add` built from `data`."""
+                      add: Any = None) -> StagedPart:
+        """A new staged part sharing `p`'s files by hard links (with their
+        checksums from `p`'s manifest, so damage is never laundered into a
+        fresh checksum), minus index file `drop`, plus index `add` built by
+        streaming the part's column in chunks of whole index granules."""
+        from skipidx.store import part as part_mod
+
         man = p.manifest
-        name = new_part_name(int(man.get("level", 0)))
+        level = int(man.get("level", 0))
+        name = new_part_name(level)
         staged = _commit.stage_dir(self.path, name)
+        writer = None
         try:
-            p.verify()   # never propagate damaged bytes into a new part
             reuse = {DATA_FILE: os.path.join(p.path, DATA_FILE)}
             keep = []
             for im in meta.indexes:
@@ -344,10 +347,18 @@ class Table:
                 if e is not None and e["fingerprint"] == im.fingerprint() and e["file"] != drop:
                     reuse[e["file"]] = os.path.join(p.path, e["file"])
                     keep.append(im)
-            indexes = keep + ([add] if add is not None else [])
-            write_part(staged.path, meta, data, name, level=int(man.get("level", 0)),
-                       indexes=indexes, reuse=reuse)
+            sums = {f: man["files"][f] for f in reuse}
+            writer = PartWriter(staged.path, meta, name, level=level, indexes=keep + ([add] if add else []),
+                                reuse=reuse, reuse_sums=sums, reuse_layout=(man["marks"], man["row_groups"]))
+            if add is not None:
+                G = meta.index_granularity
+                step = max(1, part_mod.INDEX_CHUNK_ROWS // writer.chunk_multiple()) * (writer.chunk_multiple() // G)
+                for a in range(0, p.n_granules, step):
+                    writer.write(p.read([add.definition.column], [(a, min(a + step, p.n_granules))]))
+            writer.finish()
         except BaseException:
+            if writer is not None:
+                writer.abort()
             staged.discard()
             raise
         staged.rows = p.num_rows
