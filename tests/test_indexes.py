@@ -380,3 +380,28 @@ def test_corrupt_minmax_and_set_tables():
     t = st_.aggregator().build(pa.array([1, 1, 3]), np.array([0, 2]), np.array([2, 1])).to_arrow("p")
     with pytest.raises(CorruptionError, match="larger than its zone allows"):
         st_.granules_from_arrow(_replace(t, "values", pa.array([[1, 2], [3]], pa.list_(pa.int64()))))
+
+
+@settings(max_examples=60, deadline=None)
+@given(values=st.lists(st.one_of(st.none(), st.integers(-2**63, 2**63 - 1)), min_size=1, max_size=40),
+       zone=st.integers(1, 7), kind=st.sampled_from(["int64", "float64", "timestamp", "date32", "uint8"]))
+def test_minmax_numpy_path_equals_hash_aggregate(values, zone, kind):
+    """minmax's reduceat path (fixed-width types) gives exactly the hash-aggregate's bounds."""
+    from skipidx.indexes.minmax import _numeric_view, _reduce_generic, _reduce_numeric
+
+    if kind == "float64":
+        arr = pa.array([None if v is None else (float("nan") if v % 5 == 0 else v / 7) for v in values])
+    elif kind == "uint8":
+        arr = pa.array([None if v is None else v % 256 for v in values], pa.uint8())
+    elif kind == "date32":
+        arr = pa.array([None if v is None else v % 100_000 for v in values], pa.int32()).cast(pa.date32())
+    else:
+        arr = pa.array(values, pa.int64())
+        if kind == "timestamp":
+            arr = arr.view(pa.timestamp("ms"))
+    zs, zl = zones_of(len(arr), zone)
+    g = make("minmax", column_type=arr.type).aggregator().build(arr, zs, zl)
+    has_vals = g.value_count > 0
+    lo, hi = _reduce_generic(arr, zs, zl, has_vals)
+    assert _numeric_view(arr) is not None
+    assert g.min.equals(lo) and g.max.equals(hi), (g.min, lo, g.max, hi)

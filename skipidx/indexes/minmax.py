@@ -94,18 +94,74 @@ class MinMaxAggregator(IndexAggregator):
             nans = cs[zs + zl] - cs[zs]
         else:
             nans = np.zeros(n, dtype=np.int64)
-        zid = zones.zone_of_rows(zs, zl)
-        # One hash-aggregate over (zone, value); min/max skip NULLs and NaNs
-        # (a zone of only NaNs gives NaN, blanked below).
-        agg = pa.table({"z": pa.array(zid, pa.int64()), "v": vals}).group_by("z", use_threads=False).aggregate(
-            [("v", "min"), ("v", "max")])
-        pos = np.full(n, -1, dtype=np.int64)
-        pos[agg.column("z").to_numpy()] = np.arange(agg.num_rows)
         has_vals = (zl - nulls - nans) > 0
-        take = pa.array(np.where(has_vals, pos, 0), pa.int64(), mask=~has_vals | (pos < 0))
-        mins = agg.column("v_min").combine_chunks().take(take) if n else pa.array([], vals.type)
-        maxs = agg.column("v_max").combine_chunks().take(take) if n else pa.array([], vals.type)
+        numeric = _numeric_view(vals)
+        if numeric is not None and n:
+            mins, maxs = _reduce_numeric(vals, numeric, zs, zl, has_vals)
+        else:
+            mins, maxs = _reduce_generic(vals, zs, zl, has_vals)
         return MinMaxGranules(zs, zl, nulls, nans, mins, maxs, self.params)
+
+
+def _numeric_view(vals: pa.Array) -> tuple[pa.DataType, np.dtype] | None:
+    """(storage type, numpy dtype) of fixed-width orderable types; None for strings."""
+    t = vals.type
+    if pa.types.is_integer(t) or pa.types.is_floating(t):
+        return t, np.dtype(t.to_pandas_dtype())
+    if pa.types.is_date32(t):
+        return pa.int32(), np.dtype(np.int32)
+    if pa.types.is_date64(t) or pa.types.is_timestamp(t):
+        return pa.int64(), np.dtype(np.int64)
+    return None
+
+
+def _reduce_numeric(vals: pa.Array, view: tuple[pa.DataType, np.dtype], zs: np.ndarray, zl: np.ndarray,
+                    has_vals: np.ndarray) -> tuple[pa.Array, pa.Array]:
+    """Per-zone min/max with numpy reduceat over the values buffer (NULLs and NaNs excluded).
+
+    NULL slots are filled with the identity of each reduction (the type's
+    max for min, min for max; NaN for floats, which fmin/fmax skip).
+    """
+    storage, dt = view
+    arr = vals if vals.type == storage else vals.view(storage)
+    if pa.types.is_floating(storage):
+        filled = arr.fill_null(float("nan")).to_numpy(zero_copy_only=False)
+        lo_src = hi_src = filled
+        lo_op, hi_op = np.fmin, np.fmax
+    else:
+        info = np.iinfo(dt)
+        lo_src = arr.fill_null(pa.scalar(int(info.max), storage)).to_numpy(zero_copy_only=False)
+        hi_src = arr.fill_null(pa.scalar(int(info.min), storage)).to_numpy(zero_copy_only=False)
+        lo_op, hi_op = np.minimum, np.maximum
+    nonempty = zl > 0
+    starts = zs[nonempty]
+    lo = np.zeros(zs.shape[0], dtype=dt)
+    hi = np.zeros(zs.shape[0], dtype=dt)
+    if starts.size:
+        # zones tile the rows, so the segment of a non-empty zone ends where the next one starts
+        lo[nonempty] = lo_op.reduceat(lo_src, starts)
+        hi[nonempty] = hi_op.reduceat(hi_src, starts)
+    mask = ~has_vals
+    mins = pa.array(lo, storage, mask=mask)
+    maxs = pa.array(hi, storage, mask=mask)
+    if vals.type != storage:
+        mins, maxs = mins.view(vals.type), maxs.view(vals.type)
+    return mins, maxs
+
+
+def _reduce_generic(vals: pa.Array, zs: np.ndarray, zl: np.ndarray,
+                    has_vals: np.ndarray) -> tuple[pa.Array, pa.Array]:
+    """Per-zone min/max of any orderable type with one hash aggregate over (zone, value)."""
+    n = zs.shape[0]
+    if n == 0:
+        return pa.array([], vals.type), pa.array([], vals.type)
+    zid = zones.zone_of_rows(zs, zl)
+    agg = pa.table({"z": pa.array(zid, pa.int64()), "v": vals}).group_by("z", use_threads=False).aggregate(
+        [("v", "min"), ("v", "max")])
+    pos = np.full(n, -1, dtype=np.int64)
+    pos[agg.column("z").to_numpy()] = np.arange(agg.num_rows)
+    take = pa.array(np.where(has_vals, pos, 0), pa.int64(), mask=~has_vals | (pos < 0))
+    return (agg.column("v_min").combine_chunks().take(take), agg.column("v_max").combine_chunks().take(take))
 
 
 class MinMaxCondition(IndexCondition):
