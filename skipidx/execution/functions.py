@@ -528,8 +528,20 @@ def like(arr: ArrayLike, pattern: bytes | str, negated: bool = False,
     Volnitsky searcher; RE2's literal mode here). Any other pattern is
     translated with `like_to_regex` and run with RE2 in UTF-8 mode with dot
     matching newline, as ClickHouse does; so ``_`` is one code point and
-    neither ``_`` nor an inner ``%`` crosses an invalid UTF-8 byte. NULL rows
-    give NULL (also for NOT LIKE).
+    neither ``_`` nor an inner ``%`` crosses an invalid UTF-8 byte. A pattern
+    that is not valid UTF-8 runs in RE2's Latin-1 mode (``_`` is one byte), as
+    in ClickHouse. NULL rows give NULL (also for NOT LIKE).
+
+    Known ILIKE differences, where ClickHouse is not a function of the row:
+    its case-insensitive UTF-8 searcher steps by the length a lead byte
+    announces, across row boundaries, so after a stray lead byte (even at
+    the end of the *previous* row) it may skip a match: ``'abc' ILIKE
+    '%abc%'`` is 0 in ClickHouse when the row before ends in ``\xc3``. Here
+    the answer is RE2's, row by row. And for the few characters whose case
+    orbit holds several code points (Kelvin sign, long s, final sigma, capital
+    sharp s) ClickHouse's substring searcher and its RE2 path disagree
+    (``'\u212a' ILIKE 'k'`` is 1 but ``'\u212a' ILIKE '%k%'`` is 0); here RE2's
+    Unicode folding answers both.
     """
     p = _as_bytes(pattern, "LIKE pattern")
     sub = _like_substring(p)
