@@ -56,11 +56,15 @@ def explain_lines(plan: QueryPlan, indexes: bool = True) -> tuple[list[str], Que
     lines.append("    Indexes:")
     if not used and any(it.op in (Op.FALSE, Op.NULL) for it in plan.rpn.items):
         lines.append("      Condition: constant (decided without reading any index)")
-    for u in used:
+    for u in sorted(used, key=lambda x: not x.is_primary_key):
         s = u.stats
-        lines.append("      Skip")
-        lines.append(f"        Name: {u.name}")
-        lines.append(f"        Description: {u.description}")
+        if u.is_primary_key:
+            lines.append("      PrimaryKey")
+            lines.append(f"        Keys: {u.itype.definition.column} (row-group min/max)")
+        else:
+            lines.append("      Skip")
+            lines.append(f"        Name: {u.name}")
+            lines.append(f"        Description: {u.description}")
         for c in s.conditions:
             lines.append(f"        Condition: {c}")
         lines.append(f"        Parts: {s.parts_after}/{s.parts_before}")

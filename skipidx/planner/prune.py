@@ -29,12 +29,6 @@ from skipidx.indexes.base import BoolMask, IndexCondition, IndexType, get_index_
 from skipidx.planner.rpn import RPN, Op, evaluate, polarity, useful_answers
 from skipidx.result import IndexStats
 
-#: Index types whose answers can also prove an atom true for a whole zone
-#: (can_be_false = False), which is what lets ``NOT atom`` prune. Bloom-filter
-#: families can only prove absence.
-_TWO_SIDED = frozenset({"minmax", "set"})
-
-
 @dataclass
 class IndexUse:
     """One index of the table, bound to this query's atoms."""
@@ -44,12 +38,20 @@ class IndexUse:
     granularity: int
     itype: IndexType | None
     conditions: dict[int, IndexCondition] = field(default_factory=dict)
+    #: how to get a part's granules (None: the part's index file of this name)
+    loader: Any = None
     useful: bool = False
     note: str | None = None
     stats: IndexStats | None = None
 
     @property
+    def is_primary_key(self) -> bool:
+        return self.loader is not None
+
+    @property
     def description(self) -> str:
+        if self.loader is not None and self.itype is not None:
+            return f"ORDER BY {self.itype.definition.column}: min/max of each granule (row-group statistics)"
         return f"{self.type_name} GRANULARITY {self.granularity}"
 
 
@@ -109,6 +111,21 @@ class IndexCache:
                 self.bytes -= sz
         return g
 
+    def load_derived(self, part: Any, name: str, loader: Any) -> Any:
+        """Granules computed from the part itself (e.g. the key's row-group statistics), cached."""
+        key = (part.path, name, "derived")
+        hit = self._granules.get(key)
+        if hit is not None:
+            self._granules.move_to_end(key)
+            self.hits += 1
+            return hit[0]
+        self.misses += 1
+        g = loader(part)
+        size = 64 * max(len(g), 1)
+        self._granules[key] = (g, size)
+        self.bytes += size
+        return g
+
     def clear(self) -> None:
         self._granules.clear()
         self._types.clear()
@@ -157,14 +174,17 @@ def plan_indexes(rpn: RPN, table_meta: Any, cache: IndexCache | None = None) -> 
                 reasons[d.name].append(f"{atom.text or atom.func}: {r}")
             use.conditions[i] = cond
             use.stats.conditions.append(cond.describe())
+    uses.extend(_primary_key_uses(rpn, table_meta, uses, cache))
     refute_any: dict[int, bool] = {}
     confirm_any: dict[int, bool] = {}
     caps: dict[str, tuple[dict[int, bool], dict[int, bool]]] = {}
     for use in uses:
-        d_two = use.type_name in _TWO_SIDED
+        # refute: the answer may say "no row can be true" (what prunes a positive atom);
+        # confirm: "every row is true" (IndexCondition.can_prove_true: minmax, set,
+        # IS NULL), which is what lets an atom under NOT prune
         refute = {i: bool(getattr(c, "can_prune", True)) and not getattr(c, "reason", None)
                   for i, c in use.conditions.items()}
-        confirm = {i: bool(getattr(c, "can_prove_true", d_two)) and not getattr(c, "reason", None)
+        confirm = {i: bool(getattr(c, "can_prove_true", False)) and not getattr(c, "reason", None)
                    for i, c in use.conditions.items()}
         caps[use.name] = (refute, confirm)
         for i, v in refute.items():
@@ -190,7 +210,106 @@ def plan_indexes(rpn: RPN, table_meta: Any, cache: IndexCache | None = None) -> 
             use.note = "negation only"
         else:
             use.note = "its atoms are ORed with conditions no index answers"
-    return uses
+    # a primary-key pseudo index that cannot help is not worth a line
+    return [u for u in uses if u.loader is None or u.useful]
+
+
+#: Types whose Parquet row-group statistics are exact min/max (Arrow writes
+#: them untruncated, or not at all); floats are left out because of NaN.
+def _stats_type_ok(t: Any) -> bool:
+    import pyarrow as pa
+
+    return (pa.types.is_integer(t) or pa.types.is_date(t) or pa.types.is_timestamp(t)
+            or pa.types.is_string(t) or pa.types.is_boolean(t))
+
+
+def _primary_key_uses(rpn: RPN, table_meta: Any, uses: list[IndexUse], cache: "IndexCache | None") -> list[IndexUse]:
+    """The ORDER BY key as a minmax index per granule, from the data file's row-group statistics.
+
+    Every granule is one Parquet row group whose footer already holds the
+    min/max/NULL count of each column, so the sorting key prunes range
+    conditions for free (ClickHouse's primary key), without an index file.
+    Skipped for a key column that already has a minmax index of GRANULARITY 1.
+    """
+    from skipidx.indexes.base import IndexDef
+
+    out: list[IndexUse] = []
+    covered = {u.itype.definition.column for u in uses
+               if u.itype is not None and u.type_name == "minmax" and u.granularity == 1
+               and u.itype.definition.expr_func is None}
+    for key in getattr(table_meta, "order_by", []) or []:
+        if key in covered:
+            continue
+        col_type = table_meta.column(key).type.arrow_type
+        if not _stats_type_ok(col_type):
+            continue
+        d = IndexDef(name="PrimaryKey" if len(table_meta.order_by) == 1 else f"PrimaryKey({key})",
+                     column=key, expr_func=None, type_name="minmax")
+        itype = cache.index_type(d, col_type) if cache is not None else get_index_type("minmax")(d, col_type)
+        use = IndexUse(d.name, "primary key", 1, itype, loader=_key_stats_loader(key, col_type))
+        use.stats = IndexStats(name=d.name, type="primary key", description=use.description)
+        for i, atom in enumerate(rpn.atoms):
+            cond = itype.condition(atom)
+            if cond is not None:
+                use.conditions[i] = cond
+                use.stats.conditions.append(cond.describe())
+        if use.conditions:
+            out.append(use)
+    return out
+
+
+def _key_stats_loader(column: str, col_type: Any):
+    def load(part: Any) -> Any:
+        return key_granules_from_stats(part, column, col_type)
+    return load
+
+
+def key_granules_from_stats(part: Any, column: str, col_type: Any) -> Any:
+    """MinMax granules of `column` from the part's Parquet footer (one row group per granule).
+
+    CorruptionError when the footer lacks a usable statistic: the caller then
+    treats the key's atoms as UNKNOWN for that part.
+    """
+    import pyarrow as pa
+
+    from skipidx.indexes.minmax import MinMaxGranules
+
+    try:
+        md = part._open_data().metadata
+    except CorruptionError:
+        raise
+    except Exception as e:  # the store's reader is internal API; never let it break a query
+        raise CorruptionError(f"no row-group statistics: {e}") from None
+    marks = np.asarray(part.marks, dtype=np.int64)
+    n = marks.shape[0] - 1
+    if md.num_row_groups != n:
+        raise CorruptionError("row groups are not granules")
+    ci = md.schema.to_arrow_schema().get_field_index(column)
+    if ci < 0:
+        raise CorruptionError(f"no column {column} in the data file")
+    mins: list[Any] = []
+    maxs: list[Any] = []
+    nulls = np.zeros(n, dtype=np.int64)
+    lengths = np.diff(marks)
+    for g in range(n):
+        st = md.row_group(g).column(ci).statistics
+        if st is None:
+            raise CorruptionError("missing row-group statistics")
+        nulls[g] = st.null_count if st.has_null_count else 0
+        if st.has_min_max:
+            mins.append(st.min)
+            maxs.append(st.max)
+        elif nulls[g] == lengths[g]:
+            mins.append(None)
+            maxs.append(None)
+        else:
+            raise CorruptionError("row group without min/max statistics")
+    vt = col_type.value_type if pa.types.is_dictionary(col_type) else col_type
+    try:
+        amin, amax = pa.array(mins, vt), pa.array(maxs, vt)
+    except (pa.ArrowException, TypeError, ValueError, OverflowError) as e:
+        raise CorruptionError(f"unusable row-group statistics: {e}") from None
+    return MinMaxGranules(marks[:-1].copy(), lengths, nulls, np.zeros(n, dtype=np.int64), amin, amax)
 
 
 def _spread(mask: BoolMask, idx: np.ndarray) -> BoolMask:
@@ -231,10 +350,14 @@ def prune_part(part: Any, rpn: RPN, uses: list[IndexUse],
         if not use.useful:
             continue
         try:
-            if hasattr(part, "has_index") and not part.has_index(use.name):
+            if use.loader is not None:
+                granules = (cache.load_derived(part, use.name, use.loader) if cache is not None
+                            else use.loader(part))
+            elif hasattr(part, "has_index") and not part.has_index(use.name):
                 _note(use, f"not materialized in part {part.name}")
                 continue
-            granules = cache.load(part, use.name) if cache is not None else part.load_index(use.name)
+            else:
+                granules = cache.load(part, use.name) if cache is not None else part.load_index(use.name)
             idx = _data_to_index_granule(marks, granules.zone_start, granules.zone_length, int(part.num_rows))
             masks: dict[int, BoolMask] = {}
             for i, cond in use.conditions.items():
