@@ -374,7 +374,7 @@ def commit_parts(
             man, mhash = read_manifest(path)
             manifest_matches_meta(man, new_meta, path)
             name = check_part_name(man["part"], path)
-            if name in active:
+            if name in active or any(e.name == name for _, e in entries):
                 raise SkipidxError(f"part {name} is already published", path=path)
             entries.append((path, PartEntry(name, int(man["rows"]), mhash)))
         pdir = os.path.join(table_dir, PARTS_DIR)
