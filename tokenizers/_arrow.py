@@ -28,10 +28,10 @@ from skipidx.tokenizer_api import Tokens
 
 from . import _kernels as K
 
-#: kernel(data, offsets, validity, voff, capacity) -> (rows, hashes)
-HashKernel = Callable[[np.ndarray, np.ndarray, np.ndarray, int, int], tuple[np.ndarray, np.ndarray]]
-#: kernel(data, offsets, validity, voff, capacity) -> (rows, starts, ends)
-SpanKernel = Callable[[np.ndarray, np.ndarray, np.ndarray, int, int], tuple[np.ndarray, np.ndarray, np.ndarray]]
+#: kernel(data, offsets, validity, voff) -> (rows, hashes)
+HashKernel = Callable[[np.ndarray, np.ndarray, np.ndarray, int], tuple[np.ndarray, np.ndarray]]
+#: kernel(data, offsets, validity, voff) -> (rows, token offsets, token bytes)
+TokensKernel = Callable[[np.ndarray, np.ndarray, np.ndarray, int], tuple[np.ndarray, np.ndarray, np.ndarray]]
 
 _EMPTY_U8 = np.empty(0, dtype=np.uint8)
 
@@ -72,10 +72,6 @@ def buffer_views(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray, int
     return data, offsets, validity, voff
 
 
-def _span_bytes(offsets: np.ndarray) -> int:
-    return int(offsets[-1]) - int(offsets[0]) if offsets.shape[0] else 0
-
-
 def _bad_type(tokenizer: str, t: pa.DataType) -> SkipidxError:
     return SkipidxError(
         f"tokenizer {tokenizer!r} needs a String/binary column (or LowCardinality/Array of it), got {t}")
@@ -89,13 +85,13 @@ def _as_array(values) -> pa.Array | pa.ChunkedArray:
     raise SkipidxError(f"expected a pyarrow Array or ChunkedArray, got {type(values).__name__}")
 
 
-def hash_rows(values, kernel: HashKernel, capacity_per_byte: float, tokenizer: str) -> tuple[np.ndarray, np.ndarray]:
+def hash_rows(values, kernel: HashKernel, tokenizer: str) -> tuple[np.ndarray, np.ndarray]:
     """Run a fused hash kernel over any string-like column: (rows int64, hashes uint64)."""
     values = _as_array(values)
     if isinstance(values, pa.ChunkedArray):
         parts_r, parts_h, base = [], [], 0
         for chunk in values.chunks:
-            r, h = hash_rows(chunk, kernel, capacity_per_byte, tokenizer)
+            r, h = hash_rows(chunk, kernel, tokenizer)
             parts_r.append(r + base if base else r)
             parts_h.append(h)
             base += len(chunk)
@@ -110,13 +106,12 @@ def hash_rows(values, kernel: HashKernel, capacity_per_byte: float, tokenizer: s
         raise _bad_type(tokenizer, t)
     if _is_binary_like(t) or pa.types.is_fixed_size_binary(t):
         data, offsets, validity, voff = buffer_views(values)
-        cap = int(_span_bytes(offsets) * capacity_per_byte) + 16
-        return kernel(data, offsets, validity, voff, cap)
+        return kernel(data, offsets, validity, voff)
     if _is_view(t):
-        return hash_rows(values.cast(_large_of(t)), kernel, capacity_per_byte, tokenizer)
+        return hash_rows(values.cast(_large_of(t)), kernel, tokenizer)
     if pa.types.is_dictionary(t):
         dictionary = values.dictionary
-        d_rows, d_hashes = hash_rows(dictionary, kernel, capacity_per_byte, tokenizer)
+        d_rows, d_hashes = hash_rows(dictionary, kernel, tokenizer)
         idx = values.indices
         validity = _validity(idx)
         codes = np.frombuffer(idx.buffers()[1], dtype=idx.type.to_pandas_dtype())[idx.offset: idx.offset + len(idx)]
@@ -124,18 +119,18 @@ def hash_rows(values, kernel: HashKernel, capacity_per_byte: float, tokenizer: s
     if _is_list(t):
         flat = values.flatten()
         parents = _list_parents(values)
-        r, h = hash_rows(flat, kernel, capacity_per_byte, tokenizer)
+        r, h = hash_rows(flat, kernel, tokenizer)
         return parents[r], h
     raise _bad_type(tokenizer, t)
 
 
-def span_rows(values, kernel: SpanKernel, capacity_per_byte: float, tokenizer: str) -> Tokens:
-    """Run a span kernel over any string-like column and gather the token bytes."""
+def token_rows(values, kernel: TokensKernel, tokenizer: str) -> Tokens:
+    """Run a tokens kernel over any string-like column: the tokens with their rows."""
     values = _as_array(values)
     if isinstance(values, pa.ChunkedArray):
         parts, base = [], 0
         for chunk in values.chunks:
-            tk = span_rows(chunk, kernel, capacity_per_byte, tokenizer)
+            tk = token_rows(chunk, kernel, tokenizer)
             parts.append(Tokens(tk.rows + base, tk.offsets, tk.data))
             base += len(chunk)
         return concat_tokens(parts)
@@ -147,18 +142,15 @@ def span_rows(values, kernel: SpanKernel, capacity_per_byte: float, tokenizer: s
         raise _bad_type(tokenizer, t)
     if _is_binary_like(t) or pa.types.is_fixed_size_binary(t):
         data, offsets, validity, voff = buffer_views(values)
-        cap = int(_span_bytes(offsets) * capacity_per_byte) + 16
-        rows, starts, ends = kernel(data, offsets, validity, voff, cap)
-        offs, out = K.gather_spans(data, starts, ends)
-        return Tokens(rows, offs, out)
+        return Tokens(*kernel(data, offsets, validity, voff))
     if _is_view(t):
-        return span_rows(values.cast(_large_of(t)), kernel, capacity_per_byte, tokenizer)
+        return token_rows(values.cast(_large_of(t)), kernel, tokenizer)
     if pa.types.is_dictionary(t):
-        return span_rows(values.dictionary_decode(), kernel, capacity_per_byte, tokenizer)
+        return token_rows(values.dictionary_decode(), kernel, tokenizer)
     if _is_list(t):
         flat = values.flatten()
         parents = _list_parents(values)
-        tk = span_rows(flat, kernel, capacity_per_byte, tokenizer)
+        tk = token_rows(flat, kernel, tokenizer)
         return Tokens(parents[tk.rows], tk.offsets, tk.data)
     raise _bad_type(tokenizer, t)
 

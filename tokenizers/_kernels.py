@@ -12,11 +12,14 @@ Two output shapes:
 * ``*_hashes`` — the fused index path: ``(rows int64, hashes uint64)``, each
   token hashed with XXH64(seed) straight from the data buffer; tokens are
   never materialized.
-* ``*_spans`` — ``(rows, starts, ends)`` byte ranges into ``data`` (for
-  ``tokenize()``: tests, the research bench).
+* ``*_tokens`` — ``(rows, offsets, bytes)``: the tokens themselves, gathered
+  into one buffer (``tokenize()``: tests, the research bench).
 
-Outputs grow by doubling (amortized O(1) per token), starting from an estimate
-derived from the byte count, so one pass over the bytes suffices.
+Each kernel counts first and then fills exactly-sized outputs: the count is a
+cheap scan, while an over-allocated, grown or trimmed output would cost page
+faults and copies of several bytes per token, which dominate on big columns.
+The scans are written branch-light (a store per byte and an index advanced by
+0 or 1) because token boundaries are too irregular for branch prediction.
 """
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ TOKEN_BYTE = np.zeros(256, dtype=np.bool_)
 for _c in b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz":
     TOKEN_BYTE[_c] = True
 TOKEN_BYTE[0x80:] = True
+_TB8 = TOKEN_BYTE.astype(np.int64)  # the same table as 0/1 integers, for index arithmetic
 
 # Code-point length by lead byte, as ClickHouse's UTF8::seqLength: a stray
 # continuation byte (0x80-0xBF) or an impossible lead (>= 0xF8) counts as one
@@ -51,33 +55,12 @@ def _valid(validity, voff, i):
     return ((validity[j >> 3] >> (j & 7)) & 1) == 1
 
 
-@njit(cache=True)
-def _grow_i64(a, k):
-    b = np.empty(max(2 * a.shape[0], 16), dtype=a.dtype)
-    b[:k] = a[:k]
-    return b
-
-
-@njit(cache=True)
-def _grow_u64(a, k):
-    b = np.empty(max(2 * a.shape[0], 16), dtype=a.dtype)
-    b[:k] = a[:k]
-    return b
-
-
-@njit(cache=True)
-def _trim_i64(a, k):
-    # A view would pin the (up to 2x) oversized buffer; copy when that wastes much.
-    if k * 4 < a.shape[0] * 3:
-        return a[:k].copy()
-    return a[:k]
-
-
-@njit(cache=True)
-def _trim_u64(a, k):
-    if k * 4 < a.shape[0] * 3:
-        return a[:k].copy()
-    return a[:k]
+@njit(inline="always", cache=True)
+def _is_ascii(data, s, e):
+    acc = np.uint8(0)
+    for p in range(s, e):
+        acc |= data[p]
+    return acc < 0x80
 
 
 # --------------------------------------------------------------------------
@@ -85,69 +68,89 @@ def _trim_u64(a, k):
 
 
 @njit(cache=True)
-def token_hashes(data, offsets, validity, voff, seed, capacity):
-    """Fused splitByNonAlpha + XXH64: (rows, hashes) of every token of every valid row."""
-    seed = np.uint64(seed)
-    tb = TOKEN_BYTE
+def token_count(data, offsets, validity, voff):
+    """(tokens, token bytes, longest row) of the valid rows."""
+    tb = _TB8
     n = offsets.shape[0] - 1
-    rows = np.empty(max(capacity, 16), dtype=np.int64)
-    hashes = np.empty(max(capacity, 16), dtype=np.uint64)
     k = 0
+    nbytes = 0
+    longest = 0
     for i in range(n):
         if not _valid(validity, voff, i):
             continue
-        p = np.int64(offsets[i])
+        s = np.int64(offsets[i])
         e = np.int64(offsets[i + 1])
-        while p < e:
-            while p < e and not tb[data[p]]:
-                p += 1
-            if p >= e:
-                break
-            q = p + 1
-            while q < e and tb[data[q]]:
-                q += 1
-            if k == rows.shape[0]:
-                rows = _grow_i64(rows, k)
-                hashes = _grow_u64(hashes, k)
-            rows[k] = i
-            hashes[k] = xxh64_span(data, p, q - p, seed)
-            k += 1
-            p = q
-    return _trim_i64(rows, k), _trim_u64(hashes, k)
+        longest = max(longest, e - s)
+        prev = 0
+        for p in range(s, e):
+            t = tb[data[p]]
+            k += t & (1 - prev)   # a token starts here
+            nbytes += t
+            prev = t
+    return k, nbytes, longest
 
 
 @njit(cache=True)
-def token_spans(data, offsets, validity, voff, capacity):
-    """splitByNonAlpha: (rows, starts, ends) of every token of every valid row."""
-    tb = TOKEN_BYTE
+def token_hashes_into(data, offsets, validity, voff, seed, rows, hashes, edges):
+    """Fused splitByNonAlpha + XXH64 into ``rows``/``hashes`` (sized by `token_count`);
+    ``edges``: scratch of at least longest row + 2 int64."""
+    seed = np.uint64(seed)
+    tb = _TB8
     n = offsets.shape[0] - 1
-    rows = np.empty(max(capacity, 16), dtype=np.int64)
-    starts = np.empty(max(capacity, 16), dtype=np.int64)
-    ends = np.empty(max(capacity, 16), dtype=np.int64)
     k = 0
     for i in range(n):
         if not _valid(validity, voff, i):
             continue
-        p = np.int64(offsets[i])
+        s = np.int64(offsets[i])
         e = np.int64(offsets[i + 1])
-        while p < e:
-            while p < e and not tb[data[p]]:
-                p += 1
-            if p >= e:
-                break
-            q = p + 1
-            while q < e and tb[data[q]]:
-                q += 1
-            if k == rows.shape[0]:
-                rows = _grow_i64(rows, k)
-                starts = _grow_i64(starts, k)
-                ends = _grow_i64(ends, k)
+        m = 0
+        prev = 0
+        for p in range(s, e):
+            t = tb[data[p]]
+            edges[m] = p
+            m += t ^ prev         # every change of class is a token start or end
+            prev = t
+        if prev:
+            edges[m] = e
+            m += 1
+        for j in range(0, m, 2):
             rows[k] = i
-            starts[k] = p
-            ends[k] = q
+            hashes[k] = xxh64_span(data, edges[j], edges[j + 1] - edges[j], seed)
             k += 1
-            p = q
-    return _trim_i64(rows, k), _trim_i64(starts, k), _trim_i64(ends, k)
+    return k
+
+
+@njit(cache=True)
+def token_tokens_into(data, offsets, validity, voff, rows, offs, out):
+    """splitByNonAlpha tokens in one pass into ``rows`` (tokens + 1), ``offs`` (tokens + 1)
+    and ``out`` (token bytes + 1), sized by `token_count`.
+
+    Token bytes are copied unconditionally and the write index advances only on
+    token bytes, so separators are overwritten; a token's start offset is
+    written at every byte and kept only where a token starts (hence the one
+    slot of slack in each output).
+    """
+    tb = _TB8
+    n = offsets.shape[0] - 1
+    k = 0
+    j = 0
+    for i in range(n):
+        if not _valid(validity, voff, i):
+            continue
+        s = np.int64(offsets[i])
+        e = np.int64(offsets[i + 1])
+        prev = 0
+        for p in range(s, e):
+            c = data[p]
+            t = tb[c]
+            rows[k] = i
+            offs[k] = j
+            k += t & (1 - prev)
+            out[j] = c
+            j += t
+            prev = t
+    offs[k] = j
+    return k
 
 
 # --------------------------------------------------------------------------
@@ -163,6 +166,12 @@ def token_spans(data, offsets, validity, voff, capacity):
 # and at every position such a walk reaches: on valid UTF-8 the grams are
 # exactly ClickHouse's, on invalid UTF-8 a superset, and the query side may
 # require the grams of any needle starting at such a byte.
+#
+# A start p is "reached" when it is the value's first byte, a byte that is
+# not a continuation byte, or p = q + len(q) for a reached q; `pend` keeps the
+# pending reached positions ahead of p as a bit mask (a code point is at most
+# 4 bytes long). An ASCII-only row (the common case in logs) takes a plain
+# loop: every byte is a code point, the gram at p is data[p:p+n].
 
 
 @njit(inline="always", cache=True)
@@ -178,74 +187,245 @@ def _gram_end(data, p, e, n, sl):
     return q if q < e else e
 
 
+@njit(inline="always", cache=True)
+def _cp_starts(data, s, e, sl, starts):
+    """Code-point starts of a *regular* row into ``starts`` (with e appended); their count,
+    or -1 if the row is not regular.
+
+    Regular: no stray continuation byte and every lead byte followed by all its
+    continuation bytes inside the row (valid UTF-8 is regular). There, the
+    reached positions are exactly the code-point starts, and the gram at start
+    j ends at start j + n. Branch-free: a store per byte, the count advanced
+    by 0 or 1, the expected-continuation count kept with selects.
+    """
+    m = 0
+    need = 0
+    bad = False
+    for p in range(s, e):
+        c = data[p]
+        cont = (c & 0xC0) == 0x80
+        expect = need > 0
+        bad |= cont != expect
+        starts[m] = p
+        m += 0 if cont else 1
+        need = need - 1 if expect else sl[c] - 1
+    starts[m] = e
+    if bad or need > 0:
+        return -1
+    return m
+
+
+@njit(inline="always", cache=True)
+def _cp_count(data, s, e, sl):
+    """Number of code points of a regular row (see `_cp_starts`), or -1 if it is not regular."""
+    m = 0
+    need = 0
+    bad = False
+    for p in range(s, e):
+        c = data[p]
+        cont = (c & 0xC0) == 0x80
+        expect = need > 0
+        bad |= cont != expect
+        m += 0 if cont else 1
+        need = need - 1 if expect else sl[c] - 1
+    if bad or need > 0:
+        return -1
+    return m
+
+
 @njit(cache=True)
-def ngram_hashes(data, offsets, validity, voff, n, seed, capacity):
-    """Fused ngram(n) + XXH64: (rows, hashes) of every n-gram of every valid row."""
-    seed = np.uint64(seed)
+def ngram_count(data, offsets, validity, voff, n, with_bytes):
+    """(n-grams, total gram bytes (if `with_bytes`, else 0), longest row) of the valid rows."""
     sl = SEQ_LEN
     nrows = offsets.shape[0] - 1
-    rows = np.empty(max(capacity, 16), dtype=np.int64)
-    hashes = np.empty(max(capacity, 16), dtype=np.uint64)
     k = 0
+    nbytes = 0
+    longest = 0
     for i in range(nrows):
         if not _valid(validity, voff, i):
             continue
         s = np.int64(offsets[i])
         e = np.int64(offsets[i + 1])
-        pend = np.uint32(1)  # bit j: position p + j is reached by a walk (the value's start is)
-        for p in range(s, e):
-            c = data[p]
-            if (pend & np.uint32(1)) or c < 0x80 or c >= 0xC0:
-                pend |= np.uint32(1) << np.uint32(sl[c])
-                end = _gram_end(data, p, e, n, sl)
-                if end < 0:
-                    # Fewer than n code points from here; a later start can still
-                    # have n (a long lead byte here may swallow several short ones).
-                    pend >>= np.uint32(1)
-                    continue
-                if k == rows.shape[0]:
-                    rows = _grow_i64(rows, k)
-                    hashes = _grow_u64(hashes, k)
-                rows[k] = i
-                hashes[k] = xxh64_span(data, p, end - p, seed)
-                k += 1
-            pend >>= np.uint32(1)
-    return _trim_i64(rows, k), _trim_u64(hashes, k)
-
-
-@njit(cache=True)
-def ngram_spans(data, offsets, validity, voff, n, capacity):
-    """ngram(n): (rows, starts, ends) of every n-gram of every valid row."""
-    sl = SEQ_LEN
-    nrows = offsets.shape[0] - 1
-    rows = np.empty(max(capacity, 16), dtype=np.int64)
-    starts = np.empty(max(capacity, 16), dtype=np.int64)
-    ends = np.empty(max(capacity, 16), dtype=np.int64)
-    k = 0
+        longest = max(longest, e - s)
+    starts = np.empty(longest + 1, dtype=np.int64)
     for i in range(nrows):
         if not _valid(validity, voff, i):
             continue
         s = np.int64(offsets[i])
         e = np.int64(offsets[i + 1])
+        if _is_ascii(data, s, e):
+            g = e - s - n + 1
+            if g > 0:
+                k += g
+                nbytes += g * n
+            continue
+        if with_bytes:
+            m = _cp_starts(data, s, e, sl, starts)
+            if m >= 0:
+                for j in range(m - n + 1):
+                    nbytes += starts[j + n] - starts[j]
+        else:
+            m = _cp_count(data, s, e, sl)
+        if m >= 0:
+            if m >= n:
+                k += m - n + 1
+            continue
         pend = np.uint32(1)
         for p in range(s, e):
             c = data[p]
             if (pend & np.uint32(1)) or c < 0x80 or c >= 0xC0:
                 pend |= np.uint32(1) << np.uint32(sl[c])
                 end = _gram_end(data, p, e, n, sl)
-                if end < 0:
-                    pend >>= np.uint32(1)
-                    continue
-                if k == rows.shape[0]:
-                    rows = _grow_i64(rows, k)
-                    starts = _grow_i64(starts, k)
-                    ends = _grow_i64(ends, k)
-                rows[k] = i
-                starts[k] = p
-                ends[k] = end
-                k += 1
+                if end >= 0:
+                    k += 1
+                    nbytes += end - p
             pend >>= np.uint32(1)
-    return _trim_i64(rows, k), _trim_i64(starts, k), _trim_i64(ends, k)
+    return k, nbytes, longest
+
+
+@njit(cache=True)
+def ngram_hashes_into(data, offsets, validity, voff, n, seed, rows, hashes, starts):
+    """Fused ngram(n) + XXH64 into ``rows``/``hashes`` (sized by `ngram_count`);
+    ``starts``: scratch of at least longest row + 1 int64."""
+    seed = np.uint64(seed)
+    sl = SEQ_LEN
+    nrows = offsets.shape[0] - 1
+    k = 0
+    for i in range(nrows):
+        if not _valid(validity, voff, i):
+            continue
+        s = np.int64(offsets[i])
+        e = np.int64(offsets[i + 1])
+        if _is_ascii(data, s, e):
+            for p in range(s, e - n + 1):
+                rows[k] = i
+                hashes[k] = xxh64_span(data, p, n, seed)
+                k += 1
+            continue
+        m = _cp_starts(data, s, e, sl, starts)
+        if m >= 0:
+            for j in range(m - n + 1):
+                rows[k] = i
+                hashes[k] = xxh64_span(data, starts[j], starts[j + n] - starts[j], seed)
+                k += 1
+            continue
+        pend = np.uint32(1)
+        for p in range(s, e):
+            c = data[p]
+            if (pend & np.uint32(1)) or c < 0x80 or c >= 0xC0:
+                pend |= np.uint32(1) << np.uint32(sl[c])
+                # Fewer than n code points from p gives no gram, but a later start
+                # still may (a long lead byte here can swallow several short ones).
+                end = _gram_end(data, p, e, n, sl)
+                if end >= 0:
+                    rows[k] = i
+                    hashes[k] = xxh64_span(data, p, end - p, seed)
+                    k += 1
+            pend >>= np.uint32(1)
+    return k
+
+
+@njit(cache=True)
+def ngram_tokens_into(data, offsets, validity, voff, n, rows, offs, out, starts):
+    """ngram(n) grams into ``rows`` (grams), ``offs`` (grams + 1), ``out`` (gram bytes),
+    sized by `ngram_count`; ``starts``: scratch of at least longest row + 1 int64."""
+    sl = SEQ_LEN
+    nrows = offsets.shape[0] - 1
+    k = 0
+    j = 0
+    offs[0] = 0
+    for i in range(nrows):
+        if not _valid(validity, voff, i):
+            continue
+        s = np.int64(offsets[i])
+        e = np.int64(offsets[i + 1])
+        if _is_ascii(data, s, e):
+            for p in range(s, e - n + 1):
+                for q in range(n):
+                    out[j + q] = data[p + q]
+                j += n
+                rows[k] = i
+                k += 1
+                offs[k] = j
+            continue
+        m = _cp_starts(data, s, e, sl, starts)
+        if m >= 0:
+            for g in range(m - n + 1):
+                for q in range(starts[g], starts[g + n]):
+                    out[j] = data[q]
+                    j += 1
+                rows[k] = i
+                k += 1
+                offs[k] = j
+            continue
+        pend = np.uint32(1)
+        for p in range(s, e):
+            c = data[p]
+            if (pend & np.uint32(1)) or c < 0x80 or c >= 0xC0:
+                pend |= np.uint32(1) << np.uint32(sl[c])
+                end = _gram_end(data, p, e, n, sl)
+                if end >= 0:
+                    for q in range(p, end):
+                        out[j] = data[q]
+                        j += 1
+                    rows[k] = i
+                    k += 1
+                    offs[k] = j
+            pend >>= np.uint32(1)
+    return k
+
+
+# --------------------------------------------------------------------------
+# drivers: count, allocate with numpy, fill
+#
+# Outputs are allocated by numpy, not inside the kernels: numpy asks the kernel
+# for transparent huge pages on large arrays, which makes the first touch of
+# a fresh output (tens of MB) several times cheaper than numba's allocator.
+
+
+def token_hashes(data, offsets, validity, voff, seed):
+    """(rows int64, hashes uint64) of every splitByNonAlpha token of every valid row."""
+    total, _nb, longest = token_count(data, offsets, validity, voff)
+    rows = np.empty(total, dtype=np.int64)
+    hashes = np.empty(total, dtype=np.uint64)
+    k = token_hashes_into(data, offsets, validity, voff, np.uint64(seed), rows, hashes,
+                          np.empty(longest + 2, dtype=np.int64))
+    assert k == total
+    return rows, hashes
+
+
+def token_tokens(data, offsets, validity, voff):
+    """(rows, offsets, bytes) of every splitByNonAlpha token of every valid row."""
+    total, nbytes, _longest = token_count(data, offsets, validity, voff)
+    rows = np.empty(total + 1, dtype=np.int64)
+    offs = np.empty(total + 1, dtype=np.int64)
+    out = np.empty(nbytes + 1, dtype=np.uint8)
+    k = token_tokens_into(data, offsets, validity, voff, rows, offs, out)
+    assert k == total and offs[total] == nbytes
+    return rows[:total], offs, out[:nbytes]
+
+
+def ngram_hashes(data, offsets, validity, voff, n, seed):
+    """(rows int64, hashes uint64) of every n-gram of every valid row."""
+    total, _nb, longest = ngram_count(data, offsets, validity, voff, n, False)
+    rows = np.empty(total, dtype=np.int64)
+    hashes = np.empty(total, dtype=np.uint64)
+    k = ngram_hashes_into(data, offsets, validity, voff, n, np.uint64(seed), rows, hashes,
+                          np.empty(longest + 1, dtype=np.int64))
+    assert k == total
+    return rows, hashes
+
+
+def ngram_tokens(data, offsets, validity, voff, n):
+    """(rows, offsets, bytes) of every n-gram of every valid row."""
+    total, nbytes, longest = ngram_count(data, offsets, validity, voff, n, True)
+    rows = np.empty(total, dtype=np.int64)
+    offs = np.empty(total + 1, dtype=np.int64)
+    out = np.empty(nbytes, dtype=np.uint8)
+    k = ngram_tokens_into(data, offsets, validity, voff, n, rows, offs, out,
+                          np.empty(longest + 1, dtype=np.int64))
+    assert k == total and offs[total] == nbytes
+    return rows, offs, out
 
 
 # --------------------------------------------------------------------------
@@ -261,8 +441,11 @@ def gather_spans(data, starts, ends):
     for k in range(n):
         offs[k + 1] = offs[k] + (ends[k] - starts[k])
     out = np.empty(offs[n], dtype=np.uint8)
+    j = 0
     for k in range(n):
-        out[offs[k]:offs[k + 1]] = data[starts[k]:ends[k]]
+        for p in range(starts[k], ends[k]):  # tokens are short: a byte loop beats slicing
+            out[j] = data[p]
+            j += 1
     return offs, out
 
 

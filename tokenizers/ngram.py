@@ -19,7 +19,7 @@ from skipidx.text_patterns import like_runs
 from skipidx.tokenizer_api import TextTokenizer, Tokens
 
 from . import _kernels as K
-from ._arrow import hash_rows, span_rows
+from ._arrow import hash_rows, token_rows
 from ._common import check_no_params, check_seed
 
 #: Largest n accepted. ClickHouse has no upper bound; beyond this an n-gram
@@ -85,21 +85,20 @@ class NgramTokenizer(TextTokenizer):
         """All n-grams of all non-null values, with their row numbers."""
         n = self.n
 
-        def kernel(data, offsets, validity, voff, cap):
-            return K.ngram_spans(data, offsets, validity, voff, n, cap)
+        def kernel(data, offsets, validity, voff):
+            return K.ngram_tokens(data, offsets, validity, voff, n)
 
-        return span_rows(values, kernel, 1.0, self.name)
+        return token_rows(values, kernel, self.name)
 
     def hash_column(self, values: pa.Array | pa.ChunkedArray, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """(rows int64, XXH64(gram, seed) uint64) of every n-gram, fused in one compiled pass."""
         s = np.uint64(check_seed(self.name, seed))
         n = self.n
 
-        def kernel(data, offsets, validity, voff, cap):
-            return K.ngram_hashes(data, offsets, validity, voff, n, s, cap)
+        def kernel(data, offsets, validity, voff):
+            return K.ngram_hashes(data, offsets, validity, voff, n, s)
 
-        # At most one gram per byte (ASCII text has about that many).
-        return hash_rows(values, kernel, 1.0, self.name)
+        return hash_rows(values, kernel, self.name)
 
     # -- query side -------------------------------------------------------
     def value_tokens(self, value: bytes) -> list[bytes]:

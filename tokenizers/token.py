@@ -16,15 +16,10 @@ from skipidx.text_patterns import like_runs
 from skipidx.tokenizer_api import TextTokenizer, Tokens, split_by_non_alpha
 
 from . import _kernels as K
-from ._arrow import hash_rows, span_rows
+from ._arrow import hash_rows, token_rows
 from ._common import check_no_params, check_seed
 
 _TOKEN_RE = re.compile(rb"[0-9A-Za-z\x80-\xff]+")
-
-# Expected tokens per byte of text, for the first output allocation (outputs
-# grow by doubling when a column is denser, e.g. single-letter words).
-_TOKENS_PER_BYTE = 0.2
-
 
 class TokenTokenizer(TextTokenizer):
     """splitByNonAlpha tokens; no parameters."""
@@ -41,16 +36,16 @@ class TokenTokenizer(TextTokenizer):
     # -- index side -------------------------------------------------------
     def tokenize(self, values: pa.Array | pa.ChunkedArray) -> Tokens:
         """All tokens of all non-null values, with their row numbers (row order, then position)."""
-        return span_rows(values, K.token_spans, _TOKENS_PER_BYTE, self.name)
+        return token_rows(values, K.token_tokens, self.name)
 
     def hash_column(self, values: pa.Array | pa.ChunkedArray, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """(rows int64, XXH64(token, seed) uint64) of every token, fused in one compiled pass."""
         s = np.uint64(check_seed(self.name, seed))
 
-        def kernel(data, offsets, validity, voff, cap):
-            return K.token_hashes(data, offsets, validity, voff, s, cap)
+        def kernel(data, offsets, validity, voff):
+            return K.token_hashes(data, offsets, validity, voff, s)
 
-        return hash_rows(values, kernel, _TOKENS_PER_BYTE, self.name)
+        return hash_rows(values, kernel, self.name)
 
     # -- query side -------------------------------------------------------
     def value_tokens(self, value: bytes) -> list[bytes]:
