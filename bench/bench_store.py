@@ -142,7 +142,7 @@ def bench_part_read(rows: pa.Table) -> None:
             print(f"  Part.read k={k:3d} granules: {warm * 1e3:8.2f} ms; checksum verification of those bytes"
                   f" (first read in a process only) {ver * 1e3:6.2f} ms = {ver / warm:5.1%} of the read")
         VERIFIER.forget()
-        _FOOTERS._d.clear()
+        _FOOTERS.clear()
         full = _best(lambda: p.read(None), 3)
         print(f"  Part.read all {n} granules: {full * 1e3:.1f} ms")
 

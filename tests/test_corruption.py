@@ -13,18 +13,16 @@ from _store_helpers import log_rows, log_table, zdef
 from skipidx.errors import CorruptionError, SkipidxError
 from skipidx.store import manifest as manifest_mod
 from skipidx.store.manifest import VERIFIER
-from skipidx.store.part import _FOOTERS
+from skipidx.store.part import clear_caches
 from skipidx.store.table import Table
 
 
 @pytest.fixture(autouse=True)
 def _fresh_caches():
     """Each case starts like a new process: nothing verified yet."""
-    VERIFIER.forget()
-    _FOOTERS._d.clear()
+    clear_caches()
     yield
-    VERIFIER.forget()
-    _FOOTERS._d.clear()
+    clear_caches()
 
 
 def _table(tmp_path):
@@ -120,7 +118,7 @@ def test_only_the_granules_read_are_verified(tmp_path, monkeypatch):
         c = f.read(1)
         f.seek((a + b) // 2)
         f.write(bytes([c[0] ^ 1]))
-    VERIFIER.forget()
+    clear_caches()
     table = Table(table.path)
     with table.snapshot() as snap:
         part = snap.parts[0]
@@ -218,14 +216,14 @@ def test_alter_never_launders_damage(tmp_path, op):
         c = f.read(1)
         f.seek((a + b) // 2)
         f.write(bytes([c[0] ^ 0x10]))
-    VERIFIER.forget()
+    clear_caches()
     table = Table(table.path)
     if op == "drop_index":
         table.drop_index("z")
     else:
         with pytest.raises(CorruptionError):
             table.materialize_index("z2")   # it reads the damaged granule
-    VERIFIER.forget()
+    clear_caches()
     with table.snapshot() as snap:
         with pytest.raises(CorruptionError, match="checksum mismatch"):
             snap.parts[0].read(["msg"])

@@ -461,14 +461,18 @@ class _MetaCache:
         self._d: OrderedDict[tuple, pq.FileMetaData] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: tuple) -> pq.FileMetaData | None:
+    def get(self, key: tuple):
         with self._lock:
             v = self._d.get(key)
             if v is not None:
                 self._d.move_to_end(key)
             return v
 
-    def put(self, key: tuple, v: pq.FileMetaData) -> None:
+    def clear(self) -> None:
+        with self._lock:
+            self._d.clear()
+
+    def put(self, key: tuple, v) -> None:
         with self._lock:
             self._d[key] = v
             self._d.move_to_end(key)
@@ -477,6 +481,16 @@ class _MetaCache:
 
 
 _FOOTERS = _MetaCache()
+#: Parsed manifests by (part dir, manifest checksum): parts are immutable, so
+#: a snapshot does not re-parse the manifests an earlier one already read.
+_MANIFESTS = _MetaCache(4096)
+
+
+def clear_caches() -> None:
+    """Forget verified checksums, parsed footers and manifests (as a new process would)."""
+    VERIFIER.forget()
+    _FOOTERS.clear()
+    _MANIFESTS.clear()
 
 
 def normalize_ranges(mark_ranges: Iterable[tuple[int, int]], n_granules: int) -> list[tuple[int, int]]:
@@ -521,10 +535,14 @@ class Part:
     @property
     def manifest(self) -> dict:
         if self._manifest is None:
-            m, _ = read_manifest(self.path, self._entry.manifest_hash)
-            if m["part"] != self.name or m["rows"] != self.num_rows:
-                raise CorruptionError("part manifest does not match the table state",
-                                      path=os.path.join(self.path, MANIFEST))
+            key = (self.path, self._entry.manifest_hash)
+            m = _MANIFESTS.get(key)
+            if m is None:
+                m, _ = read_manifest(self.path, self._entry.manifest_hash)
+                if m["part"] != self.name or m["rows"] != self.num_rows:
+                    raise CorruptionError("part manifest does not match the table state",
+                                          path=os.path.join(self.path, MANIFEST))
+                _MANIFESTS.put(key, m)
             self._manifest = m
         return self._manifest
 
