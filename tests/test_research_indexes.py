@@ -44,7 +44,7 @@ def queries(values):
 @pytest.fixture(scope="module")
 def bench(values, queries):
     cands = I.default_candidates(("token", "ngram3", "value"), fixed_bytes=(256, 4096), fpps=(0.01,),
-                                 granularities=(1, 4))
+                                 granularities=(1, 4), adaptive_sizings=("parquet", "exact"))
     return I.run_bench_indexes(values, queries, column="msg", source="test", index_granularity=IG,
                                candidates=cands, show_progress=False, keep_masks=True)
 
@@ -117,6 +117,19 @@ def test_candidate_figures_are_consistent(bench):
     for name in ("token_fpp0_01_g1", "value_fpp0_01_g1"):
         i_not = [q.query.where for q in bench.queries].index("NOT hasToken(msg, 'kraken')")
         assert by[name].queries[i_not].kept == bench.granules
+
+
+def test_exact_sizing_is_proportional_and_has_twins(bench):
+    by = {r.candidate.name: r for r in bench.candidates}
+    ex, pw = by["token_fpp0_01_exact_g1"], by["token_fpp0_01_g1"]
+    assert not ex.candidate.has_ddl and pw.candidate.has_ddl
+    assert "bench only" in ex.candidate.index_type_sql()
+    # The fewest blocks meeting the target at each granule's distinct count: every granule meets it,
+    # and (no power-of-two steps) the filters are smaller than the engine's on average.
+    assert ex.expected_fpp <= 0.01
+    assert ex.mean_filter_bytes <= pw.mean_filter_bytes
+    assert ex.mean_filter_bytes == pytest.approx(I.putze_min_bytes(int(ex.ndv_mean), 0.01), rel=0.05)
+    assert "same_token_" in "".join(by) and any(n.endswith("_x_g1") for n in by)
 
 
 def test_reports_written_with_chdb_columns(tmp_path, values, bench):

@@ -30,7 +30,7 @@ import pyarrow as pa
 
 from skipidx.errors import SkipidxError
 from skipidx.research.fpp import clickhouse_best_practice
-from skipidx.research.indexes import _distinct_per_segment, _tokenizer, parse_tokenizer_spec
+from skipidx.research.indexes import _distinct_per_segment, _tokenizer, parse_tokenizer_spec, putze_min_bytes
 from skipidx.research.report import markdown_table
 
 DEFAULT_ADVISE_TOKENIZERS = ("token", "ngram3", "ngram4", "value")
@@ -78,22 +78,7 @@ class Advice:
 
 def fixed_bytes_for(ndv: int, fpp: float) -> int:
     """Smallest SBBF (whole 32-byte blocks) whose Putze estimate at `ndv` distinct values is <= fpp."""
-    from skipidx.sbbf import MAX_BYTES, SBBF
-
-    if ndv <= 0:
-        return 32
-    lo, hi = 1, 1
-    while SBBF.fpp_estimate(hi * 32, ndv) > fpp:
-        if hi * 32 >= MAX_BYTES:
-            return MAX_BYTES
-        lo, hi = hi, min(hi * 2, MAX_BYTES // 32)
-    while lo < hi:  # smallest block count meeting the target, by bisection
-        mid = (lo + hi) // 2
-        if SBBF.fpp_estimate(mid * 32, ndv) <= fpp:
-            hi = mid
-        else:
-            lo = mid + 1
-    return hi * 32
+    return putze_min_bytes(int(ndv), float(fpp))
 
 
 def _classic_fpp(bits: float, n: float, k: int) -> float:

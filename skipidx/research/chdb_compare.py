@@ -51,12 +51,13 @@ def chdb_available() -> bool:
     return True
 
 
-def clickhouse_candidates(result: BenchResult) -> list[tuple[str, str, Candidate]]:
-    """(ClickHouse index name, TYPE clause, the skipidx candidate it mirrors)."""
+def clickhouse_candidates(result: BenchResult, kinds: tuple[str, ...] = ("fixed", "same-bytes")
+                          ) -> list[tuple[str, str, Candidate]]:
+    """(ClickHouse index name, TYPE clause, the skipidx candidate it mirrors) for candidates of `kinds`."""
     out = []
     for r in result.candidates:
         c = r.candidate
-        if c.kind in ("fixed", "same-bytes") and c.tokenizer in ("token", "ngram"):
+        if c.kind in kinds and c.kind != "adaptive" and c.tokenizer in ("token", "ngram"):
             bits = c.num_bytes * 8 / max(r.ndv_mean, 1.0)
             k = clickhouse_best_k(max(bits, 1.0))
             if c.tokenizer == "token":
@@ -82,7 +83,8 @@ def _q(s, sql: str, fmt: str = "CSV") -> str:
 
 
 def run_chdb(result: BenchResult, values: pa.ChunkedArray, *, workdir: str | None = None,
-             show_progress: bool = True, measure_latency: bool = True) -> dict:
+             show_progress: bool = True, measure_latency: bool = True,
+             kinds: tuple[str, ...] = ("fixed", "same-bytes")) -> dict:
     """Build the mirrored indexes in chDB and measure them on the bench's queries (see module doc)."""
     import chdb
     import pyarrow.parquet as pq
@@ -114,7 +116,7 @@ def run_chdb(result: BenchResult, values: pa.ChunkedArray, *, workdir: str | Non
             load_s = time.perf_counter() - t0
             parts = int(_q(s, "SELECT count() FROM system.parts WHERE database = 'bench' AND table = 't' "
                               "AND active").strip())
-            cands = clickhouse_candidates(result)
+            cands = clickhouse_candidates(result, kinds)
             out = {"version": _q(s, "SELECT version()").strip().strip('"'), "load_s": load_s, "parts": parts,
                    "indexes": []}
             bar = Progress("chdb build", max(len(cands), 1), unit="indexes") if show_progress else None

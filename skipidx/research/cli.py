@@ -112,9 +112,11 @@ def _bench_fpp(argv: list[str]) -> int:
 # ----------------------------------------------------------------------------- bench indexes
 
 QUICK = dict(tokenizers="token,ngram3,value", fixed_bytes="1024,16384,65536", fpp="0.01", granularity="1,4",
-             per_family=2, rows=262_144)
+             per_family=2, rows=262_144, chdb_kinds="same-bytes", chdb_latency=False,
+             sizing="parquet")
 FULL = dict(tokenizers="token,ngram2,ngram3,ngram4,ngram5,value", fixed_bytes="256,1024,4096,16384,65536,262144",
-            fpp="0.1,0.01,0.001", granularity="1,4", per_family=3, rows=None)
+            fpp="0.1,0.01,0.001", granularity="1,4", per_family=3, rows=None, chdb_kinds="fixed,same-bytes",
+            chdb_latency=True, sizing="parquet,exact")
 
 
 def _bench_indexes(argv: list[str]) -> int:
@@ -133,7 +135,8 @@ def _bench_indexes(argv: list[str]) -> int:
     p.add_argument("--name", default="indexes")
     p.add_argument("--quick", action="store_true",
                    help=f"first {QUICK['rows']:,} rows, tokenizers {QUICK['tokenizers']}, fixed bytes "
-                        f"{QUICK['fixed_bytes']}, fpp {QUICK['fpp']}")
+                        f"{QUICK['fixed_bytes']}, fpp {QUICK['fpp']}; chDB mirrors the same-bytes candidates, "
+                        "without timed queries")
     p.add_argument("--rows", type=int, help="use only the first ROWS rows")
     p.add_argument("--index-granularity", type=int, default=8192, help="rows per data granule")
     p.add_argument("--granularity", help="GRANULARITY values (data granules per index granule), e.g. 1,4")
@@ -141,11 +144,17 @@ def _bench_indexes(argv: list[str]) -> int:
     p.add_argument("--fixed-bytes", help="fixed filter sizes in bytes, e.g. 256,1024,4096")
     p.add_argument("--fpp", help="adaptive sbbf target FPPs, e.g. 0.1,0.01,0.001")
     p.add_argument("--no-same-bytes", action="store_true", help="skip the fixed twins of the adaptive candidates")
+    p.add_argument("--adaptive-sizing", help="parquet (the engine's power-of-two sizes) and/or exact "
+                                             "(proportional to distinct counts, bench only); default both, "
+                                             "--quick: parquet")
     p.add_argument("--per-family", type=int, help="generated queries per family")
     p.add_argument("--seed", type=int, default=7, help="query generator seed")
     p.add_argument("--write-queries", help="also write the (generated) queries to this file")
     p.add_argument("--no-chdb", action="store_true", help="do not run the ClickHouse (chDB) side")
     p.add_argument("--no-chdb-latency", action="store_true", help="chDB: granule counts only, no timed queries")
+    p.add_argument("--chdb-kinds", help="which fixed candidates to mirror in ClickHouse: fixed, same-bytes or "
+                                        "both (default both; --quick: same-bytes); whole-value bloom_filter "
+                                        "mirrors are always built")
     p.add_argument("--engine", action="store_true",
                    help="also build the candidates with skipidx.connect and cross-check every figure")
     p.add_argument("--no-plots", action="store_true")
@@ -173,18 +182,25 @@ def _bench_indexes(argv: list[str]) -> int:
     ensure_dir(a.out)
     if a.write_queries:
         write_queries(queries, a.write_queries)
-    cands = default_candidates(tokenizers, fixed, fpps, grans)
+    sizings = [x.strip() for x in (a.adaptive_sizing or preset["sizing"]).split(",") if x.strip()]
+    cands = default_candidates(tokenizers, fixed, fpps, grans, adaptive_sizings=sizings)
     res = run_bench_indexes(values, queries, column=a.column, source=source,
                             index_granularity=a.index_granularity, candidates=cands,
                             same_bytes=not a.no_same_bytes)
     res.params = {"tokenizers": tokenizers, "fixed_bytes": fixed, "fpp": fpps, "granularity": grans,
                   "per_family": per_family, "seed": a.seed, "quick": a.quick, "rows_limit": rows,
+                  "adaptive_sizing": sizings,
                   "queries_file": a.queries}
     if not a.no_chdb:
         from skipidx.research.chdb_compare import chdb_available, run_chdb
 
         if chdb_available():
-            res.chdb = run_chdb(res, values, measure_latency=not a.no_chdb_latency)
+            kinds = tuple(k.strip() for k in (a.chdb_kinds or preset["chdb_kinds"]).split(",") if k.strip())
+            bad = set(kinds) - {"fixed", "same-bytes"}
+            if bad:
+                raise SkipidxError(f"--chdb-kinds takes fixed and/or same-bytes, got {sorted(bad)}")
+            latency = preset["chdb_latency"] and not a.no_chdb_latency
+            res.chdb = run_chdb(res, values, measure_latency=latency, kinds=kinds)
         else:
             sys.stderr.write("chdb is not installed (pip install 'skipidx[bench]'): ClickHouse columns skipped\n")
     if a.engine:

@@ -85,6 +85,7 @@ class Candidate:
     num_bytes: int | None = None   # fixed / same-bytes: filter size
     fpp: float | None = None       # adaptive: target FPP per granule
     matched_to: str | None = None  # same-bytes: the adaptive candidate it mirrors
+    sizing: str = "parquet"        # adaptive: "parquet" (the engine's power-of-two rule) or "exact"
 
     @property
     def tok_label(self) -> str:
@@ -97,15 +98,22 @@ class Candidate:
             size = "fpp" + f"{self.fpp:g}".replace(".", "_").replace("-", "m")
         else:
             size = f"{self.num_bytes}B"
+        if self.kind == "adaptive" and self.sizing == "exact":
+            size += "_exact"
         pre = "same_" if self.kind == "same-bytes" else ""
-        return f"{pre}{self.tok_label}_{size}_g{self.granularity}"
+        post = "_x" if self.kind == "same-bytes" and self.matched_to and "_exact_" in self.matched_to else ""
+        return f"{pre}{self.tok_label}_{size}{post}_g{self.granularity}"
 
     def index_type_sql(self, hashes: int = 3) -> str:
         """The TYPE clause in the skipidx (and, for fixed ones, ClickHouse) dialect."""
         if self.kind == "adaptive":
             if self.tokenizer == "ngram":
-                return f"sbbf('ngram', n = {self.n}, fpp = {self.fpp:g})"
-            return f"sbbf('{self.tokenizer}', fpp = {self.fpp:g})"
+                t = f"sbbf('ngram', n = {self.n}, fpp = {self.fpp:g})"
+            else:
+                t = f"sbbf('{self.tokenizer}', fpp = {self.fpp:g})"
+            # Exact sizing (the fewest blocks meeting the target, no power-of-two steps) is a
+            # research variant the engine does not build.
+            return t + " [exact sizing: bench only]" if self.sizing == "exact" else t
         if self.tokenizer == "token":
             return f"tokenbf_v1({self.num_bytes}, {hashes}, 0)"
         if self.tokenizer == "ngram":
@@ -115,7 +123,9 @@ class Candidate:
 
     @property
     def has_ddl(self) -> bool:
-        return not (self.tokenizer == "value" and self.kind != "adaptive")
+        if self.kind == "adaptive":
+            return self.sizing == "parquet"
+        return self.tokenizer != "value"
 
     def ddl(self, column: str, hashes: int = 3) -> str:
         return f"INDEX {self.name} {column} TYPE {self.index_type_sql(hashes)} GRANULARITY {self.granularity}"
@@ -124,8 +134,18 @@ class Candidate:
 def default_candidates(tokenizers: Sequence[str] = DEFAULT_TOKENIZERS,
                        fixed_bytes: Sequence[int] = DEFAULT_FIXED_BYTES,
                        fpps: Sequence[float] = DEFAULT_FPPS,
-                       granularities: Sequence[int] = (1, 4), same_bytes: bool = True) -> list[Candidate]:
-    """The candidate grid (same-bytes candidates are added after sizing, see `BenchIndexes`)."""
+                       granularities: Sequence[int] = (1, 4), same_bytes: bool = True,
+                       adaptive_sizings: Sequence[str] = ("parquet",)) -> list[Candidate]:
+    """The candidate grid (same-bytes twins are added after sizing, in `run_bench_indexes`).
+
+    ``adaptive_sizings``: ``"parquet"`` sizes each granule's filter as the engine does (Arrow's
+    rule, a power of two); ``"exact"`` gives it the fewest 32-byte blocks whose Putze estimate
+    meets the target (`putze_min_bytes`), so bytes follow distinct counts without power-of-two
+    steps (a bench-only variant).
+    """
+    for sz in adaptive_sizings:
+        if sz not in ("parquet", "exact"):
+            raise SkipidxError(f"adaptive sizing must be 'parquet' or 'exact', got {sz!r}")
     out: list[Candidate] = []
     for b in fixed_bytes:
         if isinstance(b, bool) or not isinstance(b, (int, np.integer)) or b < 32:
@@ -143,7 +163,8 @@ def default_candidates(tokenizers: Sequence[str] = DEFAULT_TOKENIZERS,
                 for b in fixed_bytes:
                     out.append(Candidate(tok, n, "fixed", int(g), num_bytes=int(-(-int(b) // 32) * 32)))
             for p in fpps:
-                out.append(Candidate(tok, n, "adaptive", int(g), fpp=float(p)))
+                for sz in adaptive_sizings:
+                    out.append(Candidate(tok, n, "adaptive", int(g), fpp=float(p), sizing=sz))
     return out
 
 
@@ -500,7 +521,7 @@ def run_bench_indexes(values: pa.ChunkedArray, queries: Sequence[Query], *, colu
         for c in cands:
             if c.kind == "adaptive":
                 nd = np.maximum(ndv[c.granularity], 1)
-                sizes[c] = _adaptive_sizes(nd, c.fpp)
+                sizes[c] = _adaptive_sizes(nd, c.fpp, c.sizing)
         if same_bytes:
             for c in cands:
                 if c.kind == "adaptive":
@@ -580,10 +601,33 @@ def _bank_stats(bank) -> tuple[np.ndarray, np.ndarray]:
     return bank_stats(bank.words, bank.block_offset, bank.num_blocks)
 
 
+def putze_min_bytes(ndv: int, fpp: float) -> int:
+    """Smallest SBBF (whole 32-byte blocks) whose Putze estimate at `ndv` distinct values is <= fpp."""
+    from skipidx.sbbf import MAX_BYTES, SBBF
+
+    if ndv <= 0:
+        return 32
+    lo, hi = 1, 1
+    while SBBF.fpp_estimate(hi * 32, ndv) > fpp:
+        if hi * 32 >= MAX_BYTES:
+            return MAX_BYTES
+        lo, hi = hi, min(hi * 2, MAX_BYTES // 32)
+    while lo < hi:  # the smallest block count meeting the target, by bisection
+        mid = (lo + hi) // 2
+        if SBBF.fpp_estimate(mid * 32, ndv) <= fpp:
+            hi = mid
+        else:
+            lo = mid + 1
+    return hi * 32
+
+
 def _adaptive_sizes(ndv: np.ndarray, fpp: float, sizing: str = "parquet") -> np.ndarray:
     """`SBBF.for_ndv`'s size for every distinct count (computed once per distinct value of ndv)."""
     from skipidx.sbbf import optimal_num_bytes
 
     uniq, inv = np.unique(ndv, return_inverse=True)
-    per = np.array([optimal_num_bytes(int(u), fpp, sizing) for u in uniq], dtype=np.int64)
+    if sizing == "exact":
+        per = np.array([putze_min_bytes(int(u), fpp) for u in uniq], dtype=np.int64)
+    else:
+        per = np.array([optimal_num_bytes(int(u), fpp, sizing) for u in uniq], dtype=np.int64)
     return per[inv].reshape(ndv.shape)
