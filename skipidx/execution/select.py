@@ -260,8 +260,9 @@ def _empty_projection(bs: BoundSelect) -> pa.Table:
 
 
 def _limit(t: pa.Table, limit: int | None, offset: int) -> pa.Table:
+    # LIMIT/OFFSET are UInt64 in ClickHouse: clamp before slicing (Arrow takes int64)
     if offset:
         t = t.slice(min(offset, t.num_rows))
     if limit is not None:
-        t = t.slice(0, limit)
+        t = t.slice(0, min(limit, t.num_rows))
     return t
