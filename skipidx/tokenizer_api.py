@@ -140,7 +140,6 @@ FUNCTION_ALIASES: dict[str, str] = {
     "=": "equals", "==": "equals", "!=": "notEquals", "<>": "notEquals",
     "IN": "in", "NOT IN": "notIn", "not in": "notIn",
     "LIKE": "like", "NOT LIKE": "notLike", "not like": "notLike",
-    "hasAny": "hasAnyTokens", "hasAll": "hasAllTokens",
 }
 
 #: Predicates whose requirement is marked ``negated`` (they can never prune alone).
@@ -214,8 +213,9 @@ class TextTokenizer(Tokenizer):
 
     =============================== ===========================================
     ``equals``/``notEquals``, ``has`` all ``value_tokens`` of the constant
-    ``in``/``notIn``                  ANY over the rows' ``value_tokens``
+    ``in``/``notIn``, ``hasAny``      ANY over the members' ``value_tokens``
                                       (a NULL member: cannot help)
+    ``hasAll`` (arrays)               all ``value_tokens`` of all members
     ``hasToken[OrNull]``              ``needle_tokens`` of the needle
     ``hasTokenCaseInsensitive*``      the same of the ASCII-lowercased needle,
                                       only for a ``lower(col)`` index
@@ -250,7 +250,9 @@ class TextTokenizer(Tokenizer):
         if func in ("equals", "notEquals", "has"):
             b = _as_const_bytes(arg)
             return None if b is None else _all_of(self.value_tokens(b), negated)
-        if func in ("in", "notIn"):
+        if func in ("in", "notIn", "hasAny", "hasAll"):
+            # IN: the value equals one member. hasAny(arr, [..]) / hasAll(arr, [..]) on an
+            # Array(String) column: some / every listed value is an element.
             if not isinstance(arg, (tuple, list, frozenset, set)):
                 return None
             alts = []
@@ -259,6 +261,8 @@ class TextTokenizer(Tokenizer):
                 if b is None:  # NULL member (or a non-string): cannot help
                     return None
                 alts.append(self.value_tokens(b))
+            if func == "hasAll":
+                return _all_of([t for alt in alts for t in alt])
             return _any_of(alts, negated)
         if func.startswith("hasToken"):
             b = _as_const_bytes(arg)

@@ -222,3 +222,22 @@ def test_query_side_tokens_equal_index_side(s):
         assert tok.value_tokens(s) == tok.tokenize(pa.array([s], pa.binary())).to_pylist()
         # a string is a substring of itself, starting and ending it
         assert tok.substring_tokens(s, True, True) == tok.value_tokens(s)
+
+
+@given(st.lists(texts, max_size=4), st.lists(texts, max_size=2), st.data())
+@SETTINGS
+def test_array_functions_never_false_negative(arr, others, data):
+    """Array(String) columns: has / hasAny / hasAll on the element values."""
+    picked = data.draw(st.lists(st.sampled_from(arr), max_size=2)) if arr else []
+    values = tuple(picked + others)
+    col = pa.array([arr], pa.list_(pa.binary()))
+    for tok in TOKENIZERS + [VALUE]:
+        have = set(tok.tokenize(col).to_pylist())
+        for func, args, truth in [
+            ("has", (picked[0],) if picked else (b"zz",), bool(picked) or b"zz" in arr),
+            ("hasAny", (values,), any(v in arr for v in values)),
+            ("hasAll", (values,), all(v in arr for v in values)),
+        ]:
+            req = tok.requirement(func, args, pa.binary())
+            if req is not None and truth:
+                assert any(set(alt) <= have for alt in req.any_of), (tok, func, args, arr, req)

@@ -390,6 +390,9 @@ TOKEN_REQ = [
     ("hasAnyTokens-none-valid", "hasAnyTokens", ((b"a b", b""),), {}, None),
     ("hasAllTokens-array", "hasAllTokens", ((b"foo", b"bar"),), {}, _r([b"foo", b"bar"])),
     ("hasAllTokens-empty", "hasAllTokens", ((),), {}, None),
+    ("hasAny-array-elements", "hasAny", ((b"a b", b"c"),), {}, _r([b"a", b"b"], [b"c"])),
+    ("hasAll-array-elements", "hasAll", ((b"a b", b"c"),), {}, _r([b"a", b"b", b"c"])),
+    ("hasAll-empty", "hasAll", ((),), {}, None),
     ("unknown-function", "less", (b"x",), {}, None),
     ("no-args", "equals", (), {}, None),
 ]
@@ -422,6 +425,7 @@ NGRAM_REQ = [
     ("msa-truncated-tail", "multiSearchAny", ((b"abc\xc3",),), _r([b"abc"])),
     ("endsWith-truncated-tail", "endsWith", (b"abc\xc3",), _r([b"abc", b"bc\xc3"])),
     ("hasToken", "hasToken", (b"hello",), _r([b"hel", b"ell", b"llo"])),
+    ("hasToken-truncated-tail", "hasToken", (b"abc\xc0",), _r([b"abc"])),
     ("match", "match", (rb"hello.*world",), _r([b"hel", b"ell", b"llo", b"wor", b"orl", b"rld"])),
     ("in-short-member", "in", ((b"abc", b"xy"),), None),
     ("notin", "notIn", ((b"abc",),), _r([b"abc"], negated=True)),
@@ -450,6 +454,10 @@ VALUE_REQ = [
     ("like-no-wildcards", "like", (b"a\\%b",), pa.string(), _r([b"a%b"])),
     ("like-wildcards", "like", (b"a%",), pa.string(), None),
     ("like-on-int", "like", (b"1",), pa.int64(), None),
+    ("hasAny", "hasAny", ((b"a", b"b"),), pa.list_(pa.string()), _r([b"a"], [b"b"])),
+    ("hasAll", "hasAll", ((b"a", b"b"),), pa.list_(pa.string()), _r([b"a", b"b"])),
+    ("hasAll-float-zero-dropped", "hasAll", ((0.0, 1.0),), pa.list_(pa.float64()),
+     _r([b"\x00" * 6 + b"\xf0?"])),
     ("hasToken", "hasToken", (b"abc",), pa.string(), None),
     ("startsWith", "startsWith", (b"abc",), pa.string(), None),
 ]

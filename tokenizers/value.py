@@ -148,8 +148,9 @@ class ValueTokenizer(Tokenizer):
 
     def requirement(self, func: str, args: tuple, value_type: pa.DataType | None = None,
                     *, expr: str | None = None) -> TokenRequirement | None:
-        """``=``/``!=``/``has``: the value; ``IN``/``NOT IN``: ANY over the members (a NULL
-        member: cannot help); LIKE without wildcards on strings: the unescaped pattern."""
+        """``=``/``!=``/``has``: the value; ``IN``/``NOT IN``/``hasAny``: ANY over the members
+        (a NULL member: cannot help); ``hasAll``: all members; LIKE without wildcards on
+        strings: the unescaped pattern."""
         func = canonical_function(func)
         negated = func in NEGATED_FUNCTIONS
         if not args:
@@ -158,7 +159,7 @@ class ValueTokenizer(Tokenizer):
         if func in ("equals", "notEquals", "has"):
             enc = self._encodings(arg, value_type)
             return None if enc is None else TokenRequirement(tuple((e,) for e in enc), negated)
-        if func in ("in", "notIn"):
+        if func in ("in", "notIn", "hasAny"):
             if not isinstance(arg, (tuple, list, set, frozenset)) or not arg:
                 return None
             alts: list[tuple[bytes, ...]] = []
@@ -168,6 +169,19 @@ class ValueTokenizer(Tokenizer):
                     return None
                 alts.extend((e,) for e in enc)
             return TokenRequirement(tuple(dict.fromkeys(alts)), negated)
+        if func == "hasAll":
+            # every member is an element; a float zero (two encodings) is left out
+            # rather than multiplied out
+            if not isinstance(arg, (tuple, list, set, frozenset)) or not arg:
+                return None
+            need: list[bytes] = []
+            for v in arg:
+                enc = self._encodings(v, value_type)
+                if enc is None:
+                    return None
+                if len(enc) == 1:
+                    need.append(enc[0])
+            return TokenRequirement((tuple(dict.fromkeys(need)),)) if need else None
         if func in ("like", "notLike"):
             if value_type is not None and not _binary_like(value_type) and not (
                     pa.types.is_dictionary(value_type) and _binary_like(value_type.value_type)):
