@@ -18,8 +18,15 @@ Tokens are ``bytes``. A token's hash is ``xxh64(token bytes, seed)``; the
 ``value`` tokenizer's token is the Parquet PLAIN encoding of the value, so
 with seed 0 its hashes are exactly the Parquet bloom-filter hashes.
 
+A string tokenizer usually derives from :class:`TextTokenizer`, which
+implements ``requirement`` for every predicate the engine knows (ClickHouse's
+rules from ``MergeTreeIndexBloomFilterText``) on top of the three query-side
+primitives; see ``tests/plugin_dist`` for a complete third-party plugin.
+
 Plugins are discovered through the entry-point group ``skipidx.tokenizers``;
 the built-ins (package ``skipidx_tokenizers``) register through the same group.
+``refresh_tokenizers()`` rescans after a plugin is installed into a running
+process.
 """
 from __future__ import annotations
 

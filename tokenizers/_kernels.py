@@ -67,7 +67,7 @@ def _is_ascii(data, s, e):
 # token (splitByNonAlpha)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def token_count(data, offsets, validity, voff):
     """(tokens, token bytes, longest row) of the valid rows."""
     tb = _TB8
@@ -90,7 +90,7 @@ def token_count(data, offsets, validity, voff):
     return k, nbytes, longest
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def token_hashes_into(data, offsets, validity, voff, seed, rows, hashes, edges):
     """Fused splitByNonAlpha + XXH64 into ``rows``/``hashes`` (sized by `token_count`);
     ``edges``: scratch of at least longest row + 2 int64."""
@@ -120,7 +120,7 @@ def token_hashes_into(data, offsets, validity, voff, seed, rows, hashes, edges):
     return k
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def token_tokens_into(data, offsets, validity, voff, rows, offs, out):
     """splitByNonAlpha tokens in one pass into ``rows`` (tokens + 1), ``offs`` (tokens + 1)
     and ``out`` (token bytes + 1), sized by `token_count`.
@@ -233,7 +233,7 @@ def _cp_count(data, s, e, sl):
     return m
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def ngram_count(data, offsets, validity, voff, n, with_bytes):
     """(n-grams, total gram bytes (if `with_bytes`, else 0), longest row) of the valid rows."""
     sl = SEQ_LEN
@@ -283,7 +283,7 @@ def ngram_count(data, offsets, validity, voff, n, with_bytes):
     return k, nbytes, longest
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def ngram_hashes_into(data, offsets, validity, voff, n, seed, rows, hashes, starts):
     """Fused ngram(n) + XXH64 into ``rows``/``hashes`` (sized by `ngram_count`);
     ``starts``: scratch of at least longest row + 1 int64."""
@@ -325,7 +325,7 @@ def ngram_hashes_into(data, offsets, validity, voff, n, seed, rows, hashes, star
     return k
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def ngram_tokens_into(data, offsets, validity, voff, n, rows, offs, out, starts):
     """ngram(n) grams into ``rows`` (grams), ``offs`` (grams + 1), ``out`` (gram bytes),
     sized by `ngram_count`; ``starts``: scratch of at least longest row + 1 int64."""
@@ -432,7 +432,7 @@ def ngram_tokens(data, offsets, validity, voff, n):
 # helpers shared by the tokenizers
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def gather_spans(data, starts, ends):
     """Copy the byte ranges into one contiguous buffer: (offsets int64[n+1], data uint8)."""
     n = starts.shape[0]
@@ -449,7 +449,7 @@ def gather_spans(data, starts, ends):
     return offs, out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def expand_by_index(indices, validity, voff, entry_rows, entry_hashes, n_entries):
     """Dictionary arrays: hash the dictionary once, then give every row its entry's hashes.
 
