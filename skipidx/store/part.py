@@ -659,6 +659,7 @@ class Part:
         try:
             with pa.memory_map(path, "r") as src:
                 table = pa.ipc.open_file(src).read_all()
+            table.validate(full=True)   # offsets/lengths in range before any kernel touches them
         except (OSError, pa.ArrowException) as ex:
             raise CorruptionError(f"unreadable index file: {ex}", path=path) from None
         col = self.meta.column(im.definition.column)
