@@ -202,7 +202,7 @@ def plan_indexes(rpn: RPN, table_meta: Any, cache: IndexCache | None = None) -> 
             continue
         if not use.conditions:
             use.note = "no usable atom"
-        elif reasons[use.name]:
+        elif reasons.get(use.name):
             use.note = "; ".join(reasons[use.name])
         elif not any(refute.values()) and not any(confirm.values()):
             use.note = "cannot prune for these atoms"
