@@ -741,6 +741,8 @@ class Binder:
         where = None
         if s.where is not None:
             where = self.expr(s.where)
+            if contains_agg(where):
+                raise _err("aggregate functions are not allowed in WHERE", s.where)
             t = value_type(where.type)
             if not (is_numeric(t) or pa.types.is_null(t)):
                 raise _err(f"invalid type for filter in WHERE: {ch_name(t)}", s.where)
