@@ -14,6 +14,7 @@ from typing import Any, Iterator
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from skipidx.execution.evaluate import where_mask
 from skipidx.planner.bound import BExpr
@@ -52,13 +53,17 @@ def zero_column_table(n: int) -> pa.Table:
 
 
 def scan(selections: list[PartSelection], columns: list[str], where: BExpr | None, stats,
-         max_granules: int | None = None) -> Iterator[pa.Table]:
-    """Yield the rows of the kept granules that satisfy `where`, restricted to `columns`.
+         max_granules: int | None = None, keep: list[str] | None = None) -> Iterator[pa.Table]:
+    """Yield the rows of the kept granules that satisfy `where`.
 
-    `columns` must include every column `where` reads. With no columns at all
-    (``SELECT count() FROM t`` without WHERE) nothing is read: each chunk is a
-    zero-column table of the right length, taken from the marks.
+    `columns` (read) must include every column `where` reads; `keep` (default:
+    all of them) are the columns the caller needs afterwards, so a column
+    read only for the filter is dropped before the rows are gathered
+    (``SELECT count() ... WHERE msg LIKE ...`` never copies a string). With no
+    columns at all (``SELECT count() FROM t`` without WHERE) nothing is read:
+    each chunk is a zero-column table of the right length, taken from the marks.
     """
+    keep = list(columns) if keep is None else list(keep)
     for sel in selections:
         for batch in _batches(sel.ranges, max_granules):
             t0 = time.perf_counter()
@@ -72,8 +77,13 @@ def scan(selections: list[PartSelection], columns: list[str], where: BExpr | Non
             t = sel.part.read(columns, batch)
             stats.rows_read += t.num_rows
             mask = where_mask(where, t)
+            if keep != list(t.column_names):
+                t = t.select(keep) if keep else zero_column_table(t.num_rows)
             if mask is not None:
-                t = t.filter(mask)
+                if t.num_columns:
+                    t = t.filter(mask)
+                else:
+                    t = zero_column_table(int(pc.sum(mask).as_py() or 0))
             stats.rows_matched += t.num_rows
             stats.scan_ms += (time.perf_counter() - t0) * 1000
             yield t

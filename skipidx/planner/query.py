@@ -52,8 +52,10 @@ def run_query(plan: QueryPlan) -> tuple[pa.Table, QueryStats]:
     selections = prune_plan(plan, stats)
     t0 = time.perf_counter()
     stream = bs.limit is not None and not bs.order_by and not bs.aggregate
+    out_cols = bs.output_columns()
     chunks = scan(selections, plan.columns, bs.where, stats,
-                  max_granules=LIMIT_BATCH_GRANULES if stream else None)
+                  max_granules=LIMIT_BATCH_GRANULES if stream else None,
+                  keep=[c for c in plan.columns if c in out_cols])
     table = run_select(bs, chunks)
     stats.scan_ms = (time.perf_counter() - t0) * 1000
     return table, stats
