@@ -390,7 +390,8 @@ def test_minmax_numpy_path_equals_hash_aggregate(values, zone, kind):
     from skipidx.indexes.minmax import _numeric_view, _reduce_generic, _reduce_numeric
 
     if kind == "float64":
-        arr = pa.array([None if v is None else (float("nan") if v % 5 == 0 else v / 7) for v in values])
+        arr = pa.array([None if v is None else (float("nan") if v % 5 == 0 else v / 7) for v in values],
+                       pa.float64())
     elif kind == "uint8":
         arr = pa.array([None if v is None else v % 256 for v in values], pa.uint8())
     elif kind == "date32":

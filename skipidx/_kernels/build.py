@@ -79,30 +79,51 @@ def dedup_by_zone(zone_end, rows, hashes):
     nz = zone_end.shape[0]
     n = hashes.shape[0]
     offs_out = np.zeros(nz + 1, dtype=np.int64)
-    uniq = np.empty(4096, dtype=np.uint64)
-    table = np.zeros(4096, dtype=np.uint64)
-    mask = table.shape[0] - 1
+    uniq = np.empty(n + 1, dtype=np.uint64)
+    table = np.zeros(_SET_MIN, dtype=np.uint64)
     u = 0
     j = 0
     for z in range(nz):
         first = u
         zero_seen = False
         end = zone_end[z]
-        while j < n and rows[j] < end:
-            new = _set_add(table, mask, hashes[j]) if hashes[j] != 0 else not zero_seen
-            if new:
-                zero_seen = zero_seen or hashes[j] == 0
-                if u == uniq.shape[0]:
-                    uniq = _grow_u64(uniq)
-                uniq[u] = hashes[j]
-                u += 1
-                if 2 * (u - first) > table.shape[0]:
-                    table = _rehash(table, uniq, first, u)
-                    mask = table.shape[0] - 1
-            j += 1
-        _distinct_close_zone(table, mask, uniq, first, u)
+        stop = j
+        while stop < n and rows[stop] < end:
+            stop += 1
+        while True:
+            j, u, zero_seen, need = _hashes_into_set(hashes, j, stop, table, uniq, u, first, zero_seen)
+            if need == 0:
+                break
+            table = _grown(table, uniq, first, u, need)
+        _distinct_close_zone(table, table.shape[0] - 1, uniq, first, u)
         offs_out[z + 1] = u
     return uniq[:u].copy(), offs_out
+
+
+@njit(cache=True)
+def _hashes_into_set(hashes, j, stop, table, uniq, u, first, zero_seen):
+    """Add hashes[j:stop] to the zone's set until done or the table would pass half full.
+
+    Returns (next j, u, zero_seen, need): need > 0 asks the caller for a table
+    of at least `need` slots (arrays are never reassigned in this loop: numba
+    then keeps them in registers -- reassigning them in the hot loop measured 3x slower).
+    """
+    mask = table.shape[0] - 1
+    cap = table.shape[0]
+    while j < stop:
+        if 2 * (u - first + 1) > cap:
+            return j, u, zero_seen, 2 * cap
+        h = hashes[j]
+        if h == 0:
+            if not zero_seen:
+                zero_seen = True
+                uniq[u] = h
+                u += 1
+        elif _set_add(table, mask, h):
+            uniq[u] = h
+            u += 1
+        j += 1
+    return j, u, zero_seen, 0
 
 
 @njit(cache=True, nogil=True)
@@ -163,7 +184,11 @@ __all__ = [
 
 from skipidx._kernels.xxh64 import P1, P2, P3, P4, P5, _avalanche, _read32, _read64, _rotl, _round  # noqa: E402
 from skipidx._kernels.xxh64 import xxh64_span  # noqa: E402
-from skipidx_tokenizers._kernels import SEQ_LEN, TOKEN_BYTE, _gram_end, _valid  # noqa: E402
+try:  # the built-in tokenizers' own byte table and code-point walk
+    from skipidx_tokenizers._kernels import SEQ_LEN, TOKEN_BYTE, _gram_end, _valid  # noqa: E402
+    FUSED_AVAILABLE = True
+except ImportError:  # a tokenizer package without them: every build takes the generic path
+    FUSED_AVAILABLE = False
 
 
 @njit(inline="always", cache=True)
@@ -226,11 +251,17 @@ def _set_add(table, mask, h):
         i = (i + 1) & mask
 
 
+_SET_MIN = 4096
+
+
 @njit(cache=True)
-def _rehash(table, uniq, first, u):
-    """A table twice as large holding the zone's distinct hashes uniq[first:u] (rare: growth)."""
-    t = np.zeros(2 * table.shape[0], dtype=np.uint64)
-    mask = t.shape[0] - 1
+def _grown(table, uniq, first, u, need):
+    """A table of at least `need` slots (a power of two) holding the zone's distinct hashes uniq[first:u]."""
+    cap = table.shape[0]
+    while cap < need:
+        cap *= 2
+    t = np.zeros(cap, dtype=np.uint64)
+    mask = cap - 1
     for k in range(first, u):
         if uniq[k] != 0:
             _set_add(t, mask, uniq[k])
@@ -248,13 +279,6 @@ def _distinct_close_zone(table, mask, uniq, first, u):
         while table[i] != 0:
             table[i] = 0
             i = (i + 1) & mask
-
-
-@njit(cache=True)
-def _grow_u64(a):
-    b = np.empty(2 * a.shape[0], dtype=np.uint64)
-    b[:a.shape[0]] = a
-    return b
 
 
 # The fixed and distinct variants repeat the tokenizing loop on purpose: with
@@ -290,46 +314,46 @@ def token_fixed(data, offsets, validity, voff, zone_end, words, block_offset, nu
 @njit(cache=True, nogil=True)
 def token_distinct(data, offsets, validity, voff, zone_end, seed):
     """splitByNonAlpha tokens of every valid row: the distinct hashes of every zone (uniq, offsets)."""
-    seed = np.uint64(seed)
+    return _distinct_driver(data, offsets, validity, voff, 0, zone_end, seed)
+
+
+@njit(cache=True)
+def _token_rows_into_set(data, offsets, validity, voff, i, stop, seed, table, uniq, u, first, zero_seen):
+    """Tokens of rows i..stop into the zone's set, row by row, until a row might overfill the table.
+
+    A row of L bytes adds at most L distinct hashes, so before each row the
+    table must keep 2 * (distinct + L) <= slots; otherwise return (i, ..., need).
+    """
     tb = TOKEN_BYTE
-    nz = zone_end.shape[0]
-    offs_out = np.zeros(nz + 1, dtype=np.int64)
-    uniq = np.empty(4096, dtype=np.uint64)
-    table = np.zeros(4096, dtype=np.uint64)
     mask = table.shape[0] - 1
-    u = 0
-    i = 0
-    for z in range(nz):
-        first = u
-        zero_seen = False
-        while i < zone_end[z]:
-            if _valid(validity, voff, i):
-                p = np.int64(offsets[i])
-                e = np.int64(offsets[i + 1])
-                while p < e:
-                    while p < e and not tb[data[p]]:
-                        p += 1
-                    if p >= e:
-                        break
-                    q = p + 1
-                    while q < e and tb[data[q]]:
-                        q += 1
-                    h = _xxh64_token(data, p, q - p, seed)
-                    new = _set_add(table, mask, h) if h != 0 else not zero_seen
-                    if new:
-                        zero_seen = zero_seen or h == 0
-                        if u == uniq.shape[0]:
-                            uniq = _grow_u64(uniq)
+    cap = table.shape[0]
+    while i < stop:
+        s = np.int64(offsets[i])
+        e = np.int64(offsets[i + 1])
+        if 2 * (u - first + (e - s) + 1) > cap:
+            return i, u, zero_seen, 2 * (u - first + (e - s) + 1)
+        if _valid(validity, voff, i):
+            p = s
+            while p < e:
+                while p < e and not tb[data[p]]:
+                    p += 1
+                if p >= e:
+                    break
+                q = p + 1
+                while q < e and tb[data[q]]:
+                    q += 1
+                h = _xxh64_token(data, p, q - p, seed)
+                if h == 0:
+                    if not zero_seen:
+                        zero_seen = True
                         uniq[u] = h
                         u += 1
-                        if 2 * (u - first) > table.shape[0]:
-                            table = _rehash(table, uniq, first, u)
-                            mask = table.shape[0] - 1
-                    p = q
-            i += 1
-        _distinct_close_zone(table, mask, uniq, first, u)
-        offs_out[z + 1] = u
-    return uniq[:u].copy(), offs_out
+                elif _set_add(table, mask, h):
+                    uniq[u] = h
+                    u += 1
+                p = q
+        i += 1
+    return i, u, zero_seen, 0
 
 
 @njit(cache=True, nogil=True)
@@ -360,42 +384,68 @@ def ngram_fixed(data, offsets, validity, voff, n, zone_end, words, block_offset,
 @njit(cache=True, nogil=True)
 def ngram_distinct(data, offsets, validity, voff, n, zone_end, seed):
     """ngram(n) of every valid row: the distinct hashes of every zone (uniq, offsets)."""
-    seed = np.uint64(seed)
+    return _distinct_driver(data, offsets, validity, voff, n, zone_end, seed)
+
+
+@njit(cache=True)
+def _ngram_rows_into_set(data, offsets, validity, voff, n, i, stop, seed, table, uniq, u, first, zero_seen):
+    """N-grams of rows i..stop into the zone's set (as _token_rows_into_set)."""
     sl = SEQ_LEN
+    mask = table.shape[0] - 1
+    cap = table.shape[0]
+    while i < stop:
+        s = np.int64(offsets[i])
+        e = np.int64(offsets[i + 1])
+        if 2 * (u - first + (e - s) + 1) > cap:
+            return i, u, zero_seen, 2 * (u - first + (e - s) + 1)
+        if _valid(validity, voff, i):
+            pend = np.uint32(1)
+            for p in range(s, e):
+                c = data[p]
+                if (pend & np.uint32(1)) or c < 0x80 or c >= 0xC0:
+                    pend |= np.uint32(1) << np.uint32(sl[c])
+                    end = _ngram_end(data, p, e, n, sl)
+                    if end >= 0:
+                        h = _xxh64_token(data, p, end - p, seed)
+                        if h == 0:
+                            if not zero_seen:
+                                zero_seen = True
+                                uniq[u] = h
+                                u += 1
+                        elif _set_add(table, mask, h):
+                            uniq[u] = h
+                            u += 1
+                pend >>= np.uint32(1)
+        i += 1
+    return i, u, zero_seen, 0
+
+
+@njit(cache=True, nogil=True)
+def _distinct_driver(data, offsets, validity, voff, n, zone_end, seed):
+    """Zone loop of token_distinct (n == 0) / ngram_distinct (n > 0); grows the set between rows."""
+    seed = np.uint64(seed)
     nz = zone_end.shape[0]
     offs_out = np.zeros(nz + 1, dtype=np.int64)
-    uniq = np.empty(4096, dtype=np.uint64)
-    table = np.zeros(4096, dtype=np.uint64)
-    mask = table.shape[0] - 1
+    # a token / an n-gram starts at a distinct byte: the slice's bytes bound the
+    # distinct count (np.empty is virtual: only the distinct hashes touch pages)
+    uniq = np.empty(np.int64(offsets[-1]) - np.int64(offsets[0]) + 1, dtype=np.uint64)
+    table = np.zeros(_SET_MIN, dtype=np.uint64)
     u = 0
     i = 0
     for z in range(nz):
         first = u
         zero_seen = False
-        while i < zone_end[z]:
-            if _valid(validity, voff, i):
-                s = np.int64(offsets[i])
-                e = np.int64(offsets[i + 1])
-                pend = np.uint32(1)
-                for p in range(s, e):
-                    c = data[p]
-                    if (pend & np.uint32(1)) or c < 0x80 or c >= 0xC0:
-                        pend |= np.uint32(1) << np.uint32(sl[c])
-                        end = _ngram_end(data, p, e, n, sl)
-                        if end >= 0:
-                            h = _xxh64_token(data, p, end - p, seed)
-                            new = _set_add(table, mask, h) if h != 0 else not zero_seen
-                            if new:
-                                zero_seen = zero_seen or h == 0
-                                if u == uniq.shape[0]:
-                                    uniq = _grow_u64(uniq)
-                                uniq[u] = h
-                                u += 1
-                                if 2 * (u - first) > table.shape[0]:
-                                    table = _rehash(table, uniq, first, u)
-                                    mask = table.shape[0] - 1
-                    pend >>= np.uint32(1)
-            i += 1
-        _distinct_close_zone(table, mask, uniq, first, u)
+        stop = zone_end[z]
+        while True:
+            if n == 0:
+                i, u, zero_seen, need = _token_rows_into_set(data, offsets, validity, voff, i, stop, seed,
+                                                             table, uniq, u, first, zero_seen)
+            else:
+                i, u, zero_seen, need = _ngram_rows_into_set(data, offsets, validity, voff, n, i, stop, seed,
+                                                             table, uniq, u, first, zero_seen)
+            if need == 0:
+                break
+            table = _grown(table, uniq, first, u, need)
+        _distinct_close_zone(table, table.shape[0] - 1, uniq, first, u)
         offs_out[z + 1] = u
     return uniq[:u].copy(), offs_out

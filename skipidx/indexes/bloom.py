@@ -383,6 +383,8 @@ _FUSED = {
 
 def _fused_kind(tok: Tokenizer) -> tuple[str, int] | None:
     """("token", 0) / ("ngram", n) when a fused kernel implements exactly this tokenizer."""
+    if not kb.FUSED_AVAILABLE:
+        return None
     cls = type(tok)
     kind = _FUSED.get((cls.__module__, cls.__name__, str(getattr(tok, "version", ""))))
     if kind is None:
