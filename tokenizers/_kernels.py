@@ -121,35 +121,42 @@ def token_hashes_into(data, offsets, validity, voff, seed, rows, hashes, edges):
 
 
 @njit(cache=True, nogil=True)
-def token_tokens_into(data, offsets, validity, voff, rows, offs, out):
-    """splitByNonAlpha tokens in one pass into ``rows`` (tokens + 1), ``offs`` (tokens + 1)
-    and ``out`` (token bytes + 1), sized by `token_count`.
+def token_tokens_into(data, offsets, validity, voff, rows, offs, out, edges):
+    """splitByNonAlpha tokens into ``rows`` (tokens), ``offs`` (tokens + 1) and ``out``
+    (token bytes + 1), sized by `token_count`; ``edges``: scratch of longest row + 2.
 
-    Token bytes are copied unconditionally and the write index advances only on
-    token bytes, so separators are overwritten; a token's start offset is
-    written at every byte and kept only where a token starts (hence the one
-    slot of slack in each output).
+    Per row, one branch-free pass copies every byte to ``out`` but advances the
+    write index only on token bytes (separators get overwritten; hence the one
+    byte of slack) and records class changes as token edges; then a short loop
+    over the row's tokens writes rows and offsets.
     """
     tb = _TB8
     n = offsets.shape[0] - 1
     k = 0
     j = 0
+    offs[0] = 0
     for i in range(n):
         if not _valid(validity, voff, i):
             continue
         s = np.int64(offsets[i])
         e = np.int64(offsets[i + 1])
+        m = 0
         prev = 0
         for p in range(s, e):
             c = data[p]
             t = tb[c]
-            rows[k] = i
-            offs[k] = j
-            k += t & (1 - prev)
+            edges[m] = p
+            m += t ^ prev
             out[j] = c
             j += t
             prev = t
-    offs[k] = j
+        if prev:
+            edges[m] = e
+            m += 1
+        for g in range(0, m, 2):
+            rows[k] = i
+            offs[k + 1] = offs[k] + (edges[g + 1] - edges[g])
+            k += 1
     return k
 
 
@@ -396,13 +403,13 @@ def token_hashes(data, offsets, validity, voff, seed):
 
 def token_tokens(data, offsets, validity, voff):
     """(rows, offsets, bytes) of every splitByNonAlpha token of every valid row."""
-    total, nbytes, _longest = token_count(data, offsets, validity, voff)
-    rows = np.empty(total + 1, dtype=np.int64)
+    total, nbytes, longest = token_count(data, offsets, validity, voff)
+    rows = np.empty(total, dtype=np.int64)
     offs = np.empty(total + 1, dtype=np.int64)
     out = np.empty(nbytes + 1, dtype=np.uint8)
-    k = token_tokens_into(data, offsets, validity, voff, rows, offs, out)
+    k = token_tokens_into(data, offsets, validity, voff, rows, offs, out, np.empty(longest + 2, dtype=np.int64))
     assert k == total and offs[total] == nbytes
-    return rows[:total], offs, out[:nbytes]
+    return rows, offs, out[:nbytes]
 
 
 def ngram_hashes(data, offsets, validity, voff, n, seed):
