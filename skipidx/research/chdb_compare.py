@@ -51,13 +51,20 @@ def chdb_available() -> bool:
     return True
 
 
-def clickhouse_candidates(result: BenchResult, kinds: tuple[str, ...] = ("fixed", "same-bytes")
-                          ) -> list[tuple[str, str, Candidate]]:
-    """(ClickHouse index name, TYPE clause, the skipidx candidate it mirrors) for candidates of `kinds`."""
+KINDS = ("fixed", "same-bytes", "same-bytes-exact")
+
+
+def clickhouse_candidates(result: BenchResult, kinds: tuple[str, ...] = KINDS) -> list[tuple[str, str, Candidate]]:
+    """(ClickHouse index name, TYPE clause, the skipidx candidate it mirrors) for candidates of `kinds`.
+
+    Kinds: ``fixed`` (the grid's fixed sizes), ``same-bytes`` (the twins of the engine-sized
+    adaptive candidates), ``same-bytes-exact`` (the twins of the exact-sized ones).
+    """
     out = []
     for r in result.candidates:
         c = r.candidate
-        if c.kind in kinds and c.kind != "adaptive" and c.tokenizer in ("token", "ngram"):
+        kind = "same-bytes-exact" if c.kind == "same-bytes" and "_exact_" in (c.matched_to or "") else c.kind
+        if kind in kinds and c.tokenizer in ("token", "ngram"):
             bits = c.num_bytes * 8 / max(r.ndv_mean, 1.0)
             k = clickhouse_best_k(max(bits, 1.0))
             if c.tokenizer == "token":
@@ -84,7 +91,7 @@ def _q(s, sql: str, fmt: str = "CSV") -> str:
 
 def run_chdb(result: BenchResult, values: pa.ChunkedArray, *, workdir: str | None = None,
              show_progress: bool = True, measure_latency: bool = True,
-             kinds: tuple[str, ...] = ("fixed", "same-bytes")) -> dict:
+             kinds: tuple[str, ...] = KINDS) -> dict:
     """Build the mirrored indexes in chDB and measure them on the bench's queries (see module doc)."""
     import chdb
     import pyarrow.parquet as pq

@@ -115,8 +115,9 @@ QUICK = dict(tokenizers="token,ngram3,value", fixed_bytes="1024,16384,65536", fp
              per_family=2, rows=262_144, chdb_kinds="same-bytes", chdb_latency=False,
              sizing="parquet")
 FULL = dict(tokenizers="token,ngram2,ngram3,ngram4,ngram5,value", fixed_bytes="256,1024,4096,16384,65536,262144",
-            fpp="0.1,0.01,0.001", granularity="1,4", per_family=3, rows=None, chdb_kinds="fixed,same-bytes",
+            fpp="0.1,0.01,0.001", granularity="1,4", per_family=3, rows=None, chdb_kinds="fixed,same-bytes,same-bytes-exact",
             chdb_latency=True, sizing="parquet,exact")
+CHDB_KINDS = ("fixed", "same-bytes", "same-bytes-exact")
 
 
 def _bench_indexes(argv: list[str]) -> int:
@@ -152,9 +153,9 @@ def _bench_indexes(argv: list[str]) -> int:
     p.add_argument("--write-queries", help="also write the (generated) queries to this file")
     p.add_argument("--no-chdb", action="store_true", help="do not run the ClickHouse (chDB) side")
     p.add_argument("--no-chdb-latency", action="store_true", help="chDB: granule counts only, no timed queries")
-    p.add_argument("--chdb-kinds", help="which fixed candidates to mirror in ClickHouse: fixed, same-bytes or "
-                                        "both (default both; --quick: same-bytes); whole-value bloom_filter "
-                                        "mirrors are always built")
+    p.add_argument("--chdb-kinds", help="which fixed candidates to mirror in ClickHouse: fixed, same-bytes "
+                                        "(twins of engine-sized adaptive), same-bytes-exact (default all; "
+                                        "--quick: same-bytes); whole-value bloom_filter mirrors are always built")
     p.add_argument("--engine", action="store_true",
                    help="also build the candidates with skipidx.connect and cross-check every figure")
     p.add_argument("--no-plots", action="store_true")
@@ -196,9 +197,9 @@ def _bench_indexes(argv: list[str]) -> int:
 
         if chdb_available():
             kinds = tuple(k.strip() for k in (a.chdb_kinds or preset["chdb_kinds"]).split(",") if k.strip())
-            bad = set(kinds) - {"fixed", "same-bytes"}
+            bad = set(kinds) - set(CHDB_KINDS)
             if bad:
-                raise SkipidxError(f"--chdb-kinds takes fixed and/or same-bytes, got {sorted(bad)}")
+                raise SkipidxError(f"--chdb-kinds takes {', '.join(CHDB_KINDS)}, got {sorted(bad)}")
             latency = preset["chdb_latency"] and not a.no_chdb_latency
             res.chdb = run_chdb(res, values, measure_latency=latency, kinds=kinds)
         else:

@@ -172,24 +172,64 @@ def default_candidates(tokenizers: Sequence[str] = DEFAULT_TOKENIZERS,
 
 @njit(cache=True)
 def _dedup_segments(hashes, seg_start, seg_end):
-    """The distinct hashes of every segment hashes[seg_start[i]:seg_end[i]] (sorted, concatenated), and their counts."""
+    """The distinct hashes of every segment ``hashes[seg_start[i]:seg_end[i]]`` (concatenated, in
+    first-seen order) and their counts.
+
+    An open-addressing hash set per segment that starts small and doubles at half load, so a
+    segment with few distinct values (n-grams of one granule: ~1M n-grams, a few thousand
+    distinct) stays in cache; linear time where a sort would be n log n.
+    """
     out = np.empty(hashes.shape[0], dtype=np.uint64)
     counts = np.zeros(seg_start.shape[0], dtype=np.int64)
     k = 0
+    table = np.zeros(1 << 12, dtype=np.uint64)
     for i in range(seg_start.shape[0]):
         a, b = seg_start[i], seg_end[i]
         if b <= a:
             continue
-        s = np.sort(hashes[a:b])
-        out[k] = s[0]
-        k += 1
-        c = 1
-        for j in range(1, s.shape[0]):
-            if s[j] != s[j - 1]:
-                out[k] = s[j]
-                k += 1
-                c += 1
-        counts[i] = c
+        cap = 1 << 12
+        table[:cap] = 0
+        mask = np.uint64(cap - 1)
+        seen_zero = False   # 0 marks an empty slot, so a zero hash is tracked apart
+        cnt = 0
+        for j in range(a, b):
+            h = hashes[j]
+            if h == np.uint64(0):
+                if not seen_zero:
+                    seen_zero = True
+                    out[k] = h
+                    k += 1
+                    cnt += 1
+                continue
+            pos = (h >> np.uint64(7)) & mask
+            while True:
+                t = table[pos]
+                if t == np.uint64(0):
+                    table[pos] = h
+                    out[k] = h
+                    k += 1
+                    cnt += 1
+                    break
+                if t == h:
+                    break
+                pos = (pos + np.uint64(1)) & mask
+            if 2 * cnt > cap:
+                # Grow: re-insert this segment's distinct hashes (out[k - cnt:k]) into a table twice the size.
+                cap *= 2
+                if table.shape[0] < cap:
+                    table = np.zeros(cap, dtype=np.uint64)
+                else:
+                    table[:cap] = 0
+                mask = np.uint64(cap - 1)
+                for q in range(k - cnt, k):
+                    v = out[q]
+                    if v == np.uint64(0):
+                        continue
+                    p2 = (v >> np.uint64(7)) & mask
+                    while table[p2] != np.uint64(0):
+                        p2 = (p2 + np.uint64(1)) & mask
+                    table[p2] = v
+        counts[i] = cnt
     return out[:k].copy(), counts
 
 
