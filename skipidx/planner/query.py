@@ -68,3 +68,21 @@ def run_constant_select(bs: BoundSelect) -> pa.Table:
     one = zero_column_table(1)
     mask = where_mask(bs.where, one)
     return run_select(bs, iter([one if mask is None else one.filter(mask)]))
+
+
+def prune_where(snapshot: Any, where: str | None, cache: IndexCache | None = None):
+    """Prune a table snapshot with a skipidx WHERE text (no SELECT around it).
+
+    Returns ``(selections, stats, bound_where)``: the parts and mark ranges to
+    read, the pruning figures, and the bound expression to apply exactly on
+    what is read (``skipidx.execution.evaluate.where_mask(bound_where, table)``;
+    None means every row passes). For embedders such as the Spark source.
+    """
+    from skipidx.planner.binder import bind_where
+    from skipidx.sql.parser import parse_expression
+
+    bound = None if where is None or not where.strip() else bind_where(snapshot.meta, parse_expression(where))
+    bs = BoundSelect(snapshot.meta.name, [], bound)
+    plan = plan_query(snapshot, bs, cache)
+    stats = QueryStats(table=snapshot.meta.name)
+    return prune_plan(plan, stats), stats, bound
