@@ -265,8 +265,13 @@ def test_many_rows_grow_buffers():
 
 
 @pytest.mark.parametrize("name,params", [("token", {}), ("ngram", {"n": 3})], ids=["token", "ngram"])
-@pytest.mark.parametrize("arr", [pa.array([1, 2]), pa.array([1.5]), pa.array([True]),
-                                 pa.array([{"a": "x"}])], ids=["int", "float", "bool", "struct"])
+@pytest.mark.parametrize("arr", [
+    pa.array([1, 2]), pa.array([1.5]), pa.array([True]), pa.array([{"a": "x"}]),
+    pa.array([], pa.int64()), pa.array([], pa.list_(pa.int32())),
+    pa.array([1, 2]).dictionary_encode()[:0], pa.chunked_array([], pa.int8()),
+    pa.array([[1]], pa.list_(pa.int64())),
+], ids=["int", "float", "bool", "struct", "empty-int", "empty-list-int", "empty-dict-int",
+        "chunked-no-chunks-int", "list-int"])
 def test_text_tokenizers_reject_non_strings(name, params, arr):
     tok = get_tokenizer(name, **params)
     with pytest.raises(SkipidxError, match="String/binary"):

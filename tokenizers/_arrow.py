@@ -77,6 +77,16 @@ def _bad_type(tokenizer: str, t: pa.DataType) -> SkipidxError:
         f"tokenizer {tokenizer!r} needs a String/binary column (or LowCardinality/Array of it), got {t}")
 
 
+def _supported(t: pa.DataType) -> bool:
+    """Whether a column of type `t` holds text the kernels can read (checked before any data,
+    so an empty column of a wrong type is refused too)."""
+    if pa.types.is_dictionary(t):
+        return _supported(t.value_type)
+    if _is_list(t):
+        return _supported(t.value_type)
+    return (pa.types.is_null(t) or _is_binary_like(t) or pa.types.is_fixed_size_binary(t) or _is_view(t))
+
+
 def _as_array(values) -> pa.Array | pa.ChunkedArray:
     if isinstance(values, (pa.Array, pa.ChunkedArray)):
         return values
@@ -88,6 +98,8 @@ def _as_array(values) -> pa.Array | pa.ChunkedArray:
 def hash_rows(values, kernel: HashKernel, tokenizer: str) -> tuple[np.ndarray, np.ndarray]:
     """Run a fused hash kernel over any string-like column: (rows int64, hashes uint64)."""
     values = _as_array(values)
+    if not _supported(values.type):
+        raise _bad_type(tokenizer, values.type)
     if isinstance(values, pa.ChunkedArray):
         parts_r, parts_h, base = [], [], 0
         for chunk in values.chunks:
@@ -99,11 +111,10 @@ def hash_rows(values, kernel: HashKernel, tokenizer: str) -> tuple[np.ndarray, n
             return _empty_hashes()
         return np.concatenate(parts_r), np.concatenate(parts_h)
     t = values.type
-    if pa.types.is_null(t) or len(values) == 0:
-        if pa.types.is_null(t) or _is_binary_like(t) or pa.types.is_dictionary(t) or _is_list(t) \
-                or pa.types.is_fixed_size_binary(t) or _is_view(t):
-            return _empty_hashes()
+    if not _supported(t):
         raise _bad_type(tokenizer, t)
+    if pa.types.is_null(t) or len(values) == 0:
+        return _empty_hashes()
     if _is_binary_like(t) or pa.types.is_fixed_size_binary(t):
         data, offsets, validity, voff = buffer_views(values)
         return kernel(data, offsets, validity, voff)
@@ -127,6 +138,8 @@ def hash_rows(values, kernel: HashKernel, tokenizer: str) -> tuple[np.ndarray, n
 def token_rows(values, kernel: TokensKernel, tokenizer: str) -> Tokens:
     """Run a tokens kernel over any string-like column: the tokens with their rows."""
     values = _as_array(values)
+    if not _supported(values.type):
+        raise _bad_type(tokenizer, values.type)
     if isinstance(values, pa.ChunkedArray):
         parts, base = [], 0
         for chunk in values.chunks:
@@ -135,11 +148,10 @@ def token_rows(values, kernel: TokensKernel, tokenizer: str) -> Tokens:
             base += len(chunk)
         return concat_tokens(parts)
     t = values.type
-    if pa.types.is_null(t) or len(values) == 0:
-        if pa.types.is_null(t) or _is_binary_like(t) or pa.types.is_dictionary(t) or _is_list(t) \
-                or pa.types.is_fixed_size_binary(t) or _is_view(t):
-            return empty_tokens()
+    if not _supported(t):
         raise _bad_type(tokenizer, t)
+    if pa.types.is_null(t) or len(values) == 0:
+        return empty_tokens()
     if _is_binary_like(t) or pa.types.is_fixed_size_binary(t):
         data, offsets, validity, voff = buffer_views(values)
         return Tokens(*kernel(data, offsets, validity, voff))
