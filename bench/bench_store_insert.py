@@ -20,6 +20,11 @@ import time
 import pyarrow as pa
 
 
+def cpu_s() -> float:
+    t = os.times()
+    return t.user + t.system
+
+
 def peak_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -49,18 +54,19 @@ def main() -> None:
         first = next(generate(1000, seed=42, batch_rows=1000))
         reader = pa.RecordBatchReader.from_batches(first.schema, generate(args.rows, seed=42, batch_rows=256_000))
         base = peak_mib()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), cpu_s()
         n = table.insert(reader)
-        dt = time.perf_counter() - t0
+        dt, cpu = time.perf_counter() - t0, cpu_s() - c0
         size = sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(table.path) for f in fs)
         print(f"insert {n} rows ({'tokenbf_v1 on msg' if args.index else 'no index'}): {dt:.1f} s, "
-              f"{n / dt / 1e6:.2f} M rows/s (incl. data generation), {len(table.snapshot().parts)} parts, "
+              f"{n / dt / 1e6:.2f} M rows/s, CPU {cpu:.1f} s (incl. data generation), {len(table.snapshot().parts)} parts, "
               f"{size / 2**20:.0f} MiB on disk; peak RSS {peak_mib():.0f} MiB (before: {base:.0f} MiB)")
         if args.merge:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), cpu_s()
             table.optimize(final=True)
-            dt = time.perf_counter() - t0
-            print(f"OPTIMIZE FINAL of {n} rows: {dt:.1f} s, {n / dt / 1e6:.2f} M rows/s; peak RSS {peak_mib():.0f} MiB")
+            dt, cpu = time.perf_counter() - t0, cpu_s() - c0
+            print(f"OPTIMIZE FINAL of {n} rows: {dt:.1f} s, {n / dt / 1e6:.2f} M rows/s, CPU {cpu:.1f} s; "
+                  f"peak RSS {peak_mib():.0f} MiB")
     finally:
         shutil.rmtree(d, ignore_errors=True)
 

@@ -155,3 +155,16 @@ def test_format_and_path_errors(tmp_path):
     with pytest.raises(SkipidxError, match="takes no options"):
         table.insert_file(str(p), "JSONEachRow", delimiter=";")
     assert table.insert_file(str(p), "csv") == 1   # format names are case-insensitive
+
+
+def test_parquet_nulls_into_non_nullable_take_defaults_as_chdb(tmp_path):
+    src = pa.table({c: pa.array([None] * 2, _arrow) for c, _arrow in [
+        ("id", pa.int64()), ("s", pa.string()), ("ns", pa.string()), ("n", pa.int32()), ("nn", pa.int64()),
+        ("f", pa.float64()), ("b", pa.bool_()), ("d", pa.date32()), ("ts", pa.timestamp("s")),
+        ("nts", pa.timestamp("s"))]})
+    src = src.set_column(0, "id", pa.array([1, 2], pa.int64()))
+    path = str(tmp_path / "nulls.parquet")
+    pq.write_table(src, path)
+    table = _table(tmp_path)
+    assert table.insert_file(path, "Parquet") == 2
+    assert _ours(table) == _oracle(path, "Parquet")

@@ -2,9 +2,9 @@
 JSONEachRow -- streamed in blocks, so memory stays bounded by the insert's
 part size whatever the file size.
 
-Text formats follow ClickHouse's defaults: ``\\N`` is NULL; an empty
-unquoted field, a NULL or an omitted JSON key in a non-Nullable column takes
-the type's default value (``input_format_null_as_default``,
+As ClickHouse by default: in text formats ``\\N`` is NULL; an empty unquoted
+CSV field, a NULL (any format, Parquet included) or an omitted JSON key in a
+non-Nullable column takes the type's default value (``input_format_null_as_default``,
 ``input_format_csv_empty_as_default``, ``input_format_defaults_for_omitted_fields``);
 everything else must parse as the column's type and fit its range.
 """
@@ -116,7 +116,7 @@ def _parquet(path: str, meta: TableMeta) -> Iterator[pa.Table]:
 
     pf = pq.ParquetFile(path)
     for b in pf.iter_batches(batch_size=64 * 1024):
-        yield pa.Table.from_batches([b])
+        yield _defaults_for_nulls(meta, b)
 
 
 def _csv(path: str, fmt: str, meta: TableMeta, **options: Any) -> Iterator[pa.Table]:
