@@ -398,3 +398,31 @@ def test_order_by_key_prunes_from_row_group_statistics() -> None:
         assert "PrimaryKey" in lines and "Granules: 2/101" in lines, lines
         # no condition on the key: no PrimaryKey block at all
         assert [i.name for i in d.sql("SELECT count() FROM k WHERE s = 'x'").stats.indexes] == []
+
+
+def test_saturated_filters_are_reported() -> None:
+    """A tokenbf_v1 of 32 bytes over thousands of distinct tokens is saturated: it says so."""
+    with skipidx.connect() as d:
+        d.sql("CREATE TABLE s (id UInt64, msg String, INDEX tiny msg TYPE tokenbf_v1(32, 3, 0)) "
+              "ENGINE = MergeTree ORDER BY id SETTINGS index_granularity = 512")
+        d.insert("s", pa.table({"id": np.arange(2048, dtype=np.uint64), "msg": [f"w{i} v{i * 7}" for i in range(2048)]}))
+        r = d.sql("SELECT count() FROM s WHERE hasToken(msg, 'w5')")
+        assert r.fetchall() == [(1,)]
+        assert "filter saturated in 4/4 index granules" in r.stats.index("tiny").note
+        assert r.stats.granules_selected == 4
+
+
+def test_prune_where_for_embedders(db) -> None:
+    from skipidx.execution.evaluate import where_mask
+    from skipidx.planner.query import prune_where
+
+    snap = db.catalog.table("t").snapshot()
+    sel, st, bound = prune_where(snap, "hasToken(msg, 'needle')", db.index_cache)
+    rows = 0
+    for s in sel:
+        t = s.part.read(["msg"], s.ranges)
+        rows += int(where_mask(bound, t).to_numpy(zero_copy_only=False).sum())
+    assert rows == 2 and st.granules_selected < st.granules_total
+    sel, st, bound = prune_where(snap, None)
+    assert bound is None and st.granules_selected == st.granules_total
+    snap.close()

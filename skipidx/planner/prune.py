@@ -40,6 +40,8 @@ class IndexUse:
     conditions: dict[int, IndexCondition] = field(default_factory=dict)
     #: how to get a part's granules (None: the part's index file of this name)
     loader: Any = None
+    zones_read: int = 0
+    zones_saturated: int = 0
     useful: bool = False
     note: str | None = None
     stats: IndexStats | None = None
@@ -359,6 +361,10 @@ def prune_part(part: Any, rpn: RPN, uses: list[IndexUse],
             else:
                 granules = cache.load(part, use.name) if cache is not None else part.load_index(use.name)
             idx = _data_to_index_granule(marks, granules.zone_start, granules.zone_length, int(part.num_rows))
+            sat = getattr(granules, "saturated", None)
+            use.zones_read += len(granules)
+            if sat is not None:
+                use.zones_saturated += int(np.count_nonzero(sat))
             masks: dict[int, BoolMask] = {}
             for i, cond in use.conditions.items():
                 m = cond.mask(granules)
@@ -433,6 +439,9 @@ def prune(parts: Iterable[Any], rpn: RPN, uses: list[IndexUse], stats,
             stats.ranges += len(ranges)
             out.append(PartSelection(part, kept, ranges))
     for use in uses:
+        if use.zones_saturated:
+            # a saturated filter answers "maybe" for its zone: say how many there were
+            _note(use, f"filter saturated in {use.zones_saturated}/{use.zones_read} index granules")
         use.stats.note = use.note
     stats.indexes = [u.stats for u in uses]
     return out
