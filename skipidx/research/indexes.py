@@ -351,10 +351,8 @@ class _Pruner:
 
     def groups(self, atom: Atom):
         if atom not in self._cache:
-            try:
-                req = self.tokenizer.requirement(atom.func, atom.args)
-            except SkipidxError:
-                raise
+            # A bad constant (a hasToken needle with a separator) raises SkipidxError here, as in the engine.
+            req = self.tokenizer.requirement(atom.func, atom.args)
             if req is None or req.negated:
                 self._cache[atom] = None
             else:
