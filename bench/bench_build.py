@@ -173,6 +173,8 @@ def main() -> None:
     ap.add_argument("--part-rows", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=1, help="chDB INSERTs per configuration (best is kept)")
     ap.add_argument("--no-chdb", action="store_true")
+    ap.add_argument("--data", default=None,
+                    help="Parquet file of the data: reused if it exists (with its own row count), else written there")
     ap.add_argument("--only", default="", help="comma-separated substrings of index labels to run")
     ap.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--file", default=None, help=argparse.SUPPRESS)
@@ -185,16 +187,21 @@ def main() -> None:
     from skipidx.datagen import generate
 
     tmp = tempfile.mkdtemp(prefix="bench_build_")
-    path = os.path.join(tmp, "logs.parquet")
+    path = os.path.abspath(a.data) if a.data else os.path.join(tmp, "logs.parquet")
     t0 = time.perf_counter()
-    writer = None
-    for batch in generate(rows, a.seed):
-        if writer is None:
-            writer = pq.ParquetWriter(path, batch.schema)
-        writer.write_batch(batch)
-    writer.close()
-    print(f"data: {rows:,} rows (seed {a.seed}) -> {path} ({os.path.getsize(path) / 2**20:.0f} MiB) "
-          f"in {time.perf_counter() - t0:.1f} s; granule {GRANULE} rows, parts of {a.part_rows:,} rows")
+    if a.data and os.path.exists(path):
+        rows = pq.ParquetFile(path).metadata.num_rows
+        print(f"data: reusing {path} ({rows:,} rows, {os.path.getsize(path) / 2**20:.0f} MiB)")
+    else:
+        writer = None
+        for batch in generate(rows, a.seed):
+            if writer is None:
+                writer = pq.ParquetWriter(path, batch.schema)
+            writer.write_batch(batch)
+        writer.close()
+        print(f"data: {rows:,} rows (seed {a.seed}) -> {path} ({os.path.getsize(path) / 2**20:.0f} MiB) "
+              f"in {time.perf_counter() - t0:.1f} s")
+    print(f"granule {GRANULE} rows, parts of {a.part_rows:,} rows")
     print(f"machine: {os.cpu_count()} cores; load average before: {os.getloadavg()[0]:.2f}")
 
     chosen = [i for i, s in enumerate(SPECS) if not a.only or any(o in s[0] for o in a.only.split(","))]

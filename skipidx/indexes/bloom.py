@@ -63,7 +63,15 @@ CHUNK_BYTES = 8 << 20
 CHUNK_ROWS = 1 << 18
 
 #: Threads of the build (the kernels release the GIL); SKIPIDX_BUILD_THREADS overrides.
-BUILD_THREADS = max(1, int(os.environ.get("SKIPIDX_BUILD_THREADS", "0")) or (os.cpu_count() or 1))
+def _build_threads() -> int:
+    try:
+        n = int(os.environ.get("SKIPIDX_BUILD_THREADS", "0"))
+    except ValueError:
+        n = 0
+    return max(1, n or (os.cpu_count() or 1))
+
+
+BUILD_THREADS = _build_threads()
 
 #: Atoms for which "the tokenizer finds no token" means "recognized, cannot
 #: help" (EXPLAIN says why), rather than "not this index's business".
@@ -203,10 +211,16 @@ class SBBFGranules(IndexGranules):
         arr = zones.column(table, "bloom_filter_data", filt.type)
         if not (pa.types.is_binary(arr.type) or pa.types.is_large_binary(arr.type)):
             raise zones.CorruptionError(f"index table: bloom_filter_data has type {arr.type}")
-        offs = np.frombuffer(arr.buffers()[1], dtype=np.int64 if pa.types.is_large_binary(arr.type) else np.int32,
-                             count=len(arr) + 1, offset=arr.offset * (8 if pa.types.is_large_binary(arr.type) else 4))
-        offs = offs.astype(np.int64)
-        sizes = np.diff(offs)
+        large = pa.types.is_large_binary(arr.type)
+        obuf = arr.buffers()[1]
+        if obuf is None or obuf.size < (arr.offset + len(arr) + 1) * (8 if large else 4):
+            sizes = np.zeros(0, np.int64) if len(arr) == 0 else None
+            if sizes is None:
+                raise zones.CorruptionError("index table: bloom_filter_data offsets are truncated")
+        else:
+            offs = np.frombuffer(obuf, dtype=np.int64 if large else np.int32, count=len(arr) + 1,
+                                 offset=arr.offset * (8 if large else 4)).astype(np.int64)
+            sizes = np.diff(offs)
         if np.any(sizes < kb.MIN_BYTES) or np.any(sizes % 32):
             raise zones.CorruptionError("index table: a filter is not a whole number of 32-byte blocks")
         ndv_col = zones.column(table, "ndv", pa.uint64(), nullable=True)
