@@ -406,3 +406,23 @@ def test_minmax_numpy_path_equals_hash_aggregate(values, zone, kind):
     lo, hi = _reduce_generic(arr, zs, zl, has_vals)
     assert _numeric_view(arr) is not None
     assert g.min.equals(lo) and g.max.equals(hi), (g.min, lo, g.max, hi)
+
+
+@pytest.mark.parametrize("case", SBBF_CASES, ids=[f"{t}{a}{dict(k) or ''}" for t, a, k in SBBF_CASES])
+def test_many_slices_on_threads_equal_one_slice(case, monkeypatch):
+    """Builds cut into many zone slices (run on the thread pool) equal the one-slice build."""
+    import skipidx.indexes.bloom as bloom
+
+    type_name, args, kwargs = case
+    arr = pa.array((TEXT.to_pylist() * 4)[3:], pa.string())
+    zs, zl = zones_of(len(arr), 5)
+    idx = make(type_name, args, kwargs)
+    whole = {f: SBBFAggregator(idx.name, idx.params, idx.tokenizer, fused=f).build(arr, zs, zl)
+             for f in (True, False)}
+    monkeypatch.setattr(bloom, "CHUNK_BYTES", 40)
+    monkeypatch.setattr(bloom, "BUILD_THREADS", 3)
+    for fused in (True, False):
+        g = SBBFAggregator(idx.name, idx.params, idx.tokenizer, fused=fused).build(arr, zs, zl)
+        assert np.array_equal(g.words, whole[fused].words), f"fused={fused}"
+        assert np.array_equal(g.words, whole[not fused].words)
+        assert (g.ndv is None) or np.array_equal(g.ndv, whole[fused].ndv)
