@@ -25,7 +25,6 @@ import tempfile
 import time
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 

@@ -36,7 +36,7 @@ def _const_array(value: Any, typ: pa.DataType, n: int) -> pa.Array:
         return pa.array(np.full(n, bool(value)))
     if pa.types.is_integer(typ) or pa.types.is_floating(typ):
         return pa.array(np.full(n, value, dtype=typ.to_pandas_dtype()), typ)
-    return pa.repeat(pa.scalar(value, typ), n) if hasattr(pa, "repeat") else pa.array([value] * n, typ)
+    return pa.repeat(pa.scalar(value, typ), n)
 
 
 def _as_bool(a: pa.Array) -> pa.Array:

@@ -32,7 +32,7 @@ from skipidx.execution.aggregates import aggregate
 from skipidx.execution.evaluate import evaluate
 from skipidx.execution.scan import zero_column_table
 from skipidx.planner.bound import (
-    BAgg, BCall, BColumn, BConst, BExpr, BFolded, BoundSelect, OrderItem, OutputItem,
+    BAgg, BCall, BColumn, BExpr, BoundSelect, OrderItem, OutputItem,
 )
 
 

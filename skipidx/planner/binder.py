@@ -547,7 +547,6 @@ class Binder:
             if not is_numeric(t):
                 raise _err(f"illegal types {ch_name(lt)} and {ch_name(rt)} of arguments of function {func}", node)
         if isinstance(left, BConst) and isinstance(right, BConst):
-            import pyarrow.compute as pc  # noqa: F401
             from skipidx.execution.functions import arithmetic
 
             try:

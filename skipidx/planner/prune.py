@@ -26,7 +26,7 @@ import numpy as np
 
 from skipidx.errors import CorruptionError, SkipidxError
 from skipidx.indexes.base import BoolMask, IndexCondition, IndexType, get_index_type
-from skipidx.planner.rpn import RPN, Op, evaluate, polarity, useful_answers
+from skipidx.planner.rpn import RPN, evaluate, polarity, useful_answers
 from skipidx.result import IndexStats
 
 @dataclass
@@ -446,6 +446,3 @@ def prune(parts: Iterable[Any], rpn: RPN, uses: list[IndexUse], stats,
     stats.indexes = [u.stats for u in uses]
     return out
 
-
-def rpn_is_trivially_true(rpn: RPN) -> bool:
-    return len(rpn.items) == 1 and rpn.items[0].op in (Op.TRUE, Op.UNKNOWN)
