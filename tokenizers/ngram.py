@@ -5,6 +5,12 @@
 0xF0-0xF7 -> 4, >= 0xF8 -> 1; a sequence cut off by the end of the string is
 clamped to it. Windows advance one code point; a string of fewer than ``n``
 code points gives no n-gram.
+
+On valid UTF-8 the grams are exactly ClickHouse's. On invalid UTF-8, where a
+lead byte swallows following ASCII bytes, grams also start at every byte that
+can begin a code point (a superset of ClickHouse's; see ``_kernels``): that
+is what lets a query for a substring starting there find the row, where
+ClickHouse's ngrambf would skip the granule (a false negative).
 """
 from __future__ import annotations
 
@@ -27,7 +33,6 @@ from ._common import check_no_params, check_seed
 MAX_N = 255
 
 _SEQ_LEN = [int(x) for x in K.SEQ_LEN]
-
 
 
 def ngrams_of(value: bytes, n: int, at_start: bool = True, at_end: bool = True) -> list[bytes]:
