@@ -160,6 +160,9 @@ VALUE_GOLDEN = [
     ("float64", pa.array([1.0]), [b"\x00\x00\x00\x00\x00\x00\xf0?"]),
     ("date32", pa.array([1], pa.date32()), [b"\x01\x00\x00\x00"]),
     ("dictionary", pa.array(["x", "y", "x"]).dictionary_encode(), [b"x", b"y", b"x"]),
+    ("timestamp-s-as-ms", pa.array([2, None], pa.timestamp("s")), [(2000).to_bytes(8, "little")]),
+    ("decimal-be-min-bytes", pa.array([1, -1], pa.decimal128(5, 0)), [b"\x00\x00\x01", b"\xff\xff\xff"]),
+    ("sliced-int32", pa.array([1, 2, None, 4], pa.int32()).slice(1), [b"\x02\x00\x00\x00", b"\x04\x00\x00\x00"]),
     ("list-elements", pa.array([["a", "b"], None, ["c"]]), [b"a", b"b", b"c"]),
 ]
 

@@ -24,6 +24,30 @@ from ._common import check_no_params, check_seed
 from . import _kernels as K
 
 
+def _fixed_width_plain(values: pa.Array) -> tuple[np.ndarray, int] | None:
+    """PLAIN bytes of a fixed-width column as an (n, width) uint8 matrix, or None.
+
+    Uses the physical-type mapping of :mod:`skipidx.hashing` (the one
+    ``parquet_xxh64`` hashes), so the tokens are exactly the hashed bytes;
+    None when that mapping is not available, and the caller encodes value by value.
+    """
+    from skipidx import hashing
+
+    physical = getattr(hashing, "_physical", None)
+    if physical is None:
+        return None
+    phys = physical(values)
+    n = len(values)
+    if phys[0] == "u32":
+        return np.ascontiguousarray(phys[1], dtype="<u4").view(np.uint8).reshape(n, 4), 4
+    if phys[0] == "u64":
+        return np.ascontiguousarray(phys[1], dtype="<u8").view(np.uint8).reshape(n, 8), 8
+    if phys[0] == "fixed":
+        w = int(phys[2])
+        return np.asarray(phys[1]).reshape(n, w), w
+    return None
+
+
 def _binary_like(t: pa.DataType) -> bool:
     return _is_binary_like(t) or pa.types.is_fixed_size_binary(t) or pa.types.is_string_view(t) \
         or pa.types.is_binary_view(t)
@@ -87,12 +111,16 @@ class ValueTokenizer(Tokenizer):
             rows = np.flatnonzero(values.is_valid().to_numpy(zero_copy_only=False)).astype(np.int64)
             offs, out = K.gather_spans(data, offsets[:-1][rows].astype(np.int64), offsets[1:][rows].astype(np.int64))
             return Tokens(rows, offs, out)
-        # Fixed-width physical types: encode value by value. This path serves tests and
-        # the research bench only; the index path (hash_column) is whole-array.
-        from skipidx.hashing import plain_encode
-
         valid = values.is_valid().to_numpy(zero_copy_only=False)
         rows = np.flatnonzero(valid).astype(np.int64)
+        fixed = _fixed_width_plain(values)
+        if fixed is not None:
+            # Fixed-width physical types: one (n, width) byte matrix, rows picked at once.
+            mat, w = fixed
+            data = np.ascontiguousarray(mat[rows]).reshape(-1)
+            return Tokens(rows, np.arange(len(rows) + 1, dtype=np.int64) * w, data)
+        from skipidx.hashing import plain_encode
+
         toks = [plain_encode(values[int(i)], t) for i in rows]
         offs = np.zeros(len(toks) + 1, dtype=np.int64)
         np.cumsum([len(x) for x in toks], out=offs[1:])
