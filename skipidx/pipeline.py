@@ -253,7 +253,10 @@ def build_main(argv: list[str]) -> int:
     p.add_argument("--index", action="append", default=[], help="'INDEX name expr TYPE ...' (repeatable)")
     p.add_argument("--index-granularity", type=int, default=None)
     p.add_argument("--columns", default=None, help="'name Type, ...' when the table is created")
-    args = p.parse_args(argv)
+    try:
+        args = p.parse_args(argv)
+    except SystemExit as e:   # --help (0) or a usage error (2, already printed): an exit code, not an exit
+        return int(e.code or 0) if not isinstance(e.code, str) else 2
     build(args.dbdir, args.table, args.source, fmt=args.format, engine=args.engine, master=args.master,
           partitions=args.partitions, order_by=args.order_by, indexes=args.index,
           index_granularity=args.index_granularity, columns=args.columns)
