@@ -73,6 +73,16 @@ def test_generator_covers_every_family_and_is_seeded(values, queries):
     assert [q.where for q in other] != [q.where for q in again]
 
 
+def test_granule_frequency_counts_granules_once_per_token(values):
+    from skipidx.research.querygen import granule_frequency
+
+    toks = [b"kraken", b"timeout", b"kraken", b"zyzzyva"]
+    got = granule_frequency(values, toks, IG, batch_rows=5000)
+    ideal = I.ideal_granule_masks([Query("x", f"hasToken(msg, '{t.decode()}')") for t in toks], values, IG)
+    assert got.tolist() == [int(m.sum()) for m in ideal]
+    assert got[0] == got[2] > 0 and got[3] == 0
+
+
 def test_ideal_equals_a_full_scan_in_clickhouse(values, queries, bench):
     oracle = _chdb_ideal_masks(values, queries)
     mine = I.ideal_granule_masks(queries, values, IG)

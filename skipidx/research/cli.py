@@ -178,8 +178,11 @@ def _bench_indexes(argv: list[str]) -> int:
     if a.queries:
         queries = read_queries(a.queries)
     else:
-        queries = generate_queries(values, a.column, seed=a.seed, per_family=per_family,
-                                   granularity=a.index_granularity)
+        from skipidx.progress import Progress
+
+        with Progress("propose queries", len(values), unit="rows") as bar:
+            queries = generate_queries(values, a.column, seed=a.seed, per_family=per_family,
+                                       granularity=a.index_granularity, progress=bar.update)
     ensure_dir(a.out)
     if a.write_queries:
         write_queries(queries, a.write_queries)

@@ -76,21 +76,26 @@ def _hash_tokens(tokens: list[bytes]) -> np.ndarray:
 def granule_frequency(values: pa.ChunkedArray, tokens: list[bytes], granularity: int,
                       batch_rows: int = 262_144, progress=None) -> np.ndarray:
     """For each token: in how many granules (of `granularity` rows) does it occur as a token?"""
-    cand = _hash_tokens(tokens)
-    order = np.argsort(cand, kind="stable")
-    sorted_cand = cand[order]
-    counts = np.zeros(len(tokens), dtype=np.int64)
+    # Whole granules per batch, so a granule's (granule, token) keys are all deduplicated together.
+    batch_rows = max(1, batch_rows // granularity) * granularity
+    uh, inv = np.unique(_hash_tokens(tokens), return_inverse=True)   # repeated tokens count once
+    m = np.int64(max(uh.shape[0], 1))
+    counts = np.zeros(uh.shape[0], dtype=np.int64)
     done = 0
     for gids, hashes in _token_hashes_by_granule(values, granularity, batch_rows):
-        hit = np.isin(hashes, sorted_cand)
+        if uh.shape[0] == 0:
+            break
+        pos = np.searchsorted(uh, hashes)
+        np.minimum(pos, uh.shape[0] - 1, out=pos)
+        hit = uh[pos] == hashes
         if hit.any():
-            pairs = np.unique(np.stack([gids[hit].astype(np.uint64), hashes[hit]], axis=1), axis=0)
-            pos = np.searchsorted(sorted_cand, pairs[:, 1])
-            np.add.at(counts, order[pos], 1)
+            # One int64 key per (granule, candidate): distinct keys = granules holding the candidate.
+            keys = np.unique(gids[hit] * m + pos[hit])
+            np.add.at(counts, keys % m, 1)
         done += 1
         if progress is not None:
             progress(min(done * batch_rows, len(values)))
-    return counts
+    return counts[inv.reshape(-1)]
 
 
 def _sample_tokens(values: pa.ChunkedArray, rng: np.random.Generator, sample_rows: int) -> list[bytes]:
