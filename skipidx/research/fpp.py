@@ -292,8 +292,10 @@ def run_fpp(*, quick: bool = False, seed: int = 1, conf: float = 0.999,
     if sweep_bits is None:
         sweep_bits = [4, 6, 8, 10, 12, 14, 16, 20, 24, 28, 32] if quick else [float(b) for b in range(4, 45, 2)]
     sweep_min_fp = 200 if quick else 1000
+    # The sweep is for the plot: a tenth of the probes (the classic filter's FPP falls below 1e-8 there).
+    sweep_max = max_probes // 10
     params = dict(quick=quick, seed=seed, conf=conf, sbbf_num_bytes=num_bytes, min_false_positives=min_fp,
-                  max_probes=max_probes, clickhouse_inserted=ch_inserted, sweep_bits=list(sweep_bits))
+                  max_probes=max_probes, sweep_max_probes=sweep_max, clickhouse_inserted=ch_inserted, sweep_bits=list(sweep_bits))
     rep = FppReport(params=params)
 
     # Work estimate for the progress bar: probes of every measurement.
@@ -312,7 +314,7 @@ def run_fpp(*, quick: bool = False, seed: int = 1, conf: float = 0.999,
         if with_rounding:
             total += sb_probes(b - r, min_fp) + sb_probes(b + r, min_fp)
     for b in sweep_bits:
-        total += sb_probes(b, sweep_min_fp) + ch_probes(b, sweep_min_fp)
+        total += min(sb_probes(b, sweep_min_fp), sweep_max) + min(ch_probes(b, sweep_min_fp), sweep_max)
 
     bar = Progress("bench fpp", total, unit="probes") if show_progress else None
     done = [0]
@@ -345,9 +347,9 @@ def run_fpp(*, quick: bool = False, seed: int = 1, conf: float = 0.999,
         for j, b in enumerate(sweep_bits):
             s = seed * 1000 + 100 + j
             rep.sweep.append(measure_sbbf(b, num_bytes=num_bytes, seed=s, min_fp=sweep_min_fp,
-                                          max_probes=max_probes, conf=conf, progress=tick))
+                                          max_probes=sweep_max, conf=conf, progress=tick))
             rep.sweep.append(measure_clickhouse_bf(b, inserted=ch_inserted, seed=s, min_fp=sweep_min_fp,
-                                                   max_probes=max_probes, conf=conf, progress=tick))
+                                                   max_probes=sweep_max, conf=conf, progress=tick))
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)
