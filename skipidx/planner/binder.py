@@ -270,24 +270,11 @@ def normalize_comparison(func: str, t: pa.DataType, value: Any) -> tuple[str, An
         return func, (bool(value) if pa.types.is_boolean(t) else int(value))
     if pa.types.is_floating(t):
         v = float(value)
-        if pa.types.is_float32(t) and isinstance(value, float) and math.isfinite(v):
+        if pa.types.is_float32(t) and math.isfinite(v) and (isinstance(value, float) or float(value) == value):
             import numpy as np
 
-            if float(np.float32(v)) != v:
-                # A Float32 column is compared with the Float64 constant after widening:
-                # = never holds, the order is decided against the nearest float32s.
-                if func == "equals":
-                    return False
-                if func == "notEquals":
-                    return True
-                lo32 = float(np.nextafter(np.float32(v), np.float32(-np.inf))) \
-                    if float(np.float32(v)) > v else float(np.float32(v))
-                hi32 = float(np.nextafter(np.float32(v), np.float32(np.inf))) \
-                    if float(np.float32(v)) < v else float(np.float32(v))
-                # x < v <=> x <= lo32 ; x > v <=> x >= hi32
-                if func in ("less", "lessOrEquals"):
-                    return "lessOrEquals", lo32
-                return "greaterOrEquals", hi32
+            with np.errstate(over="ignore"):
+                return _float32_comparison(func, v)
         return func, v
     if pa.types.is_timestamp(t):
         if isinstance(value, int):
@@ -298,6 +285,26 @@ def normalize_comparison(func: str, t: pa.DataType, value: Any) -> tuple[str, An
             value = _datetime_of_seconds(value)
         return func, value
     return func, value
+
+
+def _float32_comparison(func: str, v: float) -> tuple[str, float] | bool:
+    """``x func v`` for a Float32 column: ClickHouse widens x to Float64, so a v that no
+    float32 equals is never equal, and the order is decided against its float32 neighbours."""
+    import numpy as np
+
+    f = np.float32(v)
+    if float(f) == v:
+        return func, v
+    if func == "equals":
+        return False
+    if func == "notEquals":
+        return True
+    lo32 = float(np.nextafter(f, np.float32(-np.inf))) if float(f) > v else float(f)
+    hi32 = float(np.nextafter(f, np.float32(np.inf))) if float(f) < v else float(f)
+    # x < v <=> x <= lo32 ; x > v <=> x >= hi32 (no float32 lies strictly between)
+    if func in ("less", "lessOrEquals"):
+        return "lessOrEquals", lo32
+    return "greaterOrEquals", hi32
 
 
 def _out_of_range(func: str, below: bool) -> bool:
