@@ -95,7 +95,8 @@ def _cmd_sql(args) -> int:
 def _cmd_demo(args) -> int:
     from skipidx.demo import run_demo
 
-    return run_demo(args.dbdir, rows=args.rows, examples_dir=args.examples, seed=args.seed)
+    return run_demo(args.dbdir, rows=args.rows, examples_dir=args.examples, seed=args.seed,
+                    write_expected=args.write_expected)
 
 
 def _delegate(module: str, func: str, argv: list[str]) -> int:
@@ -117,6 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--rows", type=int, default=1_000_000)
     d.add_argument("--seed", type=int, default=42)
     d.add_argument("--examples", default=None, help="folder of .sql demos (default: the project's sql_examples/)")
+    d.add_argument("--write-expected", action="store_true", help=argparse.SUPPRESS)
     d.set_defaults(func=_cmd_demo)
     for name, module, func in (("bench", "skipidx.research.cli", "bench_main"),
                                ("advise", "skipidx.research.cli", "advise_main"),
