@@ -30,7 +30,6 @@ import re
 import shutil
 import tempfile
 import time
-from typing import Sequence
 
 import numpy as np
 import pyarrow as pa

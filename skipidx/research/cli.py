@@ -17,7 +17,6 @@ import argparse
 import os
 import sys
 import time
-from typing import Sequence
 
 from skipidx.errors import SkipidxError
 
@@ -115,7 +114,8 @@ QUICK = dict(tokenizers="token,ngram3,value", fixed_bytes="1024,16384,65536", fp
              per_family=2, rows=262_144, chdb_kinds="same-bytes", chdb_latency=False,
              sizing="parquet")
 FULL = dict(tokenizers="token,ngram2,ngram3,ngram4,ngram5,value", fixed_bytes="256,1024,4096,16384,65536,262144",
-            fpp="0.1,0.01,0.001", granularity="1,4", per_family=3, rows=None, chdb_kinds="fixed,same-bytes,same-bytes-exact",
+            fpp="0.1,0.01,0.001", granularity="1,4", per_family=3, rows=None,
+            chdb_kinds="fixed,same-bytes,same-bytes-exact",
             chdb_latency=True, sizing="parquet,exact")
 CHDB_KINDS = ("fixed", "same-bytes", "same-bytes-exact")
 

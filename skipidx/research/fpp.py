@@ -295,7 +295,8 @@ def run_fpp(*, quick: bool = False, seed: int = 1, conf: float = 0.999,
     # The sweep is for the plot: a tenth of the probes (the classic filter's FPP falls below 1e-8 there).
     sweep_max = max_probes // 10
     params = dict(quick=quick, seed=seed, conf=conf, sbbf_num_bytes=num_bytes, min_false_positives=min_fp,
-                  max_probes=max_probes, sweep_max_probes=sweep_max, clickhouse_inserted=ch_inserted, sweep_bits=list(sweep_bits))
+                  max_probes=max_probes, sweep_max_probes=sweep_max, clickhouse_inserted=ch_inserted,
+                  sweep_bits=list(sweep_bits))
     rep = FppReport(params=params)
 
     # Work estimate for the progress bar: probes of every measurement.

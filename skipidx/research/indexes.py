@@ -55,7 +55,7 @@ from numba import njit
 
 from skipidx.errors import SkipidxError
 from skipidx.research.querygen import Query
-from skipidx.research.whereexpr import And, Atom, Expr, Not, Or, atoms, evaluate_exact, parse_where
+from skipidx.research.whereexpr import And, Atom, Expr, Not, atoms, evaluate_exact, parse_where
 
 DEFAULT_FIXED_BYTES = (256, 1024, 4096, 16384, 65536, 262144)
 DEFAULT_FPPS = (0.1, 0.01, 0.001)

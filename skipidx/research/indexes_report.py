@@ -6,7 +6,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from skipidx.research.indexes import BenchResult, CandidateResult
+from skipidx.research.indexes import BenchResult
 from skipidx.research.report import fmt_cell, markdown_table, run_metadata, write_outputs
 
 
@@ -105,7 +105,8 @@ def indexes_markdown(res: BenchResult) -> str:
         if x:
             kx = x["kept"]
             fx = np.mean([_fp_rate(k, qi.ideal, total) for k, qi in zip(kx, res.queries)])
-            srows.append([f"↳ ClickHouse {x['name']}", f"`{x['type_sql']}`", x["granularity"], x["bytes_uncompressed"],
+            srows.append([f"↳ ClickHouse {x['name']}", f"`{x['type_sql']}`", x["granularity"],
+                          x["bytes_uncompressed"],
                           x["bytes_uncompressed"] / res.rows, None, None, None, x["build_s"], sum(kx), float(fx), None,
                           float(np.mean(x["latency_ms"])) if x.get("latency_ms") else None])
     out += ["## Candidates", "",

@@ -25,7 +25,6 @@ and seed give the same queries.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import asdict, dataclass
 
 import numpy as np
