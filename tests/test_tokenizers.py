@@ -254,6 +254,22 @@ def test_input_shapes(arr, name, params, ref):
         assert hashes.tolist() == [xxhash.xxh64_intdigest(t, seed) for _, t in expected], f"seed {seed}"
 
 
+@pytest.mark.parametrize("seed", [0, 977, 2**64 - 1])
+def test_token_hash_every_length_and_buffer_end(seed):
+    # tokens of length 1..70 (the short-token XXH64 path and the long one), each both
+    # in the middle of the values buffer and as its very last bytes
+    alphabet = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789\xc3\xa9"
+    vals = []
+    for n in range(1, 71):
+        tok = (alphabet * 3)[n:2 * n]
+        vals += [b"-" + tok + b"-", tok]
+    tok = get_tokenizer("token")
+    for arr in [pa.array(vals, pa.binary()), pa.array(vals[-1:], pa.binary())]:
+        expected = [t for v in arr.to_pylist() for t in ref_tokens(v)]
+        rows, hashes = tok.hash_column(arr, seed)
+        assert hashes.tolist() == [xxhash.xxh64_intdigest(t, seed) for t in expected]
+
+
 def test_many_rows_grow_buffers():
     # dense tokens (1 per 2 bytes) exceed the first allocation estimate several times
     rng = np.random.default_rng(7)
