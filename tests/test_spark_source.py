@@ -20,7 +20,7 @@ import pytest
 pytest.importorskip("pyspark")
 
 import skipidx  # noqa: E402
-from conftest_spark import spark  # noqa: E402,F401  (the shared session fixture)
+from conftest_spark import get_spark, spark  # noqa: E402,F401  (the shared session fixture)
 from skipidx.datagen import RARE_TOKEN, SCHEMA_SQL, generate_table  # noqa: E402
 
 pytestmark = pytest.mark.spark
@@ -99,12 +99,24 @@ PUSHDOWN = [
 ]
 
 
+@pytest.fixture(scope="module")
+def plain_answers(logs):
+    """Spark's answer on the plain Parquet copy for every PUSHDOWN condition, in one job
+    (a filter keeps the rows where the condition is TRUE; the select computes the same value)."""
+    from pyspark.sql import functions as F
+
+    conds = [c.format(**_needles(logs["data"])) for _, c, _ in PUSHDOWN]
+    df = get_spark().read.parquet(logs["parquet"])
+    rows = df.select("id", *[F.expr(c).alias(f"c{i}") for i, c in enumerate(conds)]).collect()
+    return {c: sorted(int(r[0]) for r in rows if r[i + 1] is True) for i, c in enumerate(conds)}
+
+
 @pytest.mark.parametrize("name,cond,selective", PUSHDOWN, ids=[p[0] for p in PUSHDOWN])
-def test_pushdown_equals_spark_on_plain_parquet(spark, logs, tmp_path, name, cond, selective):
+def test_pushdown_equals_spark_on_plain_parquet(spark, logs, plain_answers, tmp_path, name, cond, selective):
     cond = cond.format(**_needles(logs["data"]))
     stats_path = tmp_path / "stats.json"
     got = _ids(_load(spark, logs["path"], stats_path, granules_per_task=16).filter(cond))
-    want = _ids(spark.read.parquet(logs["parquet"]).filter(cond))
+    want = plain_answers[cond]
     assert got == want, f"{cond}: {len(got)} rows through skipidx, {len(want)} from plain Parquet"
     st = _stats(stats_path)
     assert st["granules_total"] == math.ceil(ROWS / GRANULARITY)
@@ -208,7 +220,7 @@ def _all_types_df(spark):
     rows += [(i, i % 100, i, i * 3, i * 1000, i % 256, i, i, D(i), i / 4, i / 8, i % 2 == 0, f"row {i}",
               "abc"[i % 3], dt.date(2024, 1, 1) + dt.timedelta(days=i % 300),
               dt.datetime(2024, 1, 1, tzinfo=utc) + dt.timedelta(seconds=i)) for i in range(4, 300)]
-    return spark.createDataFrame(rows, schema).repartition(3)
+    return spark.createDataFrame(rows, schema)   # local[2]: two slices, no shuffle
 
 
 def _normalize(rows) -> list[tuple]:
@@ -239,9 +251,9 @@ def test_round_trip_every_type_and_nulls(spark, tmp_path):
         assert db.sql("SELECT max(u64), min(i64), count() FROM types").fetchall() == [(2**64 - 1, -2**63, 300)]
         assert db.sql("SELECT count() FROM types WHERE i8 IS NULL").fetchall() == [(1,)]
         assert db.sql("SELECT id FROM types WHERE hasToken(s, 'café')").fetchall() == [(1,)]
-        # each of the three tasks wrote one part, sorted by the key
+        # each task wrote one part
         parts = db.catalog.table("types").state.parts
-        assert len(parts) == 3, parts
+        assert len(parts) == df.rdd.getNumPartitions() >= 2, parts
     back = _load(spark, path)
     assert back.schema == df.schema
     assert _normalize(back.collect()) == _normalize(df.collect())
