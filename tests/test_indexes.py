@@ -16,10 +16,9 @@ from hypothesis import given, settings, strategies as st
 
 from skipidx.errors import CorruptionError, SkipidxError
 from skipidx.indexes.base import INDEX_TYPES, IndexDef, get_index_type
-from skipidx.indexes.bloom import SATURATION_FPP, SBBFAggregator, SBBFGranules
+from skipidx.indexes.bloom import SATURATION_FPP, SBBFAggregator
 from skipidx._kernels.build import num_bytes_for_ndv
 from skipidx.sbbf import SBBF, optimal_num_bytes
-from skipidx.tokenizer_api import get_tokenizer
 
 
 def make(type_name, args=(), kwargs=(), column_type=pa.string(), expr_func=None, name="idx"):
@@ -387,7 +386,7 @@ def test_corrupt_minmax_and_set_tables():
        zone=st.integers(1, 7), kind=st.sampled_from(["int64", "float64", "timestamp", "date32", "uint8"]))
 def test_minmax_numpy_path_equals_hash_aggregate(values, zone, kind):
     """minmax's reduceat path (fixed-width types) gives exactly the hash-aggregate's bounds."""
-    from skipidx.indexes.minmax import _numeric_view, _reduce_generic, _reduce_numeric
+    from skipidx.indexes.minmax import _numeric_view, _reduce_generic
 
     if kind == "float64":
         arr = pa.array([None if v is None else (float("nan") if v % 5 == 0 else v / 7) for v in values],
