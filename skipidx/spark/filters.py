@@ -22,6 +22,8 @@ Spark and ClickHouse disagree on non-NULL rows, the filter is not pushed:
   ``x IS NOT NULL AND x = v``, which is FALSE there too;
 * ``In`` with a NULL member: Spark gives NULL where ClickHouse (which drops
   the member) gives FALSE -- allowed, since Spark's value is NULL;
+* a float ``In`` becomes an OR of equalities: ClickHouse's ``IN`` matches
+  float bit patterns (``-0.0 IN (0.0)`` is false), Spark's compares values;
 * timestamps with a fractional second are not pushed (DateTime holds whole
   seconds; folding them is not worth a special case).
 
@@ -213,6 +215,11 @@ def filter_to_expr(f: Any, meta: Any) -> A.Expr | None:
             items.append(lit)
         if not items:
             return None
+        if is_float:
+            # ClickHouse's IN hashes the float's bits (-0.0 IN (0.0) is false),
+            # Spark's IN compares (-0.0 = 0.0): equalities agree with Spark
+            eqs = tuple(A.BinaryOp("=", col, lit) for lit in items)
+            return eqs[0] if len(eqs) == 1 else A.BoolOp("or", eqs)
         return A.InList(col, tuple(items))
     if isinstance(f, (D.StringStartsWith, D.StringEndsWith, D.StringContains)):
         if not pa.types.is_string(t) or not isinstance(f.value, str):
