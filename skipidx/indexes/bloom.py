@@ -320,52 +320,75 @@ class SBBFAggregator(IndexAggregator):
             weight, limit = zl, CHUNK_ROWS
         slices = self._slices(weight, limit) if n else []
         bank = SBBFBank.fixed(n, self.params["bytes"]) if fixed else None
+        direct = fixed and not _dedup_first(self.tokenizer)
 
-        def run(z0: int, z1: int) -> tuple[np.ndarray, np.ndarray] | None:
+        def run(z0: int, z1: int) -> tuple[np.ndarray | None, np.ndarray] | None:
             r0, r1 = int(zs[z0]), int(ends[z1 - 1])
+            zend = ends[z0:z1] - r0
             if fixed:
                 words, boff, nblk = bank.words, bank.block_offset[z0:z1], bank.num_blocks[z0:z1]
             if fused:
                 kind, ng = self.fused
                 # the kernels count rows from 0 at r0: offsets and the validity
                 # bit offset are shifted, zone ends made relative
-                offs = offsets[r0:r1 + 1]
-                vo = voff + r0
-                zend = ends[z0:z1] - r0
-                if kind == "token":
-                    if fixed:
+                offs, vo = offsets[r0:r1 + 1], voff + r0
+                if direct:
+                    if kind == "token":
                         kb.token_fixed(data, offs, validity, vo, zend, words, boff, nblk, self.seed, SALT)
-                        return None
-                    return kb.token_distinct(data, offs, validity, vo, zend, self.seed)
-                if fixed:
-                    kb.ngram_fixed(data, offs, validity, vo, ng, zend, words, boff, nblk, self.seed, SALT)
+                    else:
+                        kb.ngram_fixed(data, offs, validity, vo, ng, zend, words, boff, nblk, self.seed, SALT)
                     return None
-                return kb.ngram_distinct(data, offs, validity, vo, ng, zend, self.seed)
-            rows, hashes = self.tokenizer.hash_column(raw.slice(r0, r1 - r0), int(self.seed))
-            rows = np.ascontiguousarray(rows, dtype=np.int64)
-            hashes = np.ascontiguousarray(hashes, dtype=np.uint64)
+                if kind == "token":
+                    uniq, uoffs = kb.token_distinct(data, offs, validity, vo, zend, self.seed)
+                else:
+                    uniq, uoffs = kb.ngram_distinct(data, offs, validity, vo, ng, zend, self.seed)
+            else:
+                rows, hashes = self.tokenizer.hash_column(raw.slice(r0, r1 - r0), int(self.seed))
+                rows = np.ascontiguousarray(rows, dtype=np.int64)
+                hashes = np.ascontiguousarray(hashes, dtype=np.uint64)
+                if direct:
+                    kb.insert_by_row(words, boff, nblk, zend, rows, hashes, SALT)
+                    return None
+                uniq, uoffs = kb.dedup_by_zone(zend, rows, hashes)
             if fixed:
-                kb.insert_by_row(words, boff, nblk, ends[z0:z1] - r0, rows, hashes, SALT)
-                return None
-            return kb.dedup_by_zone(ends[z0:z1] - r0, rows, hashes)
+                # fixed size known up front: insert this slice's distinct hashes now (in the worker)
+                kb.bank_insert_grouped(words, boff, nblk, uniq, uoffs, SALT)
+                return None, uoffs
+            return uniq, uoffs
 
         results = _run_slices(run, slices)
-        if fixed:
+        if direct:
             ndv = None
+        elif fixed:
+            ndv = np.zeros(n, dtype=np.int64)
+            for (z0, z1), (_, uoffs) in zip(slices, results):
+                ndv[z0:z1] = np.diff(uoffs)
         else:
             ndv = np.zeros(n, dtype=np.int64)
             parts_h, parts_o, base = [], [], 0
-            for (z0, z1), (uniq, offs) in zip(slices, results):
-                ndv[z0:z1] = np.diff(offs)
+            for (z0, z1), (uniq, uoffs) in zip(slices, results):
+                ndv[z0:z1] = np.diff(uoffs)
                 parts_h.append(uniq)
-                parts_o.append(offs[:-1] + base)
+                parts_o.append(uoffs[:-1] + base)
                 base += len(uniq)
             uniq = np.concatenate(parts_h) if parts_h else np.zeros(0, np.uint64)
-            offs = np.concatenate(parts_o + [np.array([base], np.int64)]).astype(np.int64)
+            uoffs = np.concatenate(parts_o + [np.array([base], np.int64)]).astype(np.int64)
             bank = SBBFBank.from_num_bytes(kb.num_bytes_for_ndv(ndv, self.params["fpp"]))
-            kb.bank_insert_grouped(bank.words, bank.block_offset, bank.num_blocks, uniq, offs, SALT)
+            kb.bank_insert_grouped(bank.words, bank.block_offset, bank.num_blocks, uniq, uoffs, SALT)
         return SBBFGranules(self.type_name, self.params, self.tokenizer.name, str(self.tokenizer.version),
                             zs, zl, nulls, bank, ndv)
+
+
+def _dedup_first(tok: Tokenizer) -> bool:
+    """Fixed-size filters: collect each zone's distinct hashes first, then insert them?
+
+    Pays off when tokens repeat a lot within a zone: short n-grams of text
+    (measured on log lines, ngram(3): ~1M n-grams but ~10-20k distinct per
+    8192 rows; dedup + insert took 1.9 s vs 2.7 s CPU per 1M rows for direct
+    insertion into 64 KiB filters) -- and it yields the zone's ndv for free.
+    Word tokens repeat ~5x only; direct insertion stays faster for them.
+    """
+    return tok.name == "ngram" and int(tok.params.get("n", 99)) <= 4
 
 
 def _run_slices(run, slices: list[tuple[int, int]]) -> list:
