@@ -119,6 +119,11 @@ def test_candidate_figures_are_consistent(bench):
         if c.kind == "same-bytes":
             twin = by[c.matched_to]
             assert 0 <= r.index_bytes - twin.index_bytes < 32 * n_ig, (r.index_bytes, twin.index_bytes)
+        # Absent-token probes measure the built filters' FPP: the exact value from their bit counts
+        # (mean over filters of the product of the 8 words' fill) lies in the probes' interval.
+        if r.bits_fpp > 0.002:
+            lo, hi = r.probe_ci
+            assert lo <= r.bits_fpp <= hi, (c.name, r.probe_fpp, r.bits_fpp, lo, hi)
     # A bigger fixed filter never keeps more granules than a smaller one of the same tokenizer (same seed).
     small, big = by["token_256B_g1"], by["token_4096B_g1"]
     assert all(b.kept <= s.kept for s, b in zip(small.queries, big.queries))

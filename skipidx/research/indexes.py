@@ -54,6 +54,7 @@ import pyarrow as pa
 from numba import njit
 
 from skipidx.errors import SkipidxError
+from skipidx.research.fpp import wilson_interval
 from skipidx.research.querygen import Query
 from skipidx.research.whereexpr import And, Atom, Expr, Not, atoms, evaluate_exact, parse_where
 
@@ -285,6 +286,9 @@ class CandidateResult:
     ndv_mean: float = 0.0              # distinct tokens per index granule
     expected_fpp: float = 0.0          # mean Putze estimate over the index granules
     saturated: int = 0                 # index granules whose filter answers "maybe" unchecked
+    bits_fpp: float = 0.0              # FPP of the built filters from their bit counts (exact for random probes)
+    probe_fpp: float = 0.0             # share of (index granule, absent token) lookups answering "maybe"
+    probe_ci: tuple = (0.0, 0.0)       # its Wilson 99.9 % interval
     build_s: float = 0.0               # tokenize + hash + dedup + size + insert
     hash_s: float = 0.0                # the tokenize + hash share of build_s
     queries: list[QueryResult] = field(default_factory=list)
@@ -319,12 +323,14 @@ class BenchResult:
     tokenizer_stats: dict = field(default_factory=dict)   # per tokenizer: ndv per data granule, hash time
     chdb: dict | None = None                              # see chdb_compare.run_chdb
     engine: dict | None = None                            # see engine_compare.run_engine
+    absent_probes: int = 0                                # random absent hashes behind probe_fpp
     params: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return {
             "source": self.source, "column": self.column, "rows": self.rows,
             "index_granularity": self.index_granularity, "granules": self.granules,
+            "absent_probes": self.absent_probes,
             "params": self.params,
             "queries": [{**q.query.to_dict(), "ideal": q.ideal, "matching_rows": q.matching_rows,
                          "scan_ms": q.scan_ms} for q in self.queries],
@@ -450,7 +456,7 @@ def run_bench_indexes(values: pa.ChunkedArray, queries: Sequence[Query], *, colu
                       source: str = "", index_granularity: int = 8192,
                       candidates: Sequence[Candidate] | None = None, same_bytes: bool = True,
                       batch_granules: int = 32, show_progress: bool = True,
-                      keep_masks: bool = False) -> BenchResult:
+                      keep_masks: bool = False, absent_probes: int = 16384) -> BenchResult:
     """Build every candidate over `values`, answer every query, measure (see the module doc).
 
     With ``keep_masks`` the per-query kept masks are attached to each result
@@ -495,6 +501,11 @@ def run_bench_indexes(values: pa.ChunkedArray, queries: Sequence[Query], *, colu
     unit = index_granularity * math.lcm(*gran_set)
     batch_rows = unit * max(1, batch_granules // math.lcm(*gran_set))
     n_batches = (n + batch_rows - 1) // batch_rows
+
+    # One set of absent-token probes for every candidate (seeded: runs stay comparable).
+    probe_hashes = np.random.default_rng(20240607).integers(0, 2**63, size=max(absent_probes, 0),
+                                                            dtype=np.int64).astype(np.uint64) * np.uint64(2) + \
+        np.uint64(1)
 
     for (tok_name, tok_n), cands in by_tok.items():
         tokenizer = _tokenizer(tok_name, tok_n)
@@ -598,6 +609,15 @@ def run_bench_indexes(values: pa.ChunkedArray, queries: Sequence[Query], *, colu
             saturated = est > SATURATION_FPP
             r.fill_mean = float(fill.mean())
             r.saturated = int(saturated.sum())
+            r.bits_fpp = float(np.where(saturated, 1.0, est).mean())
+            # Absent-token probes: random 64-bit hashes stand for tokens in no granule, so every "maybe"
+            # is a false positive; thousands of them measure the index's granule FPP far more tightly
+            # than a handful of absent queries can.
+            if absent_probes:
+                hits = bank.check_matrix(probe_hashes) | saturated[:, None]
+                nh, nt = int(hits.sum()), int(hits.size)
+                r.probe_fpp = nh / nt
+                r.probe_ci = wilson_interval(nh, nt, 0.999)
             r.ndv_mean = float(ndv[g].mean())
             r.expected_fpp = float(bank.fpp_estimates(ndv[g].astype(np.float64)).mean())
             r.hash_s = hash_s
@@ -617,7 +637,8 @@ def run_bench_indexes(values: pa.ChunkedArray, queries: Sequence[Query], *, colu
         del banks
 
     res = BenchResult(source=source, column=column, rows=n, index_granularity=index_granularity,
-                      granules=n_granules, queries=infos, candidates=results, tokenizer_stats=tok_stats)
+                      granules=n_granules, queries=infos, candidates=results, tokenizer_stats=tok_stats,
+                      absent_probes=int(absent_probes))
     if keep_masks:
         res.masks = masks_out  # type: ignore[attr-defined]
     return res

@@ -99,7 +99,7 @@ def indexes_markdown(res: BenchResult) -> str:
         kept = [q.kept for q in r.queries]
         fpr = np.mean([_fp_rate(q.kept, qi.ideal, total) for q, qi in zip(r.queries, res.queries)])
         srows.append([c.name, f"`{c.index_type_sql()}`", c.granularity, r.index_bytes, r.bytes_per_row, r.fill_mean,
-                      r.ndv_mean, r.expected_fpp, r.build_s, sum(kept), float(fpr),
+                      r.ndv_mean, r.expected_fpp, getattr(r, "probe_fpp", None), r.build_s, sum(kept), float(fpr),
                       float(np.mean([q.prune_ms for q in r.queries])), float(np.mean([q.est_ms for q in r.queries]))])
         x = ch.get(c.name)
         if x:
@@ -107,15 +107,18 @@ def indexes_markdown(res: BenchResult) -> str:
             fx = np.mean([_fp_rate(k, qi.ideal, total) for k, qi in zip(kx, res.queries)])
             srows.append([f"↳ ClickHouse {x['name']}", f"`{x['type_sql']}`", x["granularity"],
                           x["bytes_uncompressed"],
-                          x["bytes_uncompressed"] / res.rows, None, None, None, x["build_s"], sum(kx), float(fx), None,
+                          x["bytes_uncompressed"] / res.rows, None, None, None, None, x["build_s"], sum(kx), float(fx),
+                          None,
                           float(np.mean(x["latency_ms"])) if x.get("latency_ms") else None])
     out += ["## Candidates", "",
+            f"probe FPP = share of lookups of absent tokens ({getattr(res, 'absent_probes', 0):,} random hashes "
+            "against every index granule) that answer maybe: the measured granule false-positive rate; "
             f"kept = granules kept summed over all queries (ideal sum: {ideal_sum:,}); est. query ms = "
             "pruning + full-scan time per granule x kept (ClickHouse rows: measured query latency); "
             "build s = tokenize + hash + size + insert (ClickHouse: MATERIALIZE INDEX).", "",
             markdown_table(["candidate", "TYPE", "GRAN", "index bytes", "bytes/row", "fill", "distinct/granule",
-                            "expected FPP", "build s", "kept", "FP granule rate", "prune ms", "est. query ms"],
-                           srows, align="llrrrrrrrrrrr"), ""]
+                            "expected FPP", "probe FPP", "build s", "kept", "FP granule rate", "prune ms",
+                            "est. query ms"], srows, align="llrrrrrrrrrrrr"), ""]
     # Per family.
     names = list(fam)
     frows = []
@@ -162,8 +165,14 @@ def indexes_markdown(res: BenchResult) -> str:
             ka = sum(q.kept for q in a.queries)
             kf = sum(q.kept for q in r.queries)
             kc = sum(x["kept"]) if x else None
-            summ.append([a.candidate.name, a.index_bytes, a.expected_fpp, r.expected_fpp, ka, kf, kc,
-                         "fewer" if ka < kf else ("same" if ka == kf else "MORE"),
+            pa_, pf = getattr(a, "probe_fpp", None), getattr(r, "probe_fpp", None)
+            ci_a, ci_f = getattr(a, "probe_ci", None), getattr(r, "probe_ci", None)
+            if ci_a and ci_f and (ci_a[1] or ci_f[1]):
+                probe_verdict = ("lower" if ci_a[1] < ci_f[0] else ("HIGHER" if ci_a[0] > ci_f[1] else "~same"))
+            else:
+                probe_verdict = None
+            summ.append([a.candidate.name, a.index_bytes, a.expected_fpp, r.expected_fpp, pa_, pf, probe_verdict,
+                         ka, kf, kc, "fewer" if ka < kf else ("same" if ka == kf else "MORE"),
                          None if kc is None else ("fewer" if ka < kc else ("same" if ka == kc else "MORE"))])
         # Per family: how often adaptive keeps fewer / the same / more granules.
         fam_rows = []
@@ -187,8 +196,9 @@ def indexes_markdown(res: BenchResult) -> str:
                                fam_rows, align="lrrrrrr"), "",
                 "Totals over all queries:", "",
                 markdown_table(["adaptive", "bytes", "expected FPP adaptive", "expected FPP fixed",
-                                "kept adaptive", "kept fixed", "kept ClickHouse", "vs fixed", "vs ClickHouse"],
-                               summ, align="lrrrrrrll"), "",
+                                "probe FPP adaptive", "probe FPP fixed", "probe FPP (99.9 % CIs)",
+                                "kept adaptive", "kept fixed", "kept ClickHouse", "kept vs fixed",
+                                "kept vs ClickHouse"], summ, align="lrrrrrlrrrll"), "",
                 "Per family:", "",
                 markdown_table(["adaptive", "bytes", "family", "ideal", "adaptive kept", "fixed same-bytes kept",
                                 "ClickHouse same-bytes kept", "adaptive vs fixed"], rows, align="lrlrrrrl"), ""]
