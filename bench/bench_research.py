@@ -61,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--logs-tokenizers", default="token,ngram3,ngram4,value")
     p.add_argument("--logs-chdb-kinds", default="same-bytes")
     p.add_argument("--stdlib-chdb-kinds", default="same-bytes")
+    p.add_argument("--no-chdb-latency", action="store_true", help="chDB granule counts only (both datasets)")
     a = p.parse_args(argv)
     os.makedirs(a.out, exist_ok=True)
     t0 = time.perf_counter()
@@ -73,7 +74,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"stdlib lines: {stdlib_lines_parquet(sp):,}", file=sys.stderr)
         bench_main(["indexes", sp, "--column", "line", "--out", a.out, "--name", "stdlib",
                     "--write-queries", os.path.join(a.out, "stdlib_queries.sql")]
-                   + ([] if a.quick else ["--chdb-kinds", a.stdlib_chdb_kinds]) + q)
+                   + ([] if a.quick else ["--chdb-kinds", a.stdlib_chdb_kinds])
+                   + (["--no-chdb-latency"] if a.no_chdb_latency else []) + q)
     if not a.skip_logs:
         lp = os.path.join(a.out, "logs.parquet")
         if not os.path.exists(lp) or pq.read_metadata(lp).num_rows != a.rows:
