@@ -40,7 +40,9 @@ CH_INDEXES = """,
     INDEX user_bf user_id TYPE bloom_filter GRANULARITY 1"""
 OUR_EXTRA = """,
     INDEX msg_tokens_auto msg TYPE sbbf('token', fpp = 0.01) GRANULARITY 1,
-    INDEX msg_ngrams_auto msg TYPE sbbf('ngram', n = 4, fpp = 0.01) GRANULARITY 1"""
+    INDEX msg_ngrams_auto msg TYPE sbbf('ngram', n = 4, fpp = 0.01) GRANULARITY 1,
+    INDEX trace_auto trace_id TYPE sbbf('value', fpp = 0.001) GRANULARITY 1,
+    INDEX user_auto user_id TYPE sbbf('value', fpp = 0.001) GRANULARITY 1"""
 
 
 def median_ms(fn, repeat: int) -> float:
@@ -119,7 +121,7 @@ def main(argv=None) -> int:
             t_ins += time.perf_counter() - ti
         writer.close()
         print(f"  generated + written in {time.perf_counter() - t0 - t_ins:.1f} s; "
-              f"skipidx insert (6 indexes) {t_ins:.1f} s", flush=True)
+              f"skipidx insert (8 indexes) {t_ins:.1f} s", flush=True)
 
         t0 = time.perf_counter()
         ch = chs.Session(os.path.join(work, "chdb"))
@@ -138,19 +140,20 @@ def main(argv=None) -> int:
         us10 = ", ".join(str(u) for u in users)
         rare, absent, freq = datagen.RARE_TOKEN, datagen.ABSENT_TOKEN, datagen.FREQUENT_TOKEN
         queries = [
-            # (label, skipidx/chDB WHERE, DuckDB WHERE, CH-equivalent index)
-            ("hasToken rare", f"hasToken(msg, '{rare}')", f"msg LIKE '%{rare}%'", "msg_tokens"),
-            ("hasToken absent", f"hasToken(msg, '{absent}')", f"msg LIKE '%{absent}%'", "msg_tokens"),
-            ("LIKE '%rare%'", f"msg LIKE '%{rare}%'", f"msg LIKE '%{rare}%'", "msg_ngrams"),
-            ("trace_id =", f"trace_id = '{tr1}'", f"trace_id = '{tr1}'", "trace_bf"),
-            ("trace_id IN (5)", f"trace_id IN ({tr5})", f"trace_id IN ({tr5})", "trace_bf"),
-            ("user_id IN (10)", f"user_id IN ({us10})", f"user_id IN ({us10})", "user_bf"),
+            # (label, skipidx/chDB WHERE, DuckDB WHERE, CH-equivalent index, adaptive sbbf index)
+            ("hasToken rare", f"hasToken(msg, '{rare}')", f"msg LIKE '%{rare}%'", "msg_tokens", "msg_tokens_auto"),
+            ("hasToken absent", f"hasToken(msg, '{absent}')", f"msg LIKE '%{absent}%'", "msg_tokens",
+             "msg_tokens_auto"),
+            ("LIKE '%rare%'", f"msg LIKE '%{rare}%'", f"msg LIKE '%{rare}%'", "msg_ngrams", "msg_ngrams_auto"),
+            ("trace_id =", f"trace_id = '{tr1}'", f"trace_id = '{tr1}'", "trace_bf", "trace_auto"),
+            ("trace_id IN (5)", f"trace_id IN ({tr5})", f"trace_id IN ({tr5})", "trace_bf", "trace_auto"),
+            ("user_id IN (10)", f"user_id IN ({us10})", f"user_id IN ({us10})", "user_bf", "user_auto"),
             ("multiSearchAny", f"multiSearchAny(msg, ['{rare}', '{absent}'])",
-             f"(msg LIKE '%{rare}%' OR msg LIKE '%{absent}%')", "msg_ngrams"),
-            ("non-selective", f"msg LIKE '%{freq}%'", f"msg LIKE '%{freq}%'", "msg_ngrams"),
+             f"(msg LIKE '%{rare}%' OR msg LIKE '%{absent}%')", "msg_ngrams", "msg_ngrams_auto"),
+            ("non-selective", f"msg LIKE '%{freq}%'", f"msg LIKE '%{freq}%'", "msg_ngrams", "msg_ngrams_auto"),
         ]
         res = []
-        for label, where, dwhere, ch_index in queries:
+        for label, where, dwhere, ch_index, auto_index in queries:
             q = f"SELECT count() FROM logs WHERE {where}"
             ours = db.sql(q)
             n_ours = ours.fetchall()[0][0]
@@ -165,11 +168,12 @@ def main(argv=None) -> int:
             g_ch = chdb_granules(ch, where)
             ideal = ideal_granules(db, where)
             alone = st.index(ch_index).granules_after
-            res.append((label, n_ours, n_duck, t_ours, t_ch, t_duck, st.granules_selected, alone, g_ch, ideal,
+            auto = st.index(auto_index).granules_after
+            res.append((label, n_ours, n_duck, t_ours, t_ch, t_duck, st.granules_selected, alone, auto, g_ch, ideal,
                         st.granules_total))
             print(f"  {label:18s} rows {n_ours:>8,}  skipidx {t_ours:8.1f} ms  chDB {t_ch:8.1f} ms  "
                   f"DuckDB {t_duck:8.1f} ms  granules {st.granules_selected}/{st.granules_total} "
-                  f"({ch_index} alone {alone}, chDB {g_ch}, ideal {ideal})", flush=True)
+                  f"({ch_index} alone {alone}, {auto_index} alone {auto}, chDB {g_ch}, ideal {ideal})", flush=True)
 
         # plain pyarrow scan of the non-selective query (same predicate, all rows)
         def pyarrow_scan():
@@ -181,19 +185,21 @@ def main(argv=None) -> int:
         print()
         print(f"{rows:,} rows, {res[0][-1]} granules of 8192 rows; median of {args.repeat} runs")
         hdr = (f"{'query':18s} {'rows':>8s} {'skipidx ms':>10s} {'chDB ms':>8s} {'DuckDB ms':>9s} "
-               f"{'vs chDB':>8s} {'vs Duck':>8s} {'kept':>6s} {'CH-idx':>6s} {'chDB':>6s} {'ideal':>6s} "
-               f"{'kept/ideal':>10s}")
+               f"{'vs chDB':>8s} {'vs Duck':>8s} {'kept':>6s} {'CH-idx':>6s} {'chDB':>6s} {'sbbf':>6s} "
+               f"{'ideal':>6s} {'sbbf/ideal':>10s}")
         print(hdr)
         print("-" * len(hdr))
-        for (label, n, nd, to, tc, td, kept, alone, gch, ideal, total) in res:
-            ratio_ideal = f"{kept / ideal:.2f}" if ideal else ("-" if kept == 0 else "inf")
+        for (label, n, nd, to, tc, td, kept, alone, auto, gch, ideal, total) in res:
+            ratio_ideal = f"{auto / ideal:.2f}" if ideal else ("-" if auto == 0 else "inf")
             print(f"{label:18s} {n:>8,} {to:>10.1f} {tc:>8.1f} {td:>9.1f} {tc / to:>7.2f}x {td / to:>7.1f}x "
-                  f"{kept:>6d} {alone:>6d} {gch if gch is not None else -1:>6d} {ideal:>6d} {ratio_ideal:>10s}")
+                  f"{kept:>6d} {alone:>6d} {gch if gch is not None else -1:>6d} {auto:>6d} {ideal:>6d} "
+                  f"{ratio_ideal:>10s}")
         ns = res[-1]
         print(f"\nnon-selective: skipidx {ns[3]:.1f} ms vs plain pyarrow scan {t_pa:.1f} ms "
               f"(ratio {ns[3] / t_pa:.2f}, target <= 1.5)")
         print("'vs chDB' / 'vs Duck' = their latency / skipidx latency (higher is better for skipidx); "
-              "'CH-idx' = granules kept by the ClickHouse-equivalent index alone")
+              "'kept' = granules skipidx kept with all its indexes; 'CH-idx' = kept by the ClickHouse-equivalent "
+              "index alone (same DDL and bytes as chDB's); 'sbbf' = kept by the adaptive sbbf index alone")
         db.close()
     finally:
         if args.dir is None:
