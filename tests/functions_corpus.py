@@ -8,6 +8,7 @@ survives; every query orders by the row number so answers line up row by row.
 """
 from __future__ import annotations
 
+from skipidx import _chdb as chdb_oracle  # one chDB per process
 import random
 import sysconfig
 from pathlib import Path
@@ -109,7 +110,7 @@ def chdb_columns(path: str, exprs: list[str], where: str = "") -> list[list]:
 
     cols = ", ".join(f"{e} AS c{i}" for i, e in enumerate(exprs))
     sql = f"SELECT {cols} FROM file('{path}', Parquet) {where} ORDER BY rn"
-    t = chdb.query(sql, "ArrowTable")
+    t = chdb_oracle.query(sql, "ArrowTable")
     out = []
     for i in range(len(exprs)):
         c = t.column(i)
@@ -126,7 +127,7 @@ def chdb_error(sql: str) -> str | None:
     import chdb
 
     try:
-        chdb.query(sql, "CSV")
+        chdb_oracle.query(sql, "CSV")
     except Exception as e:  # chDB raises a plain RuntimeError-like exception
         return str(e).splitlines()[0]
     return None

@@ -6,6 +6,7 @@ rules (type default vs NULL) are exercised.
 """
 from __future__ import annotations
 
+from skipidx import _chdb as chdb_oracle  # one chDB per process
 import datetime
 import math
 
@@ -66,7 +67,7 @@ def agg_data(tmp_path_factory):
 
 def _ch(path: str, select: str, where: str = "", group: str = "") -> pa.Table:
     sql = f"SELECT {select} FROM file('{path}', Parquet) {where} {group} SETTINGS max_threads = 1"
-    return chdb.query(sql, "ArrowTable")
+    return chdb_oracle.query(sql, "ArrowTable")
 
 
 def _same_value(x, y, func: str) -> bool:

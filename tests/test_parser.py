@@ -3,6 +3,7 @@ escapes (checked against chDB), comments, positions, errors with their places,
 and to_sql round trips."""
 from __future__ import annotations
 
+from skipidx import _chdb as chdb_oracle  # one chDB per process
 import math
 
 import pytest
@@ -250,7 +251,7 @@ def test_string_escapes(literal: str, expected: bytes) -> None:
 @pytest.mark.parametrize("literal,expected", [e[1:] for e in ESCAPES], ids=[e[0] for e in ESCAPES])
 def test_string_escapes_match_chdb(literal: str, expected: bytes) -> None:
     chdb = pytest.importorskip("chdb")
-    out = chdb.query(f"SELECT hex({literal})", "TabSeparatedRaw").bytes().decode().strip()
+    out = chdb_oracle.query(f"SELECT hex({literal})", "TabSeparatedRaw").bytes().decode().strip()
     assert bytes.fromhex(out) == expected == parse_expression(literal).value
 
 
@@ -259,7 +260,7 @@ def test_backslash_before_every_ascii_character_matches_chdb() -> None:
     chdb = pytest.importorskip("chdb")
     chars = [chr(o) for o in range(1, 128) if chr(o) != "x"]  # \x needs two hex digits
     literals = ["'\\" + ch + "'" for ch in chars]
-    out = chdb.query("SELECT " + ", ".join(f"hex({lit})" for lit in literals), "TabSeparatedRaw")
+    out = chdb_oracle.query("SELECT " + ", ".join(f"hex({lit})" for lit in literals), "TabSeparatedRaw")
     theirs = [bytes.fromhex(h) for h in out.bytes().decode().rstrip("\n").split("\t")]
     ours = [parse_expression(lit).value for lit in literals]
     assert len(theirs) == len(ours)
@@ -275,7 +276,7 @@ NUMBERS = ["0", "7", "010", "0x1F", "0X1f", "0b101", "1e3", "1.5e-3", "5.", "1.e
 @pytest.mark.parametrize("text", NUMBERS, ids=NUMBERS)
 def test_number_literals_match_chdb(text: str) -> None:
     chdb = pytest.importorskip("chdb")
-    out = chdb.query(f"SELECT toString({text})", "TabSeparatedRaw").bytes().decode().strip()
+    out = chdb_oracle.query(f"SELECT toString({text})", "TabSeparatedRaw").bytes().decode().strip()
     got = parse_expression(text)
     if got.kind == "int":
         assert str(got.value) == out

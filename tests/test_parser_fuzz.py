@@ -10,6 +10,7 @@
 """
 from __future__ import annotations
 
+from skipidx import _chdb as chdb_oracle  # one chDB per process
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -307,7 +308,7 @@ def _both(text: str):
     except ParseError:
         ours = None
     try:
-        theirs = _theirs(chdb.query(f"EXPLAIN AST SELECT {text}", "TabSeparatedRaw").bytes().decode())
+        theirs = _theirs(chdb_oracle.query(f"EXPLAIN AST SELECT {text}", "TabSeparatedRaw").bytes().decode())
     except Exception:  # chDB raises its own error type for SQL it rejects
         theirs = None
     return ours, theirs

@@ -33,7 +33,9 @@ def demo_db(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def chdb_session(tmp_path_factory):
-    chdb_session_mod = pytest.importorskip("chdb.session")
+    pytest.importorskip("chdb")
+    from skipidx import _chdb
+
     d = tmp_path_factory.mktemp("chdb")
     path = d / "logs.parquet"
     writer = None
@@ -42,13 +44,17 @@ def chdb_session(tmp_path_factory):
             writer = pq.ParquetWriter(str(path), batch.schema)
         writer.write_batch(batch)
     writer.close()
-    s = chdb_session_mod.Session(str(d / "s"))
-    s.query("SET session_timezone = 'UTC'")
-    s.query(datagen.SCHEMA_SQL.format(table="logs", indexes="").replace("ENGINE = MergeTree",
-            "ENGINE = MergeTree") + " SETTINGS index_granularity = 8192")
-    s.query(f"INSERT INTO logs SELECT * FROM file('{path}', Parquet)")
-    yield s
-    s.cleanup() if hasattr(s, "cleanup") else s.close()
+    dbname = _chdb.scratch_database("examples")
+    _chdb.query(datagen.SCHEMA_SQL.format(table=f"{dbname}.logs", indexes="")
+                + " SETTINGS index_granularity = 8192")
+    _chdb.query(f"INSERT INTO {dbname}.logs SELECT * FROM file('{path}', Parquet)")
+
+    class _InDb:  # runs the examples' unqualified SQL against this module's database
+        def query(self, sql, fmt):
+            return _chdb.query(sql.replace(" FROM logs", f" FROM {dbname}.logs"), fmt)
+
+    yield _InDb()
+    _chdb.query(f"DROP DATABASE {dbname}")
 
 
 def _norm(v):

@@ -3,6 +3,7 @@
 chunks, schema errors with the file named, nothing written on error."""
 from __future__ import annotations
 
+from skipidx import _chdb as chdb_oracle  # one chDB per process
 import datetime as dt
 import json
 import os
@@ -38,7 +39,7 @@ JSON_ROWS = [
 
 def _oracle(path: str, fmt: str) -> list[tuple]:
     chdb = pytest.importorskip("chdb")
-    t = chdb.query(f"SELECT * FROM file('{path}', {fmt}, '{STRUCTURE}') ORDER BY id "
+    t = chdb_oracle.query(f"SELECT * FROM file('{path}', {fmt}, '{STRUCTURE}') ORDER BY id "
                    "SETTINGS session_timezone = 'UTC'", "ArrowTable")
     # chDB's Arrow output carries DateTime as its UInt32 seconds
     for name in ("ts", "nts"):

@@ -16,6 +16,7 @@ empty strings) and the golden rows of ``test_tokenizers.py``.
 """
 from __future__ import annotations
 
+from skipidx import _chdb as chdb_oracle  # one chDB per process
 import random
 import re
 import zlib
@@ -86,7 +87,7 @@ def corpus_file(corpus, tmp_path_factory) -> str:
 
 
 def _ch(sql: str) -> pa.Table:
-    return chdb.query(sql, "ArrowTable")
+    return chdb_oracle.query(sql, "ArrowTable")
 
 
 def _per_row(tokens, nrows: int) -> list[list[bytes]]:
@@ -309,7 +310,7 @@ def test_has_token_needles_sound_vs_clickhouse(corpus):
     tbl = pa.table({"s": path_rows})
     for needle in needles:
         lit = "unhex('" + needle.hex() + "')"
-        res = chdb.query(f"SELECT toUInt8(hasToken(s, {lit})) AS r FROM Python(tbl)", "ArrowTable")
+        res = chdb_oracle.query(f"SELECT toUInt8(hasToken(s, {lit})) AS r FROM Python(tbl)", "ArrowTable")
         truth = res.column("r").to_pylist()
         req = tok.requirement("hasToken", (needle,), pa.binary())
         assert req is not None
