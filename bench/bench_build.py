@@ -13,7 +13,10 @@ separately, ``to_arrow`` (the Lance zone table the store writes).
 
 chDB side: MergeTree ``INSERT INTO t SELECT * FROM file(...)`` with exactly one
 index, minus the same INSERT without indexes (best of ``--repeat``), so the
-difference is what ClickHouse spends on that index. The adaptive ``sbbf``
+difference is what ClickHouse spends on that index. Both sides are also
+measured in CPU seconds of all their threads (``time.process_time``; chDB
+runs in-process), which stays comparable when the machine is shared and wall
+times are not. The adaptive ``sbbf``
 forms have no ClickHouse counterpart and are compared with tokenbf_v1 /
 ngrambf_v1 (the fixed-size indexes they replace).
 
