@@ -8,9 +8,8 @@ on user_id, granules of 8192 rows, ORDER BY ts.
 
 Build (``skipidx.pipeline.build``, the ``skipidx build`` command):
 
-* embedded: one atomic insert of all files (the store's two writer threads);
-  the first embedded build of a process is preceded by nothing: numba's
-  kernels are cached on disk (``cache=True``) by earlier runs;
+* embedded: one atomic insert of all files (the store's two writer threads;
+  numba kernels come from their on-disk cache);
 * Spark ``local[2]`` and ``local[1]``: one task per input split (or
   ``--partitions`` tasks after a shuffle); each sorts its rows and writes one
   part. The session start-up and a warm-up build of one file (worker

@@ -187,7 +187,7 @@ def test_explain_reports_pruning_without_spark(logs):
     assert st["granules_selected"] < st["granules_total"] == math.ceil(ROWS / GRANULARITY)
     st_not = skipidx.spark.explain(logs["path"], filters=[Not(EqualTo(("trace_id",), tid))])
     assert st_not["granules_selected"] == st_not["granules_total"], "a bloom filter cannot prune a negation"
-    st_w = skipidx.spark.explain(logs["path"], where=f"hasToken(msg, '{RARE_TOKEN}')")
+    st_w = skipidx.spark.explain(None, logs["path"], where=f"hasToken(msg, '{RARE_TOKEN}')")
     assert 0 < st_w["granules_selected"] < st_w["granules_total"]
 
 

@@ -28,8 +28,11 @@ def register(spark: Any) -> None:
     spark.conf.set(PUSHDOWN_CONF, "true")
 
 
-def explain(path: str, where: str | None = None, filters: Iterable[Any] = ()) -> dict:
-    """The pruning a Spark scan of table `path` would do, computed in this process.
+def explain(*args: Any, where: str | None = None, filters: Iterable[Any] = ()) -> dict:
+    """The pruning a Spark scan of a table would do, computed in this process.
+
+    Called as ``explain(path, ...)`` or ``explain(spark, path, ...)`` (the
+    session is not needed: planning reads only the table directory).
 
     `where` is the ``where`` option's text, `filters` Spark's pushed filter
     objects (``pyspark.sql.datasource.EqualTo(("col",), 5)``...). Returns the
@@ -38,11 +41,18 @@ def explain(path: str, where: str | None = None, filters: Iterable[Any] = ()) ->
     per-index figures under ``indexes``, and ``pushed_filters`` (the filters
     that took part in pruning).
     """
+    from skipidx.errors import SkipidxError
     from skipidx.spark._plan import plan_scan, resolve_table_dir
     from skipidx.spark.filters import conjunction, filters_to_exprs
     from skipidx.sql.parser import parse_expression
     from skipidx.store.commit import read_state
 
+    if len(args) == 1 and isinstance(args[0], str):
+        path = args[0]
+    elif len(args) == 2 and isinstance(args[1], str):
+        path = args[1]
+    else:
+        raise SkipidxError("explain(path, where=..., filters=...) or explain(spark, path, ...)")
     table_dir = resolve_table_dir(path)
     meta = read_state(table_dir).meta
     pushed, texts = [], []
