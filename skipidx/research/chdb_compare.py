@@ -71,7 +71,7 @@ def clickhouse_candidates(result: BenchResult, kinds: tuple[str, ...] = KINDS) -
             else:
                 t = f"ngrambf_v1({c.n}, {c.num_bytes}, {k}, 0)"
             out.append(("ch_" + c.name, t, c))
-        elif c.kind == "adaptive" and c.tokenizer == "value":
+        elif c.kind == "adaptive" and c.tokenizer == "value" and getattr(c, "sizing", "parquet") == "parquet":
             out.append(("ch_" + c.name, f"bloom_filter({c.fpp:g})", c))
     return out
 
