@@ -174,6 +174,13 @@ def test_reports_written_with_chdb_columns(tmp_path, values, bench):
     for p in paths["png"]:
         with open(p, "rb") as f:
             assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+    # The JSON reads back into a result that renders the same tables.
+    from skipidx.research.indexes_report import indexes_markdown
+
+    back = I.BenchResult.from_dict(data)
+    assert indexes_markdown(back) == md
+    with pytest.raises(SkipidxError):
+        I.BenchResult.from_dict({"candidates": []})
 
 
 def test_engine_agrees_with_the_bench(values, bench):
@@ -205,6 +212,14 @@ def test_cli_end_to_end(tmp_path, values, capsys):
     assert data_json["queries"][0]["matching_rows"] > 0
     for name in ("indexes.md", "indexes_pareto.png", "indexes_families.png"):
         assert (tmp_path / "o" / name).stat().st_size > 0
+    # `bench report` re-renders the JSON into the same markdown; a run of other queries cannot lend its chDB side.
+    js = str(tmp_path / "o" / "indexes.json")
+    assert bench_main(["report", js, "--out", str(tmp_path / "r"), "--no-plots"]) == 0
+    assert (tmp_path / "r" / "indexes.md").read_text() == (tmp_path / "o" / "indexes.md").read_text()
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({**data_json, "queries": data_json["queries"][:1]}))
+    with pytest.raises(SkipidxError, match="same queries"):
+        bench_main(["report", js, "--chdb-from", str(other), "--out", str(tmp_path / "r")])
 
 
 @pytest.mark.parametrize("argv,match", [

@@ -2,6 +2,7 @@
 
     skipidx bench fpp [--quick] [--out DIR]
     skipidx bench indexes DATA.parquet --column msg [--queries FILE] [--out DIR] [--quick] [--no-chdb] ...
+    skipidx bench report RESULT.json [--chdb-from OTHER.json] [--out DIR]   (re-render / merge runs)
     skipidx advise DATA.parquet --column msg --fpp 0.01 [--granularity 1] ...
 
 DATA may also be ``demo`` or ``demo:ROWS``: the shared synthetic log table
@@ -220,6 +221,47 @@ def _bench_indexes(argv: list[str]) -> int:
     return 0
 
 
+# ----------------------------------------------------------------------------- bench report
+
+def _bench_report(argv: list[str]) -> int:
+    """Re-render a `bench indexes` JSON (optionally taking the chDB/engine sides from another run)."""
+    import json
+
+    from skipidx.research.indexes import BenchResult
+    from skipidx.research.indexes_report import write_indexes_report
+    from skipidx.research.report import ensure_dir
+
+    p = _Parser(prog="skipidx bench report", description="Re-render (and merge) bench indexes results.")
+    p.add_argument("result", help="a NAME.json written by `skipidx bench indexes`")
+    p.add_argument("--chdb-from", help="take the ClickHouse columns from this run's JSON (same data and queries)")
+    p.add_argument("--out", default="bench_results")
+    p.add_argument("--name", default="indexes")
+    p.add_argument("--no-plots", action="store_true")
+    a = p.parse_args(argv)
+
+    def load(path: str) -> dict:
+        try:
+            with open(path, encoding="utf-8") as f:
+                return json.load(f)
+        except OSError as e:
+            raise SkipidxError(f"cannot read: {e.strerror}", path=path) from None
+        except ValueError as e:
+            raise SkipidxError(f"not JSON: {e}", path=path) from None
+
+    res = BenchResult.from_dict(load(a.result))
+    if a.chdb_from:
+        other = load(a.chdb_from)
+        if [q["where"] for q in other.get("queries", [])] != [q.query.where for q in res.queries]:
+            raise SkipidxError("the two runs did not run the same queries", path=a.chdb_from)
+        if other.get("rows") != res.rows or other.get("index_granularity") != res.index_granularity:
+            raise SkipidxError("the two runs did not read the same rows and granules", path=a.chdb_from)
+        res.chdb = other.get("chdb")
+    paths = write_indexes_report(res, ensure_dir(a.out), a.name, plots=not a.no_plots)
+    with open(paths["markdown"], encoding="utf-8") as f:
+        sys.stdout.write(f.read())
+    return 0
+
+
 # ----------------------------------------------------------------------------- advise
 
 def advise_main(argv: list[str]) -> int:
@@ -258,11 +300,15 @@ def bench_main(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         sys.stdout.write("usage: skipidx bench fpp [--quick] [--out DIR]\n"
                          "       skipidx bench indexes DATA.parquet --column COL [--queries FILE] [--quick] "
-                         "[--out DIR]\n(see `skipidx bench fpp --help`, `skipidx bench indexes --help`)\n")
+                         "[--out DIR]\n       skipidx bench report RESULT.json [--chdb-from OTHER.json] [--out DIR]\n"
+                         "(see `skipidx bench fpp --help`, `skipidx bench indexes --help`)\n")
         return 0 if argv else 1
     cmd, rest = argv[0], argv[1:]
     if cmd == "fpp":
         return _bench_fpp(rest)
     if cmd == "indexes":
         return _bench_indexes(rest)
-    raise SkipidxError(f"unknown bench {cmd!r}: use `skipidx bench fpp` or `skipidx bench indexes`")
+    if cmd == "report":
+        return _bench_report(rest)
+    raise SkipidxError(f"unknown bench {cmd!r}: use `skipidx bench fpp`, `skipidx bench indexes` or "
+                       "`skipidx bench report`")

@@ -340,6 +340,32 @@ class BenchResult:
             "engine": self.engine,
         }
 
+    @classmethod
+    def from_dict(cls, d: dict) -> "BenchResult":
+        """A result back from its JSON (`to_dict`), to re-render or merge reports of earlier runs."""
+        import dataclasses
+
+        try:
+            cand_fields = {f.name for f in dataclasses.fields(Candidate)}
+            res_fields = {f.name for f in dataclasses.fields(CandidateResult)} - {"candidate", "queries"}
+            cands = []
+            for c in d["candidates"]:
+                r = CandidateResult(Candidate(**{k: v for k, v in c["candidate"].items() if k in cand_fields}))
+                for k in res_fields:
+                    if k in c:
+                        setattr(r, k, tuple(c[k]) if k == "probe_ci" else c[k])
+                r.queries = [QueryResult(q["kept"], q["prune_ms"], q["est_ms"]) for q in c["queries"]]
+                cands.append(r)
+            queries = [QueryInfo(Query(q["family"], q["where"], q.get("note", "")), q["ideal"], q["matching_rows"],
+                                 q["scan_ms"]) for q in d["queries"]]
+            return cls(source=d["source"], column=d["column"], rows=d["rows"],
+                       index_granularity=d["index_granularity"], granules=d["granules"], queries=queries,
+                       candidates=cands, tokenizer_stats=d.get("tokenizer_stats", {}), chdb=d.get("chdb"),
+                       engine=d.get("engine"), absent_probes=d.get("absent_probes", 0),
+                       params=d.get("params", {}))
+        except (KeyError, TypeError) as e:
+            raise SkipidxError(f"not a bench indexes result: missing or bad field {e}") from None
+
 
 # --------------------------------------------------------------------------- masks
 
