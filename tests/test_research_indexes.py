@@ -144,7 +144,9 @@ def test_exact_sizing_is_proportional_and_has_twins(bench):
     assert ex.expected_fpp <= 0.01
     assert ex.mean_filter_bytes <= pw.mean_filter_bytes
     assert ex.mean_filter_bytes == pytest.approx(I.putze_min_bytes(int(ex.ndv_mean), 0.01), rel=0.05)
-    assert "same_token_" in "".join(by) and any(n.endswith("_x_g1") for n in by)
+    twins = [n for n in by if n.startswith("same_token_")]
+    assert any(n.endswith("_for_fpp0_01_exact_g1") for n in twins) and any(n.endswith("_for_fpp0_01_g1") for n in twins)
+    assert len(set(by)) == len(bench.candidates)   # names are unique (they name ClickHouse indexes too)
 
 
 def test_reports_written_with_chdb_columns(tmp_path, values, bench):
@@ -162,6 +164,13 @@ def test_reports_written_with_chdb_columns(tmp_path, values, bench):
             assert x["bytes_uncompressed"] > 0
             # ClickHouse never drops a matching granule either.
             assert all(k >= q.ideal for k, q in zip(x["kept"], bench.queries)), x["name"]
+        # Building every index in the one INSERT gives ClickHouse the same granules as ADD + MATERIALIZE.
+        ins = run_chdb(bench, values, show_progress=False, measure_latency=False, kinds=("same-bytes",),
+                       build="insert")
+        alter_kept = {x["name"]: x["kept"] for x in ch["indexes"]}
+        assert ins["build"] == "insert" and ins["indexes"]
+        for x in ins["indexes"]:
+            assert x["kept"] == alter_kept[x["name"]], x["name"]
         paths = write_indexes_report(bench, str(tmp_path), "t")
     finally:
         bench.chdb = None

@@ -101,8 +101,12 @@ class Candidate:
             size = f"{self.num_bytes}B"
         if self.kind == "adaptive" and self.sizing == "exact":
             size += "_exact"
-        pre = "same_" if self.kind == "same-bytes" else ""
-        post = "_x" if self.kind == "same-bytes" and self.matched_to and "_exact_" in self.matched_to else ""
+        pre = post = ""
+        if self.kind == "same-bytes":
+            # Two adaptive candidates may get the same mean size: name the twin after its adaptive one.
+            pre = "same_"
+            m = self.matched_to or ""
+            post = "_for_" + m[len(self.tok_label) + 1:m.rfind("_g")] if m.startswith(self.tok_label + "_") else ""
         return f"{pre}{self.tok_label}_{size}{post}_g{self.granularity}"
 
     def index_type_sql(self, hashes: int = 3) -> str:

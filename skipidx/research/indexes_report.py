@@ -65,9 +65,14 @@ def indexes_markdown(res: BenchResult) -> str:
            "(as ClickHouse's EXPLAIN counts them); *ideal* = granules holding a matching row (full scan); "
            "FP rate = (kept - ideal) / (granules - ideal).", ""]
     if res.chdb:
-        out += [f"ClickHouse (chDB {res.chdb.get('version')}): same data, {res.chdb.get('parts')} part, "
-                f"ideal from ClickHouse {'equals' if res.chdb.get('ideal_matches_scan') else 'DIFFERS from'} "
-                "the bench's full scan.", ""]
+        if res.chdb.get("error"):
+            out += [f"ClickHouse (chDB): failed: {res.chdb['error']}", ""]
+        else:
+            out += [f"ClickHouse (chDB {res.chdb.get('version')}): same data, {res.chdb.get('parts')} part, "
+                    f"ideal from ClickHouse {'equals' if res.chdb.get('ideal_matches_scan') else 'DIFFERS from'} "
+                    "the bench's full scan"
+                    + (f"; all {len(res.chdb.get('indexes', []))} indexes built in one INSERT + merge "
+                       f"({res.chdb.get('load_s', 0):.0f} s)." if res.chdb.get("build") == "insert" else "."), ""]
     if res.engine:
         e = res.engine
         out += [f"skipidx engine cross-check (`skipidx.connect`, {len(e['indexes'])} indexes in one table, insert "
