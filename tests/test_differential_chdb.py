@@ -33,7 +33,6 @@ from skipidx import datagen
 from skipidx.errors import SkipidxError
 
 chdb = pytest.importorskip("chdb")
-from chdb import session as chs  # noqa: E402
 
 pytestmark = pytest.mark.chdb
 
@@ -69,17 +68,11 @@ def like_escape(s: str) -> str:
     return s.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-_CHDB_SESSION = None
+def chdb_session():
+    """The process-wide chDB session (chDB's embedded server accepts a single data path)."""
+    from skipidx import _chdb
 
-
-def chdb_session() -> "chs.Session":
-    """One chDB session per process: chDB's embedded server accepts a single data path."""
-    global _CHDB_SESSION
-    if _CHDB_SESSION is None:
-        import tempfile
-
-        _CHDB_SESSION = chs.Session(tempfile.mkdtemp(prefix="skipidx-chdb-"))
-    return _CHDB_SESSION
+    return _chdb.session()
 
 
 class Env:

@@ -8,6 +8,7 @@ and in chDB on the same rows given with the ``values`` table function.
 """
 from __future__ import annotations
 
+from skipidx import _chdb as chdb_oracle  # one chDB per process
 import datetime as dt
 
 import pyarrow as pa
@@ -78,7 +79,7 @@ def _chdb_count(where: str) -> int | None:
     names = ["u8", "i8", "u64", "n", "f", "g", "d", "ts", "s"]
     rows = ", ".join("(" + ", ".join(_lit(v, k) for v, k in zip(r, names)) + ")" for r in ROWS)
     try:
-        out = chdb.query(f"SELECT count() FROM values('{SCHEMA}', {rows}) WHERE {where}", "CSV")
+        out = chdb_oracle.query(f"SELECT count() FROM values('{SCHEMA}', {rows}) WHERE {where}", "CSV")
     except Exception:
         return None
     return int(out.bytes().decode().strip())
