@@ -1,0 +1,103 @@
+"""The `skipidx` command: results as tables, `error: ...` with a place and a
+non-zero exit on bad input (never a traceback), and the demo end to end."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from skipidx.cli import format_table, main
+
+SKIPIDX = [sys.executable, "-m", "skipidx.cli"]
+
+
+def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env.pop("SKIPIDX_DEBUG", None)
+    return subprocess.run([*SKIPIDX, *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=600)
+
+
+def test_sql_creates_inserts_and_selects(tmp_path):
+    db = str(tmp_path / "db")
+    r = run("sql", db, "CREATE TABLE t (id UInt32, msg String, INDEX i msg TYPE tokenbf_v1(256, 2, 0)) "
+                       "ENGINE = MergeTree ORDER BY id; "
+                       "INSERT INTO t VALUES (1, 'connection timeout'), (2, 'ok'), (3, NULL_IS_NOT_HERE_BUT_A_STRING);")
+    # the third row is bad on purpose: an unknown identifier in VALUES
+    assert r.returncode != 0 and r.stderr.startswith("error: "), r.stderr
+    assert "Traceback" not in r.stderr
+    r = run("sql", db, "INSERT INTO t VALUES (1, 'connection timeout'), (2, 'ok'); "
+                       "SELECT id, msg FROM t WHERE hasToken(msg, 'timeout')")
+    assert r.returncode == 0, r.stderr
+    assert "connection timeout" in r.stdout and "│ 1" in r.stdout, r.stdout
+    assert "granules 1/1 kept" in r.stdout, r.stdout
+
+
+def test_sql_from_file(tmp_path):
+    f = tmp_path / "q.sql"
+    f.write_text("-- a comment\nCREATE TABLE t (x UInt8) ORDER BY x;\nINSERT INTO t VALUES (1), (2), (3);\n"
+                 "SELECT count(), sum(x) FROM t;\n")
+    r = run("sql", str(tmp_path / "db"), "-f", str(f))
+    assert r.returncode == 0, r.stderr
+    assert "│ 3       │ 6      │" in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize(
+    "sql, needle",
+    [
+        ("SELEC 1", "line 1, column 1"),
+        ("SELECT count() FROM nowhere", "nowhere"),
+        ("CREATE TABLE t (x UInt8) ORDER BY x;\nSELECT y FROM t", "line 2"),
+        ("   -- only a comment\n", "empty statement"),
+        ("SELECT 'unterminated", "line 1"),
+    ],
+    ids=["typo", "unknown-table", "unknown-column-line2", "empty", "unterminated-string"],
+)
+def test_bad_statements_print_error_with_place(tmp_path, sql, needle):
+    r = run("sql", str(tmp_path / "db"), sql)
+    assert r.returncode == 1, (r.returncode, r.stdout, r.stderr)
+    assert r.stderr.startswith("error: "), r.stderr
+    assert needle in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_database_still_answers_after_an_error(tmp_path):
+    db = str(tmp_path / "db")
+    assert run("sql", db, "CREATE TABLE t (x UInt8) ORDER BY x; INSERT INTO t VALUES (1)").returncode == 0
+    bad = run("sql", db, "INSERT INTO t VALUES (300)")  # out of range for UInt8
+    assert bad.returncode == 1 and "error:" in bad.stderr, bad.stderr
+    ok = run("sql", db, "SELECT count() FROM t")
+    assert ok.returncode == 0 and "│ 1       │" in ok.stdout, ok.stdout
+
+
+def test_missing_sql_file_is_a_clean_error(tmp_path):
+    r = run("sql", str(tmp_path / "db"), "-f", str(tmp_path / "nope.sql"))
+    assert r.returncode == 1 and r.stderr.startswith("error: cannot read"), r.stderr
+
+
+def test_main_returns_codes_in_process(tmp_path, capsys):
+    assert main(["sql", str(tmp_path / "db"), "SELECT 1 +"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "line 1" in err, err
+
+
+def test_format_table_golden():
+    got = format_table(["a", "long_name"], [(1, None), (22, b"x")])
+    assert got.splitlines() == [
+        "┌────┬───────────┐",
+        "│ a  │ long_name │",
+        "├────┼───────────┤",
+        "│ 1  │ NULL      │",
+        "│ 22 │ x         │",
+        "└────┴───────────┘",
+    ], got
+
+
+def test_demo_runs_end_to_end(tmp_path):
+    r = run("demo", str(tmp_path / "demo"), "--rows", "30000")
+    assert r.returncode == 0, r.stderr[-2000:]
+    for name in ("01_hastoken_rare", "06_trace_eq", "15_explain"):
+        assert name in r.stdout, f"{name} missing from the demo summary"
+    assert "granules kept/total" in r.stdout
