@@ -16,7 +16,10 @@ Reading (``spark.read.format("skipidx").load("DBDIR/table")``):
   :mod:`skipidx.spark.filters`), and yields Arrow record batches typed as
   Spark expects.
 
-Options of the reader: ``where`` (a skipidx WHERE expression),
+Options of the reader and the writer: ``task_threads`` (threads a task may
+use for Arrow and index builds; default ``spark.task.cpus``, so an
+executor's cores are its parallelism). Of the reader: ``where`` (a skipidx
+WHERE expression),
 ``granules_per_task`` (default 128), ``read_granules`` (granules per read,
 default 16), ``prefilter`` (``true``: drop rows the pushed filters reject
 before Spark sees them), ``stats_path`` (a file the planner writes its
@@ -94,6 +97,35 @@ def _int_option(options: Any, key: str, default: int) -> int:
     return n
 
 
+def _task_threads(explicit: int | None) -> None:
+    """Hold this task to its share of the executor: ``spark.task.cpus`` threads
+    (or the ``task_threads`` option) for Arrow and the index builds. Without
+    it every task of an executor would start one thread per machine core, the
+    executor's cores would only oversubscribe the machine, and adding cores
+    would not make a build faster. Outside a Spark task nothing changes."""
+    n = explicit
+    if n is None:
+        try:
+            from pyspark import TaskContext
+
+            tc = TaskContext.get()
+            n = int(tc.cpus()) if tc is not None else None
+        except Exception:   # an older or unusual TaskContext: leave the defaults
+            n = None
+    if n is None or n < 1:
+        return
+    pa.set_cpu_count(n)
+    from skipidx.indexes import bloom
+
+    # the build's thread count is read per build from this module attribute
+    # (SKIPIDX_BUILD_THREADS sets it only at import, and Spark reuses workers)
+    bloom.BUILD_THREADS = n
+
+
+def _optional_int(options: Any, key: str) -> int | None:
+    return _int_option(options, key, 0) if options.get(key) is not None else None
+
+
 def _where_option(options: Any) -> Any:
     text = options.get("where")
     if text is None or not str(text).strip():
@@ -143,6 +175,7 @@ class SkipidxDataSource(DataSource):
             read_granules=_int_option(self.options, "read_granules", DEFAULT_READ_GRANULES),
             prefilter=_truthy(self.options.get("prefilter"), True),
             stats_path=self.options.get("stats_path"),
+            task_threads=_optional_int(self.options, "task_threads"),
         )
 
     def writer(self, schema: Any, overwrite: bool) -> "SkipidxWriter":
@@ -170,7 +203,8 @@ class SkipidxDataSource(DataSource):
 
         # detached: the store's cleanup keeps it (a day) while this job runs
         write_file_durably(os.path.join(job_dir, DETACHED_MARK), b"")
-        return SkipidxWriter(table_dir, meta.to_json(), bool(overwrite), job)
+        return SkipidxWriter(table_dir, meta.to_json(), bool(overwrite), job,
+                             task_threads=_optional_int(self.options, "task_threads"))
 
 
 def _split_top_level(text: str, seps: str) -> list[str]:
@@ -263,7 +297,8 @@ class SkipidxReader(DataSourceReader):
     """Reader of one scan. Plain data only: Spark pickles it to every task."""
 
     def __init__(self, table_dir: str, meta_json: dict, where: Any, *, granules_per_task: int,
-                 read_granules: int, prefilter: bool, stats_path: str | None) -> None:
+                 read_granules: int, prefilter: bool, stats_path: str | None,
+                 task_threads: int | None = None) -> None:
         self.table_dir = table_dir
         self.meta_json = meta_json
         self.where = where                # AST of the `where` option (applied exactly)
@@ -273,6 +308,7 @@ class SkipidxReader(DataSourceReader):
         self.read_granules = read_granules
         self.prefilter = prefilter
         self.stats_path = stats_path
+        self.task_threads = task_threads
 
     def _meta(self):
         from skipidx.store.metadata import TableMeta
@@ -347,6 +383,7 @@ def _read_slices(reader: SkipidxReader, gen: int, slices: list) -> Iterator[pa.R
     from skipidx.store.commit import READERS_DIR, PartEntry
     from skipidx.store.part import Part
 
+    _task_threads(reader.task_threads)
     meta = reader._meta()
     schema = _spark_arrow_schema(meta)
     exact = conjunction((reader.pushed if reader.prefilter else []) + ([reader.where] if reader.where else []))
@@ -427,11 +464,13 @@ def _from_spark(meta: Any, data: pa.Table) -> pa.Table:
 class SkipidxWriter(DataSourceArrowWriter):
     """Writer of one Spark job (pickled to every task)."""
 
-    def __init__(self, table_dir: str, meta_json: dict, overwrite: bool, job: str) -> None:
+    def __init__(self, table_dir: str, meta_json: dict, overwrite: bool, job: str,
+                 task_threads: int | None = None) -> None:
         self.table_dir = table_dir
         self.meta_json = meta_json
         self.overwrite = overwrite
         self.job = job
+        self.task_threads = task_threads
 
     @property
     def _tmp(self) -> str:
@@ -455,6 +494,7 @@ class SkipidxWriter(DataSourceArrowWriter):
         from skipidx.store.metadata import TableMeta
         from skipidx.store.part import conform, sort_rows, write_part
 
+        _task_threads(self.task_threads)
         meta = TableMeta.from_json(self.meta_json)
         batches = [b for b in iterator if b.num_rows]
         if not batches:
