@@ -15,7 +15,8 @@ Build (``skipidx.pipeline.build``, the ``skipidx build`` command):
   part. The session start-up and a warm-up build of one file (worker
   start, imports) are printed separately: the figure is the job itself.
 
-Queries (best of ``--repeat``, each collecting the matching rows):
+Queries (one warm-up run, then best of ``--repeat``, each collecting the
+matching rows):
 
 * ``trace_id = X`` through the source (pushed EqualTo, bloom-filter pruning)
   vs Spark on a plain Parquet copy written by Spark *with* Parquet bloom
@@ -67,6 +68,8 @@ def _session(master: str, memory: str):
 
 
 def _best(fn, repeat: int) -> tuple[float, object]:
+    """Best of `repeat` timed runs after one untimed warm-up run (worker start, caches)."""
+    fn()
     best, out = float("inf"), None
     for _ in range(repeat):
         t0 = time.perf_counter()
