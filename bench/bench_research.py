@@ -1,7 +1,7 @@
 """The research bench's report: `bench fpp`, then `bench indexes` on the synthetic log table and on
 the Python standard library's source lines.
 
-    python bench/bench_research.py [--rows 10000000] [--out bench_results/report]
+    python bench/bench_research.py [--rows 10000000] [--out bench/out/research]
                                    [--skip-fpp] [--skip-logs] [--skip-stdlib] [--quick]
 
 Writes, into --out: fpp.{md,json,png}; logs.parquet + logs.{md,json} + logs_pareto.png +
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rows", type=int, default=10_000_000, help="rows of the synthetic log table")
-    p.add_argument("--out", default="bench_results/report")
+    p.add_argument("--out", default="bench/out/research")
     p.add_argument("--skip-fpp", action="store_true")
     p.add_argument("--skip-logs", action="store_true")
     p.add_argument("--skip-stdlib", action="store_true")
