@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from skipidx._kernels.xxh64 import P1, P2, P3, P4, P5, _avalanche, _read32, _read64, _rotl, _round, xxh64_span
+from skipidx._kernels.xxh64 import xxh64_span, xxh64_short
 
 # splitByNonAlpha: a token byte is an ASCII letter or digit, or any byte >= 0x80
 # (so multi-byte UTF-8, and invalid UTF-8 too, always belongs to tokens).
@@ -61,40 +61,6 @@ def _is_ascii(data, s, e):
     for p in range(s, e):
         acc |= data[p]
     return acc < 0x80
-
-
-@njit(inline="always", cache=True)
-def _xxh64_short(buf, p, length, seed):
-    """XXH64 of buf[p:p+length] for length < 32 (bit-exact with `xxh64_span`), for tokens.
-
-    Token lengths vary from one token to the next, so the 4-byte step and the
-    0-3 tail bytes of XXH64 are computed unconditionally and selected, instead
-    of branching on the length (a misprediction per token otherwise). Loads
-    are clamped into the buffer so they are always safe; what they read past
-    the token is discarded.
-    """
-    h = seed + P5 + np.uint64(length)
-    end = p + length
-    last = buf.shape[0] - 1
-    while p + 8 <= end:
-        h = h ^ _round(np.uint64(0), _read64(buf, p))
-        h = _rotl(h, 27) * P1 + P4
-        p += 8
-    r = end - p
-    w = _read32(buf, p) if p + 4 <= buf.shape[0] else np.uint64(0)
-    h4 = _rotl(h ^ (w * P1), 23) * P2 + P3
-    use4 = r >= 4
-    h = h4 if use4 else h
-    p = p + 4 if use4 else p
-    r = end - p
-    b0 = np.uint64(buf[min(p, last)])
-    b1 = np.uint64(buf[min(p + 1, last)])
-    b2 = np.uint64(buf[min(p + 2, last)])
-    h1 = _rotl(h ^ (b0 * P5), 11) * P1
-    h2 = _rotl(h1 ^ (b1 * P5), 11) * P1
-    h3 = _rotl(h2 ^ (b2 * P5), 11) * P1
-    h = h if r == 0 else (h1 if r == 1 else (h2 if r == 2 else h3))
-    return _avalanche(h)
 
 
 # --------------------------------------------------------------------------
@@ -151,7 +117,7 @@ def token_hashes_into(data, offsets, validity, voff, seed, rows, hashes, edges):
             rows[k] = i
             ln = edges[j + 1] - edges[j]
             if ln < 32:
-                hashes[k] = _xxh64_short(data, edges[j], ln, seed)
+                hashes[k] = xxh64_short(data, edges[j], ln, seed)
             else:
                 hashes[k] = xxh64_span(data, edges[j], ln, seed)
             k += 1
@@ -351,9 +317,10 @@ def ngram_hashes_into(data, offsets, validity, voff, n, seed, rows, hashes, star
         if m >= 0:
             for j in range(m - n + 1):
                 rows[k] = i
+                # gram byte lengths vary with the code points: the branch-light hash
                 ln = starts[j + n] - starts[j]
                 if ln < 32:  # gram byte lengths vary with the code points: the branch-light hash
-                    hashes[k] = _xxh64_short(data, starts[j], ln, seed)
+                    hashes[k] = xxh64_short(data, starts[j], ln, seed)
                 else:
                     hashes[k] = xxh64_span(data, starts[j], ln, seed)
                 k += 1
@@ -369,7 +336,7 @@ def ngram_hashes_into(data, offsets, validity, voff, n, seed, rows, hashes, star
                 if end >= 0:
                     rows[k] = i
                     if end - p < 32:
-                        hashes[k] = _xxh64_short(data, p, end - p, seed)
+                        hashes[k] = xxh64_short(data, p, end - p, seed)
                     else:
                         hashes[k] = xxh64_span(data, p, end - p, seed)
                     k += 1

@@ -2,9 +2,13 @@
 
 `xxh64_span(buf, start, length, seed)` hashes ``buf[start:start+length]``;
 it is an ``njit`` function so other kernels (tokenizers, fused index builds)
-can call it inline. `xxh64_u32`/`xxh64_u64` are the fixed 4- and 8-byte paths
-(a Parquet INT32/INT64/FLOAT/DOUBLE value), `xxh64_offsets` hashes every slice
-of an Arrow-style (offsets, data) pair.
+can call it inline. For short inputs there are two inlinable variants:
+`xxh64_inline` (the short path inlined with its natural branches, for slices
+of steady length such as n-grams) and `xxh64_short` (< 32 bytes only,
+branch-light, for tokens whose lengths vary unpredictably).
+`xxh64_u32`/`xxh64_u64` are the fixed 4- and 8-byte paths (a Parquet
+INT32/INT64/FLOAT/DOUBLE value), `xxh64_offsets` hashes every slice of an
+Arrow-style (offsets, data) pair.
 
 Arithmetic is uint64 with wrap-around; every constant is typed np.uint64 so
 numba never promotes to float.
@@ -125,6 +129,24 @@ def _ol_read32(buf, i):
     return lambda buf, i: _read32_bytes(buf, i)
 
 
+@njit(inline="always", cache=True)
+def _finish(buf, p, end, h):
+    """XXH64's last (< 32) bytes buf[p:end] folded into h, then the avalanche."""
+    while p + 8 <= end:
+        h = h ^ _round(np.uint64(0), _read64(buf, p))
+        h = _rotl(h, 27) * P1 + P4
+        p += 8
+    if p + 4 <= end:
+        h = h ^ (_read32(buf, p) * P1)
+        h = _rotl(h, 23) * P2 + P3
+        p += 4
+    while p < end:
+        h = h ^ (np.uint64(buf[p]) * P5)
+        h = _rotl(h, 11) * P1
+        p += 1
+    return _avalanche(h)
+
+
 @njit(cache=True)
 def xxh64_span(buf, start, length, seed):
     """XXH64 of buf[start:start+length] (buf: uint8 array), seed: uint64."""
@@ -150,19 +172,57 @@ def xxh64_span(buf, start, length, seed):
         h = _merge(h, v4)
     else:
         h = seed + P5
-    h = h + np.uint64(length)
+    return _finish(buf, p, end, h + np.uint64(length))
+
+
+@njit(inline="always", cache=True)
+def xxh64_inline(buf, start, length, seed):
+    """xxh64_span with the short-input path (< 32 bytes) inlined into the caller.
+
+    For loops over many short slices of similar length (n-grams, tokens into a
+    filter): inlining the short path halves the cost of a 3-byte hash (measured
+    ~17 ns -> ~9 ns); long inputs call xxh64_span. seed: uint64.
+    """
+    if length >= 32:
+        return xxh64_span(buf, start, length, seed)
+    return _finish(buf, start, start + length, seed + P5 + np.uint64(length))
+
+
+@njit(inline="always", cache=True)
+def xxh64_short(buf, p, length, seed):
+    """XXH64 of buf[p:p+length] for length < 32 (bit-exact with `xxh64_span`), branch-light.
+
+    Token lengths vary from one token to the next, so the 4-byte step and the
+    0-3 tail bytes of XXH64 are computed unconditionally and selected, instead
+    of branching on the length (a misprediction per token otherwise). Loads
+    are clamped into the buffer so they are always safe; what they read past
+    the token is discarded. seed: uint64.
+
+    Callers branch on ``length < 32`` themselves (``xxh64_span`` otherwise): a
+    dispatching wrapper returning from both branches measured 8-20 % slower
+    in the tokenizer kernels.
+    """
+    h = seed + P5 + np.uint64(length)
+    end = p + length
+    last = buf.shape[0] - 1
     while p + 8 <= end:
         h = h ^ _round(np.uint64(0), _read64(buf, p))
         h = _rotl(h, 27) * P1 + P4
         p += 8
-    if p + 4 <= end:
-        h = h ^ (_read32(buf, p) * P1)
-        h = _rotl(h, 23) * P2 + P3
-        p += 4
-    while p < end:
-        h = h ^ (np.uint64(buf[p]) * P5)
-        h = _rotl(h, 11) * P1
-        p += 1
+    r = end - p
+    w = _read32(buf, p) if p + 4 <= buf.shape[0] else np.uint64(0)
+    h4 = _rotl(h ^ (w * P1), 23) * P2 + P3
+    use4 = r >= 4
+    h = h4 if use4 else h
+    p = p + 4 if use4 else p
+    r = end - p
+    b0 = np.uint64(buf[min(p, last)])
+    b1 = np.uint64(buf[min(p + 1, last)])
+    b2 = np.uint64(buf[min(p + 2, last)])
+    h1 = _rotl(h ^ (b0 * P5), 11) * P1
+    h2 = _rotl(h1 ^ (b1 * P5), 11) * P1
+    h3 = _rotl(h2 ^ (b2 * P5), 11) * P1
+    h = h if r == 0 else (h1 if r == 1 else (h2 if r == 2 else h3))
     return _avalanche(h)
 
 
