@@ -27,7 +27,7 @@ import math
 import numpy as np
 from numba import njit
 
-from skipidx._kernels.sbbf import SALT, insert_one
+from skipidx._kernels.sbbf import SALT, insert_one, popcount32
 
 #: Parquet / Arrow bounds on an SBBF's size.
 MIN_BYTES = 32
@@ -133,15 +133,6 @@ def bank_insert_grouped(words, block_offset, num_blocks, hashes, offsets, salt):
             insert_one(words, block_offset[f], num_blocks[f], hashes[j], salt)
 
 
-@njit(inline="always", cache=True)
-def _popcount32(v):
-    v = np.uint32(v)
-    v = v - ((v >> np.uint32(1)) & np.uint32(0x55555555))
-    v = (v & np.uint32(0x33333333)) + ((v >> np.uint32(2)) & np.uint32(0x33333333))
-    v = (v + (v >> np.uint32(4))) & np.uint32(0x0F0F0F0F)
-    return np.int64(np.uint32(v * np.uint32(0x01010101)) >> np.uint32(24))
-
-
 @njit(cache=True, nogil=True)
 def bank_stats(words, block_offset, num_blocks):
     """(fill ratio, false-positive probability of a random absent hash) per filter."""
@@ -155,7 +146,7 @@ def bank_stats(words, block_offset, num_blocks):
         for b in range(block_offset[f], block_offset[f] + nb):
             p = 1.0
             for i in range(8):
-                c = _popcount32(words[b * 8 + i])
+                c = popcount32(words[b * 8 + i])
                 ones += c
                 p *= c / 32.0
             acc += p

@@ -31,24 +31,32 @@ def block_index(h, num_blocks):
 
 
 @njit(inline="always", cache=True)
-def insert_one(words, first_block, num_blocks, h, salt):
-    """Set h's 8 bits in the filter whose blocks start at `first_block` of `words`."""
-    base = (first_block + block_index(h, num_blocks)) * 8
+def _set_bits(words, base, h, salt):
+    """Set h's 8 bits in the block whose first word is words[base]."""
     key = np.uint32(h & np.uint64(0xFFFFFFFF))
     for i in range(8):
-        bit = np.uint32(key * salt[i]) >> np.uint32(27)
-        words[base + i] |= np.uint32(1) << bit
+        words[base + i] |= np.uint32(1) << (np.uint32(key * salt[i]) >> np.uint32(27))
+
+
+@njit(inline="always", cache=True)
+def _has_bits(words, base, h, salt):
+    """Whether all of h's 8 bits are set in the block whose first word is words[base]."""
+    key = np.uint32(h & np.uint64(0xFFFFFFFF))
+    for i in range(8):
+        if (words[base + i] & (np.uint32(1) << (np.uint32(key * salt[i]) >> np.uint32(27)))) == 0:
+            return False
+    return True
+
+
+@njit(inline="always", cache=True)
+def insert_one(words, first_block, num_blocks, h, salt):
+    """Set h's 8 bits in the filter whose blocks start at `first_block` of `words`."""
+    _set_bits(words, (first_block + block_index(h, num_blocks)) * 8, h, salt)
 
 
 @njit(inline="always", cache=True)
 def check_one(words, first_block, num_blocks, h, salt):
-    base = (first_block + block_index(h, num_blocks)) * 8
-    key = np.uint32(h & np.uint64(0xFFFFFFFF))
-    for i in range(8):
-        bit = np.uint32(key * salt[i]) >> np.uint32(27)
-        if (words[base + i] & (np.uint32(1) << bit)) == 0:
-            return False
-    return True
+    return _has_bits(words, (first_block + block_index(h, num_blocks)) * 8, h, salt)
 
 
 # Filters beyond this many blocks (1 MiB) outgrow the L2 cache: their inserts and
@@ -60,6 +68,22 @@ BATCH_MIN_BLOCKS = 32768
 _BATCH = 32
 
 
+@njit(inline="always", cache=True)
+def _load_bases(words, block_offset, num_blocks, filter_ids, hashes, single, j, m, bases):
+    """First word of the block of hashes[j:j+m] into bases[:m], touching each block once.
+
+    Returns the OR of the touched words: the callers return it so the loads
+    are not optimized away.
+    """
+    sink = np.uint32(0)
+    for t in range(m):
+        f = 0 if single else filter_ids[j + t]
+        b = (block_offset[f] + block_index(hashes[j + t], num_blocks[f])) * 8
+        bases[t] = b
+        sink |= words[b]
+    return sink
+
+
 @njit(cache=True)
 def _insert_batched(words, block_offset, num_blocks, filter_ids, hashes, salt, single):
     n = hashes.shape[0]
@@ -68,16 +92,9 @@ def _insert_batched(words, block_offset, num_blocks, filter_ids, hashes, salt, s
     j = 0
     while j < n:
         m = min(_BATCH, n - j)
+        sink |= _load_bases(words, block_offset, num_blocks, filter_ids, hashes, single, j, m, bases)
         for t in range(m):
-            f = 0 if single else filter_ids[j + t]
-            b = (block_offset[f] + block_index(hashes[j + t], num_blocks[f])) * 8
-            bases[t] = b
-            sink |= words[b]
-        for t in range(m):
-            key = np.uint32(hashes[j + t] & np.uint64(0xFFFFFFFF))
-            base = bases[t]
-            for i in range(8):
-                words[base + i] |= np.uint32(1) << (np.uint32(key * salt[i]) >> np.uint32(27))
+            _set_bits(words, bases[t], hashes[j + t], salt)
         j += m
     return sink
 
@@ -90,20 +107,9 @@ def _check_batched(words, block_offset, num_blocks, filter_ids, hashes, salt, si
     j = 0
     while j < n:
         m = min(_BATCH, n - j)
+        sink |= _load_bases(words, block_offset, num_blocks, filter_ids, hashes, single, j, m, bases)
         for t in range(m):
-            f = 0 if single else filter_ids[j + t]
-            b = (block_offset[f] + block_index(hashes[j + t], num_blocks[f])) * 8
-            bases[t] = b
-            sink |= words[b]
-        for t in range(m):
-            key = np.uint32(hashes[j + t] & np.uint64(0xFFFFFFFF))
-            base = bases[t]
-            ok = True
-            for i in range(8):
-                if (words[base + i] & (np.uint32(1) << (np.uint32(key * salt[i]) >> np.uint32(27)))) == 0:
-                    ok = False
-                    break
-            out[j + t] = ok
+            out[j + t] = _has_bits(words, bases[t], hashes[j + t], salt)
         j += m
     return sink
 
@@ -205,16 +211,22 @@ def bank_check_pairs(words, block_offset, num_blocks, filter_ids, hashes, salt):
     return out
 
 
+@njit(inline="always", cache=True)
+def popcount32(v):
+    """Set bits of a uint32 (SWAR popcount) as int64."""
+    v = np.uint32(v)
+    v = v - ((v >> np.uint32(1)) & np.uint32(0x55555555))
+    v = (v & np.uint32(0x33333333)) + ((v >> np.uint32(2)) & np.uint32(0x33333333))
+    v = (v + (v >> np.uint32(4))) & np.uint32(0x0F0F0F0F)
+    return np.int64(np.uint32(v * np.uint32(0x01010101)) >> np.uint32(24))
+
+
 @njit(cache=True)
 def popcount_words(words):
     """Number of set bits of every uint32 word (SWAR popcount) -> int64 array."""
     out = np.empty(words.shape[0], dtype=np.int64)
     for i in range(words.shape[0]):
-        v = np.uint32(words[i])
-        v = v - ((v >> np.uint32(1)) & np.uint32(0x55555555))
-        v = (v & np.uint32(0x33333333)) + ((v >> np.uint32(2)) & np.uint32(0x33333333))
-        v = (v + (v >> np.uint32(4))) & np.uint32(0x0F0F0F0F)
-        out[i] = np.int64(np.uint32(v * np.uint32(0x01010101)) >> np.uint32(24))
+        out[i] = popcount32(words[i])
     return out
 
 
