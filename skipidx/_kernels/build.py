@@ -199,6 +199,10 @@ def _ngram_end(data, p, e, n, sl):
 # remembered in a flag); after each zone only the slots it used are cleared
 # (walking its distinct list), so the table costs O(distinct) per zone, and it
 # doubles while a zone fills it past half. One array: one cache line per probe.
+# The few lines that add a hash to a zone's list (the hash-0 flag, then
+# _set_add) are written out in each loop on purpose: an inline helper returning
+# (u, zero_seen) measured 1.1x (token/ngram distinct) to 1.7x (dedup_by_zone)
+# slower in CPU time.
 
 
 @njit(inline="always", cache=True)
