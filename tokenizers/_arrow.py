@@ -111,8 +111,6 @@ def hash_rows(values, kernel: HashKernel, tokenizer: str) -> tuple[np.ndarray, n
             return _empty_hashes()
         return np.concatenate(parts_r), np.concatenate(parts_h)
     t = values.type
-    if not _supported(t):
-        raise _bad_type(tokenizer, t)
     if pa.types.is_null(t) or len(values) == 0:
         return _empty_hashes()
     if _is_binary_like(t) or pa.types.is_fixed_size_binary(t):
@@ -148,8 +146,6 @@ def token_rows(values, kernel: TokensKernel, tokenizer: str) -> Tokens:
             base += len(chunk)
         return concat_tokens(parts)
     t = values.type
-    if not _supported(t):
-        raise _bad_type(tokenizer, t)
     if pa.types.is_null(t) or len(values) == 0:
         return empty_tokens()
     if _is_binary_like(t) or pa.types.is_fixed_size_binary(t):
