@@ -180,9 +180,13 @@ def run_chdb(result: BenchResult, values: pa.ChunkedArray, *, workdir: str | Non
                     text = _q(s, f"EXPLAIN indexes = 1 SELECT count() FROM bench.t WHERE {where} "
                                  f"SETTINGS {settings}", "TSVRaw")
                     got = parse_explain_skip(text)
-                    # No Skip entry: the index was not used for this condition (keeps every granule).
-                    kept = got[x["name"]][0] if x["name"] in got else result.granules
+                    kept, before = got.get(x["name"], (None, None))
+                    if kept is None:
+                        # No Skip entry: the index did not take part; it kept every granule.
+                        kept = out.get("granules_total", result.granules)
                     x["kept"].append(kept)
+                    if before is not None:
+                        out["granules_total"] = before
                     if measure_latency:
                         t0 = time.perf_counter()
                         _q(s, f"SELECT count() FROM bench.t WHERE {where} SETTINGS {settings}")
