@@ -105,6 +105,13 @@ def _delegate(module: str, func: str, argv: list[str]) -> int:
     return int(getattr(importlib.import_module(module), func)(argv) or 0)
 
 
+_DELEGATED = {
+    "bench": ("skipidx.research.cli", "bench_main"),
+    "advise": ("skipidx.research.cli", "advise_main"),
+    "build": ("skipidx.pipeline", "build_main"),
+}
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="skipidx", description="ClickHouse-style data-skipping indexes, embedded.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -120,20 +127,18 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--examples", default=None, help="folder of .sql demos (default: the project's sql_examples/)")
     d.add_argument("--write-expected", action="store_true", help=argparse.SUPPRESS)
     d.set_defaults(func=_cmd_demo)
-    for name, module, func in (("bench", "skipidx.research.cli", "bench_main"),
-                               ("advise", "skipidx.research.cli", "advise_main"),
-                               ("build", "skipidx.pipeline", "build_main")):
-        x = sub.add_parser(name, help=f"see `skipidx {name} --help`", add_help=False)
-        x.add_argument("rest", nargs=argparse.REMAINDER)
-        x.set_defaults(func=lambda a, m=module, f=func: _delegate(m, f, a.rest))
+    for name in _DELEGATED:  # listed for --help; main() hands them their arguments untouched
+        sub.add_parser(name, help=f"see `skipidx {name} --help`", add_help=False)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
-    args = parser.parse_args(argv)
     try:
+        if argv and argv[0] in _DELEGATED:
+            # these subcommands own their whole argument list (including --help)
+            return _delegate(*_DELEGATED[argv[0]], argv[1:])
+        args = build_parser().parse_args(argv)
         return args.func(args)
     except SkipidxError as e:
         print(f"error: {e}", file=sys.stderr)

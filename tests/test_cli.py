@@ -101,3 +101,10 @@ def test_demo_runs_end_to_end(tmp_path):
     for name in ("01_hastoken_rare", "06_trace_eq", "15_explain"):
         assert name in r.stdout, f"{name} missing from the demo summary"
     assert "granules kept/total" in r.stdout
+
+
+@pytest.mark.parametrize("sub", ["bench", "advise", "build"])
+def test_delegated_subcommands_show_their_own_help(sub):
+    r = run(sub, "--help")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith(f"usage: skipidx {sub}"), r.stdout[:200]
