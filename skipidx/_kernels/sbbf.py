@@ -67,21 +67,8 @@ def check_one(words, first_block, num_blocks, h, salt):
 BATCH_MIN_BLOCKS = 32768
 _BATCH = 32
 
-
-@njit(inline="always", cache=True)
-def _load_bases(words, block_offset, num_blocks, filter_ids, hashes, single, j, m, bases):
-    """First word of the block of hashes[j:j+m] into bases[:m], touching each block once.
-
-    Returns the OR of the touched words: the callers return it so the loads
-    are not optimized away.
-    """
-    sink = np.uint32(0)
-    for t in range(m):
-        f = 0 if single else filter_ids[j + t]
-        b = (block_offset[f] + block_index(hashes[j + t], num_blocks[f])) * 8
-        bases[t] = b
-        sink |= words[b]
-    return sink
+# The block-loading pass is written out in both batched kernels on purpose: as
+# a shared inline helper returning the sink it measured 4-9 % slower on insert.
 
 
 @njit(cache=True)
@@ -92,7 +79,11 @@ def _insert_batched(words, block_offset, num_blocks, filter_ids, hashes, salt, s
     j = 0
     while j < n:
         m = min(_BATCH, n - j)
-        sink |= _load_bases(words, block_offset, num_blocks, filter_ids, hashes, single, j, m, bases)
+        for t in range(m):
+            f = 0 if single else filter_ids[j + t]
+            b = (block_offset[f] + block_index(hashes[j + t], num_blocks[f])) * 8
+            bases[t] = b
+            sink |= words[b]
         for t in range(m):
             _set_bits(words, bases[t], hashes[j + t], salt)
         j += m
@@ -107,7 +98,11 @@ def _check_batched(words, block_offset, num_blocks, filter_ids, hashes, salt, si
     j = 0
     while j < n:
         m = min(_BATCH, n - j)
-        sink |= _load_bases(words, block_offset, num_blocks, filter_ids, hashes, single, j, m, bases)
+        for t in range(m):
+            f = 0 if single else filter_ids[j + t]
+            b = (block_offset[f] + block_index(hashes[j + t], num_blocks[f])) * 8
+            bases[t] = b
+            sink |= words[b]
         for t in range(m):
             out[j + t] = _has_bits(words, bases[t], hashes[j + t], salt)
         j += m
