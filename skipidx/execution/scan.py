@@ -10,7 +10,10 @@ reading the rest.
 from __future__ import annotations
 
 import os
+import threading
 import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Iterator
 
 import numpy as np
@@ -54,12 +57,12 @@ def zero_column_table(n: int) -> pa.Table:
 
 
 def _read_filtered(part: Any, batch: list[tuple[int, int]], columns: list[str], where: BExpr | None,
-                   keep: list[str]) -> tuple[pa.Table, int]:
+                   keep: list[str], use_threads: bool | None = None) -> tuple[pa.Table, int]:
     """Read one batch of ranges, apply the exact WHERE, keep only `keep`; (rows, rows read)."""
     if not columns:
         n = rows_in_ranges(part, batch)
         return zero_column_table(n), n
-    t = part.read(columns, batch)
+    t = part.read(columns, batch) if use_threads is None else part.read(columns, batch, use_threads=use_threads)
     read = t.num_rows
     mask = where_mask(where, t)
     if keep != list(t.column_names):
@@ -72,8 +75,43 @@ def _read_filtered(part: Any, batch: list[tuple[int, int]], columns: list[str], 
     return t, read
 
 
-#: Parts read at the same time (Parquet decoding and pyarrow.compute release the GIL).
+#: Reads running at the same time (Parquet decoding and pyarrow.compute release the GIL).
 SCAN_THREADS = max(1, min(4, os.cpu_count() or 1))
+#: Granules per concurrent read job: a part's kept ranges are cut into jobs of
+#: at most this many granules, so one big part is decoded by several threads
+#: too (Arrow's own threads only split a read by column), while a job stays
+#: large enough (~0.1-1 s of decoding for wide columns) to pay its hand-off.
+SCAN_JOB_GRANULES = 16
+#: A scan of at most this many granules in all runs in the calling thread:
+#: decoding one granule of a column takes ~0.3 ms, about what handing a job
+#: to another thread and back costs on a busy machine, so a point query
+#: gains nothing from the pool.
+SCAN_INLINE_GRANULES = 2
+
+_pool_lock = threading.Lock()
+_pool: ThreadPoolExecutor | None = None
+
+
+def _scan_pool() -> ThreadPoolExecutor:
+    """The process-wide pool of scan threads (started once, not per query:
+    starting threads costs more than a point query's whole read)."""
+    global _pool
+    if _pool is None:
+        with _pool_lock:
+            if _pool is None:
+                _pool = ThreadPoolExecutor(max_workers=SCAN_THREADS, thread_name_prefix="skipidx-scan")
+    return _pool
+
+
+def _forget_pool_after_fork() -> None:
+    # a forked child has none of the parent's threads: it starts its own pool
+    global _pool, _pool_lock
+    _pool = None
+    _pool_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool_after_fork)
 
 
 def scan(selections: list[PartSelection], columns: list[str], where: BExpr | None, stats,
@@ -88,12 +126,15 @@ def scan(selections: list[PartSelection], columns: list[str], where: BExpr | Non
     each chunk is a zero-column table of the right length, taken from the marks.
 
     With `max_granules` (a LIMIT that may stop early) batches are read one by
-    one; otherwise several parts are read and filtered concurrently, at most
-    ``2 * SCAN_THREADS`` ahead of the consumer (bounded memory), and yielded
-    in part order.
+    one in this thread. Otherwise the kept ranges are cut into jobs of at most
+    :data:`SCAN_JOB_GRANULES` granules, read and filtered concurrently by a
+    process-wide pool, at most ``2 * SCAN_THREADS`` ahead of the consumer
+    (bounded memory), and yielded in order. A single job, or a scan of at
+    most :data:`SCAN_INLINE_GRANULES` granules, runs in this thread.
     """
     keep = list(columns) if keep is None else list(keep)
-    jobs = [(sel.part, batch) for sel in selections for batch in _batches(sel.ranges, max_granules)]
+    step = max_granules if max_granules is not None else SCAN_JOB_GRANULES
+    jobs = [(sel.part, batch) for sel in selections for batch in _batches(sel.ranges, step)]
 
     def account(t: pa.Table, read: int, t0: float) -> pa.Table:
         stats.rows_read += read
@@ -101,30 +142,31 @@ def scan(selections: list[PartSelection], columns: list[str], where: BExpr | Non
         stats.scan_ms += (time.perf_counter() - t0) * 1000
         return t
 
-    if max_granules is not None or len(jobs) <= 1 or SCAN_THREADS == 1:
+    if (max_granules is not None or len(jobs) <= 1 or SCAN_THREADS == 1
+            or sum(e - s for _, batch in jobs for s, e in batch) <= SCAN_INLINE_GRANULES):
         for part, batch in jobs:
             t0 = time.perf_counter()
             t, read = _read_filtered(part, batch, columns, where, keep)
             yield account(t, read, t0)
         return
-    from collections import deque
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=SCAN_THREADS, thread_name_prefix="skipidx-scan") as pool:
-        pending: deque = deque()
-        it = iter(jobs)
-        try:
-            for part, batch in it:
-                pending.append(pool.submit(_read_filtered, part, batch, columns, where, keep))
-                if len(pending) >= 2 * SCAN_THREADS:
-                    break
-            while pending:
-                t0 = time.perf_counter()
-                t, read = pending.popleft().result()
-                nxt = next(it, None)
-                if nxt is not None:
-                    pending.append(pool.submit(_read_filtered, nxt[0], nxt[1], columns, where, keep))
-                yield account(t, read, t0)
-        finally:
-            for f in pending:
-                f.cancel()
+    pool = _scan_pool()
+    pending: deque = deque()
+    it = iter(jobs)
+    try:
+        for part, batch in it:
+            # the jobs themselves run concurrently: no Arrow threads inside one
+            pending.append(pool.submit(_read_filtered, part, batch, columns, where, keep, False))
+            if len(pending) >= 2 * SCAN_THREADS:
+                break
+        while pending:
+            t0 = time.perf_counter()
+            t, read = pending.popleft().result()
+            nxt = next(it, None)
+            if nxt is not None:
+                pending.append(pool.submit(_read_filtered, nxt[0], nxt[1], columns, where, keep, False))
+            yield account(t, read, t0)
+    finally:
+        # a consumer that stops early (or an error) leaves no work behind; the
+        # jobs already running finish on their own and their results are dropped
+        for f in pending:
+            f.cancel()

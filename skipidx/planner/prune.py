@@ -57,6 +57,28 @@ class IndexUse:
         return f"{self.type_name} GRANULARITY {self.granularity}"
 
 
+class LoadedIndex:
+    """One part's granules of one index, checked against the part's granules.
+
+    `data_to_index` maps every data granule to the index granule covering it
+    (None when they are the same: GRANULARITY 1), computed and validated once
+    when the granules are loaded, not on every query.
+    """
+
+    __slots__ = ("granules", "data_to_index", "zones", "saturated", "nbytes")
+
+    def __init__(self, part: Any, granules: Any, nbytes: int) -> None:
+        n = int(part.n_granules)
+        idx = _data_to_index_granule(part.marks, granules.zone_start, granules.zone_length, int(part.num_rows))
+        self.granules = granules
+        self.data_to_index = None if len(granules) == n and idx.shape == (n,) and bool(
+            np.array_equal(idx, np.arange(n))) else idx
+        self.zones = len(granules)
+        sat = getattr(granules, "saturated", None)
+        self.saturated = 0 if sat is None else int(np.count_nonzero(sat))
+        self.nbytes = int(nbytes)
+
+
 class IndexCache:
     """Loaded index granules and bound index types, shared by the queries of one database.
 
@@ -64,16 +86,20 @@ class IndexCache:
     directory, the index name and the index definition's fingerprint, so a
     cached entry can never be stale; ALTER DROP/ADD of an index under the
     same name changes the fingerprint. The cache is bounded by bytes (the
-    index files' sizes) with least-recently-used eviction. Damaged files are
-    never cached (every query re-reads and re-reports them).
+    index files' sizes) with least-recently-used eviction, and safe to share
+    between threads. Damaged files are never cached (every query re-reads and
+    re-reports them); the file's checksums were verified by the load that
+    filled the entry.
     """
 
     def __init__(self, max_bytes: int = 1 << 30) -> None:
+        import threading
         from collections import OrderedDict
 
         self.max_bytes = int(max_bytes)
-        self._granules: "OrderedDict[tuple, tuple[Any, int]]" = OrderedDict()
+        self._granules: "OrderedDict[tuple, LoadedIndex]" = OrderedDict()
         self._types: dict[tuple, IndexType] = {}
+        self._lock = threading.Lock()
         self.bytes = 0
         self.hits = 0
         self.misses = 0
@@ -86,18 +112,42 @@ class IndexCache:
             self._types[key] = t
         return t
 
-    def load(self, part: Any, name: str) -> Any:
-        entry = part.index_entry(name) if hasattr(part, "index_entry") else None
+    def _get(self, key: tuple) -> LoadedIndex | None:
+        with self._lock:
+            hit = self._granules.get(key)
+            if hit is not None:
+                self._granules.move_to_end(key)
+                self.hits += 1
+            else:
+                self.misses += 1
+            return hit
+
+    def _put(self, key: tuple, li: LoadedIndex) -> None:
+        if li.nbytes > self.max_bytes:
+            return
+        with self._lock:
+            old = self._granules.pop(key, None)
+            if old is not None:
+                self.bytes -= old.nbytes
+            self._granules[key] = li
+            self.bytes += li.nbytes
+            while self.bytes > self.max_bytes and self._granules:
+                _, ev = self._granules.popitem(last=False)
+                self.bytes -= ev.nbytes
+
+    def loaded(self, part: Any, name: str, entry: dict | None = None) -> LoadedIndex:
+        """The part's index `name` (its file), from the cache or loaded and checked.
+
+        `entry`: the part's manifest entry of the index if the caller has it.
+        CorruptionError for a damaged file (never cached)."""
         if entry is None:
-            self.misses += 1
-            return part.load_index(name)
+            entry = part.index_entry(name) if hasattr(part, "index_entry") else None
+        if entry is None:
+            return LoadedIndex(part, part.load_index(name), 0)
         key = (part.path, name, entry.get("fingerprint"), entry.get("file"))
-        hit = self._granules.get(key)
-        if hit is not None:
-            self._granules.move_to_end(key)
-            self.hits += 1
-            return hit[0]
-        self.misses += 1
+        li = self._get(key)
+        if li is not None:
+            return li
         g = part.load_index(name)
         try:
             import os
@@ -105,33 +155,33 @@ class IndexCache:
             size = os.path.getsize(os.path.join(part.path, entry["file"]))
         except (OSError, KeyError, TypeError):
             size = 1 << 20
-        if size <= self.max_bytes:
-            self._granules[key] = (g, size)
-            self.bytes += size
-            while self.bytes > self.max_bytes and self._granules:
-                _, (_, sz) = self._granules.popitem(last=False)
-                self.bytes -= sz
-        return g
+        li = LoadedIndex(part, g, size)
+        self._put(key, li)
+        return li
 
-    def load_derived(self, part: Any, name: str, loader: Any) -> Any:
+    def loaded_derived(self, part: Any, name: str, loader: Any) -> LoadedIndex:
         """Granules computed from the part itself (e.g. the key's row-group statistics), cached."""
         key = (part.path, name, "derived")
-        hit = self._granules.get(key)
-        if hit is not None:
-            self._granules.move_to_end(key)
-            self.hits += 1
-            return hit[0]
-        self.misses += 1
+        li = self._get(key)
+        if li is not None:
+            return li
         g = loader(part)
-        size = 64 * max(len(g), 1)
-        self._granules[key] = (g, size)
-        self.bytes += size
-        return g
+        li = LoadedIndex(part, g, 64 * max(len(g), 1))
+        self._put(key, li)
+        return li
+
+    def load(self, part: Any, name: str) -> Any:
+        """The part's granules of index `name` (see :meth:`loaded`)."""
+        return self.loaded(part, name).granules
+
+    def load_derived(self, part: Any, name: str, loader: Any) -> Any:
+        return self.loaded_derived(part, name, loader).granules
 
     def clear(self) -> None:
-        self._granules.clear()
-        self._types.clear()
-        self.bytes = 0
+        with self._lock:
+            self._granules.clear()
+            self._types.clear()
+            self.bytes = 0
 
 
 @dataclass
@@ -334,64 +384,119 @@ def _data_to_index_granule(marks: np.ndarray, zone_start: np.ndarray, zone_lengt
     return np.searchsorted(zs, marks[:-1], side="right") - 1
 
 
+def _answers(part: Any, use: IndexUse, cache: IndexCache | None) -> dict[int, BoolMask] | None:
+    """Index `use`'s answer to each of its atoms on every *data* granule of `part`.
+
+    None when the index cannot answer for this part (not materialized, or
+    damaged: never trusted -- its atoms stay UNKNOWN there and the scan keeps
+    the answer exact); the reason goes to the index's note.
+    """
+    try:
+        if use.loader is not None:
+            li = (cache.loaded_derived(part, use.name, use.loader) if cache is not None
+                  else LoadedIndex(part, use.loader(part), 0))
+        else:
+            entry = None
+            if hasattr(part, "index_entry"):
+                entry = part.index_entry(use.name)
+                missing = entry is None
+            else:
+                missing = hasattr(part, "has_index") and not part.has_index(use.name)
+            if missing:
+                _note(use, f"not materialized in part {part.name}")
+                return None
+            li = (cache.loaded(part, use.name, entry) if cache is not None
+                  else LoadedIndex(part, part.load_index(use.name), 0))
+        g = li.granules
+        idx = li.data_to_index
+        use.zones_read += li.zones
+        use.zones_saturated += li.saturated
+        masks: dict[int, BoolMask] = {}
+        for i, cond in use.conditions.items():
+            m = cond.mask(g)
+            t = np.asarray(m.can_be_true, dtype=bool)
+            f = np.asarray(m.can_be_false, dtype=bool)
+            if t.shape != (li.zones,) or f.shape != (li.zones,):
+                raise CorruptionError(f"answer of {len(t)} granules for an index of {li.zones}")
+            masks[i] = BoolMask(t, f) if idx is None else _spread(BoolMask(t, f), idx)
+    except CorruptionError as e:
+        _note(use, f"damaged index ignored in part {part.name}: {e.message}")
+        return None
+    return masks
+
+
+@dataclass
+class _Pruned:
+    """The pruning of a list of parts, as arrays over all their granules (parts concatenated)."""
+
+    kept: np.ndarray                  # bool per granule of all parts
+    offsets: np.ndarray               # int64, part j's granules are [offsets[j], offsets[j+1])
+    alone: dict[str, np.ndarray]      # per index that answered some part: granules it alone keeps, per part
+    answered: dict[str, np.ndarray]   # per such index: bool per part
+
+
+def _prune_parts(parts: list[Any], rpn: RPN, uses: list[IndexUse], cache: IndexCache | None) -> _Pruned:
+    """Answer the atoms part by part, then evaluate the RPN once over all granules of all parts.
+
+    The combined answer of an atom on a granule is the AND of every index's
+    answer (an index that did not answer for a part leaves it UNKNOWN); the
+    per-index figures evaluate the RPN with that index's answers only.
+    Evaluating over the concatenation costs one pass of numpy operations per
+    RPN item for the whole query instead of one per part.
+    """
+    ns = np.fromiter((int(p.n_granules) for p in parts), dtype=np.int64, count=len(parts))
+    offsets = np.zeros(len(parts) + 1, dtype=np.int64)
+    np.cumsum(ns, out=offsets[1:])
+    total = int(offsets[-1])
+    useful = [u for u in uses if u.useful]
+    combined: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    per_use: dict[str, dict[int, tuple[np.ndarray, np.ndarray]]] = {}
+    answered: dict[str, np.ndarray] = {}
+    for j, part in enumerate(parts):
+        n = int(ns[j])
+        if n == 0:
+            continue
+        lo, hi = int(offsets[j]), int(offsets[j + 1])
+        for use in useful:
+            masks = _answers(part, use, cache)
+            if masks is None:
+                continue
+            answered.setdefault(use.name, np.zeros(len(parts), dtype=bool))[j] = True
+            um = per_use.setdefault(use.name, {})
+            for i, m in masks.items():
+                u = um.get(i)
+                if u is None:
+                    u = um[i] = (np.ones(total, dtype=bool), np.ones(total, dtype=bool))
+                u[0][lo:hi] = m.can_be_true
+                u[1][lo:hi] = m.can_be_false
+                c = combined.get(i)
+                if c is None:
+                    c = combined[i] = (np.ones(total, dtype=bool), np.ones(total, dtype=bool))
+                c[0][lo:hi] &= m.can_be_true
+                c[1][lo:hi] &= m.can_be_false
+    # the RPN may prune on constants even with no index answer (WHERE 0)
+    kept = evaluate(rpn, total, {i: BoolMask(t, f) for i, (t, f) in combined.items()}).can_be_true
+    alone: dict[str, np.ndarray] = {}
+    for name, ans in answered.items():
+        if len(answered) == 1 and bool(ans[ns > 0].all()):
+            k = kept   # the only index that answered, everywhere: its answers are the combined ones
+        else:
+            k = evaluate(rpn, total, {i: BoolMask(t, f) for i, (t, f) in per_use[name].items()}).can_be_true
+        alone[name] = np.where(ans, _per_part_counts(k, offsets), ns)
+    return _Pruned(kept, offsets, alone, answered)
+
+
+def _per_part_counts(kept: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    c = np.zeros(kept.shape[0] + 1, dtype=np.int64)
+    np.cumsum(kept, out=c[1:])
+    return c[offsets[1:]] - c[offsets[:-1]]
+
+
 def prune_part(part: Any, rpn: RPN, uses: list[IndexUse],
                cache: IndexCache | None = None) -> tuple[np.ndarray, dict[str, int]]:
-    """Kept data granules of `part` (bool array) and, per useful index, how many it alone keeps."""
-    n = int(part.n_granules)
-    per_index: dict[str, int] = {}
-    if n == 0:
-        return np.zeros(0, dtype=bool), per_index
-    if not any(u.useful for u in uses):
-        # nothing to read: the RPN may still prune on constants (WHERE 0)
-        res = evaluate(rpn, n, {})
-        return res.can_be_true.copy(), per_index
-    marks = np.asarray(part.marks, dtype=np.int64)
-    combined: dict[int, BoolMask] = {}
-    answers: list[tuple[IndexUse, dict[int, BoolMask]]] = []
-    for use in uses:
-        if not use.useful:
-            continue
-        try:
-            if use.loader is not None:
-                granules = (cache.load_derived(part, use.name, use.loader) if cache is not None
-                            else use.loader(part))
-            elif hasattr(part, "has_index") and not part.has_index(use.name):
-                _note(use, f"not materialized in part {part.name}")
-                continue
-            else:
-                granules = cache.load(part, use.name) if cache is not None else part.load_index(use.name)
-            idx = _data_to_index_granule(marks, granules.zone_start, granules.zone_length, int(part.num_rows))
-            sat = getattr(granules, "saturated", None)
-            use.zones_read += len(granules)
-            if sat is not None:
-                use.zones_saturated += int(np.count_nonzero(sat))
-            masks: dict[int, BoolMask] = {}
-            for i, cond in use.conditions.items():
-                m = cond.mask(granules)
-                t = np.asarray(m.can_be_true, dtype=bool)
-                f = np.asarray(m.can_be_false, dtype=bool)
-                if t.shape != (len(granules),) or f.shape != (len(granules),):
-                    raise CorruptionError(f"answer of {len(t)} granules for an index of {len(granules)}")
-                masks[i] = _spread(BoolMask(t, f), idx)
-        except CorruptionError as e:
-            # never trusted: its atoms stay UNKNOWN for this part; the scan keeps the answer exact
-            _note(use, f"damaged index ignored in part {part.name}: {e.message}")
-            continue
-        answers.append((use, masks))
-        for i, m in masks.items():
-            if i in combined:
-                c = combined[i]
-                combined[i] = BoolMask(c.can_be_true & m.can_be_true, c.can_be_false & m.can_be_false)
-            else:
-                combined[i] = m
-    for use, masks in answers:
-        if len(answers) == 1:
-            break
-        per_index[use.name] = int(np.count_nonzero(evaluate(rpn, n, masks).can_be_true))
-    kept = evaluate(rpn, n, combined).can_be_true.copy()
-    if len(answers) == 1:
-        per_index[answers[0][0].name] = int(np.count_nonzero(kept))
-    return kept, per_index
+    """Kept data granules of `part` (bool array) and, per index that answered, how many it alone keeps."""
+    r = _prune_parts([part], rpn, uses, cache)
+    return r.kept.copy(), {name: int(a[0]) for name, a in r.alone.items() if r.answered[name][0]}
 
 
 def _note(use: IndexUse, text: str) -> None:
@@ -413,31 +518,35 @@ def mark_ranges(kept: np.ndarray) -> list[tuple[int, int]]:
 def prune(parts: Iterable[Any], rpn: RPN, uses: list[IndexUse], stats,
           cache: IndexCache | None = None) -> list[PartSelection]:
     """Prune every part; fill the part/granule/index figures of `stats`; return the parts to scan."""
-    out: list[PartSelection] = []
+    parts = list(parts)
     for use in uses:
         use.stats.note = None
-    for part in parts:
-        n = int(part.n_granules)
-        stats.parts_total += 1
-        stats.granules_total += n
-        stats.rows_total += int(part.num_rows)
-        kept, per_index = prune_part(part, rpn, uses, cache)
-        k = int(np.count_nonzero(kept))
-        for use in uses:
-            s = use.stats
-            s.granules_before += n
-            s.parts_before += 1
-            alone = per_index.get(use.name, n)
-            if use.name in per_index:
-                s.used = True
-            s.granules_after += alone
-            s.parts_after += int(alone > 0)
-        if k:
-            stats.parts_selected += 1
-            stats.granules_selected += k
-            ranges = mark_ranges(kept)
-            stats.ranges += len(ranges)
-            out.append(PartSelection(part, kept, ranges))
+    r = _prune_parts(parts, rpn, uses, cache)
+    ns = np.diff(r.offsets)
+    total = int(r.offsets[-1])
+    stats.parts_total += len(parts)
+    stats.granules_total += total
+    stats.rows_total += sum(int(p.num_rows) for p in parts)
+    for use in uses:
+        s = use.stats
+        s.granules_before += total
+        s.parts_before += len(parts)
+        alone = r.alone.get(use.name)
+        if alone is None:
+            alone = ns
+        if use.name in r.answered and bool(r.answered[use.name].any()):
+            s.used = True
+        s.granules_after += int(alone.sum())
+        s.parts_after += int(np.count_nonzero(alone > 0))
+    out: list[PartSelection] = []
+    counts = _per_part_counts(r.kept, r.offsets)
+    for j in np.flatnonzero(counts).tolist():
+        kept = r.kept[int(r.offsets[j]):int(r.offsets[j + 1])].copy()
+        ranges = mark_ranges(kept)
+        stats.parts_selected += 1
+        stats.granules_selected += int(counts[j])
+        stats.ranges += len(ranges)
+        out.append(PartSelection(parts[j], kept, ranges))
     for use in uses:
         if use.zones_saturated:
             # a saturated filter answers "maybe" for its zone: say how many there were
@@ -445,4 +554,3 @@ def prune(parts: Iterable[Any], rpn: RPN, uses: list[IndexUse], stats,
         use.stats.note = use.note
     stats.indexes = [u.stats for u in uses]
     return out
-

@@ -481,9 +481,57 @@ class _MetaCache:
 
 
 _FOOTERS = _MetaCache()
-#: Parsed manifests by (part dir, manifest checksum): parts are immutable, so
-#: a snapshot does not re-parse the manifests an earlier one already read.
+
+
+class _PartInfo:
+    """What a part's manifest says, parsed once: the manifest itself, the
+    marks as a read-only int64 array, and the file checksums (parsed on first
+    use). Shared by every snapshot that sees the part (parts are immutable)."""
+
+    __slots__ = ("manifest", "marks", "_sums", "__weakref__")
+
+    def __init__(self, manifest: dict) -> None:
+        self.manifest = manifest
+        marks = np.asarray(manifest["marks"], dtype=np.int64)
+        marks.flags.writeable = False   # shared between snapshots and threads
+        self.marks = marks
+        self._sums: dict[str, FileSum] = {}
+
+    def filesum(self, fname: str, where: str) -> FileSum:
+        fs = self._sums.get(fname)
+        if fs is None:
+            fs = FileSum.from_json(self.manifest["files"][fname], where)
+            self._sums[fname] = fs
+        return fs
+
+
+#: Parsed manifests (:class:`_PartInfo`) by (part dir, manifest checksum):
+#: parts are immutable, so a snapshot does not re-parse or re-validate the
+#: manifests an earlier one already read; a different manifest (another
+#: checksum in the table state) is another key.
 _MANIFESTS = _MetaCache(4096)
+
+#: Index fingerprints by IndexMeta object (id), with the object itself held so
+#: the id cannot be reused while the entry lives: a fingerprint is a SHA-256
+#: over the index's JSON, and every granule of every part asks for it.
+_FINGERPRINTS: "OrderedDict[int, tuple[IndexMeta, str]]" = OrderedDict()
+_FINGERPRINTS_LOCK = threading.Lock()
+
+
+def index_fingerprint(im: IndexMeta) -> str:
+    """``im.fingerprint()``, computed once per IndexMeta object (metas are frozen)."""
+    k = id(im)
+    with _FINGERPRINTS_LOCK:
+        hit = _FINGERPRINTS.get(k)
+        if hit is not None and hit[0] is im:
+            _FINGERPRINTS.move_to_end(k)
+            return hit[1]
+    fp = im.fingerprint()
+    with _FINGERPRINTS_LOCK:
+        _FINGERPRINTS[k] = (im, fp)
+        while len(_FINGERPRINTS) > 1024:
+            _FINGERPRINTS.popitem(last=False)
+    return fp
 
 
 def clear_caches() -> None:
@@ -491,6 +539,8 @@ def clear_caches() -> None:
     VERIFIER.forget()
     _FOOTERS.clear()
     _MANIFESTS.clear()
+    with _FINGERPRINTS_LOCK:
+        _FINGERPRINTS.clear()
 
 
 def normalize_ranges(mark_ranges: Iterable[tuple[int, int]], n_granules: int) -> list[tuple[int, int]]:
@@ -525,33 +575,35 @@ class Part:
         self.num_rows = entry.rows
         self.meta = meta
         self._entry = entry
-        self._manifest: dict | None = None
-        self._marks: np.ndarray | None = None
+        self._info: _PartInfo | None = None
 
     def __repr__(self) -> str:
         return f"Part({self.name!r}, rows={self.num_rows})"
 
     # ---- manifest-derived ------------------------------------------------
     @property
-    def manifest(self) -> dict:
-        if self._manifest is None:
+    def _part_info(self) -> _PartInfo:
+        if self._info is None:
             key = (self.path, self._entry.manifest_hash)
-            m = _MANIFESTS.get(key)
-            if m is None:
+            info = _MANIFESTS.get(key)
+            if info is None:
                 m, _ = read_manifest(self.path, self._entry.manifest_hash)
                 if m["part"] != self.name or m["rows"] != self.num_rows:
                     raise CorruptionError("part manifest does not match the table state",
                                           path=os.path.join(self.path, MANIFEST))
-                _MANIFESTS.put(key, m)
-            self._manifest = m
-        return self._manifest
+                info = _PartInfo(m)
+                _MANIFESTS.put(key, info)
+            self._info = info
+        return self._info
+
+    @property
+    def manifest(self) -> dict:
+        return self._part_info.manifest
 
     @property
     def marks(self) -> np.ndarray:
-        """int64 row offset of every granule, plus the row count at the end."""
-        if self._marks is None:
-            self._marks = np.asarray(self.manifest["marks"], dtype=np.int64)
-        return self._marks
+        """int64 row offset of every granule, plus the row count at the end (read-only)."""
+        return self._part_info.marks
 
     @property
     def n_granules(self) -> int:
@@ -566,7 +618,7 @@ class Part:
         return int(self.manifest.get("level", 0))
 
     def _filesum(self, fname: str) -> FileSum:
-        return FileSum.from_json(self.manifest["files"][fname], os.path.join(self.path, fname))
+        return self._part_info.filesum(fname, os.path.join(self.path, fname))
 
     # ---- data ------------------------------------------------------------
     def _open_data(self) -> pq.ParquetFile:
@@ -592,10 +644,16 @@ class Part:
             raise CorruptionError(f"cannot open Parquet file: {e}", path=path) from None
 
     def read(self, columns: Sequence[str] | None = None,
-             mark_ranges: Sequence[tuple[int, int]] | None = None) -> pa.Table:
+             mark_ranges: Sequence[tuple[int, int]] | None = None, *,
+             use_threads: bool | None = None) -> pa.Table:
         """Rows of granules [a, b) for each range (None: all), `columns` (None: all).
 
         Verifies the checksums of the bytes read (once per process).
+        `use_threads` is Arrow's (decode the columns in its CPU pool); the
+        default uses it only for several columns over several granules:
+        Arrow parallelizes across columns, so a one-column or one-granule
+        read gains nothing and pays the hand-off (a caller that already runs
+        reads concurrently, like the scan, passes False).
         """
         cols = self.meta.column_names if columns is None else list(columns)
         for c in cols:
@@ -614,7 +672,9 @@ class Part:
         if not rgs:
             return schema.empty_table().select(cols)
         try:
-            t = pf.read_row_groups(rgs, columns=cols, use_threads=True)
+            if use_threads is None:
+                use_threads = len(cols) > 1 and len(rgs) > 1
+            t = pf.read_row_groups(rgs, columns=cols, use_threads=use_threads)
         except (OSError, pa.ArrowException) as e:
             raise CorruptionError(f"unreadable Parquet data: {e}", path=path) from None
         expect = int(sum(int(self.marks[b] - self.marks[a]) for a, b in ranges))
@@ -639,7 +699,7 @@ class Part:
             im = self.meta.index(name)
         except SkipidxError:
             return None
-        return e if e["fingerprint"] == im.fingerprint() else None
+        return e if e["fingerprint"] == index_fingerprint(im) else None
 
     def has_index(self, name: str) -> bool:
         """True when the index is materialized in this part (it may still be damaged)."""
