@@ -8,12 +8,13 @@ For one query:
    clause (:func:`skipidx.planner.rpn.can_prune`). An index that cannot —
    no usable atom, negation only, ORed with something nothing answers, or a
    pattern that yields no complete token — is never read.
-2. :func:`prune_part` loads the useful indexes of one part (lazily; a
-   damaged index is reported and its atoms stay UNKNOWN for that part),
-   computes each atom's BoolMask per *index* granule with numpy, spreads it
-   onto *data* granules (an index of GRANULARITY g answers for g data
-   granules), ANDs the answers of all indexes for the same atom, and
-   evaluates the RPN once for the combined answer and once per index (the
+2. :func:`prune` loads the useful indexes of every part (through the
+   database's :class:`IndexCache`; a damaged index is reported and its atoms
+   stay UNKNOWN for that part), computes each atom's BoolMask per *index*
+   granule with numpy, spreads it onto *data* granules (an index of
+   GRANULARITY g answers for g data granules), ANDs the answers of all
+   indexes for the same atom, and evaluates the RPN once over the granules
+   of all parts together for the combined answer and once per index (the
    granules that index alone would keep: the per-index EXPLAIN figures).
 3. :func:`mark_ranges` turns the kept granules into contiguous ranges.
 """
@@ -449,31 +450,46 @@ def _prune_parts(parts: list[Any], rpn: RPN, uses: list[IndexUse], cache: IndexC
     np.cumsum(ns, out=offsets[1:])
     total = int(offsets[-1])
     useful = [u for u in uses if u.useful]
-    combined: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-    per_use: dict[str, dict[int, tuple[np.ndarray, np.ndarray]]] = {}
+    # per index and atom, the answer of every part in order (None: no answer, UNKNOWN)
+    got: dict[str, list[dict[int, BoolMask] | None]] = {u.name: [None] * len(parts) for u in useful}
     answered: dict[str, np.ndarray] = {}
     for j, part in enumerate(parts):
-        n = int(ns[j])
-        if n == 0:
+        if ns[j] == 0:
             continue
-        lo, hi = int(offsets[j]), int(offsets[j + 1])
         for use in useful:
             masks = _answers(part, use, cache)
-            if masks is None:
-                continue
-            answered.setdefault(use.name, np.zeros(len(parts), dtype=bool))[j] = True
-            um = per_use.setdefault(use.name, {})
-            for i, m in masks.items():
-                u = um.get(i)
-                if u is None:
-                    u = um[i] = (np.ones(total, dtype=bool), np.ones(total, dtype=bool))
-                u[0][lo:hi] = m.can_be_true
-                u[1][lo:hi] = m.can_be_false
-                c = combined.get(i)
-                if c is None:
-                    c = combined[i] = (np.ones(total, dtype=bool), np.ones(total, dtype=bool))
-                c[0][lo:hi] &= m.can_be_true
-                c[1][lo:hi] &= m.can_be_false
+            if masks is not None:
+                got[use.name][j] = masks
+                answered.setdefault(use.name, np.zeros(len(parts), dtype=bool))[j] = True
+    unknown: dict[int, np.ndarray] = {}
+
+    def ones(n: int) -> np.ndarray:
+        u = unknown.get(n)
+        if u is None:
+            u = unknown[n] = np.ones(n, dtype=bool)
+        return u
+
+    per_use: dict[str, dict[int, tuple[np.ndarray, np.ndarray]]] = {}
+    combined: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for name in answered:
+        answers = got[name]
+        atoms = {i for m in answers if m is not None for i in m}
+        um: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        for i in sorted(atoms):
+            ts, fs = [], []
+            for j, m in enumerate(answers):
+                a_ = None if m is None else m.get(i)
+                if a_ is None:
+                    ts.append(ones(int(ns[j])))
+                    fs.append(ones(int(ns[j])))
+                else:
+                    ts.append(a_.can_be_true)
+                    fs.append(a_.can_be_false)
+            t, f = np.concatenate(ts), np.concatenate(fs)
+            um[i] = (t, f)
+            c = combined.get(i)
+            combined[i] = (t, f) if c is None else (c[0] & t, c[1] & f)
+        per_use[name] = um
     # the RPN may prune on constants even with no index answer (WHERE 0)
     kept = evaluate(rpn, total, {i: BoolMask(t, f) for i, (t, f) in combined.items()}).can_be_true
     alone: dict[str, np.ndarray] = {}
