@@ -2,6 +2,7 @@
 outputs written, ClickHouse (chDB) and the skipidx engine side by side."""
 from __future__ import annotations
 
+from skipidx import _chdb as chdb_oracle  # one chDB per process
 import json
 
 import numpy as np
@@ -56,7 +57,7 @@ def _chdb_ideal_masks(values, queries):
     tbl = pa.table({"r": pa.array(np.arange(len(values), dtype=np.uint64)), "msg": values})
     out = []
     for q in queries:
-        res = chdb.query(f"SELECT DISTINCT intDiv(r, {IG}) AS g FROM Python(tbl) WHERE {q.where} ORDER BY g",
+        res = chdb_oracle.query(f"SELECT DISTINCT intDiv(r, {IG}) AS g FROM Python(tbl) WHERE {q.where} ORDER BY g",
                          "ArrowTable")
         m = np.zeros((len(values) + IG - 1) // IG, dtype=bool)
         m[res.column(0).to_numpy().astype(np.int64)] = True

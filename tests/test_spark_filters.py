@@ -62,6 +62,7 @@ GOLDEN = [
     ("starts", D.StringStartsWith(("s",), "ab"), "startsWith(s, 'ab')"),
     ("ends", D.StringEndsWith(("s",), "ab"), "endsWith(s, 'ab')"),
     ("contains", D.StringContains(("s",), "a%_b"), "multiSearchAny(s, ['a%_b'])"),
+    ("contains_empty", D.StringContains(("s",), ""), "s IS NOT NULL"),
     ("contains_on_int", D.StringContains(("i",), "1"), None),
     ("not", D.Not(D.StringStartsWith(("s",), "q")), "NOT startsWith(s, 'q')"),
     ("not_null_safe", D.Not(D.EqualNullSafe(("i",), 4)), "NOT (i IS NOT NULL AND i = 4)"),

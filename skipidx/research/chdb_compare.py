@@ -101,7 +101,6 @@ def run_chdb(result: BenchResult, values: pa.ChunkedArray, *, workdir: str | Non
         raise SkipidxError(f"chDB build mode must be 'alter' or 'insert', got {build!r}")
     import chdb
     import pyarrow.parquet as pq
-    from chdb import session as chs
 
     from skipidx.progress import Progress
 
@@ -116,24 +115,26 @@ def run_chdb(result: BenchResult, values: pa.ChunkedArray, *, workdir: str | Non
         table = pa.table({"__row": pa.array(np.arange(n, dtype=np.uint64)), col: values})
         pq.write_table(table, pq_path, row_group_size=1 << 20)
         del table
-        s = chs.Session(os.path.join(root, "db"))
+        # chDB allows one embedded server (one data path) per process: share it
+        from skipidx import _chdb
+
+        s = _chdb.session()
+        dbn = _chdb.scratch_database("bench")
         try:
             ig = result.index_granularity
-            _q(s, "CREATE DATABASE IF NOT EXISTS bench")
-            _q(s, "DROP TABLE IF EXISTS bench.t")
             cands = clickhouse_candidates(result, kinds)
             names_seen = [n for n, _, _ in cands]
             if len(set(names_seen)) != len(names_seen):
                 raise AssertionError(f"duplicate ClickHouse index names: {names_seen}")
             decl = "".join(f", INDEX {name} {col} TYPE {tsql} GRANULARITY {c.granularity}"
                            for name, tsql, c in cands) if build == "insert" else ""
-            _q(s, f"CREATE TABLE bench.t (__row UInt64, {col} String{decl}) ENGINE = MergeTree ORDER BY __row "
+            _q(s, f"CREATE TABLE {dbn}.t (__row UInt64, {col} String{decl}) ENGINE = MergeTree ORDER BY __row "
                   f"SETTINGS index_granularity = {ig}, index_granularity_bytes = 0")
             t0 = time.perf_counter()
-            _q(s, f"INSERT INTO bench.t SELECT __row, {col} FROM file('{pq_path}', Parquet)")
-            _q(s, "OPTIMIZE TABLE bench.t FINAL")
+            _q(s, f"INSERT INTO {dbn}.t SELECT __row, {col} FROM file('{pq_path}', Parquet)")
+            _q(s, f"OPTIMIZE TABLE {dbn}.t FINAL")
             load_s = time.perf_counter() - t0
-            parts = int(_q(s, "SELECT count() FROM system.parts WHERE database = 'bench' AND table = 't' "
+            parts = int(_q(s, f"SELECT count() FROM system.parts WHERE database = '{dbn}' AND table = 't' "
                               "AND active").strip())
             out = {"version": _q(s, "SELECT version()").strip().strip('"'), "load_s": load_s, "parts": parts,
                    "build": build, "indexes": []}
@@ -143,9 +144,9 @@ def run_chdb(result: BenchResult, values: pa.ChunkedArray, *, workdir: str | Non
             else:
                 bar = Progress("chdb build", max(len(cands), 1), unit="indexes") if show_progress else None
                 for i, (name, tsql, c) in enumerate(cands):
-                    _q(s, f"ALTER TABLE bench.t ADD INDEX {name} {col} TYPE {tsql} GRANULARITY {c.granularity}")
+                    _q(s, f"ALTER TABLE {dbn}.t ADD INDEX {name} {col} TYPE {tsql} GRANULARITY {c.granularity}")
                     t0 = time.perf_counter()
-                    _q(s, f"ALTER TABLE bench.t MATERIALIZE INDEX {name} SETTINGS mutations_sync = 2")
+                    _q(s, f"ALTER TABLE {dbn}.t MATERIALIZE INDEX {name} SETTINGS mutations_sync = 2")
                     build_s = time.perf_counter() - t0
                     out["indexes"].append({"name": name, "type_sql": tsql, "granularity": c.granularity,
                                            "mirrors": c.name, "build_s": build_s})
@@ -154,7 +155,7 @@ def run_chdb(result: BenchResult, values: pa.ChunkedArray, *, workdir: str | Non
                 if bar:
                     bar.__exit__(None, None, None)
             sizes = _q(s, "SELECT name, data_uncompressed_bytes, data_compressed_bytes FROM "
-                          "system.data_skipping_indices WHERE database = 'bench' AND table = 't'", "TSVRaw")
+                          f"system.data_skipping_indices WHERE database = '{dbn}' AND table = 't'", "TSVRaw")
             size_of = {}
             for line in sizes.strip().splitlines():
                 nm, unc, comp = line.split("\t")
@@ -170,14 +171,14 @@ def run_chdb(result: BenchResult, values: pa.ChunkedArray, *, workdir: str | Non
             done = 0
             for qi in result.queries:
                 where = qi.query.where
-                ideal.append(int(_q(s, f"SELECT uniqExact(intDiv(__row, {ig})) FROM bench.t WHERE {where} "
+                ideal.append(int(_q(s, f"SELECT uniqExact(intDiv(__row, {ig})) FROM {dbn}.t WHERE {where} "
                                        "SETTINGS use_skip_indexes = 0, use_query_condition_cache = 0").strip()))
                 for x in out["indexes"]:
                     others = ",".join(nm for nm in names if nm != x["name"])
                     settings = "use_query_condition_cache = 0"
                     if others:
                         settings += f", ignore_data_skipping_indices = '{others}'"
-                    text = _q(s, f"EXPLAIN indexes = 1 SELECT count() FROM bench.t WHERE {where} "
+                    text = _q(s, f"EXPLAIN indexes = 1 SELECT count() FROM {dbn}.t WHERE {where} "
                                  f"SETTINGS {settings}", "TSVRaw")
                     got = parse_explain_skip(text)
                     kept, before = got.get(x["name"], (None, None))
@@ -189,7 +190,7 @@ def run_chdb(result: BenchResult, values: pa.ChunkedArray, *, workdir: str | Non
                         out["granules_total"] = before
                     if measure_latency:
                         t0 = time.perf_counter()
-                        _q(s, f"SELECT count() FROM bench.t WHERE {where} SETTINGS {settings}")
+                        _q(s, f"SELECT count() FROM {dbn}.t WHERE {where} SETTINGS {settings}")
                         x["latency_ms"].append((time.perf_counter() - t0) * 1000)
                     done += 1
                     if bar:
@@ -199,7 +200,7 @@ def run_chdb(result: BenchResult, values: pa.ChunkedArray, *, workdir: str | Non
             out["ideal"] = ideal
             out["ideal_matches_scan"] = ideal == [q.ideal for q in result.queries]
         finally:
-            s.close()
+            _q(s, f"DROP DATABASE IF EXISTS {dbn}")
         return out
     finally:
         if own_tmp:

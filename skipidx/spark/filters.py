@@ -229,6 +229,11 @@ def filter_to_expr(f: Any, meta: Any) -> A.Expr | None:
             return A.FunctionCall("startsWith", (col, lit))
         if isinstance(f, D.StringEndsWith):
             return A.FunctionCall("endsWith", (col, lit))
+        if not f.value:
+            # Spark: contains('') is TRUE for every non-NULL string; ClickHouse's
+            # multiSearchAny(s, ['']) is false on '' (a different answer), so say it
+            # without a needle.
+            return A.IsNull(col, True)
         # substring search without LIKE's escaping rules
         return A.FunctionCall("multiSearchAny", (col, A.ArrayLiteral((lit,))))
     return None
