@@ -91,6 +91,7 @@ __all__ = [
     "MIN_BYTES",
     "MAX_BYTES",
     "optimal_num_bytes",
+    "exact_num_bytes",
 ]
 
 #: The eight odd salts of the Parquet spec (one per 32-bit word of a block).
@@ -224,6 +225,74 @@ def optimal_num_bytes(ndv: int, fpp: float, sizing: str = "parquet", max_bytes: 
     else:
         raise SkipidxError(f"unknown SBBF sizing {sizing!r}; expected one of {', '.join(_SIZINGS)}")
     return min(nbytes, max_bytes)
+
+
+def exact_num_bytes(ndv: np.ndarray | Sequence[int], fpp: float, max_bytes: int = MAX_BYTES) -> np.ndarray:
+    """The fewest whole 32-byte blocks whose `SBBF.fpp_estimate` at ``ndv[i]`` is <= `fpp`, in bytes.
+
+    The "exact" sizing rule, vectorized: no power-of-two rounding (the block
+    choice ``((h >> 32) * z) >> 32`` works for any block count z), and the
+    target is met by the Putze/Poisson estimate rather than by the uniform
+    approximation behind Arrow's formula (which underestimates the FPP of an
+    SBBF near a power of two). ``ndv == 0`` gives one block; results are
+    capped at `max_bytes` (rounded down to whole blocks). Each distinct ndv is
+    solved once: a bracket around the uniform approximation's block count,
+    then bisection on all of them at once (the estimate grows with
+    ndv / blocks, so the smallest passing count is well defined).
+    int64 array of the shape of `ndv`.
+    """
+    nd = np.asarray(ndv)
+    if nd.size and not (np.issubdtype(nd.dtype, np.integer) or np.issubdtype(nd.dtype, np.floating)):
+        raise SkipidxError(f"ndv must be a numeric array, got {nd.dtype}")
+    ndf = nd.astype(np.float64)
+    if nd.size and ((~np.isfinite(ndf)).any() or (ndf < 0).any()):
+        raise SkipidxError("ndv must be finite and >= 0")
+    if isinstance(fpp, bool) or not isinstance(fpp, (int, float, np.integer, np.floating)) or not 0.0 < float(fpp) < 1.0:
+        raise SkipidxError(f"fpp must be a number in (0, 1), got {fpp!r}")
+    fpp = float(fpp)
+    max_blocks = _check_num_bytes(max_bytes, "max_bytes") // BYTES_PER_BLOCK
+    uniq, inv = np.unique(ndf.reshape(-1), return_inverse=True)
+    out = np.ones(uniq.shape[0], dtype=np.int64)
+    todo = np.flatnonzero(uniq > 0)
+    if todo.size:
+        d = uniq[todo]
+
+        def passes(blocks: np.ndarray, sel: np.ndarray) -> np.ndarray:
+            return _k.fpp_poisson(blocks.astype(np.float64), d[sel]) <= fpp
+
+        # start at the uniform approximation's count: the bracket then costs a
+        # few estimates of O(lam) terms each, never one at lam = ndv (one block)
+        lam_u = math.log(1.0 - fpp ** 0.125) / math.log(31.0 / 32.0)
+        hi = np.clip(np.ceil(d / lam_u), 1, max_blocks).astype(np.int64)
+        ok = passes(hi, np.arange(d.shape[0]))
+        while True:   # double hi until it passes (or is the cap)
+            grow = np.flatnonzero(~ok & (hi < max_blocks))
+            if not grow.size:
+                break
+            hi[grow] = np.minimum(hi[grow] * 2, max_blocks)
+            ok[grow] = passes(hi[grow], grow)
+        lo = hi // 2  # invariant once bracketed: lo fails (or is 0), hi passes
+        open_lo = ok & (lo >= 1)
+        while True:   # halve lo while it still passes
+            shrink = np.flatnonzero(open_lo)
+            if not shrink.size:
+                break
+            p = passes(lo[shrink], shrink)
+            open_lo[shrink[~p]] = False
+            shrink = shrink[p]
+            hi[shrink] = lo[shrink]
+            lo[shrink] //= 2
+            open_lo[shrink] = lo[shrink] >= 1
+        while True:   # bisection on the open gaps
+            gap = np.flatnonzero(ok & (hi - lo > 1))
+            if not gap.size:
+                break
+            mid = (lo[gap] + hi[gap]) // 2
+            p = passes(mid, gap)
+            hi[gap[p]] = mid[p]
+            lo[gap[~p]] = mid[~p]
+        out[todo] = hi   # a count that never passes stays at the cap
+    return (out[inv] * BYTES_PER_BLOCK).reshape(nd.shape)
 
 
 # ---------------------------------------------------------------- one filter

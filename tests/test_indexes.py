@@ -18,6 +18,7 @@ from skipidx.errors import CorruptionError, SkipidxError
 from skipidx.indexes.base import INDEX_TYPES, IndexDef, get_index_type
 from skipidx.indexes.bloom import SATURATION_FPP, SBBFAggregator
 from skipidx._kernels.build import num_bytes_for_ndv
+from skipidx.research.indexes import putze_min_bytes
 from skipidx.sbbf import SBBF, optimal_num_bytes
 
 
@@ -66,6 +67,8 @@ BAD_DDL = [
     ("sbbf", ("token", "ngram"), (), pa.string(), "one positional argument"),
     ("sbbf", ("token",), (("tokenizer", "ngram"),), pa.string(), "given twice"),
     ("sbbf", ("token",), (), pa.int64(), "cannot index column type int64"),
+    ("sbbf", ("token",), (("size_rule", "pow2"),), pa.string(), "size_rule must be one of 'exact', 'parquet', 'lance'"),
+    ("sbbf", ("token",), (("size_rule", 1),), pa.string(), "size_rule must be one of"),
 ]
 
 
@@ -94,13 +97,16 @@ GOOD_DDL = [
      {"n": 3, "bytes": 65536, "hashes": 2, "seed": 0, "sizing": "fixed", "tokenizer": "ngram",
       "tokenizer_params": {"n": 3}}),
     ("sbbf", ("token",), (), pa.string(),
-     {"fpp": 0.01, "seed": 0, "sizing": "ndv", "tokenizer": "token", "tokenizer_params": {}}),
+     {"fpp": 0.01, "seed": 0, "sizing": "ndv", "size_rule": "exact", "tokenizer": "token", "tokenizer_params": {}}),
     ("sbbf", ("ngram",), (("n", 4), ("fpp", 0.05)), pa.binary(),
-     {"fpp": 0.05, "seed": 0, "sizing": "ndv", "tokenizer": "ngram", "tokenizer_params": {"n": 4}}),
+     {"fpp": 0.05, "seed": 0, "sizing": "ndv", "size_rule": "exact", "tokenizer": "ngram",
+      "tokenizer_params": {"n": 4}}),
     ("sbbf", (b"value",), (("seed", 9),), pa.int32(),
-     {"fpp": 0.01, "seed": 9, "sizing": "ndv", "tokenizer": "value", "tokenizer_params": {}}),
-    ("sbbf", (), (("tokenizer", "token"),), pa.string(),
-     {"fpp": 0.01, "seed": 0, "sizing": "ndv", "tokenizer": "token", "tokenizer_params": {}}),
+     {"fpp": 0.01, "seed": 9, "sizing": "ndv", "size_rule": "exact", "tokenizer": "value", "tokenizer_params": {}}),
+    ("sbbf", (), (("tokenizer", "token"), ("size_rule", "parquet")), pa.string(),
+     {"fpp": 0.01, "seed": 0, "sizing": "ndv", "size_rule": "parquet", "tokenizer": "token", "tokenizer_params": {}}),
+    ("sbbf", ("token",), (("size_rule", b"lance"),), pa.string(),
+     {"fpp": 0.01, "seed": 0, "sizing": "ndv", "size_rule": "lance", "tokenizer": "token", "tokenizer_params": {}}),
 ]
 
 
@@ -185,6 +191,8 @@ SBBF_CASES = [
     ("sbbf", ("token",), ()),
     ("sbbf", ("ngram",), (("n", 4), ("seed", 99))),
     ("sbbf", ("ngram",), (("n", 2), ("fpp", 0.3))),
+    ("sbbf", ("token",), (("size_rule", "parquet"),)),
+    ("sbbf", ("ngram",), (("n", 3), ("size_rule", "lance"))),
 ]
 
 
@@ -200,7 +208,11 @@ def test_sbbf_zones_equal_independent_oracle(type_name, args, kwargs, zone):
         sizes = [idx.params["bytes"]] * len(zs)
     else:
         counts = [len(set(tok.tokenize(TEXT.slice(int(s), int(n))).to_pylist())) for s, n in zip(zs, zl)]
-        sizes = [optimal_num_bytes(max(c, 1), idx.params["fpp"]) if c else 32 for c in counts]
+        rule = idx.params.get("size_rule", "parquet")
+        if rule == "exact":   # the research bench's scalar bisection over SBBF.fpp_estimate
+            sizes = [putze_min_bytes(c, idx.params["fpp"]) for c in counts]
+        else:
+            sizes = [optimal_num_bytes(max(c, 1), idx.params["fpp"], rule) if c else 32 for c in counts]
     want = zone_oracle(tok, TEXT, zs, zl, idx.params["seed"], sizes)
     for z, (b, ndv) in enumerate(want):
         assert g.filter_bytes(z) == b, f"zone {z}: filter differs from the oracle"

@@ -53,6 +53,34 @@ def num_bytes_for_ndv(ndv: np.ndarray, fpp: float) -> np.ndarray:
     return np.minimum(p2, MAX_BYTES * 8) // 8
 
 
+#: Sizing rules of adaptive filters: "exact" (fewest 32-byte blocks whose
+#: Putze/Poisson estimate meets fpp), "parquet" (Arrow's power-of-two rule,
+#: `num_bytes_for_ndv`), "lance" (smallest power of two meeting the estimate).
+SIZE_RULES = ("exact", "parquet", "lance")
+
+
+def num_bytes_for_rule(ndv: np.ndarray, fpp: float, rule: str) -> np.ndarray:
+    """Filter bytes of every zone under sizing `rule` (one of SIZE_RULES); ndv 0 -> 32 bytes.
+
+    "lance" is the exact block count rounded up to a power of two: the
+    estimate falls as blocks grow, so that is the smallest power of two that
+    meets it (equals ``optimal_num_bytes(..., "lance")``, tested).
+    """
+    from skipidx.sbbf import exact_num_bytes
+
+    if rule == "parquet":
+        return num_bytes_for_ndv(ndv, fpp)
+    if rule not in SIZE_RULES:
+        raise ValueError(f"unknown size rule {rule!r}")
+    exact = exact_num_bytes(np.asarray(ndv, dtype=np.int64), fpp) // 32
+    if rule == "exact":
+        return exact * 32
+    p2 = np.left_shift(np.int64(1), np.ceil(np.log2(exact.astype(np.float64))).astype(np.int64))
+    p2 = np.where(p2 // 2 >= exact, p2 // 2, p2)   # guard float rounding of log2
+    p2 = np.where(p2 < exact, p2 * 2, p2)
+    return np.minimum(p2 * 32, MAX_BYTES)
+
+
 @njit(cache=True, nogil=True)
 def insert_by_row(words, block_offset, num_blocks, zone_end, rows, hashes, salt):
     """Insert every hash into the filter of the zone holding its row.
@@ -157,7 +185,7 @@ def bank_stats(words, block_offset, num_blocks):
 
 
 __all__ = [
-    "SALT", "MIN_BYTES", "MAX_BYTES", "num_bytes_for_ndv", "insert_by_row", "dedup_by_zone",
+    "SALT", "MIN_BYTES", "MAX_BYTES", "SIZE_RULES", "num_bytes_for_ndv", "num_bytes_for_rule", "insert_by_row", "dedup_by_zone",
     "bank_insert_grouped", "bank_stats",
 ]
 

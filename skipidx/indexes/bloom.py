@@ -9,8 +9,17 @@ type              tokenizer                   size of a zone's filter
 bloom_filter(p)   value (Parquet PLAIN bytes)  SBBF.for_ndv(distinct values, p=0.025)
 tokenbf_v1(b,h,s) token                       b bytes rounded up to 32-byte blocks
 ngrambf_v1(n,...) ngram(n)                    b bytes rounded up to 32-byte blocks
-sbbf(tok, k=v..)  any registered tokenizer    SBBF.for_ndv(distinct tokens, fpp=0.01)
+sbbf(tok, k=v..)  any registered tokenizer    size_rule (default 'exact') at fpp=0.01
 ================  ==========================  =======================================
+
+``sbbf``'s ``size_rule``: ``'exact'`` gives a zone the fewest 32-byte blocks
+whose Putze/Poisson estimate (``SBBF.fpp_estimate``) meets ``fpp`` -- any block
+count is a valid SBBF, and Arrow's power-of-two rule both misses the target
+near a power of two (its uniform approximation ignores uneven block loads)
+and wastes up to 2x bytes; ``'parquet'`` is Arrow's rule (``bloom_filter``
+always uses it: its filters must equal pyarrow's); ``'lance'`` the smallest
+power of two meeting the estimate. The rule is stored in the params; params
+without it (tables made before it existed) mean ``'parquet'``.
 
 Hashes are ``xxh64(token, seed)``; with the value tokenizer and seed 0 they
 are Parquet's bloom-filter hashes, so a ``bloom_filter`` zone's filter is
@@ -199,7 +208,7 @@ class SBBFGranules(IndexGranules):
         params = json.loads(c.metadata[zones.META_PARAMS.decode()])
         if not isinstance(params, dict):
             raise zones.CorruptionError("index table: params are not an object")
-        if expected_params is not None and params != expected_params:
+        if expected_params is not None and not _same_params(params, expected_params):
             raise zones.CorruptionError(f"index table: built with params {params}, the table declares {expected_params}")
         tok = c.metadata.get(zones.META_TOKENIZER.decode())
         tok_version = c.metadata.get(zones.META_TOKENIZER_VERSION.decode())
@@ -245,6 +254,22 @@ class SBBFGranules(IndexGranules):
                    bank, ndv, fill, fpp)
 
 
+def size_rule(params: dict[str, Any]) -> str:
+    """The sizing rule of adaptive params; absent = "parquet" (the only rule before size_rule existed)."""
+    return params.get("size_rule", "parquet")
+
+
+def _same_params(built: dict[str, Any], declared: dict[str, Any]) -> bool:
+    """A file's params match the declaration; a file built before size_rule existed
+    (no key) matches whatever rule the declaration now derives, since its sizes
+    are checked against the rule it was built with (and any size answers correctly)."""
+    if built == declared:
+        return True
+    if "size_rule" in built:
+        return False
+    return built == {k: v for k, v in declared.items() if k != "size_rule"}
+
+
 def _expected_sizes(params: dict[str, Any], ndv: np.ndarray | None, n: int) -> np.ndarray | None:
     if params.get("sizing") == "fixed":
         b = params.get("bytes")
@@ -252,7 +277,10 @@ def _expected_sizes(params: dict[str, Any], ndv: np.ndarray | None, n: int) -> n
     fpp = params.get("fpp")
     if ndv is None or not isinstance(fpp, float) or not 0 < fpp < 1:
         return None
-    return kb.num_bytes_for_ndv(ndv, fpp).astype(np.int64)
+    rule = size_rule(params)
+    if rule not in kb.SIZE_RULES:
+        return None
+    return kb.num_bytes_for_rule(ndv, fpp, rule).astype(np.int64)
 
 
 class SBBFAggregator(IndexAggregator):
@@ -268,7 +296,7 @@ class SBBFAggregator(IndexAggregator):
       zone walk / per-zone distinct set over its (row, hash) arrays.
 
     Adaptive sizing then sizes every zone's filter from its distinct count
-    (``num_bytes_for_ndv``) and inserts only the distinct hashes. Slices are
+    (``num_bytes_for_rule`` with the params' size rule) and inserts only the distinct hashes. Slices are
     whole zones of about CHUNK_BYTES of text, so memory stays bounded; they
     run on BUILD_THREADS threads (the kernels release the GIL).
     """
@@ -373,7 +401,7 @@ class SBBFAggregator(IndexAggregator):
                 base += len(uniq)
             uniq = np.concatenate(parts_h) if parts_h else np.zeros(0, np.uint64)
             uoffs = np.concatenate(parts_o + [np.array([base], np.int64)]).astype(np.int64)
-            bank = SBBFBank.from_num_bytes(kb.num_bytes_for_ndv(ndv, self.params["fpp"]))
+            bank = SBBFBank.from_num_bytes(kb.num_bytes_for_rule(ndv, self.params["fpp"], size_rule(self.params)))
             kb.bank_insert_grouped(bank.words, bank.block_offset, bank.num_blocks, uniq, uoffs, SALT)
         return SBBFGranules(self.type_name, self.params, self.tokenizer.name, str(self.tokenizer.version),
                             zs, zl, nulls, bank, ndv)
@@ -681,7 +709,8 @@ class NgramBFIndex(_SBBFIndexType):
 class AdaptiveSBBFIndex(_SBBFIndexType):
     """``sbbf(tokenizer, key = value, ...)``: any tokenizer, each zone sized from its distinct tokens.
 
-    Keys of its own: ``fpp`` (default 0.01), ``seed`` (default 0); every
+    Keys of its own: ``fpp`` (default 0.01), ``seed`` (default 0),
+    ``size_rule`` ('exact' (default), 'parquet' or 'lance'; see the module docstring); every
     other key is a tokenizer parameter (e.g. ``n`` for ngram). The tokenizer
     may also be given as ``tokenizer = 'name'``.
     """
@@ -707,9 +736,15 @@ class AdaptiveSBBFIndex(_SBBFIndexType):
             raise index_error(definition, "sbbf needs a tokenizer name, e.g. sbbf('ngram', n = 3)")
         fpp = fpp_arg(definition, kwargs.pop("fpp", 0.01), "fpp")
         seed = int_arg(definition, kwargs.pop("seed", 0), "seed", minimum=0, maximum=2**64 - 1)
+        rule = kwargs.pop("size_rule", "exact")
+        if isinstance(rule, bytes):
+            rule = rule.decode("utf-8", "replace")
+        if rule not in kb.SIZE_RULES:
+            raise index_error(definition, f"size_rule must be one of {', '.join(repr(r) for r in kb.SIZE_RULES)}, "
+                                          f"got {rule!r}")
         tok_params = {k: (v.decode("utf-8") if isinstance(v, bytes) else v) for k, v in kwargs.items()}
         tok = cls._make_tokenizer(definition, name, tok_params, column_type)
-        return {"fpp": fpp, "seed": seed, "sizing": "ndv", "tokenizer": name,
+        return {"fpp": fpp, "seed": seed, "sizing": "ndv", "size_rule": rule, "tokenizer": name,
                 "tokenizer_params": tok.params if tok.params else tok_params}
 
 

@@ -716,7 +716,9 @@ def _adaptive_sizes(ndv: np.ndarray, fpp: float, sizing: str = "parquet") -> np.
 
     uniq, inv = np.unique(ndv, return_inverse=True)
     if sizing == "exact":
-        per = np.array([putze_min_bytes(int(u), fpp) for u in uniq], dtype=np.int64)
+        from skipidx.sbbf import exact_num_bytes  # the engine's 'exact' size rule (== putze_min_bytes)
+
+        per = exact_num_bytes(uniq.astype(np.int64), fpp)
     else:
         per = np.array([optimal_num_bytes(int(u), fpp, sizing) for u in uniq], dtype=np.int64)
     return per[inv].reshape(ndv.shape)
