@@ -117,8 +117,9 @@ class Candidate:
             else:
                 t = f"sbbf('{self.tokenizer}', fpp = {self.fpp:g})"
             # Exact sizing (the fewest blocks meeting the target, no power-of-two steps) is a
-            # research variant the engine does not build.
-            return t + " [exact sizing: bench only]" if self.sizing == "exact" else t
+            # research variant here; the parquet candidates name the engine's rule explicitly
+            # (sbbf's default size_rule is 'exact').
+            return t + " [exact sizing: bench only]" if self.sizing == "exact" else t[:-1] + ", size_rule = 'parquet')"
         if self.tokenizer == "token":
             return f"tokenbf_v1({self.num_bytes}, {hashes}, 0)"
         if self.tokenizer == "ngram":
