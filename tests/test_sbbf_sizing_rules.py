@@ -182,3 +182,19 @@ def test_params_without_rule_load_with_the_parquet_rule():
     bad = t_exact.replace_schema_metadata({**t_exact.schema.metadata, b"skipidx.params": json.dumps(p2).encode()})
     with pytest.raises(CorruptionError, match="filter sizes do not match"):
         now.granules_from_arrow(bad)
+
+
+def test_stored_params_without_rule_keep_building_with_the_parquet_rule():
+    """Given the table's recorded params (no size_rule), new parts are sized by Arrow's rule and load back."""
+    d = IndexDef("idx", "c", None, "sbbf", ("token",), ())
+    legacy = {k: v for k, v in make().params.items() if k != "size_rule"}
+    idx = get_index_type("sbbf")(d, pa.string(), stored_params=legacy)
+    assert idx.params == legacy
+    arr = _log_lines(2000)
+    zs = np.arange(0, 2000, 1000, dtype=np.int64)
+    zl = np.full(zs.shape, 1000, dtype=np.int64)
+    g = idx.aggregator().build(arr, zs, zl)
+    assert g.num_bytes.tolist() == num_bytes_for_ndv(g.ndv, 0.01).tolist()
+    assert np.array_equal(make().granules_from_arrow(g.to_arrow("p")).words, g.words)
+    same = get_index_type("sbbf")(d, pa.string(), stored_params=make().params)
+    assert same.params["size_rule"] == "exact"

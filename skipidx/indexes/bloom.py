@@ -523,9 +523,15 @@ class _SBBFIndexType(IndexType):
 
     sizing: ClassVar[str]
 
-    def __init__(self, definition: IndexDef, column_type: pa.DataType) -> None:
+    def __init__(self, definition: IndexDef, column_type: pa.DataType,
+                 stored_params: dict[str, Any] | None = None) -> None:
+        """`stored_params`: the params the table recorded at CREATE (IndexMeta.params), if the
+        caller has them; recorded params without ``size_rule`` (a table made before it existed)
+        keep Arrow's rule for new parts too, rather than the DDL's new default."""
         super().__init__(definition, column_type)
         self.params = self.validate(definition, column_type)
+        if (stored_params is not None and "size_rule" in self.params and "size_rule" not in stored_params):
+            self.params = {k: v for k, v in self.params.items() if k != "size_rule"}
         self.tokenizer = get_tokenizer(self.params["tokenizer"], **self.params["tokenizer_params"])
         # tokenizers written against the first API take no `expr` keyword
         self._pass_expr = "expr" in inspect.signature(self.tokenizer.requirement).parameters
