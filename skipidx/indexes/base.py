@@ -176,3 +176,16 @@ def get_index_type(name: str) -> type[IndexType]:
     if name not in INDEX_TYPES:
         raise SkipidxError(f"unknown index type {name!r}; known: {', '.join(sorted(INDEX_TYPES))}")
     return INDEX_TYPES[name]
+
+
+def index_from_meta(definition: IndexDef, column_type: pa.DataType, stored_params: dict | None = None) -> IndexType:
+    """The index instance for an index a table recorded.
+
+    ``stored_params`` are the params written at CREATE time; a type that sets
+    ``accepts_stored_params`` uses them to keep the rules the table was created
+    with (e.g. sbbf's sizing rule for tables older than ``size_rule``).
+    """
+    cls = get_index_type(definition.type_name)
+    if stored_params is not None and getattr(cls, "accepts_stored_params", False):
+        return cls(definition, column_type, stored_params=stored_params)
+    return cls(definition, column_type)

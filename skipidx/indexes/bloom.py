@@ -523,6 +523,8 @@ class _SBBFIndexType(IndexType):
 
     sizing: ClassVar[str]
 
+    accepts_stored_params: ClassVar[bool] = True
+
     def __init__(self, definition: IndexDef, column_type: pa.DataType,
                  stored_params: dict[str, Any] | None = None) -> None:
         """`stored_params`: the params the table recorded at CREATE (IndexMeta.params), if the

@@ -57,7 +57,7 @@ import xxhash
 
 from skipidx.errors import CorruptionError, SkipidxError
 from skipidx.expressions import apply_expression
-from skipidx.indexes.base import IndexGranules, get_index_type
+from skipidx.indexes.base import IndexGranules, index_from_meta
 from skipidx.store import commit as _commit
 from skipidx.store.commit import PartEntry, StagedPart, crash_point, fsync_dir, fsync_file, new_part_name
 from skipidx.store.manifest import VERIFIER, FileSum, file_sum
@@ -151,8 +151,7 @@ class _IndexWriter:
     an Arrow IPC file: one record batch group per chunk."""
 
     def __init__(self, path: str, part_name: str, im: IndexMeta, arrow_type: pa.DataType) -> None:
-        cls = get_index_type(im.definition.type_name)
-        self.agg = cls(im.definition, arrow_type).aggregator()
+        self.agg = index_from_meta(im.definition, arrow_type, im.params).aggregator()
         self.im = im
         self.path = path
         self.part_name = part_name
@@ -723,7 +722,7 @@ class Part:
         except (OSError, pa.ArrowException) as ex:
             raise CorruptionError(f"unreadable index file: {ex}", path=path) from None
         col = self.meta.column(im.definition.column)
-        inst = get_index_type(im.definition.type_name)(im.definition, col.type.arrow_type)
+        inst = index_from_meta(im.definition, col.type.arrow_type, im.params)
         try:
             g = inst.granules_from_arrow(table)
         except CorruptionError as ex:
