@@ -14,7 +14,7 @@ import threading
 import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -25,7 +25,7 @@ from skipidx.planner.bound import BExpr
 from skipidx.planner.prune import PartSelection
 
 
-def _batches(ranges: list[tuple[int, int]], max_granules: int | None) -> Iterator[list[tuple[int, int]]]:
+def split_ranges(ranges: Sequence[tuple[int, int]], max_granules: int | None) -> Iterator[list[tuple[int, int]]]:
     """Ranges grouped so that one read covers at most `max_granules` granules (None: all at once)."""
     if max_granules is None:
         if ranges:
@@ -134,7 +134,7 @@ def scan(selections: list[PartSelection], columns: list[str], where: BExpr | Non
     """
     keep = list(columns) if keep is None else list(keep)
     step = max_granules if max_granules is not None else SCAN_JOB_GRANULES
-    jobs = [(sel.part, batch) for sel in selections for batch in _batches(sel.ranges, step)]
+    jobs = [(sel.part, batch) for sel in selections for batch in split_ranges(sel.ranges, step)]
 
     def account(t: pa.Table, read: int, t0: float) -> pa.Table:
         stats.rows_read += read

@@ -378,6 +378,7 @@ def _read_slices(reader: SkipidxReader, gen: int, slices: list) -> Iterator[pa.R
     import fcntl
 
     from skipidx.execution.evaluate import where_mask
+    from skipidx.execution.scan import split_ranges
     from skipidx.planner.binder import bind_where
     from skipidx.spark.filters import conjunction
     from skipidx.store.commit import READERS_DIR, PartEntry
@@ -401,7 +402,7 @@ def _read_slices(reader: SkipidxReader, gen: int, slices: list) -> Iterator[pa.R
             if not os.path.isdir(part.path):
                 raise SkipidxError(f"part {sl.part} was merged away after the scan was planned; run the query again",
                                    path=reader.table_dir)
-            for batch in _ranges_in_steps(sl.ranges, step):
+            for batch in split_ranges(sl.ranges, step):
                 t = part.read(None, batch)
                 if bound is not None:
                     mask = where_mask(bound, t)
@@ -411,22 +412,6 @@ def _read_slices(reader: SkipidxReader, gen: int, slices: list) -> Iterator[pa.R
                     yield from _to_spark(t, schema).to_batches()
     finally:
         os.close(fd)
-
-
-def _ranges_in_steps(ranges: tuple, step: int) -> Iterator[list[tuple[int, int]]]:
-    cur: list[tuple[int, int]] = []
-    size = 0
-    for a, b in ranges:
-        while a < b:
-            take = min(b - a, step - size)
-            cur.append((a, a + take))
-            size += take
-            a += take
-            if size >= step:
-                yield cur
-                cur, size = [], 0
-    if cur:
-        yield cur
 
 
 # ====================================================================== writer
