@@ -1,11 +1,20 @@
-"""Projection, aggregation, GROUP BY, ORDER BY and LIMIT/OFFSET over scanned chunks.
+"""Projection, aggregation, GROUP BY, HAVING, DISTINCT, ORDER BY and LIMIT/OFFSET over scanned chunks.
 
 Chunks arrive already filtered by the exact WHERE. The select keeps only
 what it needs from each chunk (aggregate inputs and group keys, or the
 projected/ordering columns), so a non-selective query never holds the wide
 columns it filtered on. A LIMIT without ORDER BY or aggregation stops the
-scan as soon as it has enough rows; a LIMIT with ORDER BY keeps only the
-best ``offset + limit`` rows per chunk (a running top-k).
+scan as soon as it has enough rows -- with DISTINCT, enough *distinct*
+rows; a LIMIT with ORDER BY keeps only the best ``offset + limit`` rows per
+chunk (a running top-k; with DISTINCT, the best distinct ones).
+
+Order of operations, as SQL and ClickHouse: WHERE (the scan), GROUP BY and
+aggregates, HAVING, the SELECT list, DISTINCT, ORDER BY, LIMIT/OFFSET.
+DISTINCT compares whole output rows: NULL equals NULL, and floats compare
+by their bits as in ClickHouse's hash tables (0 and -0 are two rows, a NaN
+one). With ORDER BY, DISTINCT keeps the first row of each tuple in the
+sorted order, which is ClickHouse's answer also when ORDER BY names a
+column outside the SELECT list.
 
 Aggregates follow ClickHouse's types and empty-input rules:
 
@@ -24,12 +33,13 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from skipidx.errors import SkipidxError
 from skipidx.execution.aggregates import aggregate
-from skipidx.execution.evaluate import evaluate
+from skipidx.execution.evaluate import evaluate, where_mask
 from skipidx.execution.scan import zero_column_table
 from skipidx.planner.bound import (
     BAgg, BCall, BColumn, BExpr, BoundSelect, OrderItem, OutputItem,
@@ -58,7 +68,7 @@ def _concat(tables: list[pa.Table], schema_from: pa.Table | None = None) -> pa.T
 
 
 def collect_aggs(bs: BoundSelect) -> list[BAgg]:
-    """Distinct aggregate calls of the select list and ORDER BY, in order of appearance."""
+    """Distinct aggregate calls of the select list, HAVING and ORDER BY, in order of appearance."""
     out: list[BAgg] = []
 
     def walk(e: BExpr | None) -> None:
@@ -71,6 +81,7 @@ def collect_aggs(bs: BoundSelect) -> list[BAgg]:
 
     for it in bs.items:
         walk(it.expr)
+    walk(bs.having)
     for o in bs.order_by:
         walk(o.expr)
     return out
@@ -200,29 +211,106 @@ def _project(bs: BoundSelect, chunk: pa.Table) -> pa.Table:
     return pa.Table.from_arrays(cols, names=[it.name for it in bs.items]) if cols else chunk
 
 
+# ---------------------------------------------------------------------------
+# DISTINCT
+# ---------------------------------------------------------------------------
+
+def distinct_rows(table: pa.Table, ncols: int | None = None) -> pa.Table:
+    """The first row of each distinct tuple of the first `ncols` columns, in table order.
+
+    One hash grouping (Arrow's, as ClickHouse's: NULLs are one value, floats
+    compare by bits) that remembers each group's first row; the rest of the
+    columns (sort keys) come along from that row.
+    """
+    n = table.num_rows
+    ncols = table.num_columns if ncols is None else ncols
+    if n <= 1:
+        return table
+    cols = {f"c{j}": _plain(table.column(j)) for j in range(ncols)}  # positional: names may repeat
+    cols["__row"] = pa.array(np.arange(n, dtype=np.int64))
+    firsts = pa.table(cols).group_by([f"c{j}" for j in range(ncols)], use_threads=False) \
+        .aggregate([("__row", "min")])["__row_min"]
+    if len(firsts) == n:
+        return table
+    return table.take(np.sort(firsts.to_numpy()))
+
+
+class _DistinctRows:
+    """Distinct output rows of a stream of projected chunks, in order of first appearance.
+
+    Each chunk is reduced to its own distinct rows at once; the union is
+    reduced again only when it could hold `need` distinct rows (or has grown
+    to twice its last reduced size), so a LIMIT stops the scan as soon as
+    `need` distinct rows are known, and memory holds distinct rows, not rows.
+    """
+
+    def __init__(self, need: int | None) -> None:
+        self.need = need
+        self.parts: list[pa.Table] = []
+        self.known = 0          # distinct rows in parts[0] after the last reduction
+        self.pending = 0        # rows in the chunks added since
+
+    def add(self, chunk: pa.Table) -> None:
+        if chunk.num_rows == 0:
+            return
+        chunk = distinct_rows(chunk)
+        self.parts.append(chunk)
+        self.pending += chunk.num_rows
+        if self.need is not None:
+            if self.known + self.pending >= self.need:
+                self._reduce()
+        elif self.pending > max(self.known, 1 << 16):
+            self._reduce()
+
+    def _reduce(self) -> None:
+        t = distinct_rows(_concat(self.parts))
+        self.parts, self.known, self.pending = [t], t.num_rows, 0
+
+    @property
+    def done(self) -> bool:
+        return self.need is not None and self.known >= self.need
+
+    def result(self) -> pa.Table | None:
+        if not self.parts:
+            return None
+        if self.pending or len(self.parts) > 1:
+            self._reduce()
+        return self.parts[0]
+
+
+# ---------------------------------------------------------------------------
+# the select
+# ---------------------------------------------------------------------------
+
+def _key_names(n: int) -> list[str]:
+    return [f"__key{j}" for j in range(n)]
+
+
+def _sorted_rows(t: pa.Table, bs: BoundSelect, order: list[OrderItem], need: int | None) -> pa.Table:
+    """`t` (output columns, then one ``__key`` column per ORDER BY item) sorted; with
+    DISTINCT only the first row of each output tuple; at most `need` rows."""
+    keys = _key_names(len(order))
+    t = _order(t, [t[k] for k in keys], order)
+    if bs.distinct:
+        t = distinct_rows(t, t.num_columns - len(keys))
+    return t.slice(0, need) if need is not None else t
+
+
 def run_select(bs: BoundSelect, chunks: Iterable[pa.Table]) -> pa.Table:
     """Consume the scan's filtered chunks and produce the result table."""
     if bs.aggregate:
-        agg = _Aggregation(bs)
-        for ch in chunks:
-            agg.add(ch)
-        grouped = agg.finish()
-        repl: dict[Any, BColumn] = {}
-        for j, k in enumerate(agg.keys):
-            repl[k] = BColumn(f"k{j}", k.type, k.nullable)
-        for i, a in enumerate(agg.aggs):
-            repl[a] = BColumn(f"g{i}", a.type, a.nullable)
-        items = [OutputItem(it.name, _rewrite(it.expr, repl)) for it in bs.items]
-        order = [OrderItem(_rewrite(o.expr, repl), o.descending, o.nulls_first) for o in bs.order_by]
-        if bs.order_by:
-            keys = [evaluate(o.expr, grouped) for o in order]
-            grouped = _order(grouped, keys, order)
-        out = pa.Table.from_arrays([output_array(it.expr, grouped) for it in items],
-                                   names=[it.name for it in items])
-        return _limit(out, bs.limit, bs.offset)
+        return _run_aggregate(bs, chunks)
 
     need = (bs.limit + bs.offset) if bs.limit is not None else None
     if not bs.order_by:
+        if bs.distinct:
+            acc = _DistinctRows(need)
+            for ch in chunks:
+                acc.add(_project(bs, ch))
+                if acc.done:
+                    break   # enough distinct rows: later chunks are never read
+            out = acc.result()
+            return _limit(out if out is not None else _empty_projection(bs), bs.limit, bs.offset)
         got: list[pa.Table] = []
         n = 0
         for ch in chunks:
@@ -237,6 +325,7 @@ def run_select(bs: BoundSelect, chunks: Iterable[pa.Table]) -> pa.Table:
     # ORDER BY: keep the projected rows plus their sort keys; top-k when limited
     best: pa.Table | None = None
     nk = len(bs.order_by)
+    compacted = 0   # rows of `best` after its last reduction
     for ch in chunks:
         if ch.num_rows == 0:
             continue
@@ -245,13 +334,45 @@ def run_select(bs: BoundSelect, chunks: Iterable[pa.Table]) -> pa.Table:
         for j, k in enumerate(keys):
             p = p.append_column(f"__key{j}", k)
         best = p if best is None else _concat([best, p])
-        if need is not None and best.num_rows > max(need, 1) * 2:
-            best = _order(best, [best[f"__key{j}"] for j in range(nk)], bs.order_by).slice(0, need)
+        if need is not None:
+            if best.num_rows > max(need, 1) * 2:
+                best = _sorted_rows(best, bs, bs.order_by, need)
+        elif bs.distinct and best.num_rows > max(2 * compacted, 1 << 16):
+            best = _sorted_rows(best, bs, bs.order_by, None)   # bound memory by the distinct rows
+            compacted = best.num_rows
     if best is None:
         return _limit(_empty_projection(bs), bs.limit, bs.offset)
-    best = _order(best, [best[f"__key{j}"] for j in range(nk)], bs.order_by)
-    best = best.drop_columns([f"__key{j}" for j in range(nk)])
+    best = _sorted_rows(best, bs, bs.order_by, None).drop_columns(_key_names(nk))
     return _limit(best, bs.limit, bs.offset)
+
+
+def _run_aggregate(bs: BoundSelect, chunks: Iterable[pa.Table]) -> pa.Table:
+    """GROUP BY / aggregates, then HAVING, the SELECT list, DISTINCT, ORDER BY and LIMIT."""
+    agg = _Aggregation(bs)
+    for ch in chunks:
+        agg.add(ch)
+    grouped = agg.finish()
+    repl: dict[Any, BColumn] = {}
+    for j, k in enumerate(agg.keys):
+        repl[k] = BColumn(f"k{j}", k.type, k.nullable)
+    for i, a in enumerate(agg.aggs):
+        repl[a] = BColumn(f"g{i}", a.type, a.nullable)
+    if bs.having is not None:
+        mask = where_mask(_rewrite(bs.having, repl), grouped)
+        if mask is not None:
+            grouped = grouped.filter(mask) if grouped.num_columns else zero_column_table(
+                int(pc.sum(mask).as_py() or 0))
+    items = [OutputItem(it.name, _rewrite(it.expr, repl)) for it in bs.items]
+    order = [OrderItem(_rewrite(o.expr, repl), o.descending, o.nulls_first) for o in bs.order_by]
+    out = pa.Table.from_arrays([output_array(it.expr, grouped) for it in items],
+                               names=[it.name for it in items])
+    if order:
+        for j, o in enumerate(order):
+            out = out.append_column(f"__key{j}", _plain(evaluate(o.expr, grouped)))
+        out = _sorted_rows(out, bs, order, None).drop_columns(_key_names(len(order)))
+    elif bs.distinct:
+        out = distinct_rows(out)
+    return _limit(out, bs.limit, bs.offset)
 
 
 def _empty_projection(bs: BoundSelect) -> pa.Table:

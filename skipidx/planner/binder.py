@@ -27,6 +27,7 @@ the offending name in the SQL text.
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import math
 import re
@@ -65,7 +66,7 @@ _STRING_PREDICATES = {
 }
 _STRING_FUNCS = {"lower": "lower", "lcase": "lower", "upper": "upper", "ucase": "upper", "length": "length"}
 _AGGREGATES = {"count": "count", "sum": "sum", "avg": "avg", "min": "min", "max": "max",
-               "uniqexact": "uniqExact"}
+               "uniqexact": "uniqExact", "countdistinct": "uniqExact"}
 _FUNCTION_ALIASES = {  # function-call spellings of operators
     "equals": "=", "notequals": "!=", "less": "<", "lessorequals": "<=", "greater": ">",
     "greaterorequals": ">=",
@@ -345,21 +346,64 @@ class Binder:
         if meta is not None:
             for c in meta.columns:
                 self._columns[c.name] = c
+        # SELECT-list aliases: name -> expression as written, and bound on first use
+        self._alias_nodes: dict[str, A.Expr] = {}
         self._aliases: dict[str, BExpr] = {}
+        self._expanding: list[str] = []    # aliases being bound (a cycle falls back to the column)
 
     # -- names --------------------------------------------------------------
     def column(self, node: A.Column) -> BExpr:
+        """A name: a SELECT-list alias first, then a table column (as ClickHouse, whose
+        aliases take precedence over columns: ``SELECT a + 1 AS a ... WHERE a > 2``
+        filters on ``a + 1``; inside the alias's own expression ``a`` is the column)."""
         if node.table is not None and (self.meta is None or node.table != self.meta.name):
             raise _err(f"unknown table {node.table!r} in column reference {node.to_sql()}", node)
+        if node.table is None:
+            e = self._alias(node.name)
+            if e is not None:
+                return e
         c = self._columns.get(node.name)
         if c is None:
-            if node.table is None and node.name in self._aliases:
-                return self._aliases[node.name]
+            if node.name in self._expanding:
+                chain = " -> ".join(self._expanding + [node.name])
+                raise _err(f"cyclic aliases: {chain}", node)
             where = f"table {self.meta.name!r}" if self.meta is not None else "a SELECT without FROM"
             known = ", ".join(self._columns) or "none"
             raise _err(f"unknown column {node.name!r} in {where}; columns: {known}", node)
+        return self._table_column(c)
+
+    @staticmethod
+    def _table_column(c: Any) -> BColumn:
         ct = c.type
         return BColumn(c.name, ct.arrow_type, bool(ct.nullable), ct.name)
+
+    def _alias(self, name: str) -> BExpr | None:
+        """The bound expression of the SELECT-list alias `name` (None: no such alias,
+        or `name` is used inside its own definition)."""
+        if name in self._aliases:
+            return self._aliases[name]
+        node = self._alias_nodes.get(name)
+        if node is None or name in self._expanding:
+            return None
+        self._expanding.append(name)
+        try:
+            # bound as in the SELECT list (aggregates allowed); each context checks
+            # what it cannot hold (WHERE, GROUP BY, an aggregate's argument)
+            e = self._expr(node, True)
+        finally:
+            self._expanding.pop()
+        self._aliases[name] = e
+        return e
+
+    def _collect_aliases(self, s: A.Select) -> None:
+        for it in s.items:
+            if it.alias is None:
+                continue
+            prev = self._alias_nodes.get(it.alias)
+            if prev is not None and prev != it.expr:
+                raise _err(f"multiple expressions {prev.to_sql()} and {it.expr.to_sql()} for alias "
+                           f"{it.alias!r}", it)
+            self._alias_nodes[it.alias] = it.expr
 
     # -- expressions ----------------------------------------------------------
     def expr(self, node: A.Expr, allow_agg: bool = False) -> BExpr:
@@ -535,8 +579,6 @@ class Binder:
             hit = any(self._compare_constants("equals", subject, BConst(v, literal_type(v)), node).value
                       for v in values if v is not None)
             return BConst(int(hit != negated), _BOOL)
-        if isinstance(subject, BAgg) or contains_agg(subject):
-            raise _err("aggregate functions are not supported in IN", node)
         vals = normalize_in_list(subject.type, values, node)
         if not vals:
             src = _source_column(subject)
@@ -693,21 +735,26 @@ class Binder:
         return out[0].as_py()
 
     def _aggregate(self, func: str, n: A.FunctionCall) -> BExpr:
-        text = n.to_sql()
+        text = output_name(n)
         if func == "count":
             if n.distinct:
-                if len(n.args) != 1:
-                    raise _err("count(DISTINCT ...) takes exactly one argument", n)
+                # ClickHouse: count(DISTINCT x) is countDistinct(x), computed by
+                # count_distinct_implementation = uniqExact (NULLs not counted)
+                if len(n.args) != 1 or isinstance(n.args[0], A.Star):
+                    raise _err("count(DISTINCT ...) takes exactly one argument here (not a tuple or *)", n)
                 func = "uniqExact"
             elif not n.args or (len(n.args) == 1 and isinstance(n.args[0], A.Star)):
                 return BAgg("count", None, pa.uint64(), False, "count()")
             elif len(n.args) != 1:
                 raise _err(f"count takes at most 1 argument, got {len(n.args)}", n)
-        elif n.distinct:
+        elif n.distinct and func not in ("min", "max", "uniqExact"):
+            # min/max/uniqExact of the distinct values are min/max/uniqExact of all values
             raise _err(f"DISTINCT is not supported in {n.name}()", n)
         if len(n.args) != 1 or isinstance(n.args[0], A.Star):
             raise _err(f"function {n.name} takes 1 argument, got {len(n.args)}", n)
         arg = self._expr(n.args[0], False)
+        if contains_agg(arg):  # through an alias: SELECT count() AS n, sum(n)
+            raise _err(f"aggregate function inside another aggregate function: {n.to_sql()}", n)
         t = value_type(arg.type)
         if func == "count":
             return BAgg("count", arg, pa.uint64(), False, text)
@@ -727,47 +774,71 @@ class Binder:
 
     # -- SELECT -----------------------------------------------------------
     def select(self, s: A.Select) -> BoundSelect:
-        if s.distinct:
-            raise _err("SELECT DISTINCT is not supported (use GROUP BY)", s)
-        if s.having is not None:
-            raise _err("HAVING is not supported", s.having)
+        """Bind a SELECT: items, WHERE, GROUP BY, HAVING, ORDER BY, DISTINCT, LIMIT.
+
+        Aliases of the SELECT list may be used anywhere in the query, before
+        their definition too, and win over columns of the same name (ClickHouse).
+        HAVING without aggregation (no GROUP BY, no aggregate anywhere) filters
+        rows, so it joins the WHERE clause -- ClickHouse also turns it into the
+        prewhere filter -- and prunes like it.
+        """
+        self._collect_aliases(s)
         items: list[OutputItem] = []
         for it in s.items:
             if isinstance(it.expr, A.Star):
                 if self.meta is None:
                     raise _err("SELECT * needs a FROM clause", it)
                 for c in self.meta.columns:
-                    items.append(OutputItem(c.name, self.column(A.Column(c.name))))
+                    items.append(OutputItem(c.name, self._table_column(c)))
                 continue
-            e = self.expr(it.expr, allow_agg=True)
-            name = it.alias if it.alias is not None else _output_name(it.expr)
-            items.append(OutputItem(name, e))
             if it.alias is not None:
-                self._aliases[it.alias] = e
-        where = None
-        if s.where is not None:
-            where = self.expr(s.where)
-            if contains_agg(where):
-                raise _err("aggregate functions are not allowed in WHERE", s.where)
-            t = value_type(where.type)
-            if not (is_numeric(t) or pa.types.is_null(t)):
-                raise _err(f"invalid type for filter in WHERE: {ch_name(t)}", s.where)
-            if isinstance(where, BConst) and where.value is not None and bool(where.value):
-                where = None
+                e = self._alias(it.alias)
+                assert e is not None
+            else:
+                e = self.expr(it.expr, allow_agg=True)
+            name = it.alias if it.alias is not None else output_name(it.expr)
+            items.append(OutputItem(name, e))
+        where = self._filter(s.where, "WHERE")
+        if where is not None and contains_agg(where):
+            raise _err("aggregate functions are not allowed in WHERE (use HAVING to filter by an aggregate)",
+                       s.where)
         group_by = [self._positional(g, items, allow_agg=False) for g in s.group_by]
         for g, gn in zip(group_by, s.group_by):
             if contains_agg(g):
                 raise _err("aggregate functions are not allowed in GROUP BY", gn)
+        having = self._filter(s.having, "HAVING", allow_agg=True)
         order_by = [OrderItem(self._positional(o.expr, items, allow_agg=True), o.desc, bool(o.nulls_first))
                     for o in s.order_by]
         aggregate = bool(group_by) or any(contains_agg(i.expr) for i in items) or any(
-            contains_agg(o.expr) for o in order_by)
+            contains_agg(o.expr) for o in order_by) or (s.having is not None and contains_agg(having))
         if aggregate:
-            self._check_grouping(items, order_by, group_by, s)
+            self._check_grouping(items, order_by, group_by, having, s)
+        elif s.having is not None:
+            where = self._and_filters(where, having)
+            having = None
         limit = s.limit
         offset = s.offset or 0
         return BoundSelect(self.meta.name if self.meta is not None else "", items, where, group_by, order_by,
-                           limit, offset, aggregate)
+                           limit, offset, aggregate, having=having, distinct=s.distinct)
+
+    def _filter(self, node: A.Expr | None, clause: str, allow_agg: bool = False) -> BExpr | None:
+        """A bound WHERE/HAVING condition (None: none, or constant true)."""
+        if node is None:
+            return None
+        e = self.expr(node, allow_agg=allow_agg)
+        t = value_type(e.type)
+        if not (is_numeric(t) or pa.types.is_null(t)):
+            raise _err(f"invalid type for filter in {clause}: {ch_name(t)}", node)
+        if isinstance(e, BConst) and e.value is not None and bool(e.value):
+            return None
+        return e
+
+    def _and_filters(self, a: BExpr | None, b: BExpr | None) -> BExpr | None:
+        if a is None or b is None:
+            return b if a is None else a
+        text = " AND ".join(f"({x.text})" if getattr(x, "text", "") else "(...)" for x in (a, b))
+        # as the binder builds `a AND b`: evaluation reads a number operand as `x != 0`
+        return self._fold_logic(BCall("and", (a, b), _BOOL, a.nullable or b.nullable, text))
 
     def _positional(self, node: A.Expr, items: list[OutputItem], allow_agg: bool) -> BExpr:
         if isinstance(node, A.Literal) and node.kind == "int":
@@ -783,7 +854,7 @@ class Binder:
         return self.expr(node, allow_agg=allow_agg)
 
     def _check_grouping(self, items: list[OutputItem], order: list[OrderItem], group_by: list[BExpr],
-                        s: A.Select) -> None:
+                        having: BExpr | None, s: A.Select) -> None:
         keys = set(group_by)
 
         def check(e: BExpr, node: Any) -> None:
@@ -803,6 +874,8 @@ class Binder:
             check(it.expr, node)
         for o, node in zip(order, s.order_by):
             check(o.expr, node)
+        if having is not None:
+            check(having, s.having)
 
 
 def _source_column(e: BExpr) -> BColumn | None:
@@ -828,14 +901,42 @@ def _comparable(a: pa.DataType, b: pa.DataType) -> bool:
     return pa.types.is_null(a) or pa.types.is_null(b)
 
 
-def _output_name(e: A.Expr) -> str:
-    """The result column name ClickHouse would print (close to it: the expression's SQL)."""
+def output_name(e: A.Expr) -> str:
+    """The result column name ClickHouse would print (close to it: the expression's SQL).
+
+    As ClickHouse: ``count(*)`` is ``count()``, and an aggregate over DISTINCT
+    values takes the -Distinct combinator's name (``count(DISTINCT x)`` is
+    ``countDistinct(x)``, ``max(DISTINCT x)`` is ``maxDistinct(x)``), also
+    inside a larger expression.
+    """
     if isinstance(e, A.Column):
         return e.name
-    if isinstance(e, A.FunctionCall) and e.name.lower() == "count" and (
-            not e.args or (len(e.args) == 1 and isinstance(e.args[0], A.Star))):
-        return "count()"
-    return e.to_sql()
+    return _ch_spelling(e).to_sql()
+
+
+def _ch_spelling(e: A.Expr) -> A.Expr:
+    """`e` with aggregate calls spelled as ClickHouse names its columns."""
+    if isinstance(e, A.FunctionCall):
+        args = tuple(_ch_spelling(a) for a in e.args)
+        if e.name.lower() == "count" and (not args or (len(args) == 1 and isinstance(args[0], A.Star))):
+            return A.FunctionCall(e.name, (), pos=e.pos)
+        if e.distinct:
+            return A.FunctionCall(e.name + "Distinct", args, pos=e.pos)
+        return A.FunctionCall(e.name, args, pos=e.pos) if args != e.args else e
+    if not dataclasses.is_dataclass(e):
+        return e
+    changes = {}
+    for f in dataclasses.fields(e):
+        v = getattr(e, f.name)
+        if isinstance(v, A.Expr):
+            w = _ch_spelling(v)
+            if w is not v:
+                changes[f.name] = w
+        elif isinstance(v, tuple) and v and all(isinstance(x, A.Expr) for x in v):
+            w = tuple(_ch_spelling(x) for x in v)
+            if any(a is not b for a, b in zip(w, v)):
+                changes[f.name] = w
+    return dataclasses.replace(e, **changes) if changes else e
 
 
 def bind_select(meta: Any | None, select: A.Select) -> BoundSelect:

@@ -67,7 +67,8 @@ class BFolded:
 
 @dataclass(frozen=True)
 class BAgg:
-    """An aggregate call in the SELECT list / ORDER BY (``count()`` has arg None)."""
+    """An aggregate call in the SELECT list / HAVING / ORDER BY (``count()`` has arg None;
+    ``count(DISTINCT x)`` is ``uniqExact`` with the text ``countDistinct(x)``)."""
 
     func: str                      # count, min, max, sum, avg, uniqExact
     arg: "BExpr | None"
@@ -140,6 +141,8 @@ class BoundSelect:
     limit: int | None = None
     offset: int = 0
     aggregate: bool = False        # any aggregate or GROUP BY
+    having: BExpr | None = None    # filter of the aggregated rows (set only when `aggregate`)
+    distinct: bool = False         # SELECT DISTINCT: one row per distinct output tuple
 
     def __post_init__(self) -> None:
         if self.group_by is None:
@@ -148,12 +151,13 @@ class BoundSelect:
             self.order_by = []
 
     def output_columns(self) -> set[str]:
-        """Columns needed after the WHERE filter (by the select list, GROUP BY and ORDER BY)."""
+        """Columns needed after the WHERE filter (by the select list, GROUP BY, HAVING and ORDER BY)."""
         out: set[str] = set()
         for it in self.items:
             columns_of(it.expr, out)
         for g in self.group_by:
             columns_of(g, out)
+        columns_of(self.having, out)
         for o in self.order_by:
             columns_of(o.expr, out)
         return out

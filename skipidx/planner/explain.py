@@ -38,6 +38,10 @@ def explain_lines(plan: QueryPlan, indexes: bool = True) -> tuple[list[str], Que
     stats = QueryStats(table=bs.table)
     prune_plan(plan, stats)
     lines = ["Expression"]
+    if bs.distinct:
+        lines.append("  Distinct")
+    if bs.having is not None:
+        lines.append(f"  Filter (HAVING): {getattr(bs.having, 'text', '') or type(bs.having).__name__}")
     if bs.aggregate:
         lines.append("  Aggregating")
     if bs.order_by:

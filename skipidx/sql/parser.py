@@ -84,6 +84,10 @@ _KEYWORD_TERMINALS = {
 # The logical operators are keywords wherever they stand: read as names, a
 # misplaced one would only move the error to the word after it.
 _ALWAYS_KEYWORDS = frozenset({"AND", "OR", "NOT"})
+#: Clause keywords: a bare one read as a column name (``SELECT a, FROM t``) cannot
+#: take an alias without AS, so the word after it is a syntax error, not an alias.
+_CLAUSE_WORDS = frozenset({"SELECT", "DISTINCT", "FROM", "WHERE", "GROUP", "HAVING", "ORDER", "LIMIT",
+                           "OFFSET", "BY", "AS"})
 _FLOAT_WORDS = {"INF": float("inf"), "INFINITY": float("inf"), "NAN": float("nan")}
 _NOT_COMPOUNDS = {"LIKE": "NOT_LIKE", "ILIKE": "NOT_ILIKE", "IN": "NOT_IN", "BETWEEN": "NOT_BETWEEN"}
 
@@ -288,6 +292,7 @@ class SqlLexer(Lexer):
         lines = _Lines(text)
         states = parser_state.parse_conf.states
         i = 0
+        clause_word_as_name: str | None = None  # the previous token, if a bare clause keyword read as a name
         try:
             while True:
                 raw = _scan(text, i)
@@ -297,15 +302,20 @@ class SqlLexer(Lexer):
                 decoded = payload
                 if kind == "word":
                     accepts = states[parser_state.position]
-                    kind, end, decoded = _classify_word(text, payload, start, end, accepts, parser_state)
-                elif kind == "string":
-                    kind = "STRING"
-                elif kind == "ident":
-                    kind = "IDENT"
-                elif kind == "int":
-                    kind = "INT"
-                elif kind == "float":
-                    kind = "FLOAT"
+                    word = payload
+                    kind, end, decoded = _classify_word(text, payload, start, end, accepts, parser_state,
+                                                        clause_word_as_name)
+                    clause_word_as_name = decoded if kind == "IDENT" and word in _CLAUSE_WORDS else None
+                else:
+                    clause_word_as_name = None
+                    if kind == "string":
+                        kind = "STRING"
+                    elif kind == "ident":
+                        kind = "IDENT"
+                    elif kind == "int":
+                        kind = "INT"
+                    elif kind == "float":
+                        kind = "FLOAT"
                 p, q = lines.pos(start), lines.pos(end)
                 tok = SqlToken(kind, text[start:end], start, p.line, p.column, q.line, q.column, end)
                 tok.decoded = decoded
@@ -330,8 +340,11 @@ def _really_accepts(parser_state: Any, terminal: str) -> bool:
 
 
 def _classify_word(text: str, word: str, start: int, end: int, accepts: dict,
-                   parser_state: Any) -> tuple[str, int, Any]:
-    """(terminal, end, decoded) of a bare word in a parser state accepting `accepts`."""
+                   parser_state: Any, after_clause_word: str | None = None) -> tuple[str, int, Any]:
+    """(terminal, end, decoded) of a bare word in a parser state accepting `accepts`.
+
+    `after_clause_word`: the token before, when it was a clause keyword read as
+    a column name (``SELECT a, FROM t``); the word cannot be its alias without AS."""
     if word == "NOT":
         compounds = [c for c in _NOT_COMPOUNDS.values() if c in accepts]
         if compounds:
@@ -348,6 +361,22 @@ def _classify_word(text: str, word: str, start: int, end: int, accepts: dict,
             return term, end, None
     if word in _FLOAT_WORDS and "FLOAT" in accepts:
         return "FLOAT", end, _FLOAT_WORDS[word]
+    if "AS" in accepts:
+        # Only just after a select item do both AS and a name fit: this word is
+        # an alias without AS. Remembered so that a syntax error right after it
+        # can say so ("SELECT a FORM t" reads FORM as an alias, then fails at t).
+        # A terminal no rule accepts makes the parser report the word at once,
+        # in this state (so the expected set still lists the operators).
+        if after_clause_word:
+            # `SELECT a, FROM t`: not a column `FROM` aliased t, but a misplaced FROM
+            return "NOT_AN_ALIAS", end, after_clause_word
+        if not _really_accepts(parser_state, "IDENT"):
+            # LALR merges lookaheads: after an expression in WHERE, a name is in
+            # the table (from `SELECT expr alias`) but cannot really follow
+            return "UNEXPECTED_WORD", end, text[start:end]
+        ctx = getattr(_local, "ctx", None)
+        if ctx is not None:
+            ctx.implicit_alias = (text[start:end], end)
     return "IDENT", end, text[start:end]
 
 
@@ -362,6 +391,7 @@ class _Ctx:
         self.parenthesized: set[int] = set()
         self.foldable: set[int] = set()  # number literals written as such (a minus may fold into them)
         self.keep: list[Any] = []  # keeps ids in the sets above alive and unique
+        self.implicit_alias: tuple[str, int] | None = None  # last word read as an alias without AS, its end
 
 
 _local = threading.local()
@@ -548,8 +578,14 @@ class _AstBuilder(Transformer):
     def select_item(self, c: list) -> A.SelectItem:
         if isinstance(c[0], Token):  # STAR
             return A.SelectItem(A.Star(pos=_pos(c[0])), None, pos=_pos(c[0]))
+        if len(c) == 1:
+            return A.SelectItem(c[0], None, pos=_pos(c[0]))
         expr, _as, alias = c
-        return A.SelectItem(expr, None if alias is None else alias.decoded, pos=_pos(expr))
+        return A.SelectItem(expr, alias.decoded, pos=_pos(expr))
+
+    def implicit_alias(self, c: list) -> A.SelectItem:
+        expr, alias = c  # `count() c`: ClickHouse's alias without AS
+        return A.SelectItem(expr, alias.decoded, pos=_pos(expr))
 
     def from_clause(self, c: list) -> _Clause:
         return _Clause("from", A.TableRef(c[1].decoded, pos=_pos(c[1])), _pos(c[0]))
@@ -843,6 +879,8 @@ def _syntax_error(e: UnexpectedToken, text: str) -> ParseError:
         candidates = set(e.accepts or ()) or set(e.expected)
     except UnexpectedInput:
         candidates = set(e.expected)
+    if tok.type == "NOT_AN_ALIAS":
+        candidates.discard("IDENT")  # a name fits there, but not this one (see _classify_word)
     expected = describe_expected(candidates)
     if tok.type == "$END":
         what = "end of input"
@@ -857,7 +895,20 @@ def _syntax_error(e: UnexpectedToken, text: str) -> ParseError:
         want = f"expected {expected[0]}"
     else:
         want = "expected one of: " + ", ".join(expected)
-    return ParseError(f"syntax error: unexpected {what}; {want}", line=line, column=column, expected=expected)
+    hint = ""
+    if tok.type == "NOT_AN_ALIAS":
+        hint = f" (the keyword '{tok.decoded}' before it was read as a column name)"
+    ctx = getattr(_local, "ctx", None)
+    alias = ctx.implicit_alias if ctx is not None else None
+    if alias is not None and tok.type != "$END":
+        try:
+            right_after = _skip_space(text, alias[1]) == tok.start_pos
+        except _LexError:
+            right_after = False
+        if right_after:
+            hint = f" ('{alias[0]}' before it was read as a column alias)"
+    return ParseError(f"syntax error: unexpected {what}{hint}; {want}", line=line, column=column,
+                      expected=expected)
 
 
 def _run(text: Any, start: str) -> Any:
