@@ -39,6 +39,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import threading
 from typing import Any, ClassVar
 
 import numpy as np
@@ -349,8 +350,10 @@ class SBBFAggregator(IndexAggregator):
         slices = self._slices(weight, limit) if n else []
         bank = SBBFBank.fixed(n, self.params["bytes"]) if fixed else None
         direct = fixed and not _dedup_first(self.tokenizer)
+        scratch = _ScratchPool()
+        fpp, rule = self.params.get("fpp"), size_rule(self.params)
 
-        def run(z0: int, z1: int) -> tuple[np.ndarray | None, np.ndarray] | None:
+        def run(z0: int, z1: int) -> tuple | None:
             r0, r1 = int(zs[z0]), int(ends[z1 - 1])
             zend = ends[z0:z1] - r0
             if fixed:
@@ -366,10 +369,13 @@ class SBBFAggregator(IndexAggregator):
                     else:
                         kb.ngram_fixed(data, offs, validity, vo, ng, zend, words, boff, nblk, self.seed, SALT)
                     return None
+                sc = scratch.take(int(offs[-1] - offs[0]) + 1)
                 if kind == "token":
-                    uniq, uoffs = kb.token_distinct(data, offs, validity, vo, zend, self.seed)
+                    _, uoffs, sc.table = kb.token_distinct_into(data, offs, validity, vo, zend, self.seed,
+                                                                sc.table, sc.uniq)
                 else:
-                    uniq, uoffs = kb.ngram_distinct(data, offs, validity, vo, ng, zend, self.seed)
+                    _, uoffs, sc.table = kb.ngram_distinct_into(data, offs, validity, vo, ng, zend, self.seed,
+                                                                sc.table, sc.uniq)
             else:
                 rows, hashes = self.tokenizer.hash_column(raw.slice(r0, r1 - r0), int(self.seed))
                 rows = np.ascontiguousarray(rows, dtype=np.int64)
@@ -377,34 +383,41 @@ class SBBFAggregator(IndexAggregator):
                 if direct:
                     kb.insert_by_row(words, boff, nblk, zend, rows, hashes, SALT)
                     return None
-                uniq, uoffs = kb.dedup_by_zone(zend, rows, hashes)
-            if fixed:
-                # fixed size known up front: insert this slice's distinct hashes now (in the worker)
-                kb.bank_insert_grouped(words, boff, nblk, uniq, uoffs, SALT)
-                return None, uoffs
-            return uniq, uoffs
+                sc = scratch.take(hashes.shape[0] + 1)
+                _, uoffs, sc.table = kb.dedup_by_zone_into(zend, rows, hashes, sc.table, sc.uniq)
+            try:
+                ndv = np.diff(uoffs)
+                if fixed:
+                    # fixed size known up front: insert this slice's distinct hashes now (in the worker)
+                    kb.bank_insert_grouped(words, boff, nblk, sc.uniq, uoffs, SALT)
+                    return (ndv,)
+                # adaptive: size, fill and measure this slice's filters here, in the
+                # worker, while its distinct hashes are still in the scratch buffer
+                nblk = kb.num_bytes_for_rule(ndv, fpp, rule).astype(np.int64) // 32
+                boff = np.zeros(nblk.shape[0], dtype=np.int64)
+                np.cumsum(nblk[:-1], out=boff[1:])
+                words = np.zeros(int(nblk.sum()) * 8, dtype=np.uint32)
+                kb.bank_insert_grouped(words, boff, nblk, sc.uniq, uoffs, SALT)
+                fill, est = kb.bank_stats(words, boff, nblk)
+                return ndv, nblk, words, fill, est
+            finally:
+                scratch.give(sc)
 
         results = _run_slices(run, slices)
+        fill = est = None
         if direct:
             ndv = None
         elif fixed:
-            ndv = np.zeros(n, dtype=np.int64)
-            for (z0, z1), (_, uoffs) in zip(slices, results):
-                ndv[z0:z1] = np.diff(uoffs)
+            ndv = np.concatenate([r[0] for r in results]) if results else np.zeros(0, np.int64)
         else:
-            ndv = np.zeros(n, dtype=np.int64)
-            parts_h, parts_o, base = [], [], 0
-            for (z0, z1), (uniq, uoffs) in zip(slices, results):
-                ndv[z0:z1] = np.diff(uoffs)
-                parts_h.append(uniq)
-                parts_o.append(uoffs[:-1] + base)
-                base += len(uniq)
-            uniq = np.concatenate(parts_h) if parts_h else np.zeros(0, np.uint64)
-            uoffs = np.concatenate(parts_o + [np.array([base], np.int64)]).astype(np.int64)
-            bank = SBBFBank.from_num_bytes(kb.num_bytes_for_rule(ndv, self.params["fpp"], size_rule(self.params)))
-            kb.bank_insert_grouped(bank.words, bank.block_offset, bank.num_blocks, uniq, uoffs, SALT)
+            ndv, nblk, words, fill, est = (
+                [np.concatenate([r[k] for r in results]) for k in range(5)] if results
+                else [np.zeros(0, t) for t in (np.int64, np.int64, np.uint32, np.float64, np.float64)])
+            boff = np.zeros(nblk.shape[0], dtype=np.int64)
+            np.cumsum(nblk[:-1], out=boff[1:])
+            bank = SBBFBank(words, boff, nblk)
         return SBBFGranules(self.type_name, self.params, self.tokenizer.name, str(self.tokenizer.version),
-                            zs, zl, nulls, bank, ndv)
+                            zs, zl, nulls, bank, ndv, fill, est)
 
 
 def _dedup_first(tok: Tokenizer) -> bool:
@@ -417,6 +430,44 @@ def _dedup_first(tok: Tokenizer) -> bool:
     Word tokens repeat ~5x only; direct insertion stays faster for them.
     """
     return tok.name == "ngram" and int(tok.params.get("n", 99)) <= 4
+
+
+class _Scratch:
+    """One thread's buffers for the distinct kernels: the set (``table``) and the distinct hashes (``uniq``)."""
+
+    __slots__ = ("table", "uniq")
+
+    def __init__(self) -> None:
+        self.table = np.zeros(kb.SET_MIN, dtype=np.uint64)
+        self.uniq = np.zeros(0, dtype=np.uint64)
+
+
+class _ScratchPool:
+    """Scratch buffers of one build, reused by every slice it runs.
+
+    A fresh distinct-hash buffer per slice paid its page faults (and a copy of
+    the hashes out) on every slice -- about 15 % of an adaptive token build; a
+    reused one is faulted in once per thread and build. At most one buffer per
+    build thread exists; all are dropped with the build.
+    """
+
+    def __init__(self) -> None:
+        self._free: list[_Scratch] = []
+        self._lock = threading.Lock()
+
+    def take(self, slots: int) -> _Scratch:
+        """A scratch whose ``uniq`` holds at least `slots` hashes (its table is all zero)."""
+        with self._lock:
+            sc = self._free.pop() if self._free else _Scratch()
+        if sc.uniq.shape[0] < slots:
+            # a power of two, so slightly bigger slices later reuse it (np.empty
+            # is virtual: only the pages the distinct hashes touch are real)
+            sc.uniq = np.empty(1 << max(12, (slots - 1).bit_length()), dtype=np.uint64)
+        return sc
+
+    def give(self, sc: _Scratch) -> None:
+        with self._lock:
+            self._free.append(sc)
 
 
 def _run_slices(run, slices: list[tuple[int, int]]) -> list:
