@@ -93,6 +93,20 @@ GOLDEN = [
     ("count_distinct_empty", "SELECT count(DISTINCT a) FROM t WHERE 0", ["countDistinct(a)"], [(0,)], True),
     ("min_max_distinct", "SELECT min(DISTINCT a), max(DISTINCT a) FROM t", ["minDistinct(a)", "maxDistinct(a)"],
      [(1, 5)], True),
+    ("sum_avg_distinct", "SELECT sum(DISTINCT a), avg(DISTINCT a), sum(DISTINCT c), avg(DISTINCT c) FROM t",
+     ["sumDistinct(a)", "avgDistinct(a)", "sumDistinct(c)", "avgDistinct(c)"], [(15, "3.0", NAN, NAN)], True),
+    ("sum_avg_distinct_group_by",
+     "SELECT b, sum(DISTINCT a), avg(DISTINCT a), sum(DISTINCT c) FROM t GROUP BY b ORDER BY b",
+     ["b", "sumDistinct(a)", "avgDistinct(a)", "sumDistinct(c)"],
+     [("w", 9, "4.5", "0.0"), ("x", 3, "1.5", NAN), ("y", None, None, "2.0"), ("z", 3, "3.0", NAN)], True),
+    ("sum_avg_distinct_empty",
+     "SELECT sum(DISTINCT a), avg(DISTINCT a), sum(DISTINCT c), avg(DISTINCT c) FROM t WHERE 0",
+     ["sumDistinct(a)", "avgDistinct(a)", "sumDistinct(c)", "avgDistinct(c)"], [(None, None, "0.0", NAN)], True),
+    ("sum_distinct_float_group_keys", "SELECT c, sum(DISTINCT a), count() FROM t GROUP BY c",
+     ["c", "sumDistinct(a)", "count()"],
+     [(NEG0, 5, 1), ("0.0", 4, 1), ("1.5", 1, 2), ("2.0", None, 2), (NAN, 5, 2)], False),
+    ("having_sum_distinct", "SELECT b FROM t GROUP BY b HAVING sum(DISTINCT a) > count() ORDER BY b", ["b"],
+     [("w",), ("z",)], True),
     ("having_alias", "SELECT b, count() c FROM t GROUP BY b HAVING c > 1 ORDER BY b", ["b", "c"],
      [("w", 2), ("x", 3), ("y", 2)], True),
     ("having_aggregate_only_there", "SELECT b FROM t GROUP BY b HAVING count() > 1 ORDER BY b", ["b"],
@@ -198,7 +212,6 @@ ERRORS = [
     ("aggregate_alias_in_group_by", "SELECT count() AS n FROM t GROUP BY n", BindError,
      "not allowed in GROUP BY", 37),
     ("count_distinct_two_arguments", "SELECT count(DISTINCT a, b) FROM t", BindError, "exactly one argument", 8),
-    ("sum_distinct", "SELECT sum(DISTINCT a) FROM t", BindError, "DISTINCT is not supported in sum()", 8),
     ("distinct_in_scalar_function", "SELECT lower(DISTINCT b) FROM t", BindError, "only allowed in aggregate", 8),
     ("has_token_separator", "SELECT count() FROM t WHERE hasToken(b, 'a b')", BindError, "separator", 41),
     ("has_token_separator_in_having", "SELECT b FROM t GROUP BY b HAVING hasToken(b, 'a b')", BindError,
@@ -346,7 +359,7 @@ _WHERES = ["", "WHERE u > 2", "WHERE hasToken(msg, 'kraken')", "WHERE k IS NULL"
            "WHERE NOT hasToken(msg, 'alpha')"]
 _COLS = ["k", "s", "ns", "f", "u"]
 _AGGS = ["count()", "sum(u)", "min(k)", "max(f)", "uniqExact(ns)", "count(DISTINCT s)", "count(k)",
-         "count(DISTINCT k)", "avg(u)", "min(DISTINCT s)"]
+         "count(DISTINCT k)", "avg(u)", "min(DISTINCT s)", "sum(DISTINCT u)", "avg(DISTINCT k)", "sum(DISTINCT f)"]
 
 
 def _having(r: random.Random, key: str) -> str:
@@ -355,7 +368,8 @@ def _having(r: random.Random, key: str) -> str:
              "min(f) < 0", f"uniqExact(ns) > 2 AND max(id) > {r.randint(0, GEN_ROWS)}",
              f"n > {r.randint(0, 700)}", f"{key} != {r.choice(['1', '3']) if key in ('k', 'u') else repr('a')}",
              "count(k) * 2 > count()", f"avg(u) BETWEEN 1 AND {r.randint(2, 5)}",
-             f"count() IN ({r.randint(0, 500)}, {r.randint(0, 500)}, 1)", "NOT (max(u) = 5)"]
+             f"count() IN ({r.randint(0, 500)}, {r.randint(0, 500)}, 1)", "NOT (max(u) = 5)",
+             f"sum(DISTINCT u) > {r.randint(0, 15)}", f"avg(DISTINCT k) < {r.randint(10, 30)}"]
     c = r.choice(conds)
     if r.random() < 0.3:
         c = f"({c}) {r.choice(['AND', 'OR'])} ({r.choice(conds)})"

@@ -145,15 +145,52 @@ class _Aggregation:
             cols = {f"g{i}": pa.array([self.rows], pa.uint64()) for i in range(len(self.aggs))}
             return pa.table(cols) if cols else zero_column_table(1)
         data = _concat(self.parts) if self.parts else self._empty_inputs()
-        specs = [(a.func, None if a.arg is None else f"a{i}", f"g{i}") for i, a in enumerate(self.aggs)]
         nullable = {f"a{i}" for i, a in enumerate(self.aggs) if a.arg is not None and a.arg.nullable}
         nullable |= {f"k{j}" for j, k in enumerate(self.keys) if k.nullable}
         key_names = [f"k{j}" for j in range(len(self.keys))]
-        return aggregate(data, key_names, specs, nullable=nullable)
+        specs = [(a.func, None if a.arg is None else f"a{i}", f"g{i}") for i, a in enumerate(self.aggs)
+                 if not a.distinct]
+        out = aggregate(data, key_names, specs, nullable=nullable)
+        distinct = [i for i, a in enumerate(self.aggs) if a.distinct]
+        if not distinct:
+            return out
+        # sum/avg(DISTINCT x): each over the deduplicated (keys, x) pairs. Both results
+        # hold the same groups, so sorting both by their keys lines their rows up.
+        cols = {c: out.column(c) for c in out.column_names}
+        order = _group_order(out, key_names)
+        cols = {c: v.take(order) for c, v in cols.items()} if order is not None else cols
+        for i in distinct:
+            a = self.aggs[i]
+            pairs = data.select(key_names + [f"a{i}"])
+            pairs = pairs.group_by(key_names + [f"a{i}"], use_threads=False).aggregate([])
+            d = aggregate(pairs, key_names, [(a.func, f"a{i}", f"g{i}")], nullable=nullable)
+            d_order = _group_order(d, key_names)
+            cols[f"g{i}"] = d.column(f"g{i}").take(d_order) if d_order is not None else d.column(f"g{i}")
+        return pa.table({c: cols[c] for c in key_names + [f"g{i}" for i in range(len(self.aggs))]})
 
 
 def _value_type(t: pa.DataType) -> pa.DataType:
     return t.value_type if pa.types.is_dictionary(t) else t
+
+
+def _group_order(t: pa.Table, keys: list[str]) -> pa.Array | None:
+    """A total order of the rows of a grouped table (one row per distinct key tuple).
+
+    Groups are distinct by value -- floats by their bits, as the hash grouping
+    compares them -- so the order sorts floats by their bits too (0 and -0, or
+    two NaNs, are two groups that compare equal as numbers).
+    """
+    if not keys or t.num_rows <= 1:
+        return None
+    cols: dict[str, pa.Array] = {}
+    for j, k in enumerate(keys):
+        v = _plain(t.column(k))
+        if pa.types.is_floating(v.type):
+            bits = np.asarray(v.cast(pa.float64()).fill_null(0).to_numpy(zero_copy_only=False)).view(np.int64)
+            v = pa.array(bits, mask=np.asarray(v.is_null().to_numpy(zero_copy_only=False)) if v.null_count else None)
+        cols[f"s{j}"] = v
+    # (NULLs sort last, Arrow's default: any fixed place will do)
+    return pc.sort_indices(pa.table(cols), sort_keys=[(f"s{j}", "ascending") for j in range(len(keys))])
 
 
 # ---------------------------------------------------------------------------

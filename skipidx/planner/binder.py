@@ -747,9 +747,9 @@ class Binder:
                 return BAgg("count", None, pa.uint64(), False, "count()")
             elif len(n.args) != 1:
                 raise _err(f"count takes at most 1 argument, got {len(n.args)}", n)
-        elif n.distinct and func not in ("min", "max", "uniqExact"):
-            # min/max/uniqExact of the distinct values are min/max/uniqExact of all values
-            raise _err(f"DISTINCT is not supported in {n.name}()", n)
+        # f(DISTINCT x) is ClickHouse's -Distinct combinator: f over the distinct values
+        # of x per group. min/max/uniqExact of the distinct values are those of all values;
+        # sum/avg keep the flag (BAgg.distinct) and are computed over deduplicated values.
         if len(n.args) != 1 or isinstance(n.args[0], A.Star):
             raise _err(f"function {n.name} takes 1 argument, got {len(n.args)}", n)
         arg = self._expr(n.args[0], False)
@@ -764,10 +764,10 @@ class Binder:
             if not is_numeric(t):
                 raise _err(f"illegal type {ch_name(t)} of argument for aggregate function {func}", n.args[0])
             if func == "avg":
-                return BAgg("avg", arg, pa.float64(), arg.nullable, text)
+                return BAgg("avg", arg, pa.float64(), arg.nullable, text, n.distinct)
             st = pa.float64() if pa.types.is_floating(t) else (
                 pa.int64() if pa.types.is_signed_integer(t) else pa.uint64())
-            return BAgg("sum", arg, st, arg.nullable, text)
+            return BAgg("sum", arg, st, arg.nullable, text, n.distinct)
         if pa.types.is_null(t):
             raise _err(f"illegal type Nullable(Nothing) of argument for aggregate function {func}", n.args[0])
         return BAgg(func, arg, t, arg.nullable, text)

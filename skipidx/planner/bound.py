@@ -75,6 +75,7 @@ class BAgg:
     type: pa.DataType
     nullable: bool = False
     text: str = ""
+    distinct: bool = False         # sum/avg over the distinct values of arg (ClickHouse's -Distinct)
 
 
 BExpr = Union[BColumn, BConst, BCall, BFolded, BAgg]
