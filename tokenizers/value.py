@@ -174,6 +174,39 @@ class ValueTokenizer(Tokenizer):
             # Not representable in the column's type: cannot help (never a wrong "no").
             return None
 
+    def _many_encodings(self, values: list, value_type: pa.DataType | None) -> list[bytes] | None:
+        """The PLAIN encodings of all `values` at once (a long IN list), or None: then
+        the caller encodes value by value (:meth:`_encodings`).
+
+        Only for fixed-width non-float types, where one value has exactly one
+        encoding: one Arrow conversion of the whole list (the same conversion
+        ``plain_encode`` applies to each value) and one byte matrix, instead of
+        an Arrow array per value. Any NULL or value the type cannot hold
+        leaves it to the value-by-value path (which decides the answer)."""
+        if value_type is None or len(values) < 2:
+            return None
+        t = value_type.value_type if pa.types.is_dictionary(value_type) else value_type
+        if _is_list(t):
+            t = t.value_type
+        if _binary_like(t) or pa.types.is_floating(t) or pa.types.is_boolean(t) or pa.types.is_null(t) \
+                or pa.types.is_nested(t) or any(v is None or isinstance(v, pa.Scalar) for v in values):
+            return None
+        try:
+            arr = pa.array(values, type=t)
+        except (pa.ArrowException, TypeError, ValueError, OverflowError):
+            return None
+        if arr.null_count:
+            return None
+        try:
+            fixed = _fixed_width_plain(arr)
+        except (SkipidxError, pa.ArrowException, TypeError, ValueError):
+            return None
+        if fixed is None:
+            return None
+        mat, w = fixed
+        raw = np.ascontiguousarray(mat).tobytes()
+        return [raw[i * w:(i + 1) * w] for i in range(len(values))]
+
     def requirement(self, func: str, args: tuple, value_type: pa.DataType | None = None,
                     *, expr: str | None = None) -> TokenRequirement | None:
         """``=``/``!=``/``has``: the value; ``IN``/``NOT IN``/``hasAny``: ANY over the members
@@ -190,6 +223,9 @@ class ValueTokenizer(Tokenizer):
         if func in ("in", "notIn", "hasAny"):
             if not isinstance(arg, (tuple, list, set, frozenset)) or not arg:
                 return None
+            many = self._many_encodings(list(arg), value_type)
+            if many is not None:
+                return TokenRequirement(tuple(dict.fromkeys((e,) for e in many)), negated)
             alts: list[tuple[bytes, ...]] = []
             for v in arg:
                 enc = self._encodings(v, value_type)

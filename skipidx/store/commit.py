@@ -41,7 +41,9 @@ import os
 import re
 import secrets
 import shutil
+import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
@@ -155,14 +157,54 @@ def _canonical(body: dict) -> bytes:
     return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def read_state(table_dir: str) -> TableState:
-    """Read and validate ``state.json``; CorruptionError naming it when damaged."""
+#: The last parsed state of each table directory with the exact bytes it was
+#: parsed from: ``read_state`` still reads the file on every call (so a commit
+#: by another Database or process is seen at once), but identical bytes are
+#: not parsed, checksummed and validated again (~0.4 ms per read, twice per
+#: snapshot). Keyed by content, not by mtime/inode, so it cannot be fooled by
+#: an inode reused within the file system's timestamp resolution. Bounded: a
+#: process touching many tables keeps the most recent ones.
+_STATE_CACHE: "OrderedDict[str, tuple[bytes, TableState]]" = OrderedDict()
+_STATE_CACHE_MAX = 256
+_STATE_CACHE_LOCK = threading.Lock()
+
+
+def _read_state_bytes(table_dir: str) -> tuple[str, bytes]:
     path = os.path.join(table_dir, STATE_FILE)
     try:
-        with open(path, "rb") as f:
-            raw = f.read()
+        with open(path, "rb", buffering=0) as f:
+            return path, f.read()
     except FileNotFoundError:
         raise SkipidxError("not a skipidx table (no state.json)", path=table_dir) from None
+
+
+def read_state(table_dir: str) -> TableState:
+    """Read and validate ``state.json``; CorruptionError naming it when damaged.
+
+    The file is read on every call; the parse of bytes already parsed (and
+    validated) is reused -- a TableState is immutable."""
+    path, raw = _read_state_bytes(table_dir)
+    with _STATE_CACHE_LOCK:
+        hit = _STATE_CACHE.get(path)
+        if hit is not None and hit[0] == raw:
+            _STATE_CACHE.move_to_end(path)
+            return hit[1]
+    st = _parse_state(path, raw)
+    with _STATE_CACHE_LOCK:
+        _STATE_CACHE[path] = (raw, st)
+        _STATE_CACHE.move_to_end(path)
+        while len(_STATE_CACHE) > _STATE_CACHE_MAX:
+            _STATE_CACHE.popitem(last=False)
+    return st
+
+
+def clear_state_cache() -> None:
+    """Forget parsed states (as a new process would)."""
+    with _STATE_CACHE_LOCK:
+        _STATE_CACHE.clear()
+
+
+def _parse_state(path: str, raw: bytes) -> TableState:
     try:
         doc = json.loads(raw)
         body = doc["state"]

@@ -482,6 +482,72 @@ class _MetaCache:
 _FOOTERS = _MetaCache()
 
 
+class _ReaderPool:
+    """Idle open readers (``pq.ParquetFile`` over an open file) by data-file identity.
+
+    Opening a reader per read costs more than decoding the one granule a
+    point query reads, so :meth:`Part.read` takes an idle reader of the same
+    file (identity = device, inode, size, mtime: a replaced or rewritten file
+    is another key) and gives it back after the read. A reader is used by one
+    thread at a time (checked out while reading), so pyarrow's reader
+    objects are never shared concurrently. Bounded (LRU over files, a few
+    readers per file); evicted readers' files are closed. A forked child
+    starts with an empty pool.
+    """
+
+    def __init__(self, max_files: int = 128, per_file: int = 4) -> None:
+        self.max_files = max_files
+        self.per_file = per_file
+        self._idle: "OrderedDict[tuple, list[pq.ParquetFile]]" = OrderedDict()
+        self._lock = threading.Lock()
+
+    def take(self, key: tuple) -> pq.ParquetFile | None:
+        with self._lock:
+            lst = self._idle.get(key)
+            if not lst:
+                return None
+            self._idle.move_to_end(key)
+            return lst.pop()
+
+    def give(self, key: tuple, pf: pq.ParquetFile) -> None:
+        drop: list[pq.ParquetFile] = []
+        with self._lock:
+            lst = self._idle.setdefault(key, [])
+            self._idle.move_to_end(key)
+            if len(lst) < self.per_file:
+                lst.append(pf)
+            else:
+                drop.append(pf)
+            while len(self._idle) > self.max_files:
+                drop.extend(self._idle.popitem(last=False)[1])
+        for d in drop:
+            self.discard(d)
+
+    @staticmethod
+    def discard(pf: pq.ParquetFile) -> None:
+        try:
+            pf.close(force=True)   # force: the reader does not own a file object it was given
+        except Exception:  # closing is best effort: the file is garbage either way
+            pass
+
+    def clear(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, OrderedDict()
+        for lst in idle.values():
+            for pf in lst:
+                self.discard(pf)
+
+    def _after_fork(self) -> None:
+        # a forked child starts empty (its copies of the descriptors close with the readers)
+        self._idle = OrderedDict()
+        self._lock = threading.Lock()
+
+
+_READERS = _ReaderPool()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_READERS._after_fork)
+
+
 class _PartInfo:
     """What a part's manifest says, parsed once: the manifest itself, the
     marks as a read-only int64 array, and the file checksums (parsed on first
@@ -538,6 +604,8 @@ def clear_caches() -> None:
     VERIFIER.forget()
     _FOOTERS.clear()
     _MANIFESTS.clear()
+    _READERS.clear()
+    _commit.clear_state_cache()
     with _FINGERPRINTS_LOCK:
         _FINGERPRINTS.clear()
 
@@ -621,9 +689,20 @@ class Part:
 
     # ---- data ------------------------------------------------------------
     def _open_data(self) -> pq.ParquetFile:
+        """A new reader of the data file (footer verified and parsed once per process)."""
+        return self._data_reader()[1]
+
+    def _data_reader(self, pooled: bool = False) -> tuple[tuple, pq.ParquetFile]:
+        """(file identity, reader). `pooled`: an idle reader of the same file
+        from :data:`_READERS` if there is one (give it back with
+        ``_READERS.give``); a new one otherwise."""
         path = os.path.join(self.path, DATA_FILE)
         fs = self._filesum(DATA_FILE)
         key = VERIFIER._identity(path, fs)
+        if pooled:
+            pf = _READERS.take(key)
+            if pf is not None:
+                return key, pf
         md = _FOOTERS.get(key)
         if md is None:
             spans = self.manifest["row_groups"]
@@ -638,7 +717,9 @@ class Part:
                 raise CorruptionError("Parquet footer does not match the part manifest", path=path)
             _FOOTERS.put(key, md)
         try:
-            return pq.ParquetFile(path, metadata=md)
+            # an open file object, not a path: pyarrow resolves a path's file
+            # system on every open (~0.2 ms, a point query's whole decode)
+            return key, pq.ParquetFile(pa.OSFile(path, "rb"), metadata=md)
         except (OSError, pa.ArrowException) as e:
             raise CorruptionError(f"cannot open Parquet file: {e}", path=path) from None
 
@@ -660,7 +741,6 @@ class Part:
                 raise SkipidxError(f"table {self.meta.name!r} has no column {c!r}")
         ranges = [(0, self.n_granules)] if mark_ranges is None else normalize_ranges(mark_ranges, self.n_granules)
         path = os.path.join(self.path, DATA_FILE)
-        pf = self._open_data()
         fs = self._filesum(DATA_FILE)
         spans = self.manifest["row_groups"]
         rgs: list[int] = []
@@ -670,12 +750,15 @@ class Part:
         schema = self.meta.arrow_schema()
         if not rgs:
             return schema.empty_table().select(cols)
+        key, pf = self._data_reader(pooled=True)
         try:
             if use_threads is None:
                 use_threads = len(cols) > 1 and len(rgs) > 1
             t = pf.read_row_groups(rgs, columns=cols, use_threads=use_threads)
         except (OSError, pa.ArrowException) as e:
+            _READERS.discard(pf)
             raise CorruptionError(f"unreadable Parquet data: {e}", path=path) from None
+        _READERS.give(key, pf)
         expect = int(sum(int(self.marks[b] - self.marks[a]) for a, b in ranges))
         if t.num_rows != expect:
             raise CorruptionError(f"read {t.num_rows} rows, the manifest says {expect}", path=path)
