@@ -101,9 +101,13 @@ def test_recommended_clickhouse_size_meets_the_target_when_measured(advice):
 def test_adaptive_recommendation_states_its_expected_fpp(column, advice):
     from skipidx.sbbf import SBBF
 
+    from skipidx.sbbf import exact_num_bytes
+
     rec = next(r for r in advice.recommendations if r.tokenizer == "token" and r.kind == "adaptive")
     assert "sbbf('token', fpp = 0.01)" in rec.ddl
-    size = SBBF.for_ndv(D, 0.01).num_bytes
+    # sbbf's default size_rule 'exact' (not Arrow's power of two: 4096 bytes here)
+    size = int(exact_num_bytes([D], 0.01)[0])
+    assert size == fixed_bytes_for(D, 0.01) < SBBF.for_ndv(D, 0.01).num_bytes, size
     assert rec.bytes_per_granule == size and rec.total_bytes == size * GRANULES
     probes = _absent_hashes(200_000)
     fp = n = 0
@@ -115,6 +119,38 @@ def test_adaptive_recommendation_states_its_expected_fpp(column, advice):
     lo, hi = wilson_interval(fp, n, 0.999)
     assert lo <= rec.fpp_at_mean <= hi, (fp / n, rec.fpp_at_mean)
     assert fp / n <= 0.01
+
+
+@pytest.mark.parametrize("tokenizer,fpp", [("token", 0.01), ("ngram3", 0.01), ("ngram4", 0.1), ("value", 0.001)],
+                         ids=["token-0.01", "ngram3-0.01", "ngram4-0.1", "value-0.001"])
+def test_adaptive_quote_equals_what_the_engine_builds(column, tokenizer, fpp):
+    """The quoted adaptive DDL, parsed and built over the same granules, gives exactly the quoted sizes."""
+    from skipidx.indexes.base import get_index_type
+    from skipidx.planner.ddl import index_def_from_ast
+    from skipidx.sbbf import SBBF
+    from skipidx.sql import parse
+
+    # granules of different distinct counts: granule g's first g/8 of rows repeat its last row
+    vals = column.to_pylist()
+    col = pa.array([vals[i - i % IG + IG - 1] if i % IG < (i // IG) * IG // GRANULES else v
+                    for i, v in enumerate(vals)])
+    adv = advise(col, column="msg", fpp=fpp, index_granularity=IG, tokenizers=[tokenizer],
+                 sample_granules=GRANULES, show_progress=False)
+    rec = next(r for r in adv.recommendations if r.kind == "adaptive")
+    stmt = parse(f"CREATE TABLE t (msg String, {rec.ddl}) ENGINE = MergeTree ORDER BY tuple()")[0]
+    d = index_def_from_ast(stmt.indexes[0], ["msg"])
+    idx = get_index_type(d.type_name)(d, pa.string())
+    assert idx.params["size_rule"] == "exact", idx.params
+    zs = np.arange(0, len(col), IG, dtype=np.int64)
+    g = idx.aggregator().build(col, zs, np.minimum(IG, len(col) - zs))
+    built = g.num_bytes.astype(np.int64)
+    assert g.ndv.tolist() == adv.ndv_samples[tokenizer], "advise counted other distinct tokens than the build"
+    assert rec.bytes_per_granule == pytest.approx(built.mean(), rel=1e-12), (rec.bytes_per_granule, built.tolist())
+    assert rec.total_bytes == pytest.approx(built.sum(), rel=1e-12)
+    assert len(set(g.ndv.tolist())) >= 3, f"the granules should differ in distinct counts: {g.ndv.tolist()}"
+    est = [SBBF.fpp_estimate(int(b), int(n)) for b, n in zip(built, g.ndv)]
+    assert rec.fpp_at_mean == pytest.approx(np.mean(est)) and rec.fpp_at_max == pytest.approx(max(est))
+    assert max(est) <= fpp
 
 
 @pytest.mark.parametrize("ndv,fpp", [(1, 0.01), (100, 0.1), (3000, 0.01), (50_000, 0.001)],

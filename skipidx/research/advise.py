@@ -4,9 +4,12 @@ Samples whole index granules of the column (seeded), counts the distinct
 tokens of each tokenizer per index granule (64-bit token hashes, sorted per
 granule in one compiled pass), and recommends, per tokenizer:
 
-* **adaptive** ``sbbf(tokenizer, fpp = p)``: every granule sized by
-  `SBBF.for_ndv` from its own distinct count, so none saturates; expected
-  bytes = the mean of those sizes over the sample, scaled to the table;
+* **adaptive** ``sbbf(tokenizer, fpp = p)``: every granule sized from its
+  own distinct count by the index's default rule, ``size_rule = 'exact'``
+  (`skipidx.sbbf.exact_num_bytes`: the fewest 32-byte blocks whose Putze
+  estimate meets ``p``), so none saturates -- the sizes the engine builds for
+  that DDL; expected bytes = the mean of those sizes over the sample, scaled
+  to the table;
 * **fixed skipidx** ``tokenbf_v1(bytes, 8, 0)`` / ``ngrambf_v1(n, bytes, 8,
   0)`` (an SBBF of fixed size): the smallest whole number of 32-byte blocks
   whose Putze estimate at the *largest* sampled distinct count meets ``p``
@@ -104,7 +107,7 @@ def advise(values: pa.Array | pa.ChunkedArray, *, column: str = "msg", source: s
            seed: int = 1, show_progress: bool = True) -> Advice:
     """Profile the column and recommend index definitions (see the module doc)."""
     from skipidx.progress import Progress
-    from skipidx.sbbf import SBBF, optimal_num_bytes
+    from skipidx.sbbf import SBBF, exact_num_bytes
 
     if isinstance(values, pa.Array):
         values = pa.chunked_array([values])
@@ -140,8 +143,9 @@ def advise(values: pa.Array | pa.ChunkedArray, *, column: str = "msg", source: s
         nd_max = int(ndv.max()) if ndv.size else 0
         adv.profiles.append(TokenizerProfile(label, nd_mean, float(np.median(ndv)), float(np.percentile(ndv, 95)),
                                              nd_max, float(hashes.shape[0] / max(len(sample), 1))))
-        # Adaptive: every granule its own size.
-        sizes = np.array([optimal_num_bytes(int(max(d, 1)), float(fpp)) for d in ndv], dtype=np.float64)
+        # Adaptive: every granule its own size, by the rule the quoted DDL builds with
+        # (sbbf's default size_rule 'exact'; a granule without tokens gets one block).
+        sizes = exact_num_bytes(ndv, float(fpp)).astype(np.float64)
         est = np.array([SBBF.fpp_estimate(int(s), int(d)) for s, d in zip(sizes, ndv)])
         if tok == "ngram":
             a_type = f"sbbf('ngram', n = {tn}, fpp = {fpp:g})"
@@ -187,7 +191,8 @@ def advice_markdown(adv: Advice) -> str:
                           [[p.tokenizer, p.ndv_mean, p.ndv_p50, p.ndv_p95, p.ndv_max, p.tokens_per_row]
                            for p in adv.profiles]), "",
            "## Recommended indexes", "",
-           "adaptive = skipidx `sbbf` (each granule sized from its distinct count); fixed = skipidx "
+           "adaptive = skipidx `sbbf` (each granule sized from its distinct count, size_rule 'exact'); "
+           "fixed = skipidx "
            "fixed-size SBBF sized for the fullest sampled granule; clickhouse = ClickHouse's classic Bloom "
            "filter with bits/token and k from its best-practice table (bloom_filter: sized by rows).", "",
            markdown_table(["tokenizer", "kind", "index definition", "bytes / granule", "expected total bytes",
