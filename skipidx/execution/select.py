@@ -42,7 +42,7 @@ from skipidx.execution.aggregates import aggregate
 from skipidx.execution.evaluate import evaluate, where_mask
 from skipidx.execution.scan import zero_column_table
 from skipidx.planner.bound import (
-    BAgg, BCall, BColumn, BExpr, BoundSelect, OrderItem, OutputItem,
+    BAgg, BCall, BColumn, BExpr, BoundSelect, OrderItem, OutputItem, columns_of,
 )
 
 
@@ -275,32 +275,36 @@ def distinct_rows(table: pa.Table, ncols: int | None = None) -> pa.Table:
 class _DistinctRows:
     """Distinct output rows of a stream of projected chunks, in order of first appearance.
 
-    Each chunk is reduced to its own distinct rows at once; the union is
-    reduced again only when it could hold `need` distinct rows (or has grown
-    to twice its last reduced size), so a LIMIT stops the scan as soon as
-    `need` distinct rows are known, and memory holds distinct rows, not rows.
+    Each chunk is reduced to its own distinct rows (while that pays: once a
+    chunk keeps more than half its rows, later chunks are kept whole), and the
+    union is reduced again only when it could hold `need` distinct rows -- so
+    a LIMIT stops the scan as soon as `need` distinct rows are known -- or, with
+    no LIMIT, once at the end (one hash grouping over everything: repeated
+    reductions of a growing union cost more than they save).
     """
 
-    def __init__(self, need: int | None) -> None:
+    def __init__(self, need: int | None, ncols: int | None = None) -> None:
         self.need = need
+        self.ncols = ncols      # the columns compared (default all; the rest ride along)
         self.parts: list[pa.Table] = []
         self.known = 0          # distinct rows in parts[0] after the last reduction
         self.pending = 0        # rows in the chunks added since
+        self.per_chunk = True   # reduce each chunk on arrival
 
     def add(self, chunk: pa.Table) -> None:
         if chunk.num_rows == 0:
             return
-        chunk = distinct_rows(chunk)
+        if self.per_chunk:
+            n = chunk.num_rows
+            chunk = distinct_rows(chunk, self.ncols)
+            self.per_chunk = chunk.num_rows * 2 <= n
         self.parts.append(chunk)
         self.pending += chunk.num_rows
-        if self.need is not None:
-            if self.known + self.pending >= self.need:
-                self._reduce()
-        elif self.pending > max(self.known, 1 << 16):
+        if self.need is not None and self.known + self.pending >= self.need:
             self._reduce()
 
     def _reduce(self) -> None:
-        t = distinct_rows(_concat(self.parts))
+        t = distinct_rows(_concat(self.parts), self.ncols)
         self.parts, self.known, self.pending = [t], t.num_rows, 0
 
     @property
@@ -323,14 +327,24 @@ def _key_names(n: int) -> list[str]:
     return [f"__key{j}" for j in range(n)]
 
 
-def _sorted_rows(t: pa.Table, bs: BoundSelect, order: list[OrderItem], need: int | None) -> pa.Table:
+def _sorted_rows(t: pa.Table, bs: BoundSelect, order: list[OrderItem], need: int | None,
+                 deduplicated: bool = False) -> pa.Table:
     """`t` (output columns, then one ``__key`` column per ORDER BY item) sorted; with
-    DISTINCT only the first row of each output tuple; at most `need` rows."""
+    DISTINCT only the first row of each output tuple (unless `t` is `deduplicated`
+    already); at most `need` rows."""
     keys = _key_names(len(order))
     t = _order(t, [t[k] for k in keys], order)
-    if bs.distinct:
+    if bs.distinct and not deduplicated:
         t = distinct_rows(t, t.num_columns - len(keys))
     return t.slice(0, need) if need is not None else t
+
+
+def _keys_follow_output(bs: BoundSelect) -> bool:
+    """Whether each ORDER BY key is determined by the output row: it is a select
+    item, or reads only columns that are select items themselves."""
+    exprs = {it.expr for it in bs.items}
+    plain = {e.name for e in exprs if isinstance(e, BColumn)}
+    return all(o.expr in exprs or columns_of(o.expr) <= plain for o in bs.order_by)
 
 
 def run_select(bs: BoundSelect, chunks: Iterable[pa.Table]) -> pa.Table:
@@ -362,7 +376,10 @@ def run_select(bs: BoundSelect, chunks: Iterable[pa.Table]) -> pa.Table:
     # ORDER BY: keep the projected rows plus their sort keys; top-k when limited
     best: pa.Table | None = None
     nk = len(bs.order_by)
-    compacted = 0   # rows of `best` after its last reduction
+    # DISTINCT whose sort keys are functions of the output row: every row of a tuple
+    # sorts alike, so rows can be deduplicated as they come and sorted once at the end
+    early = _DistinctRows(None, len(bs.items)) if (bs.distinct and need is None and _keys_follow_output(bs)) \
+        else None
     for ch in chunks:
         if ch.num_rows == 0:
             continue
@@ -370,16 +387,17 @@ def run_select(bs: BoundSelect, chunks: Iterable[pa.Table]) -> pa.Table:
         keys = [_plain(evaluate(o.expr, ch)) for o in bs.order_by]
         for j, k in enumerate(keys):
             p = p.append_column(f"__key{j}", k)
+        if early is not None:
+            early.add(p)
+            continue
         best = p if best is None else _concat([best, p])
-        if need is not None:
-            if best.num_rows > max(need, 1) * 2:
-                best = _sorted_rows(best, bs, bs.order_by, need)
-        elif bs.distinct and best.num_rows > max(2 * compacted, 1 << 16):
-            best = _sorted_rows(best, bs, bs.order_by, None)   # bound memory by the distinct rows
-            compacted = best.num_rows
+        if need is not None and best.num_rows > max(need, 1) * 2:
+            best = _sorted_rows(best, bs, bs.order_by, need)
+    if early is not None:
+        best = early.result()
     if best is None:
         return _limit(_empty_projection(bs), bs.limit, bs.offset)
-    best = _sorted_rows(best, bs, bs.order_by, None).drop_columns(_key_names(nk))
+    best = _sorted_rows(best, bs, bs.order_by, None, deduplicated=early is not None).drop_columns(_key_names(nk))
     return _limit(best, bs.limit, bs.offset)
 
 
