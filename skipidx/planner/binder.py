@@ -364,9 +364,6 @@ class Binder:
                 return e
         c = self._columns.get(node.name)
         if c is None:
-            if node.name in self._expanding:
-                chain = " -> ".join(self._expanding + [node.name])
-                raise _err(f"cyclic aliases: {chain}", node)
             where = f"table {self.meta.name!r}" if self.meta is not None else "a SELECT without FROM"
             known = ", ".join(self._columns) or "none"
             raise _err(f"unknown column {node.name!r} in {where}; columns: {known}", node)
@@ -383,8 +380,15 @@ class Binder:
         if name in self._aliases:
             return self._aliases[name]
         node = self._alias_nodes.get(name)
-        if node is None or name in self._expanding:
+        if node is None:
             return None
+        if name in self._expanding:
+            if self._expanding[-1] == name:
+                return None   # `a + 1 AS a`: inside its own definition, `a` is the column
+            # `a AS b, b AS a`: ClickHouse breaks such cycles per position in the
+            # SELECT list; rather than a different answer, an error
+            chain = " -> ".join(self._expanding[self._expanding.index(name):] + [name])
+            raise _err(f"cyclic aliases: {chain}", node)
         self._expanding.append(name)
         try:
             # bound as in the SELECT list (aggregates allowed); each context checks
