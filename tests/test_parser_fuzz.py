@@ -39,6 +39,9 @@ CORPUS = [
     "EXPLAIN indexes = 1 SELECT count(*) FROM t WHERE multiSearchAny(msg, ['a', 'b']) /* c */",
     "SHOW TABLES; DESCRIBE TABLE t; DESC t;",
     "SELECT `type`, \"index\", (1, 'a'), -(5) * (a + b) % 3, t.a FROM t LIMIT 5, 10",
+    # aliases without AS, DISTINCT aggregates, HAVING on an alias and on an aggregate only there
+    "SELECT DISTINCT count() c, a x, lower(msg) m, count(DISTINCT b) n FROM t WHERE x > 1 GROUP BY x, m "
+    "HAVING c > 1 AND max(b) < 3 ORDER BY c DESC LIMIT 3",
 ]
 
 _SQL_CHARS = "abcxyzABC_019 \t\n'\"`\\()[],;.=<>!+-*/%#@é✓\x00"
