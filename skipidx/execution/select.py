@@ -28,6 +28,10 @@ avg(x)       Float64                     nan, or NULL for a Nullable x
 min/max(x)   x's type (NaN skipped)      the type's default, or NULL
 uniqExact(x) UInt64 (NULLs skipped)      0
 ===========  ==========================  =====================================
+
+``count(DISTINCT x)`` is ``uniqExact(x)`` (named ``countDistinct(x)``);
+``sum``/``avg(DISTINCT x)`` aggregate the distinct values of x per group
+(ClickHouse's -Distinct combinator, same result types and empty answers).
 """
 from __future__ import annotations
 

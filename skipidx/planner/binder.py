@@ -349,7 +349,7 @@ class Binder:
         # SELECT-list aliases: name -> expression as written, and bound on first use
         self._alias_nodes: dict[str, A.Expr] = {}
         self._aliases: dict[str, BExpr] = {}
-        self._expanding: list[str] = []    # aliases being bound (a cycle falls back to the column)
+        self._expanding: list[str] = []    # aliases being bound (to tell self-reference and cycles)
 
     # -- names --------------------------------------------------------------
     def column(self, node: A.Column) -> BExpr:
