@@ -481,6 +481,13 @@ class _MetaCache:
 
 _FOOTERS = _MetaCache()
 
+#: Reads of more row groups than this use pyarrow's pre-buffering (the
+#: column chunks fetched ahead on its I/O threads while earlier ones decode:
+#: ~15 % faster for a 16-granule read of a wide column); smaller ones do not
+#: (a granule's column chunk is one read anyway, and the hand-off to the I/O
+#: thread costs ~10-15 % of a point read).
+PRE_BUFFER_MIN_ROW_GROUPS = 2
+
 
 class _ReaderPool:
     """Idle open readers (``pq.ParquetFile`` over an open file) by data-file identity.
@@ -692,18 +699,19 @@ class Part:
         """A new reader of the data file (footer verified and parsed once per process)."""
         return self._data_reader()[1]
 
-    def _data_reader(self, pooled: bool = False) -> tuple[tuple, pq.ParquetFile]:
-        """(file identity, reader). `pooled`: an idle reader of the same file
-        from :data:`_READERS` if there is one (give it back with
-        ``_READERS.give``); a new one otherwise."""
+    def _data_reader(self, pooled: bool = False, pre_buffer: bool = True) -> tuple[tuple, pq.ParquetFile]:
+        """(pool key, reader). `pooled`: an idle reader of the same file (and
+        `pre_buffer` mode) from :data:`_READERS` if there is one (give it back
+        with ``_READERS.give(key, reader)``); a new one otherwise."""
         path = os.path.join(self.path, DATA_FILE)
         fs = self._filesum(DATA_FILE)
-        key = VERIFIER._identity(path, fs)
+        ident = VERIFIER._identity(path, fs)
+        key = ident + (bool(pre_buffer),)
         if pooled:
             pf = _READERS.take(key)
             if pf is not None:
                 return key, pf
-        md = _FOOTERS.get(key)
+        md = _FOOTERS.get(ident)
         if md is None:
             spans = self.manifest["row_groups"]
             # the leading magic and the footer: everything outside the row groups
@@ -715,11 +723,11 @@ class Part:
                 raise CorruptionError(f"unreadable Parquet footer: {e}", path=path) from None
             if md.num_row_groups != self.n_granules or md.num_rows != self.num_rows:
                 raise CorruptionError("Parquet footer does not match the part manifest", path=path)
-            _FOOTERS.put(key, md)
+            _FOOTERS.put(ident, md)
         try:
             # an open file object, not a path: pyarrow resolves a path's file
             # system on every open (~0.2 ms, a point query's whole decode)
-            return key, pq.ParquetFile(pa.OSFile(path, "rb"), metadata=md)
+            return key, pq.ParquetFile(pa.OSFile(path, "rb"), metadata=md, pre_buffer=pre_buffer)
         except (OSError, pa.ArrowException) as e:
             raise CorruptionError(f"cannot open Parquet file: {e}", path=path) from None
 
@@ -750,7 +758,7 @@ class Part:
         schema = self.meta.arrow_schema()
         if not rgs:
             return schema.empty_table().select(cols)
-        key, pf = self._data_reader(pooled=True)
+        key, pf = self._data_reader(pooled=True, pre_buffer=len(rgs) > PRE_BUFFER_MIN_ROW_GROUPS)
         try:
             if use_threads is None:
                 use_threads = len(cols) > 1 and len(rgs) > 1
