@@ -426,6 +426,112 @@ def _answers(part: Any, use: IndexUse, cache: IndexCache | None) -> dict[int, Bo
     return masks
 
 
+#: Indexes whose filters over all parts take at most this many bytes are
+#: also kept concatenated (one bank over every granule of the snapshot), so a
+#: point lookup checks all parts in one kernel call instead of one per part:
+#: with 10+ parts the per-part Python work costs more than the checks of a
+#: small id index. Larger (text) indexes are checked part by part, where
+#: the kernel's work dwarfs the per-part overhead and a second copy would
+#: double the cache's memory.
+COMBINE_MAX_BYTES = 64 << 20
+
+
+class _Combined:
+    """One index's granules of several parts concatenated (an IndexCache entry)."""
+
+    __slots__ = ("granules", "zones", "saturated", "nbytes")
+
+    def __init__(self, granules: Any, nbytes: int) -> None:
+        self.granules = granules
+        self.zones = len(granules)
+        sat = getattr(granules, "saturated", None)
+        self.saturated = 0 if sat is None else int(np.count_nonzero(sat))
+        self.nbytes = int(nbytes)
+
+
+def _concat_sbbf(gs: list[Any]) -> Any | None:
+    """The SBBF granules of several parts as one (granule order kept), or None if they differ in kind."""
+    from skipidx.indexes.bloom import SBBFGranules
+    from skipidx.sbbf import SBBFBank
+
+    first = gs[0]
+    if not all(type(g) is SBBFGranules for g in gs) or any(
+            (g.type_name, g.params, g.tokenizer, g.tokenizer_version)
+            != (first.type_name, first.params, first.tokenizer, first.tokenizer_version) for g in gs):
+        return None
+    base = np.zeros(len(gs), dtype=np.int64)
+    np.cumsum([g.words.shape[0] // 8 for g in gs[:-1]], out=base[1:])
+    bank = SBBFBank(np.concatenate([g.words for g in gs]),
+                    np.concatenate([np.asarray(g.block_offset, dtype=np.int64) + b for g, b in zip(gs, base)]),
+                    np.concatenate([np.asarray(g.num_blocks, dtype=np.int64) for g in gs]))
+    ndv = None if any(g.ndv is None for g in gs) else np.concatenate([g.ndv for g in gs])
+    return SBBFGranules(first.type_name, first.params, first.tokenizer, first.tokenizer_version,
+                        np.concatenate([g.zone_start for g in gs]), np.concatenate([g.zone_length for g in gs]),
+                        np.concatenate([g.null_count for g in gs]), bank, ndv,
+                        np.concatenate([g.fill_ratio for g in gs]), np.concatenate([g.fpp_estimate for g in gs]))
+
+
+def _combined_answers(parts: list[Any], ns: np.ndarray, use: IndexUse,
+                      cache: IndexCache | None) -> dict[int, tuple[np.ndarray, np.ndarray]] | None:
+    """Index `use`'s answers over the granules of all `parts` at once, or None: then
+    the caller answers part by part (and reports what is missing or damaged).
+
+    Only when every part holds the index undamaged at GRANULARITY 1 and its
+    filters are small (:data:`COMBINE_MAX_BYTES`); the concatenation is
+    cached under the parts' own cache keys, so a new snapshot with other
+    parts builds another one, and every part's index file was loaded and
+    verified through the cache first.
+    """
+    if cache is None or use.loader is not None or not use.conditions or not hasattr(parts[0], "index_entry"):
+        return None
+    live = [p for p, n in zip(parts, ns) if n > 0]
+    if len(live) < 2:
+        return None
+    keys = []
+    for p in live:
+        e = p.index_entry(use.name)
+        if e is None:
+            return None
+        keys.append((p.path, e.get("fingerprint"), e.get("file")))
+    key = ("combined", use.name, tuple(keys))
+    comb = cache._get(key)
+    if comb is None:
+        loaded = []
+        size = 0
+        for p, k in zip(live, keys):
+            try:
+                li = cache.loaded(p, use.name, {"fingerprint": k[1], "file": k[2]})
+            except CorruptionError:
+                return None
+            if li.data_to_index is not None:
+                return None
+            loaded.append(li)
+            nb = getattr(li.granules, "nbytes", None)
+            if not isinstance(nb, int):
+                return None
+            size += nb
+            if size > COMBINE_MAX_BYTES:
+                return None
+        g = _concat_sbbf([li.granules for li in loaded])
+        if g is None:
+            return None
+        comb = _Combined(g, size)
+        cache._put(key, comb)
+    g = comb.granules
+    use.zones_read += comb.zones
+    use.zones_saturated += comb.saturated
+    out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    total = int(ns.sum())
+    for i, cond in use.conditions.items():
+        m = cond.mask(g)
+        t = np.asarray(m.can_be_true, dtype=bool)
+        f = np.asarray(m.can_be_false, dtype=bool)
+        if t.shape != (total,) or f.shape != (total,):
+            return None   # cannot happen for a validated index; never trust it if it does
+        out[i] = (t, f)
+    return out
+
+
 @dataclass
 class _Pruned:
     """The pruning of a list of parts, as arrays over all their granules (parts concatenated)."""
@@ -450,13 +556,22 @@ def _prune_parts(parts: list[Any], rpn: RPN, uses: list[IndexUse], cache: IndexC
     np.cumsum(ns, out=offsets[1:])
     total = int(offsets[-1])
     useful = [u for u in uses if u.useful]
+    # small indexes answer for all parts in one call (already concatenated answers)
+    whole: dict[str, dict[int, tuple[np.ndarray, np.ndarray]]] = {}
+    answered: dict[str, np.ndarray] = {}
+    for use in useful:
+        c = _combined_answers(parts, ns, use, cache) if parts else None
+        if c is not None:
+            whole[use.name] = c
+            answered[use.name] = ns > 0
     # per index and atom, the answer of every part in order (None: no answer, UNKNOWN)
     got: dict[str, list[dict[int, BoolMask] | None]] = {u.name: [None] * len(parts) for u in useful}
-    answered: dict[str, np.ndarray] = {}
     for j, part in enumerate(parts):
         if ns[j] == 0:
             continue
         for use in useful:
+            if use.name in whole:
+                continue
             masks = _answers(part, use, cache)
             if masks is not None:
                 got[use.name][j] = masks
@@ -471,10 +586,18 @@ def _prune_parts(parts: list[Any], rpn: RPN, uses: list[IndexUse], cache: IndexC
 
     per_use: dict[str, dict[int, tuple[np.ndarray, np.ndarray]]] = {}
     combined: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    um: dict[int, tuple[np.ndarray, np.ndarray]]
     for name in answered:
+        if name in whole:
+            um = whole[name]
+            for i, (t, f) in um.items():
+                c = combined.get(i)
+                combined[i] = (t, f) if c is None else (c[0] & t, c[1] & f)
+            per_use[name] = um
+            continue
         answers = got[name]
         atoms = {i for m in answers if m is not None for i in m}
-        um: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        um = {}
         for i in sorted(atoms):
             ts, fs = [], []
             for j, m in enumerate(answers):
