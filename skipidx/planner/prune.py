@@ -487,20 +487,21 @@ def _combined_answers(parts: list[Any], ns: np.ndarray, use: IndexUse,
     live = [p for p, n in zip(parts, ns) if n > 0]
     if len(live) < 2:
         return None
-    keys = []
+    keys, entries = [], []
     for p in live:
         e = p.index_entry(use.name)
         if e is None:
             return None
+        entries.append(e)
         keys.append((p.path, e.get("fingerprint"), e.get("file")))
     key = ("combined", use.name, tuple(keys))
     comb = cache._get(key)
     if comb is None:
         loaded = []
         size = 0
-        for p, k in zip(live, keys):
+        for p, e in zip(live, entries):
             try:
-                li = cache.loaded(p, use.name, {"fingerprint": k[1], "file": k[2]})
+                li = cache.loaded(p, use.name, e)
             except CorruptionError:
                 return None
             if li.data_to_index is not None:
