@@ -14,9 +14,18 @@ maps token rows back to the column's rows:
 * lists of strings (``Array(String)``) — every element's tokens belong to
   the element's row, as ClickHouse indexes an Array(String) column;
 * the ``null`` type — no tokens.
+
+``threads > 1`` splits each flat array into that many row ranges of about
+equal bytes and runs the kernel on them at once (the kernels release the
+GIL), then concatenates the outputs with their rows shifted: the same
+result as one call. Arrays under ``SPLIT_MIN_BYTES`` of text run in one call.
+The default is one thread: the store already hashes slices of a part on
+several threads, and nested splitting would only oversubscribe the cores.
 """
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 import numpy as np
@@ -34,6 +43,65 @@ HashKernel = Callable[[np.ndarray, np.ndarray, np.ndarray, int], tuple[np.ndarra
 TokensKernel = Callable[[np.ndarray, np.ndarray, np.ndarray, int], tuple[np.ndarray, np.ndarray, np.ndarray]]
 
 _EMPTY_U8 = np.empty(0, dtype=np.uint8)
+
+#: Below this much text a flat array is not split across threads (handing a
+#: piece to a thread costs tens of microseconds; a kernel does ~1 MB per ms).
+SPLIT_MIN_BYTES = 1 << 20
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_SIZE = 0
+_POOL_LOCK = threading.Lock()
+
+
+def _pool(workers: int) -> ThreadPoolExecutor:
+    """The process-wide pool for split kernel calls, grown to at least `workers` threads."""
+    global _POOL, _POOL_SIZE
+    with _POOL_LOCK:
+        if _POOL is None or _POOL_SIZE < workers:
+            old = _POOL
+            _POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="skipidx-tok")
+            _POOL_SIZE = workers
+            if old is not None:
+                old.shutdown(wait=False)
+        return _POOL
+
+
+def _check_threads(threads: int) -> int:
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise SkipidxError(f"threads must be an integer >= 1, got {threads!r}")
+    return threads
+
+
+def split_rows(offsets: np.ndarray, parts: int) -> list[tuple[int, int]]:
+    """Row ranges [a, b) covering ``offsets``' rows in order, at most `parts` of them, of
+    about equal bytes (empty ranges dropped; a single long row stays whole)."""
+    n = offsets.shape[0] - 1
+    if n <= 0:
+        return []
+    lo, hi = int(offsets[0]), int(offsets[n])
+    targets = lo + (hi - lo) * np.arange(1, parts, dtype=np.float64) / parts
+    cuts = np.searchsorted(offsets, targets.astype(offsets.dtype), side="left")
+    bounds = sorted({0, n, *(int(c) for c in cuts if 0 < c < n)})
+    return list(zip(bounds[:-1], bounds[1:]))
+
+
+def _split_call(kernel, data: np.ndarray, offsets: np.ndarray, validity: np.ndarray, voff: int,
+                threads: int) -> list[tuple[int, tuple]]:
+    """``kernel`` over the array, split into up to `threads` row ranges run at once:
+    [(first row, kernel output)] in row order. One range runs on the calling thread."""
+    nbytes = int(offsets[-1]) - int(offsets[0]) if offsets.shape[0] else 0
+    ranges = split_rows(offsets, threads) if threads > 1 and nbytes >= SPLIT_MIN_BYTES else []
+    if len(ranges) <= 1:
+        return [(0, kernel(data, offsets, validity, voff))]
+
+    def piece(a: int, b: int) -> tuple:
+        # the piece's rows count from 0: cut offsets, shifted validity bit offset
+        return kernel(data, offsets[a:b + 1], validity, voff + a)
+
+    pool = _pool(len(ranges) - 1)
+    futures = [pool.submit(piece, a, b) for a, b in ranges[1:]]
+    first = piece(*ranges[0])
+    return [(0, first)] + [(a, f.result()) for (a, _b), f in zip(ranges[1:], futures)]
 
 
 def _empty_hashes() -> tuple[np.ndarray, np.ndarray]:
@@ -95,15 +163,31 @@ def _as_array(values) -> pa.Array | pa.ChunkedArray:
     raise SkipidxError(f"expected a pyarrow Array or ChunkedArray, got {type(values).__name__}")
 
 
-def hash_rows(values, kernel: HashKernel, tokenizer: str) -> tuple[np.ndarray, np.ndarray]:
-    """Run a fused hash kernel over any string-like column: (rows int64, hashes uint64)."""
+def _concat_rows(pieces: list[tuple[int, np.ndarray]]) -> np.ndarray:
+    """The pieces' row numbers (each counted from its first row `a`) as one int64 array
+    of the whole array's rows."""
+    rows = np.concatenate([r for _a, r in pieces]).astype(np.int64, copy=False)
+    k = 0
+    for a, r in pieces:
+        if a:
+            rows[k:k + r.shape[0]] += a   # the fresh concatenation: shifted in place
+        k += r.shape[0]
+    return rows
+
+
+def hash_rows(values, kernel: HashKernel, tokenizer: str, threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """Run a fused hash kernel over any string-like column: (rows int64, hashes uint64).
+
+    ``threads``: split each flat array over this many threads (see the module doc).
+    """
+    threads = _check_threads(threads)
     values = _as_array(values)
     if not _supported(values.type):
         raise _bad_type(tokenizer, values.type)
     if isinstance(values, pa.ChunkedArray):
         parts_r, parts_h, base = [], [], 0
         for chunk in values.chunks:
-            r, h = hash_rows(chunk, kernel, tokenizer)
+            r, h = hash_rows(chunk, kernel, tokenizer, threads)
             parts_r.append(r + base if base else r)
             parts_h.append(h)
             base += len(chunk)
@@ -115,12 +199,16 @@ def hash_rows(values, kernel: HashKernel, tokenizer: str) -> tuple[np.ndarray, n
         return _empty_hashes()
     if _is_binary_like(t) or pa.types.is_fixed_size_binary(t):
         data, offsets, validity, voff = buffer_views(values)
-        return kernel(data, offsets, validity, voff)
+        pieces = _split_call(kernel, data, offsets, validity, voff, threads)
+        if len(pieces) == 1:
+            return pieces[0][1]
+        return (_concat_rows([(a, out[0]) for a, out in pieces]),
+                np.concatenate([out[1] for _a, out in pieces]))
     if _is_view(t):
-        return hash_rows(values.cast(_large_of(t)), kernel, tokenizer)
+        return hash_rows(values.cast(_large_of(t)), kernel, tokenizer, threads)
     if pa.types.is_dictionary(t):
         dictionary = values.dictionary
-        d_rows, d_hashes = hash_rows(dictionary, kernel, tokenizer)
+        d_rows, d_hashes = hash_rows(dictionary, kernel, tokenizer, threads)
         idx = values.indices
         validity = _validity(idx)
         codes = np.frombuffer(idx.buffers()[1], dtype=idx.type.to_pandas_dtype())[idx.offset: idx.offset + len(idx)]
@@ -128,20 +216,24 @@ def hash_rows(values, kernel: HashKernel, tokenizer: str) -> tuple[np.ndarray, n
     if _is_list(t):
         flat = values.flatten()
         parents = _list_parents(values)
-        r, h = hash_rows(flat, kernel, tokenizer)
+        r, h = hash_rows(flat, kernel, tokenizer, threads)
         return parents[r], h
     raise _bad_type(tokenizer, t)
 
 
-def token_rows(values, kernel: TokensKernel, tokenizer: str) -> Tokens:
-    """Run a tokens kernel over any string-like column: the tokens with their rows."""
+def token_rows(values, kernel: TokensKernel, tokenizer: str, threads: int = 1) -> Tokens:
+    """Run a tokens kernel over any string-like column: the tokens with their rows.
+
+    ``threads``: split each flat array over this many threads (see the module doc).
+    """
+    threads = _check_threads(threads)
     values = _as_array(values)
     if not _supported(values.type):
         raise _bad_type(tokenizer, values.type)
     if isinstance(values, pa.ChunkedArray):
         parts, base = [], 0
         for chunk in values.chunks:
-            tk = token_rows(chunk, kernel, tokenizer)
+            tk = token_rows(chunk, kernel, tokenizer, threads)
             parts.append(Tokens(tk.rows + base, tk.offsets, tk.data))
             base += len(chunk)
         return concat_tokens(parts)
@@ -150,15 +242,19 @@ def token_rows(values, kernel: TokensKernel, tokenizer: str) -> Tokens:
         return empty_tokens()
     if _is_binary_like(t) or pa.types.is_fixed_size_binary(t):
         data, offsets, validity, voff = buffer_views(values)
-        return Tokens(*kernel(data, offsets, validity, voff))
+        pieces = _split_call(kernel, data, offsets, validity, voff, threads)
+        if len(pieces) == 1:
+            return Tokens(*pieces[0][1])
+        tk = concat_tokens([Tokens(*out) for _a, out in pieces])
+        return Tokens(_concat_rows([(a, out[0]) for a, out in pieces]), tk.offsets, tk.data)
     if _is_view(t):
-        return token_rows(values.cast(_large_of(t)), kernel, tokenizer)
+        return token_rows(values.cast(_large_of(t)), kernel, tokenizer, threads)
     if pa.types.is_dictionary(t):
-        return token_rows(values.dictionary_decode(), kernel, tokenizer)
+        return token_rows(values.dictionary_decode(), kernel, tokenizer, threads)
     if _is_list(t):
         flat = values.flatten()
         parents = _list_parents(values)
-        tk = token_rows(flat, kernel, tokenizer)
+        tk = token_rows(flat, kernel, tokenizer, threads)
         return Tokens(parents[tk.rows], tk.offsets, tk.data)
     raise _bad_type(tokenizer, t)
 

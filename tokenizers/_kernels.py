@@ -15,11 +15,12 @@ Two output shapes:
 * ``*_tokens`` — ``(rows, offsets, bytes)``: the tokens themselves, gathered
   into one buffer (``tokenize()``: tests, the research bench).
 
-Each kernel counts first and then fills exactly-sized outputs: the count is a
-cheap scan, while an over-allocated, grown or trimmed output would cost page
-faults and copies of several bytes per token, which dominate on big columns.
-The scans are written branch-light (a store per byte and an index advanced by
-0 or 1) because token boundaries are too irregular for branch prediction.
+The n-gram kernels count first and then fill exactly-sized outputs. The token
+kernels skip the count (about a fifth of their work): they fill outputs of an
+estimated size, stop before a row that might not fit, and the driver grows the
+outputs and resumes, then trims them in place. The scans are written
+branch-light (a store per byte and an index advanced by 0 or 1) because token
+boundaries are too irregular for branch prediction.
 """
 from __future__ import annotations
 
@@ -65,103 +66,120 @@ def _is_ascii(data, s, e):
 
 # --------------------------------------------------------------------------
 # token (splitByNonAlpha)
+#
+# The byte loops index with unsigned integers (``U``): numba wraps a negative
+# signed index around (a compare and an add per access), which cost about a
+# third of the token kernels' time. One branch-free pass per row, then a short
+# loop over the row's tokens writes the outputs. There is no counting pass: the outputs get an estimated
+# capacity, and a kernel stops before a row that might not fit (a row of b
+# bytes holds at most ceil(b / 2) tokens) and returns where it stopped; the
+# driver grows the outputs and resumes (see `token_hashes`).
+
+U = np.uint64
+
+
+@njit(inline="always", cache=True)
+def _token_edges(tb, data, s, e, edges):
+    """Token edges of ``data[s:e]`` into ``edges`` (start, end, start, end, ...): their count.
+
+    Branch-free: every byte's position is stored, the count advances on every
+    change of class (a token start or end) -- token boundaries are too
+    irregular for branch prediction. ``s``, ``e`` uint64.
+    """
+    m = U(0)
+    prev = U(0)
+    for p in range(s, e):
+        t = U(tb[data[p]])
+        edges[m] = p
+        m += t ^ prev
+        prev = t
+    if prev:
+        edges[m] = e
+        m += U(1)
+    return m
 
 
 @njit(cache=True, nogil=True)
-def token_count(data, offsets, validity, voff):
-    """(tokens, token bytes, longest row) of the valid rows."""
-    tb = _TB8
-    n = offsets.shape[0] - 1
-    k = 0
-    nbytes = 0
-    longest = 0
-    for i in range(n):
-        if not _valid(validity, voff, i):
-            continue
-        s = np.int64(offsets[i])
-        e = np.int64(offsets[i + 1])
-        longest = max(longest, e - s)
-        prev = 0
-        for p in range(s, e):
-            t = tb[data[p]]
-            k += t & (1 - prev)   # a token starts here
-            nbytes += t
-            prev = t
-    return k, nbytes, longest
+def token_hashes_into(data, offsets, validity, voff, seed, rows, hashes, edges, i0, k0):
+    """Fused splitByNonAlpha + XXH64 of rows ``i0..`` into ``rows``/``hashes`` from index ``k0``.
 
-
-@njit(cache=True, nogil=True)
-def token_hashes_into(data, offsets, validity, voff, seed, rows, hashes, edges):
-    """Fused splitByNonAlpha + XXH64 into ``rows``/``hashes`` (sized by `token_count`);
-    ``edges``: scratch of at least longest row + 2 int64."""
+    Stops before the first row whose tokens might not fit (ceil(bytes / 2) more
+    than the room left); returns (tokens written in all, next row): next row ==
+    number of rows when done. ``edges``: uint64 scratch of at least longest row + 2.
+    """
     seed = np.uint64(seed)
     tb = _TB8
     n = offsets.shape[0] - 1
-    k = 0
-    for i in range(n):
+    cap = U(rows.shape[0])
+    k = U(k0)
+    stop = n
+    for i in range(i0, n):
         if not _valid(validity, voff, i):
             continue
-        s = np.int64(offsets[i])
-        e = np.int64(offsets[i + 1])
-        m = 0
-        prev = 0
-        for p in range(s, e):
-            t = tb[data[p]]
-            edges[m] = p
-            m += t ^ prev         # every change of class is a token start or end
-            prev = t
-        if prev:
-            edges[m] = e
-            m += 1
-        for j in range(0, m, 2):
+        s = U(offsets[i])
+        e = U(offsets[i + 1])
+        if k + (e - s + U(1)) // U(2) > cap:
+            stop = i
+            break
+        m = _token_edges(tb, data, s, e, edges)
+        for g in range(0, m, 2):
             rows[k] = i
-            ln = edges[j + 1] - edges[j]
+            a = np.int64(edges[g])
+            ln = np.int64(edges[g + 1]) - a
             if ln < 32:
-                hashes[k] = xxh64_short(data, edges[j], ln, seed)
+                hashes[k] = xxh64_short(data, a, ln, seed)
             else:
-                hashes[k] = xxh64_span(data, edges[j], ln, seed)
-            k += 1
-    return k
+                hashes[k] = xxh64_span(data, a, ln, seed)
+            k += U(1)
+    return np.int64(k), stop
 
 
 @njit(cache=True, nogil=True)
-def token_tokens_into(data, offsets, validity, voff, rows, offs, out, edges):
-    """splitByNonAlpha tokens into ``rows`` (tokens), ``offs`` (tokens + 1) and ``out``
-    (token bytes + 1), sized by `token_count`; ``edges``: scratch of longest row + 2.
+def token_tokens_into(data, offsets, validity, voff, rows, offs, out, i0, k0, j0):
+    """splitByNonAlpha tokens of rows ``i0..`` into ``rows`` and ``offs[1:]`` from token
+    ``k0`` and ``out`` from byte ``j0`` (``offs[k0] == j0``).
 
-    Per row, one branch-free pass copies every byte to ``out`` but advances the
-    write index only on token bytes (separators get overwritten; hence the one
-    byte of slack) and records class changes as token edges; then a short loop
-    over the row's tokens writes rows and offsets.
+    ``out`` must hold the rows' bytes + 1; a row whose tokens might not fit in
+    ``rows`` (``offs`` is one longer) stops the kernel as in `token_hashes_into`.
+    Returns (tokens written in all, token bytes written in all, next row).
+
+    One branch-free pass per row: every byte is copied to ``out`` but the write
+    index advances only on token bytes (separators get overwritten; hence the
+    one byte of slack), and the write index is stored as the current token's
+    end, the token index advancing when a token ends. The row's tokens then get
+    its row number in a short loop.
     """
     tb = _TB8
     n = offsets.shape[0] - 1
-    k = 0
-    j = 0
-    offs[0] = 0
-    for i in range(n):
+    cap = U(rows.shape[0])
+    k = U(k0)
+    j = U(j0)
+    offs[k] = j0
+    stop = n
+    for i in range(i0, n):
         if not _valid(validity, voff, i):
             continue
-        s = np.int64(offsets[i])
-        e = np.int64(offsets[i + 1])
-        m = 0
-        prev = 0
+        s = U(offsets[i])
+        e = U(offsets[i + 1])
+        if k + (e - s + U(1)) // U(2) > cap:
+            stop = i
+            break
+        k_row = k
+        prev = U(0)
         for p in range(s, e):
             c = data[p]
-            t = tb[c]
-            edges[m] = p
-            m += t ^ prev
+            t = U(tb[c])
             out[j] = c
+            offs[k + U(1)] = j         # the end of token k so far (final when it ends here)
+            k += prev & (U(1) - t)     # a token ended before p
             j += t
             prev = t
-        if prev:
-            edges[m] = e
-            m += 1
-        for g in range(0, m, 2):
-            rows[k] = i
-            offs[k + 1] = offs[k] + (edges[g + 1] - edges[g])
-            k += 1
-    return k
+        if prev:                       # a token runs to the row's end
+            offs[k + U(1)] = j
+            k += U(1)
+        for q in range(k_row, k):
+            rows[q] = i
+    return np.int64(k), np.int64(j), stop
 
 
 # --------------------------------------------------------------------------
@@ -395,33 +413,81 @@ def ngram_tokens_into(data, offsets, validity, voff, n, rows, offs, out, starts)
 
 
 # --------------------------------------------------------------------------
-# drivers: count, allocate with numpy, fill
+# drivers: size (a token estimate, or the n-gram count pass), allocate with numpy, fill
 #
 # Outputs are allocated by numpy, not inside the kernels: numpy asks the kernel
 # for transparent huge pages on large arrays, which makes the first touch of
 # a fresh output (tens of MB) several times cheaper than numba's allocator.
 
 
+#: Initial token capacity per byte of text. Log lines hold about one token per 6
+#: bytes, prose one per 5-6; denser text (single letters, ``a.b.c``) just
+#: resumes once into grown outputs. An exact-size guess matters: the C heap
+#: reuses freed blocks up to 32 MB, so outputs sized close to their use are
+#: mostly served from memory that is already mapped, while one sized by the
+#: worst case (one token per 2 bytes) is a fresh mapping to fault in (measured
+#: 15-20 % of `tokenize` on 8 MB slices).
+TOKENS_PER_BYTE = 0.25
+
+
+def _row_bytes(offsets: np.ndarray, i: int) -> tuple[int, int]:
+    """(bytes of rows i.., rows i..) of ``offsets``."""
+    n = offsets.shape[0] - 1
+    return int(offsets[n]) - int(offsets[i]), n - i
+
+
+def _token_guess(offsets: np.ndarray) -> tuple[int, int, int]:
+    """(token capacity to start with, text bytes, longest row), in O(rows) numpy work."""
+    nbytes, n = _row_bytes(offsets, 0)
+    if n <= 0:
+        return 0, 0, 0
+    longest = int(np.max(np.diff(offsets)))
+    return int(nbytes * TOKENS_PER_BYTE) + n, nbytes, longest
+
+
+def _grow_to(k: int, offsets: np.ndarray, i: int) -> int:
+    """A capacity that surely holds ``k`` tokens plus those of rows i.. (ceil(bytes / 2) each)."""
+    nbytes, n = _row_bytes(offsets, i)
+    return k + (nbytes + n) // 2
+
+
+def _resize(a: np.ndarray, n: int) -> np.ndarray:
+    """``a`` (a fresh, unshared array) resized to ``n`` in place by realloc: shrinking never
+    copies, growing rarely (big blocks are remapped, not copied)."""
+    a.resize(n, refcheck=False)
+    return a
+
+
 def token_hashes(data, offsets, validity, voff, seed):
     """(rows int64, hashes uint64) of every splitByNonAlpha token of every valid row."""
-    total, _nb, longest = token_count(data, offsets, validity, voff)
-    rows = np.empty(total, dtype=np.int64)
-    hashes = np.empty(total, dtype=np.uint64)
-    k = token_hashes_into(data, offsets, validity, voff, np.uint64(seed), rows, hashes,
-                          np.empty(longest + 2, dtype=np.int64))
-    assert k == total
-    return rows, hashes
+    cap, _nb, longest = _token_guess(offsets)
+    n = offsets.shape[0] - 1
+    rows = np.empty(cap, dtype=np.int64)
+    hashes = np.empty(cap, dtype=np.uint64)
+    edges = np.empty(longest + 2, dtype=np.uint64)
+    k, i = 0, 0
+    while True:
+        k, i = token_hashes_into(data, offsets, validity, voff, np.uint64(seed), rows, hashes, edges, i, k)
+        if i >= n:
+            return _resize(rows, k), _resize(hashes, k)
+        cap = _grow_to(k, offsets, i)
+        rows, hashes = _resize(rows, cap), _resize(hashes, cap)
 
 
 def token_tokens(data, offsets, validity, voff):
     """(rows, offsets, bytes) of every splitByNonAlpha token of every valid row."""
-    total, nbytes, longest = token_count(data, offsets, validity, voff)
-    rows = np.empty(total, dtype=np.int64)
-    offs = np.empty(total + 1, dtype=np.int64)
+    cap, nbytes, _longest = _token_guess(offsets)
+    n = offsets.shape[0] - 1
+    rows = np.empty(cap, dtype=np.int64)
+    offs = np.empty(cap + 1, dtype=np.int64)
     out = np.empty(nbytes + 1, dtype=np.uint8)
-    k = token_tokens_into(data, offsets, validity, voff, rows, offs, out, np.empty(longest + 2, dtype=np.int64))
-    assert k == total and offs[total] == nbytes
-    return rows, offs, out[:nbytes]
+    k, j, i = 0, 0, 0
+    while True:
+        k, j, i = token_tokens_into(data, offsets, validity, voff, rows, offs, out, i, k, j)
+        if i >= n:
+            return _resize(rows, k), _resize(offs, k + 1), _resize(out, j)
+        cap = _grow_to(k, offsets, i)
+        rows, offs = _resize(rows, cap), _resize(offs, cap + 1)
 
 
 def ngram_hashes(data, offsets, validity, voff, n, seed):

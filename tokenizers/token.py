@@ -34,18 +34,25 @@ class TokenTokenizer(TextTokenizer):
         return "TokenTokenizer()"
 
     # -- index side -------------------------------------------------------
-    def tokenize(self, values: pa.Array | pa.ChunkedArray) -> Tokens:
-        """All tokens of all non-null values, with their row numbers (row order, then position)."""
-        return token_rows(values, K.token_tokens, self.name)
+    def tokenize(self, values: pa.Array | pa.ChunkedArray, *, threads: int = 1) -> Tokens:
+        """All tokens of all non-null values, with their row numbers (row order, then position).
 
-    def hash_column(self, values: pa.Array | pa.ChunkedArray, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-        """(rows int64, XXH64(token, seed) uint64) of every token, fused in one compiled pass."""
+        ``threads > 1`` splits big arrays into row ranges tokenized at once; same result.
+        """
+        return token_rows(values, K.token_tokens, self.name, threads)
+
+    def hash_column(self, values: pa.Array | pa.ChunkedArray, seed: int = 0, *,
+                    threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
+        """(rows int64, XXH64(token, seed) uint64) of every token, fused in one compiled pass.
+
+        ``threads > 1`` splits big arrays into row ranges hashed at once; same result.
+        """
         s = np.uint64(check_seed(self.name, seed))
 
         def kernel(data, offsets, validity, voff):
             return K.token_hashes(data, offsets, validity, voff, s)
 
-        return hash_rows(values, kernel, self.name)
+        return hash_rows(values, kernel, self.name, threads)
 
     # -- query side -------------------------------------------------------
     def value_tokens(self, value: bytes) -> list[bytes]:
