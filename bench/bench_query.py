@@ -3,6 +3,7 @@
     python bench/bench_query.py            # 10M log rows (skipidx.datagen)
     python bench/bench_query.py --quick    # 1M rows
     python bench/bench_query.py --rows 3000000 --repeat 7
+    python bench/bench_query.py --dir /tmp/qb --reuse   # reuse the data a run with --dir left
 
 One run loads the same seeded log table into skipidx (ClickHouse's index DDL
 plus the adaptive ``sbbf`` indexes), into chDB (the same ClickHouse indexes,
@@ -39,20 +40,44 @@ CH_INDEXES = """,
     INDEX trace_bf trace_id TYPE bloom_filter GRANULARITY 1,
     INDEX user_bf user_id TYPE bloom_filter GRANULARITY 1"""
 OUR_EXTRA = """,
-    INDEX msg_tokens_auto msg TYPE sbbf('token', fpp = 0.01) GRANULARITY 1,
+    INDEX msg_tokens_auto msg TYPE sbbf('token', fpp = 0.005) GRANULARITY 1,
     INDEX msg_ngrams_auto msg TYPE sbbf('ngram', n = 4, fpp = 0.01) GRANULARITY 1,
-    INDEX trace_auto trace_id TYPE sbbf('value', fpp = 0.001) GRANULARITY 1,
-    INDEX user_auto user_id TYPE sbbf('value', fpp = 0.001) GRANULARITY 1"""
+    INDEX trace_auto trace_id TYPE sbbf('value', fpp = 0.0001) GRANULARITY 1,
+    INDEX user_auto user_id TYPE sbbf('value', fpp = 0.0001) GRANULARITY 1"""
+#: The fpp of each adaptive index is chosen for its lookups: a lookup probes
+#: every granule's filter, so it expects (values looked up) x (granules
+#: without a match) x fpp false-positive granules on top of the true ones.
+#: - id columns, fpp = 0.0001: with ~1200 granules a one-value lookup at
+#:   0.001 already expects 1.2 extra granules next to the one holding the id
+#:   (2x the ideal); 0.0001 ~= 1 / (8 x granules) keeps ~0.1 per value, for
+#:   ~1.6x the bytes of fpp 0.001 (26 vs 17 bits per distinct value;
+#:   ClickHouse's bloom_filter(0.025) uses ~8.6).
+#: - tokens, fpp = 0.005: a rare token in ~35 of ~1200 granules expects 12
+#:   extra granules at 0.01 (1.34x, with a binomial spread that reaches 1.5x;
+#:   this data set's rare token drew 22 = 1.63x) and 6 at 0.005, for +16 %
+#:   bytes (41 vs 35 KB per granule; tokenbf_v1 here: 32 KB).
+#: - ngrams stay at 0.01: a pattern needs all its n-grams, so the chance of a
+#:   false positive is the product over them.
+#: The bytes of every index, against chDB's, are printed at the end.
 
 
-def median_ms(fn, repeat: int) -> float:
-    fn()  # warm-up (JIT, caches, file handles)
-    times = []
+def interleaved_median_ms(fns: list, repeat: int) -> list[float]:
+    """Median latency of each of `fns`, measured in rounds that run every fn once.
+
+    On a shared machine the load changes from second to second: timing the
+    engines one after the other would give each a different load. In rounds,
+    every engine's samples are spread over the same stretch of time, so the
+    ratios between them are fair even when the absolute figures are not.
+    """
+    for fn in fns:
+        fn()  # warm-up (JIT, caches, file handles)
+    times: list[list[float]] = [[] for _ in fns]
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1000)
-    return statistics.median(times)
+        for i, fn in enumerate(fns):
+            t0 = time.perf_counter()
+            fn()
+            times[i].append((time.perf_counter() - t0) * 1000)
+    return [statistics.median(t) for t in times]
 
 
 def chdb_granules(sess, where: str) -> int | None:
@@ -82,6 +107,64 @@ def ideal_granules(db, where: str) -> int:
     return total
 
 
+def _expected_meta(db):
+    """The metadata this script's CREATE TABLE gives (to check that reused data is the same table)."""
+    probe = skipidx.connect()
+    try:
+        probe.sql(datagen.SCHEMA_SQL.format(table="logs", indexes=CH_INDEXES + OUR_EXTRA))
+        return probe.table_meta("logs")
+    finally:
+        probe.close()
+
+
+def _sync_indexes(db) -> bool:
+    """Bring a reused table's indexes to this script's DDL (ALTER DROP / ADD +
+    MATERIALIZE only the ones that differ); False if its columns differ."""
+    want, have = _expected_meta(db), db.table_meta("logs")
+    if have.columns != want.columns or have.order_by != want.order_by:
+        return False
+    w = {i.name: i.fingerprint() for i in want.indexes}
+    h = {i.name: i.fingerprint() for i in have.indexes}
+    ddl = {line.split()[1]: line.strip().rstrip(",") for line in (CH_INDEXES + OUR_EXTRA).splitlines()
+           if line.strip().startswith("INDEX ")}
+    for name in h:
+        if w.get(name) != h[name]:
+            print(f"  --reuse: dropping index {name} (its definition changed)", flush=True)
+            db.sql(f"ALTER TABLE logs DROP INDEX {name}")
+    for name in w:
+        if h.get(name) != w[name]:
+            t0 = time.perf_counter()
+            db.sql(f"ALTER TABLE logs ADD {ddl[name]}")
+            db.sql(f"ALTER TABLE logs MATERIALIZE INDEX {name}")
+            print(f"  --reuse: built index {name} in {time.perf_counter() - t0:.1f} s", flush=True)
+    return True
+
+
+def _chdb_rows(sess) -> int | None:
+    try:
+        return int(str(sess.query("SELECT count() FROM logs", "TSV")).strip())
+    except Exception:   # no such table yet
+        return None
+
+
+def index_bytes(db, ch) -> list[tuple[str, int, tuple[int, int] | None]]:
+    """(index, skipidx bytes on disk, chDB's (uncompressed, compressed) bytes of the same-named index or None)."""
+    snap = db.catalog.table("logs").snapshot()
+    ours: dict[str, int] = {}
+    for p in snap.parts:
+        for name, e in p.manifest["indexes"].items():
+            ours[name] = ours.get(name, 0) + os.path.getsize(os.path.join(p.path, e["file"]))
+    snap.close()
+    theirs: dict[str, tuple[int, int]] = {}
+    text = str(ch.query("SELECT name, data_uncompressed_bytes, data_compressed_bytes "
+                        "FROM system.data_skipping_indices "
+                        "WHERE database = currentDatabase() AND table = 'logs'", "TSV"))
+    for line in text.strip().splitlines():
+        name, u, c = line.split("\t")
+        theirs[name] = (int(u), int(c))
+    return [(n, b, theirs.get(n)) for n, b in ours.items()]
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=10_000_000)
@@ -89,8 +172,13 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--dir", default=None, help="work directory (default: a temporary one, removed)")
+    ap.add_argument("--reuse", action="store_true",
+                    help="with --dir: reuse the tables and Parquet file an earlier run left there "
+                         "(same --rows/--seed) instead of generating and loading them again")
     args = ap.parse_args(argv)
     rows = 1_000_000 if args.quick else args.rows
+    if args.reuse and args.dir is None:
+        ap.error("--reuse needs --dir")
 
     import chdb  # noqa: F401
     import duckdb
@@ -100,36 +188,48 @@ def main(argv=None) -> int:
     os.makedirs(work, exist_ok=True)
     parquet = os.path.join(work, "logs.parquet")
     try:
-        print(f"generating {rows:,} rows (seed {args.seed}) ...", flush=True)
-        t0 = time.perf_counter()
-        writer = None
-        picks: dict[str, list] = {"trace": [], "user": []}
+        batch_rows = 1_000_000
+        # the rows whose ids the id queries look up: 3 random rows of every generated batch
         rng = np.random.default_rng(7)
+        pick_rows = [b + int(i) for b in range(0, rows, batch_rows)
+                     for i in rng.integers(0, min(batch_rows, rows - b), 3)]
         db = skipidx.connect(os.path.join(work, "skipidx"))
-        db.sql("DROP TABLE IF EXISTS logs")
-        db.sql(datagen.SCHEMA_SQL.format(table="logs", indexes=CH_INDEXES + OUR_EXTRA))
-        t_ins = 0.0
-        for batch in datagen.generate(rows, args.seed, batch_rows=1_000_000):
-            if writer is None:
-                writer = pq.ParquetWriter(parquet, batch.schema)
-            writer.write_batch(batch)
-            idx = rng.integers(0, batch.num_rows, 3)
-            picks["trace"] += [batch.column("trace_id")[int(i)].as_py() for i in idx]
-            picks["user"] += [batch.column("user_id")[int(i)].as_py() for i in idx]
-            ti = time.perf_counter()
-            db.insert("logs", batch)
-            t_ins += time.perf_counter() - ti
-        writer.close()
-        print(f"  generated + written in {time.perf_counter() - t0 - t_ins:.1f} s; "
-              f"skipidx insert (8 indexes) {t_ins:.1f} s", flush=True)
+        reuse = (args.reuse and os.path.exists(parquet) and "logs" in db.tables()
+                 and pq.read_metadata(parquet).num_rows == rows
+                 and db.sql("SELECT count() FROM logs").fetchall()[0][0] == rows
+                 and _sync_indexes(db))
+        if args.reuse and not reuse:
+            print("  --reuse: no matching data in the work directory; generating it", flush=True)
+        if not reuse:
+            print(f"generating {rows:,} rows (seed {args.seed}) ...", flush=True)
+            t0 = time.perf_counter()
+            writer = None
+            db.sql("DROP TABLE IF EXISTS logs")
+            db.sql(datagen.SCHEMA_SQL.format(table="logs", indexes=CH_INDEXES + OUR_EXTRA))
+            t_ins = 0.0
+            for batch in datagen.generate(rows, args.seed, batch_rows=batch_rows):
+                if writer is None:
+                    writer = pq.ParquetWriter(parquet, batch.schema)
+                writer.write_batch(batch)
+                ti = time.perf_counter()
+                db.insert("logs", batch)
+                t_ins += time.perf_counter() - ti
+            writer.close()
+            print(f"  generated + written in {time.perf_counter() - t0 - t_ins:.1f} s; "
+                  f"skipidx insert (8 indexes) {t_ins:.1f} s", flush=True)
+        ids = pq.read_table(parquet, columns=["trace_id", "user_id"]).take(pick_rows)
+        picks = {"trace": ids.column("trace_id").to_pylist(), "user": ids.column("user_id").to_pylist()}
 
         t0 = time.perf_counter()
         ch = chs.Session(os.path.join(work, "chdb"))
-        ch.query("DROP TABLE IF EXISTS logs")
-        ch.query(datagen.SCHEMA_SQL.format(table="logs", indexes=CH_INDEXES))
-        ch.query(f"INSERT INTO logs SELECT * FROM file('{parquet}', Parquet)")
-        ch.query("OPTIMIZE TABLE logs FINAL")
-        print(f"  chDB load {time.perf_counter() - t0:.1f} s", flush=True)
+        if reuse and _chdb_rows(ch) == rows:
+            print("  reusing the chDB table", flush=True)
+        else:
+            ch.query("DROP TABLE IF EXISTS logs")
+            ch.query(datagen.SCHEMA_SQL.format(table="logs", indexes=CH_INDEXES))
+            ch.query(f"INSERT INTO logs SELECT * FROM file('{parquet}', Parquet)")
+            ch.query("OPTIMIZE TABLE logs FINAL")
+            print(f"  chDB load {time.perf_counter() - t0:.1f} s", flush=True)
         duck = duckdb.connect()
 
         # user ids outside the heavy range (1..199) make IN selective
@@ -161,10 +261,9 @@ def main(argv=None) -> int:
             n_duck = duck.execute(f"SELECT count(*) FROM read_parquet('{parquet}') WHERE {dwhere}").fetchone()[0]
             assert n_ours == n_ch, f"{label}: skipidx {n_ours} != chDB {n_ch}"
             st = ours.stats
-            t_ours = median_ms(lambda: db.sql(q), args.repeat)
-            t_ch = median_ms(lambda: ch.query(q, "TSV"), args.repeat)
-            t_duck = median_ms(lambda: duck.execute(
-                f"SELECT count(*) FROM read_parquet('{parquet}') WHERE {dwhere}").fetchone(), args.repeat)
+            dq = f"SELECT count(*) FROM read_parquet('{parquet}') WHERE {dwhere}"
+            t_ours, t_ch, t_duck = interleaved_median_ms(
+                [lambda: db.sql(q), lambda: ch.query(q, "TSV"), lambda: duck.execute(dq).fetchone()], args.repeat)
             g_ch = chdb_granules(ch, where)
             ideal = ideal_granules(db, where)
             alone = st.index(ch_index).granules_after
@@ -180,7 +279,8 @@ def main(argv=None) -> int:
             t = pq.read_table(parquet, columns=["msg"])
             return pc.sum(pc.match_substring(t.column("msg"), freq)).as_py()
 
-        t_pa = median_ms(pyarrow_scan, args.repeat)
+        ns_q = f"SELECT count() FROM logs WHERE {queries[-1][1]}"
+        t_ns, t_pa = interleaved_median_ms([lambda: db.sql(ns_q), pyarrow_scan], args.repeat)
 
         print()
         print(f"{rows:,} rows, {res[0][-1]} granules of 8192 rows; median of {args.repeat} runs")
@@ -194,12 +294,17 @@ def main(argv=None) -> int:
             print(f"{label:18s} {n:>8,} {to:>10.1f} {tc:>8.1f} {td:>9.1f} {tc / to:>7.2f}x {td / to:>7.1f}x "
                   f"{kept:>6d} {alone:>6d} {gch if gch is not None else -1:>6d} {auto:>6d} {ideal:>6d} "
                   f"{ratio_ideal:>10s}")
-        ns = res[-1]
-        print(f"\nnon-selective: skipidx {ns[3]:.1f} ms vs plain pyarrow scan {t_pa:.1f} ms "
-              f"(ratio {ns[3] / t_pa:.2f}, target <= 1.5)")
+        print(f"\nnon-selective (timed in rounds with the scan): skipidx {t_ns:.1f} ms vs plain pyarrow scan "
+              f"{t_pa:.1f} ms (ratio {t_ns / t_pa:.2f}, target <= 1.5)")
         print("'vs chDB' / 'vs Duck' = their latency / skipidx latency (higher is better for skipidx); "
               "'kept' = granules skipidx kept with all its indexes; 'CH-idx' = kept by the ClickHouse-equivalent "
               "index alone (same DDL and bytes as chDB's); 'sbbf' = kept by the adaptive sbbf index alone")
+        print("\nindex bytes: skipidx files on disk (uncompressed Arrow IPC) | chDB's same index: "
+              "uncompressed / compressed on disk")
+        for name, b, c in index_bytes(db, ch):
+            vs = (f"{c[0] / 2**20:9.2f} / {c[1] / 2**20:7.2f} MiB (skipidx/chDB uncompressed {b / c[0]:.2f}x)"
+                  if c else "        -")
+            print(f"  {name:18s} {b / 2**20:9.2f} MiB | {vs}")
         db.close()
     finally:
         if args.dir is None:
