@@ -25,7 +25,10 @@ boundaries are too irregular for branch prediction.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from skipidx._kernels.xxh64 import xxh64_span, xxh64_short
 
@@ -134,23 +137,55 @@ def token_hashes_into(data, offsets, validity, voff, seed, rows, hashes, edges, 
     return np.int64(k), stop
 
 
+def _is_c_u8(t) -> bool:
+    return isinstance(t, types.Array) and t.ndim == 1 and t.layout == "C" and t.dtype == types.uint8
+
+
+@intrinsic
+def _copy16(typingctx, dst, j, src, a):
+    """Copy the 16 bytes ``src[a:a+16]`` to ``dst[j:j+16]`` (C-contiguous uint8 arrays, no
+    bounds check: the caller guarantees both ranges are inside their arrays).
+
+    One fixed-size memcpy (two 8-byte moves): a short token is copied whole
+    with no loop and no branch on its length.
+    """
+    if not (_is_c_u8(dst) and _is_c_u8(src)):
+        return None
+    sig = types.void(dst, j, src, a)
+
+    def codegen(context, builder, signature, args):
+        d = context.make_array(signature.args[0])(context, builder, args[0])
+        s = context.make_array(signature.args[2])(context, builder, args[2])
+        dp = builder.gep(d.data, [args[1]])
+        sp = builder.gep(s.data, [args[3]])
+        cgutils.raw_memcpy(builder, dp, sp, ir.Constant(ir.IntType(64), 16), 1, align=1)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+#: Slack ``token_tokens_into`` needs past the tokens' bytes in ``out`` (`_copy16` of the last token).
+TOKENS_OUT_SLACK = 16
+
+
 @njit(cache=True, nogil=True)
-def token_tokens_into(data, offsets, validity, voff, rows, offs, out, i0, k0, j0):
+def token_tokens_into(data, offsets, validity, voff, rows, offs, out, edges, i0, k0, j0):
     """splitByNonAlpha tokens of rows ``i0..`` into ``rows`` and ``offs[1:]`` from token
     ``k0`` and ``out`` from byte ``j0`` (``offs[k0] == j0``).
 
-    ``out`` must hold the rows' bytes + 1; a row whose tokens might not fit in
-    ``rows`` (``offs`` is one longer) stops the kernel as in `token_hashes_into`.
-    Returns (tokens written in all, token bytes written in all, next row).
+    ``out`` must hold the rows' bytes + `TOKENS_OUT_SLACK`; a row whose tokens
+    might not fit in ``rows`` (``offs`` is one longer) stops the kernel as in
+    `token_hashes_into`. Returns (tokens written in all, token bytes written in
+    all, next row). ``edges``: uint64 scratch of at least longest row + 2.
 
-    One branch-free pass per row: every byte is copied to ``out`` but the write
-    index advances only on token bytes (separators get overwritten; hence the
-    one byte of slack), and the write index is stored as the current token's
-    end, the token index advancing when a token ends. The row's tokens then get
-    its row number in a short loop.
+    Per row, the branch-free edge scan, then per token a fixed 16-byte copy
+    (a longer token, or one near the end of ``data``, is copied byte by byte)
+    and its row and end offset: about 1.7 stores per byte instead of 2 for a
+    byte-wise compaction, measured ~20 % faster on log lines.
     """
     tb = _TB8
     n = offsets.shape[0] - 1
+    nd = U(data.shape[0])
     cap = U(rows.shape[0])
     k = U(k0)
     j = U(j0)
@@ -164,21 +199,20 @@ def token_tokens_into(data, offsets, validity, voff, rows, offs, out, i0, k0, j0
         if k + (e - s + U(1)) // U(2) > cap:
             stop = i
             break
-        k_row = k
-        prev = U(0)
-        for p in range(s, e):
-            c = data[p]
-            t = U(tb[c])
-            out[j] = c
-            offs[k + U(1)] = j         # the end of token k so far (final when it ends here)
-            k += prev & (U(1) - t)     # a token ended before p
-            j += t
-            prev = t
-        if prev:                       # a token runs to the row's end
-            offs[k + U(1)] = j
+        m = _token_edges(tb, data, s, e, edges)
+        wide = e + U(16) <= nd   # a 16-byte read from any token start of this row stays in data
+        for g in range(0, m, 2):
+            a = edges[g]
+            ln = edges[g + 1] - a
+            if wide and ln <= U(16):
+                _copy16(out, j, data, a)
+            else:
+                for q in range(ln):
+                    out[j + q] = data[a + q]
+            j += ln
+            rows[k] = i
             k += U(1)
-        for q in range(k_row, k):
-            rows[q] = i
+            offs[k] = np.int64(j)
     return np.int64(k), np.int64(j), stop
 
 
@@ -476,14 +510,15 @@ def token_hashes(data, offsets, validity, voff, seed):
 
 def token_tokens(data, offsets, validity, voff):
     """(rows, offsets, bytes) of every splitByNonAlpha token of every valid row."""
-    cap, nbytes, _longest = _token_guess(offsets)
+    cap, nbytes, longest = _token_guess(offsets)
     n = offsets.shape[0] - 1
     rows = np.empty(cap, dtype=np.int64)
     offs = np.empty(cap + 1, dtype=np.int64)
-    out = np.empty(nbytes + 1, dtype=np.uint8)
+    out = np.empty(nbytes + TOKENS_OUT_SLACK, dtype=np.uint8)
+    edges = np.empty(longest + 2, dtype=np.uint64)
     k, j, i = 0, 0, 0
     while True:
-        k, j, i = token_tokens_into(data, offsets, validity, voff, rows, offs, out, i, k, j)
+        k, j, i = token_tokens_into(data, offsets, validity, voff, rows, offs, out, edges, i, k, j)
         if i >= n:
             return _resize(rows, k), _resize(offs, k + 1), _resize(out, j)
         cap = _grow_to(k, offsets, i)
