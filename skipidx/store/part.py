@@ -502,7 +502,9 @@ class _ReaderPool:
     starts with an empty pool.
     """
 
-    def __init__(self, max_files: int = 128, per_file: int = 4) -> None:
+    # at most max_files x per_file open descriptors (128 by default): well
+    # under the usual 1024 limit whatever the number of parts
+    def __init__(self, max_files: int = 64, per_file: int = 2) -> None:
         self.max_files = max_files
         self.per_file = per_file
         self._idle: "OrderedDict[tuple, list[pq.ParquetFile]]" = OrderedDict()
