@@ -167,3 +167,22 @@ def test_rows_packed_with_the_most_tokens_a_row_can_hold(case):
         g = SBBFAggregator(idx.name, idx.params, idx.tokenizer, fused=fused).build(arr, zs, zl)
         for z, (b, n) in enumerate(_oracle(idx, arr, zs, zl)):
             assert g.ndv[z] == n and g.filter_bytes(z) == b, f"fused={fused} zone {z}: ndv {g.ndv[z]} != {n}"
+
+
+@pytest.mark.parametrize("fpp", [0.01, 0.2, 1e-4], ids=lambda f: f"fpp{f:g}")
+def test_exact_num_blocks_memo_equals_exact_num_bytes(fpp, monkeypatch):
+    """The remembered block counts are exact_num_bytes's, on first and later asks, from several threads."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    monkeypatch.setattr(kb, "_exact_memo", {})
+    rng = np.random.default_rng(11)
+    asks = [rng.integers(0, 40_000, size=300) for _ in range(6)]
+    asks += [np.array([0, 1, 2, 2, 3]), np.zeros(0, np.int64), np.array([kb._MEMO_NDV - 1, kb._MEMO_NDV, 3_000_000]),
+             rng.integers(0, 80_000, size=(4, 5))]
+    for _ in range(2):   # the second round answers from the memo
+        with ThreadPoolExecutor(4) as ex:
+            got = list(ex.map(lambda a: kb.exact_num_blocks(a, fpp), asks))
+        for a, g in zip(asks, got):
+            want = exact_num_bytes(a, fpp) // 32
+            assert g.shape == np.shape(a) and np.array_equal(g, want), f"ndv {np.ravel(a)[:5]}..."
+    assert kb.num_bytes_for_rule(asks[0], fpp, "exact").tolist() == (exact_num_bytes(asks[0], fpp)).tolist()

@@ -24,6 +24,7 @@ along the zone ends -- no per-token search, no per-token zone array.
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 from numba import njit
@@ -67,19 +68,60 @@ def num_bytes_for_rule(ndv: np.ndarray, fpp: float, rule: str) -> np.ndarray:
     estimate falls as blocks grow, so that is the smallest power of two that
     meets it (equals ``optimal_num_bytes(..., "lance")``, tested).
     """
-    from skipidx.sbbf import exact_num_bytes
-
     if rule == "parquet":
         return num_bytes_for_ndv(ndv, fpp)
     if rule not in SIZE_RULES:
         raise ValueError(f"unknown size rule {rule!r}")
-    exact = exact_num_bytes(np.asarray(ndv, dtype=np.int64), fpp) // 32
+    exact = exact_num_blocks(ndv, fpp)
     if rule == "exact":
         return exact * 32
     p2 = np.left_shift(np.int64(1), np.ceil(np.log2(exact.astype(np.float64))).astype(np.int64))
     p2 = np.where(p2 // 2 >= exact, p2 // 2, p2)   # guard float rounding of log2
     p2 = np.where(p2 < exact, p2 * 2, p2)
     return np.minimum(p2 * 32, MAX_BYTES)
+
+
+#: Block counts of the exact rule already solved, per fpp: memo[fpp][ndv] (-1: not yet).
+#: The zones of a column have few distinct ndv, and builds ask again part after
+#: part, so each is solved once per process (the bisection over Putze
+#: estimates cost ~5 % of an adaptive token build). Counts from _MEMO_NDV on
+#: are solved every time (they would make the memo large).
+_exact_memo: dict[float, np.ndarray] = {}
+_memo_lock = threading.Lock()
+_MEMO_NDV = 1 << 20
+
+
+def exact_num_blocks(ndv: np.ndarray, fpp: float) -> np.ndarray:
+    """``skipidx.sbbf.exact_num_bytes(ndv, fpp) // 32`` (int64), remembering what it solved."""
+    from skipidx.sbbf import exact_num_bytes
+
+    nd = np.asarray(ndv, dtype=np.int64).reshape(-1)
+    fpp = float(fpp)
+    if nd.size == 0 or nd.min() < 0 or not 0.0 < fpp < 1.0:
+        return exact_num_bytes(nd, fpp) // 32   # its own checks and errors
+    out = np.empty(nd.shape[0], dtype=np.int64)
+    small = nd < _MEMO_NDV
+    if not small.all():
+        out[~small] = exact_num_bytes(nd[~small], fpp) // 32
+    ks = nd[small]
+    if ks.size:
+        top = int(ks.max()) + 1
+        with _memo_lock:
+            memo = _exact_memo.get(fpp)
+            if memo is None or memo.shape[0] < top:
+                grown = np.full(min(_MEMO_NDV, max(top, 2 * (0 if memo is None else memo.shape[0]))), -1, np.int64)
+                if memo is not None:
+                    grown[:memo.shape[0]] = memo
+                memo = _exact_memo[fpp] = grown
+        got = memo[ks]
+        miss = got < 0
+        if miss.any():
+            keys = np.unique(ks[miss])
+            vals = exact_num_bytes(keys, fpp) // 32
+            memo[keys] = vals   # the same values whoever writes them: no lock needed
+            got = memo[ks]
+        out[small] = got
+    return out.reshape(np.shape(ndv))
 
 
 @njit(cache=True, nogil=True)
@@ -199,6 +241,7 @@ def bank_stats(words, block_offset, num_blocks):
 
 __all__ = [
     "SALT", "MIN_BYTES", "MAX_BYTES", "SIZE_RULES", "SET_MIN", "num_bytes_for_ndv", "num_bytes_for_rule",
+    "exact_num_blocks",
     "insert_by_row", "dedup_by_zone", "dedup_by_zone_into", "bank_insert_grouped", "bank_stats",
 ]
 
