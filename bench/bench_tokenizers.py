@@ -16,18 +16,28 @@ For each tokenizer, measured in the same run:
                      value's bytes (value); "+hash" adds ``xxhash.xxh64_intdigest``
                      per token, the fair counterpart of ``hash_column``.
 
-The baseline runs on a subset (rates are per row, so they compare); every
-figure is the best CPU time (``time.process_time``) of ``--repeat`` runs, on
-one core, so a busy machine skews the ratios less than wall-clock time would;
-the repeats of all paths are interleaved so ours and the baseline share the
-machine's mood.
+The baseline runs on a subset (rates are per row, so they compare); the
+repeats of all paths are interleaved so ours and the baseline share the
+machine's mood, and each figure is the best of ``--repeat`` runs. Two clocks:
+
+* ``cpu``  — CPU time (``time.process_time``) of single-threaded runs: a
+             busy machine skews the ratios less than wall-clock time would;
+             these are the headline single-core figures;
+* ``wall`` — elapsed time, for the ``--threads`` runs (the ``token``
+             tokenizer splits each slice into row ranges run at once; CPU time
+             would add the threads up) next to our single-threaded run and the
+             (single-threaded) Python baseline on the same clock. Wall ratios
+             need idle cores: the load average is printed with the figures.
 
     python bench/bench_tokenizers.py            # 1M rows
     python bench/bench_tokenizers.py --quick    # 50k rows, for a smoke run
+    python bench/bench_tokenizers.py --only token --threads 2
 """
 from __future__ import annotations
 
 import argparse
+import inspect
+import os
 import re
 import time
 
@@ -61,15 +71,18 @@ def make_lines(rows: int, seed: int = 1234) -> pa.Array:
     return pc.binary_join_element_wise(*cols, " ")
 
 
-def best_of(fn, repeat: int) -> tuple[float, object]:
-    """Best CPU time (process_time) of `repeat` runs: everything here is single-threaded,
-    and CPU time stays meaningful when other processes share the cores."""
-    best, out = float("inf"), None
-    for _ in range(repeat):
-        t0 = time.process_time()
-        out = fn()
-        best = min(best, time.process_time() - t0)
-    return best, out
+def timed(fn) -> tuple[float, float, object]:
+    """(CPU seconds, wall seconds, result) of one run of `fn`."""
+    c0, w0 = time.process_time(), time.perf_counter()
+    out = fn()
+    return time.process_time() - c0, time.perf_counter() - w0, out
+
+
+def load_average() -> str:
+    try:
+        return "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "load average n/a"
 
 
 # ---------------------------------------------------------------- per-row Python baselines
@@ -115,6 +128,9 @@ def main() -> None:
     ap.add_argument("--baseline-rows", type=int, default=100_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="50k rows, 10k baseline rows, 2 repeats")
+    ap.add_argument("--threads", type=int, default=2,
+                    help="threads of the threaded (wall-clock) runs of tokenizers that take threads=; 1: none")
+    ap.add_argument("--only", default="", help="comma-separated tokenizers to run (token, ngram(3), ngram(4), value)")
     args = ap.parse_args()
     if args.quick:
         args.rows, args.baseline_rows, args.repeat = 50_000, 10_000, 2
@@ -137,42 +153,62 @@ def main() -> None:
         ("ngram(4)", get_tokenizer("ngram", n=4), lambda h: base_ngram(sample, 4, h)),
         ("value", get_tokenizer("value"), lambda h: base_value(sample, h)),
     ]
-    hdr = f"{'tokenizer':<10} {'path':<22} {'rows/s':>12} {'tokens/s':>12} {'MB/s':>8} {'vs baseline':>12}"
+    if args.only:
+        keep = {x.strip() for x in args.only.split(",")}
+        cases = [c for c in cases if c[0] in keep]
+    hdr = (f"{'tokenizer':<10} {'path':<26} {'clock':<5} {'rows/s':>12} {'tokens/s':>12} {'MB/s':>8} "
+           f"{'vs baseline':>12}")
+    print(load_average())
     print(hdr)
     print("-" * len(hdr))
     for name, tok, base in cases:
         tok.hash_column(lines[:1000], 0)  # compile / load the cached kernels outside the timing
         tok.tokenize(lines[:1000])
-        paths = {
-            "tokenize": lambda: sum(len(tok.tokenize(sl)) for sl in slices),
-            "hash": lambda: sum(len(tok.hash_column(sl, 0)[0]) for sl in slices),
-            "whole": lambda: len(tok.hash_column(lines, 0)[0]),
-            "base": lambda: base(False),
-            "base+hash": lambda: base(True),
-        }
+        threaded = "threads" in inspect.signature(tok.hash_column).parameters and args.threads > 1
+        th = args.threads
+        # (key, label, fn, clock, baseline key)
+        paths = [
+            ("tokenize", "tokenize", lambda: sum(len(tok.tokenize(sl)) for sl in slices), "cpu", "base"),
+            ("hash", "hash_column (fused)", lambda: sum(len(tok.hash_column(sl, 0)[0]) for sl in slices),
+             "cpu", "base+hash"),
+            ("whole", "hash_column, 1 call", lambda: len(tok.hash_column(lines, 0)[0]), "cpu", "base+hash"),
+        ]
+        if threaded:
+            paths += [
+                ("tokenize", "tokenize, 1 thread", None, "wall", "base"),
+                ("tokenize_t", f"tokenize, {th} threads",
+                 lambda: sum(len(tok.tokenize(sl, threads=th)) for sl in slices), "wall", "base"),
+                ("hash", "hash_column, 1 thread", None, "wall", "base+hash"),
+                ("hash_t", f"hash_column, {th} threads",
+                 lambda: sum(len(tok.hash_column(sl, 0, threads=th)[0]) for sl in slices), "wall", "base+hash"),
+            ]
+        runs = {k: fn for k, _l, fn, _c, _b in paths if fn is not None}
+        runs["base"] = lambda: base(False)
+        runs["base+hash"] = lambda: base(True)
         # Interleaved repeats: ours and the baseline see the same (shared-machine) load.
-        best = {k: float("inf") for k in paths}
+        best = {(k, c): float("inf") for k in runs for c in ("cpu", "wall")}
         counts = {}
         for _ in range(args.repeat):
-            for k, fn in paths.items():
-                t, counts[k] = best_of(fn, 1)
-                best[k] = min(best[k], t)
-        t_tok, t_hash, t_whole, tb, tbh = (best[k] for k in paths)
+            for k, fn in runs.items():
+                cpu, wall, counts[k] = timed(fn)
+                best[k, "cpu"] = min(best[k, "cpu"], cpu)
+                best[k, "wall"] = min(best[k, "wall"], wall)
         ntok, nbt = counts["hash"], counts["base"]
-        assert counts["tokenize"] == ntok == counts["whole"]
-        base_rps, base_h_rps = nb / tb, nb / tbh
-        ours = [("tokenize", t_tok, base_rps), ("hash_column (fused)", t_hash, base_h_rps),
-                ("hash_column, 1 call", t_whole, base_h_rps)]
-        for label, t, ref in ours:
-            rps = args.rows / t
-            print(f"{name:<10} {label:<22} {rps:>12,.0f} {ntok / t:>12,.0f} {nbytes / t / 1e6:>8.0f} {rps / ref:>11.1f}x")
-        print(f"{name:<10} {'python per row':<22} {base_rps:>12,.0f} {nbt / tb:>12,.0f} "
-              f"{nbytes / args.rows * base_rps / 1e6:>8.0f} {'1.0x':>12}")
-        print(f"{name:<10} {'python per row +hash':<22} {base_h_rps:>12,.0f} {nbt / tbh:>12,.0f} "
-              f"{nbytes / args.rows * base_h_rps / 1e6:>8.0f} {'1.0x':>12}")
+        assert all(counts[k] == ntok for k in runs if not k.startswith("base")), counts
+        for key, label, _fn, clock, bkey in paths:
+            t = best[key, clock]
+            rps, ref = args.rows / t, nb / best[bkey, clock]
+            print(f"{name:<10} {label:<26} {clock:<5} {rps:>12,.0f} {ntok / t:>12,.0f} {nbytes / t / 1e6:>8.0f} "
+                  f"{rps / ref:>11.1f}x")
+        for bkey, label in (("base", "python per row"), ("base+hash", "python per row +hash")):
+            for clock in ("cpu", "wall") if threaded else ("cpu",):
+                tb = best[bkey, clock]
+                print(f"{name:<10} {label:<26} {clock:<5} {nb / tb:>12,.0f} {nbt / tb:>12,.0f} "
+                      f"{nbytes / args.rows * nb / tb / 1e6:>8.0f} {'1.0x':>12}")
         if name != "value" and abs(nbt / nb - ntok / args.rows) / (ntok / args.rows) > 0.05:
             print(f"   note: baseline finds {nbt / nb:.1f} tokens/row, ours {ntok / args.rows:.1f} "
                   f"(the baseline counts code points of the decoded text)")
+    print(load_average())
 
 
 if __name__ == "__main__":
