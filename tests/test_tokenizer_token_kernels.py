@@ -65,18 +65,20 @@ values = st.one_of(st.none(), st.lists(st.sampled_from(PIECES), max_size=12).map
 
 
 @given(st.lists(values, max_size=60), st.integers(0, 60), st.integers(0, 60), st.integers(1, 4),
-       st.sampled_from([0.0, 0.01, 0.25]), st.sampled_from([0, 2**64 - 1]), st.booleans())
+       st.sampled_from([0.0, 0.01, 0.25]), st.sampled_from([1, 1 << 26]), st.sampled_from([0, 2**64 - 1]),
+       st.booleans())
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-def test_threads_and_resumes_match_reference(vals, start, length, threads, per_byte, seed, chunked):
-    """Any split into threads and any initial output size (0: every row resumes into grown
-    outputs) gives the reference tokens, rows and hashes; sliced and chunked arrays too."""
+def test_threads_and_resumes_match_reference(vals, start, length, threads, per_byte, max_first, seed, chunked):
+    """Any split into threads and any initial output size (0 per byte, or a first capacity of
+    1: rows resume into grown outputs) gives the reference tokens, rows and hashes; sliced and
+    chunked arrays too."""
     arr = pa.array(vals, pa.binary()).slice(min(start, len(vals)), length)
     sliced = arr.to_pylist()
     col = arr
     if chunked and len(arr) > 1:
         cut = len(arr) // 2
         col = pa.chunked_array([arr.slice(0, cut), pa.array([], pa.binary()), arr.slice(cut)])
-    with patched(SPLIT_MIN_BYTES=0, TOKENS_PER_BYTE=per_byte):
+    with patched(SPLIT_MIN_BYTES=0, TOKENS_PER_BYTE=per_byte, MAX_FIRST_TOKENS=max_first):
         check_column(col, reference(sliced), seed, threads)
 
 

@@ -462,6 +462,9 @@ def ngram_tokens_into(data, offsets, validity, voff, n, rows, offs, out, starts)
 #: worst case (one token per 2 bytes) is a fresh mapping to fault in (measured
 #: 15-20 % of `tokenize` on 8 MB slices).
 TOKENS_PER_BYTE = 0.25
+#: The first capacity never exceeds this many tokens (a multi-GB column grows instead
+#: of reserving its whole estimate at once).
+MAX_FIRST_TOKENS = 1 << 26
 
 
 def _row_bytes(offsets: np.ndarray, i: int) -> tuple[int, int]:
@@ -476,7 +479,7 @@ def _token_guess(offsets: np.ndarray) -> tuple[int, int, int]:
     if n <= 0:
         return 0, 0, 0
     longest = int(np.max(np.diff(offsets)))
-    return int(nbytes * TOKENS_PER_BYTE) + n, nbytes, longest
+    return min(int(nbytes * TOKENS_PER_BYTE) + n, MAX_FIRST_TOKENS), nbytes, longest
 
 
 def _grow_to(k: int, offsets: np.ndarray, i: int) -> int:
@@ -485,11 +488,19 @@ def _grow_to(k: int, offsets: np.ndarray, i: int) -> int:
     return k + (nbytes + n) // 2
 
 
-def _resize(a: np.ndarray, n: int) -> np.ndarray:
-    """``a`` (a fresh, unshared array) resized to ``n`` in place by realloc: shrinking never
-    copies, growing rarely (big blocks are remapped, not copied)."""
+def _trim(a: np.ndarray, n: int) -> np.ndarray:
+    """``a[:n]`` as ``a`` itself (a fresh, unshared array) shrunk in place by realloc: no
+    copy, and no view pinning the larger block."""
     a.resize(n, refcheck=False)
     return a
+
+
+def _grow(a: np.ndarray, keep: int, n: int) -> np.ndarray:
+    """A new array of ``n`` holding ``a[:keep]``: the rest stays untouched (``ndarray.resize``
+    would zero-fill it, faulting in pages the kernel may never use)."""
+    out = np.empty(n, dtype=a.dtype)
+    out[:keep] = a[:keep]
+    return out
 
 
 def token_hashes(data, offsets, validity, voff, seed):
@@ -503,9 +514,9 @@ def token_hashes(data, offsets, validity, voff, seed):
     while True:
         k, i = token_hashes_into(data, offsets, validity, voff, np.uint64(seed), rows, hashes, edges, i, k)
         if i >= n:
-            return _resize(rows, k), _resize(hashes, k)
+            return _trim(rows, k), _trim(hashes, k)
         cap = _grow_to(k, offsets, i)
-        rows, hashes = _resize(rows, cap), _resize(hashes, cap)
+        rows, hashes = _grow(rows, k, cap), _grow(hashes, k, cap)
 
 
 def token_tokens(data, offsets, validity, voff):
@@ -520,9 +531,9 @@ def token_tokens(data, offsets, validity, voff):
     while True:
         k, j, i = token_tokens_into(data, offsets, validity, voff, rows, offs, out, edges, i, k, j)
         if i >= n:
-            return _resize(rows, k), _resize(offs, k + 1), _resize(out, j)
+            return _trim(rows, k), _trim(offs, k + 1), _trim(out, j)
         cap = _grow_to(k, offsets, i)
-        rows, offs = _resize(rows, cap), _resize(offs, cap + 1)
+        rows, offs = _grow(rows, k, cap), _grow(offs, k + 1, cap + 1)
 
 
 def ngram_hashes(data, offsets, validity, voff, n, seed):
