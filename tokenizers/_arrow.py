@@ -21,6 +21,11 @@ GIL), then concatenates the outputs with their rows shifted: the same
 result as one call. Arrays under ``SPLIT_MIN_BYTES`` of text run in one call.
 The default is one thread: the store already hashes slices of a part on
 several threads, and nested splitting would only oversubscribe the cores.
+Measured on a busy 2-core machine, 2 threads were slower than one in wall
+time (bench/bench_tokenizers.py): besides the busy cores, a worker thread
+allocates its outputs from its own malloc arena, which hands freed pages back
+to the OS, so each call faults its outputs in again (~4x the page faults of
+the single-threaded path for ``tokenize``).
 """
 from __future__ import annotations
 
