@@ -161,3 +161,18 @@ def test_outputs_do_not_keep_the_estimate():
     for a in (tk.rows, tk.offsets, tk.data, rows, hashes):
         assert a.base is None and a.flags.owndata, "an output is a view of a larger buffer"
     assert len(tk) == len(rows) == 1
+
+
+def test_threaded_calls_from_many_threads():
+    """Callers on several threads share the split pool; each gets its own exact answer."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    cols = [pa.array([f"c{c} r{r}.x" if r % 7 else None for r in range(3000)]) for c in range(6)]
+    expected = [reference([v.encode() if v is not None else None for v in col.to_pylist()]) for col in cols]
+    with patched(SPLIT_MIN_BYTES=0):
+        with ThreadPoolExecutor(4) as ex:
+            got = list(ex.map(lambda col: TOKEN.hash_column(col, 3, threads=3), cols * 3))
+    for i, (rows, hashes) in enumerate(got):
+        exp = expected[i % len(cols)]
+        assert rows.tolist() == [r for r, _ in exp], f"caller {i}: rows"
+        assert hashes.tolist() == [xxhash.xxh64_intdigest(t, 3) for _, t in exp], f"caller {i}: hashes"

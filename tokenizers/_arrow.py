@@ -53,21 +53,20 @@ _EMPTY_U8 = np.empty(0, dtype=np.uint8)
 #: piece to a thread costs tens of microseconds; a kernel does ~1 MB per ms).
 SPLIT_MIN_BYTES = 1 << 20
 
+#: Upper bound of the pool's threads (started on demand: only as many as pieces ever ran at once).
+POOL_MAX_WORKERS = 64
+
 _POOL: ThreadPoolExecutor | None = None
-_POOL_SIZE = 0
 _POOL_LOCK = threading.Lock()
 
 
-def _pool(workers: int) -> ThreadPoolExecutor:
-    """The process-wide pool for split kernel calls, grown to at least `workers` threads."""
-    global _POOL, _POOL_SIZE
+def _pool() -> ThreadPoolExecutor:
+    """The process-wide pool for split kernel calls (created once: never replaced or shut
+    down under a caller that is submitting to it)."""
+    global _POOL
     with _POOL_LOCK:
-        if _POOL is None or _POOL_SIZE < workers:
-            old = _POOL
-            _POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="skipidx-tok")
-            _POOL_SIZE = workers
-            if old is not None:
-                old.shutdown(wait=False)
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=POOL_MAX_WORKERS, thread_name_prefix="skipidx-tok")
         return _POOL
 
 
@@ -103,7 +102,7 @@ def _split_call(kernel, data: np.ndarray, offsets: np.ndarray, validity: np.ndar
         # the piece's rows count from 0: cut offsets, shifted validity bit offset
         return kernel(data, offsets[a:b + 1], validity, voff + a)
 
-    pool = _pool(len(ranges) - 1)
+    pool = _pool()
     futures = [pool.submit(piece, a, b) for a, b in ranges[1:]]
     first = piece(*ranges[0])
     return [(0, first)] + [(a, f.result()) for (a, _b), f in zip(ranges[1:], futures)]

@@ -73,10 +73,10 @@ def _is_ascii(data, s, e):
 # The byte loops index with unsigned integers (``U``): numba wraps a negative
 # signed index around (a compare and an add per access), which cost about a
 # third of the token kernels' time. One branch-free pass per row, then a short
-# loop over the row's tokens writes the outputs. There is no counting pass: the outputs get an estimated
-# capacity, and a kernel stops before a row that might not fit (a row of b
-# bytes holds at most ceil(b / 2) tokens) and returns where it stopped; the
-# driver grows the outputs and resumes (see `token_hashes`).
+# loop over the row's tokens writes the outputs. There is no counting pass:
+# the outputs get an estimated capacity, and a kernel stops before a row that
+# might not fit (a row of b bytes holds at most ceil(b / 2) tokens) and returns
+# where it stopped; the driver grows the outputs and resumes (`token_hashes`).
 
 U = np.uint64
 
@@ -456,10 +456,10 @@ def ngram_tokens_into(data, offsets, validity, voff, n, rows, offs, out, starts)
 
 #: Initial token capacity per byte of text. Log lines hold about one token per 6
 #: bytes, prose one per 5-6; denser text (single letters, ``a.b.c``) just
-#: resumes once into grown outputs. An exact-size guess matters: the C heap
-#: reuses freed blocks up to 32 MB, so outputs sized close to their use are
-#: mostly served from memory that is already mapped, while one sized by the
-#: worst case (one token per 2 bytes) is a fresh mapping to fault in (measured
+#: resumes once into grown outputs. A close guess matters: glibc's malloc
+#: reuses freed blocks of up to 32 MB, so outputs sized close to their use are
+#: mostly served from memory that is already mapped, while ones sized for the
+#: worst case (one token per 2 bytes) are fresh mappings to fault in (measured
 #: 15-20 % of `tokenize` on 8 MB slices).
 TOKENS_PER_BYTE = 0.25
 #: The first capacity never exceeds this many tokens (a multi-GB column grows instead
