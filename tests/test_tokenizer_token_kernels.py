@@ -139,7 +139,7 @@ def test_split_call_really_splits():
     arr = pa.array(["word " * 20] * 1000)
     data, offsets, validity, voff = A.buffer_views(arr)
     with patched(SPLIT_MIN_BYTES=0):
-        pieces = A._split_call(K.token_tokens, data, offsets, validity, voff, 3)
+        pieces = A._split_call(K.token_tokens, data, offsets, validity, voff, A._split_ranges(offsets, 3))
     starts = [a for a, _ in pieces]
     assert len(starts) == 3 and starts[0] == 0 and starts == sorted(set(starts)), starts
     assert sum(len(out[0]) for _a, out in pieces) == 20 * 1000
@@ -176,3 +176,25 @@ def test_threaded_calls_from_many_threads():
         exp = expected[i % len(cols)]
         assert rows.tolist() == [r for r, _ in exp], f"caller {i}: rows"
         assert hashes.tolist() == [xxhash.xxh64_intdigest(t, 3) for _, t in exp], f"caller {i}: hashes"
+
+
+@pytest.mark.parametrize("per_byte,fits", [(0.25, True), (0.0, False)], ids=["shares-fit", "shares-overflow"])
+def test_shared_split_drivers(per_byte, fits):
+    """The one-output split drivers equal the single call; a share too small for its piece
+    gives None (the caller then falls back to per-piece outputs, which grow)."""
+    vals = [None if i % 11 == 0 else f"request {i} from upstream-worker é.x{i % 13}" for i in range(5000)]
+    arr = pa.array(vals).slice(3)
+    data, offsets, validity, voff = A.buffer_views(arr)
+    ranges = A.split_rows(offsets, 3)
+    assert len(ranges) == 3
+    one_r, one_h = K.token_hashes(data, offsets, validity, voff, 11)
+    one_t = K.token_tokens(data, offsets, validity, voff)
+    with patched(TOKENS_PER_BYTE=per_byte):
+        got_h = A.token_hashes_shared(data, offsets, validity, voff, ranges, 11)
+        got_t = A.token_tokens_shared(data, offsets, validity, voff, ranges)
+    if not fits:
+        assert got_h is None and got_t is None
+        return
+    assert got_h[0].tolist() == one_r.tolist() and got_h[1].tolist() == one_h.tolist()
+    for g, o, name in zip(got_t, one_t, ["rows", "offsets", "data"]):
+        assert g.dtype == o.dtype and g.tolist() == o.tolist(), name

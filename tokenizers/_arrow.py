@@ -17,15 +17,19 @@ maps token rows back to the column's rows:
 
 ``threads > 1`` splits each flat array into that many row ranges of about
 equal bytes and runs the kernel on them at once (the kernels release the
-GIL), then concatenates the outputs with their rows shifted: the same
-result as one call. Arrays under ``SPLIT_MIN_BYTES`` of text run in one call.
+GIL): the same result as one call. Arrays under ``SPLIT_MIN_BYTES`` of text
+run in one call. A tokenizer may pass a ``shared`` split driver (``token``
+does: `token_hashes_shared`, `token_tokens_shared`) that lets the pieces fill
+shares of one output allocated on the calling thread; otherwise, or when a
+piece outgrows its share, each piece allocates its own outputs and they are
+concatenated with rows shifted. (Outputs allocated on a pool thread come from
+that thread's malloc arena, which hands freed pages back to the OS: ~5x the
+page faults of the single-threaded path measured for ``tokenize``.)
+
 The default is one thread: the store already hashes slices of a part on
 several threads, and nested splitting would only oversubscribe the cores.
-Measured on a busy 2-core machine, 2 threads were slower than one in wall
-time (bench/bench_tokenizers.py): besides the busy cores, a worker thread
-allocates its outputs from its own malloc arena, which hands freed pages back
-to the OS, so each call faults its outputs in again (~4x the page faults of
-the single-threaded path for ``tokenize``).
+On the busy 2-core machine of bench/bench_tokenizers.py (load average ~3)
+2 threads were slower than one in wall time: there was no idle core.
 """
 from __future__ import annotations
 
@@ -89,23 +93,114 @@ def split_rows(offsets: np.ndarray, parts: int) -> list[tuple[int, int]]:
     return list(zip(bounds[:-1], bounds[1:]))
 
 
-def _split_call(kernel, data: np.ndarray, offsets: np.ndarray, validity: np.ndarray, voff: int,
-                threads: int) -> list[tuple[int, tuple]]:
-    """``kernel`` over the array, split into up to `threads` row ranges run at once:
-    [(first row, kernel output)] in row order. One range runs on the calling thread."""
+def _split_ranges(offsets: np.ndarray, threads: int) -> list[tuple[int, int]]:
+    """The row ranges a call with `threads` runs at once (one range: no split)."""
     nbytes = int(offsets[-1]) - int(offsets[0]) if offsets.shape[0] else 0
-    ranges = split_rows(offsets, threads) if threads > 1 and nbytes >= SPLIT_MIN_BYTES else []
+    if threads > 1 and nbytes >= SPLIT_MIN_BYTES:
+        return split_rows(offsets, threads)
+    return []
+
+
+def _run_pieces(fn: Callable[[int], tuple], n: int) -> list[tuple]:
+    """[fn(0), ..., fn(n - 1)], piece 0 on the calling thread and the rest on the pool."""
+    futures = [_pool().submit(fn, p) for p in range(1, n)]
+    first = fn(0)
+    return [first] + [f.result() for f in futures]
+
+
+def _split_call(kernel, data: np.ndarray, offsets: np.ndarray, validity: np.ndarray, voff: int,
+                ranges: list[tuple[int, int]]) -> list[tuple[int, tuple]]:
+    """``kernel`` over the array's row `ranges` at once: [(first row, kernel output)] in row
+    order. Each piece allocates its own outputs (on its thread)."""
     if len(ranges) <= 1:
         return [(0, kernel(data, offsets, validity, voff))]
 
-    def piece(a: int, b: int) -> tuple:
+    def piece(p: int) -> tuple:
+        a, b = ranges[p]
         # the piece's rows count from 0: cut offsets, shifted validity bit offset
         return kernel(data, offsets[a:b + 1], validity, voff + a)
 
-    pool = _pool()
-    futures = [pool.submit(piece, a, b) for a, b in ranges[1:]]
-    first = piece(*ranges[0])
-    return [(0, first)] + [(a, f.result()) for (a, _b), f in zip(ranges[1:], futures)]
+    return list(zip([a for a, _b in ranges], _run_pieces(piece, len(ranges))))
+
+
+#: A split driver (``SharedSplit``): (data, offsets, validity, voff, ranges) -> the whole
+#: output, or None when a piece outgrew its share (the caller then splits per piece).
+SharedSplit = Callable[[np.ndarray, np.ndarray, np.ndarray, int, list], tuple | None]
+
+
+def _shares(offsets: np.ndarray, ranges: list[tuple[int, int]]) -> tuple[np.ndarray, int]:
+    """Token capacity bases of the ranges' shares in one output (len(ranges) + 1), longest row."""
+    caps = [K._token_guess(offsets[a:b + 1])[0] for a, b in ranges]
+    return np.concatenate([[0], np.cumsum(caps)]).astype(np.int64), K._token_guess(offsets)[2]
+
+
+def token_hashes_shared(data: np.ndarray, offsets: np.ndarray, validity: np.ndarray, voff: int,
+                        ranges: list[tuple[int, int]], seed) -> tuple[np.ndarray, np.ndarray] | None:
+    """`K.token_hashes` over row `ranges` at once, into one output allocated here.
+
+    Each piece fills its share (sized by the token estimate of its rows), then
+    the shares are moved down to close the gaps, rows shifted by the piece's
+    first row. Allocating on the calling thread keeps the outputs in its
+    malloc arena, where freed blocks are reused (a worker's arena returns them
+    to the OS, and every call would fault them in again).
+    """
+    bases, longest = _shares(offsets, ranges)
+    rows = np.empty(int(bases[-1]), dtype=np.int64)
+    hashes = np.empty(int(bases[-1]), dtype=np.uint64)
+    seed = np.uint64(seed)
+
+    def piece(p: int) -> tuple[int, int]:
+        a, b = ranges[p]
+        lo, hi = int(bases[p]), int(bases[p + 1])
+        return K.token_hashes_into(data, offsets[a:b + 1], validity, voff + a, seed, rows[lo:hi], hashes[lo:hi],
+                                   np.empty(longest + 2, dtype=np.uint64), 0, 0)
+
+    done = _run_pieces(piece, len(ranges))
+    if any(stop < b - a for (_k, stop), (a, b) in zip(done, ranges)):
+        return None
+    total = 0
+    for p, ((k, _stop), (a, _b)) in enumerate(zip(done, ranges)):
+        src = slice(int(bases[p]), int(bases[p]) + k)
+        # moving down within one array: numpy buffers overlapping operands
+        np.add(rows[src], a, out=rows[total:total + k])
+        hashes[total:total + k] = hashes[src]
+        total += k
+    return K._trim(rows, total), K._trim(hashes, total)
+
+
+def token_tokens_shared(data: np.ndarray, offsets: np.ndarray, validity: np.ndarray, voff: int,
+                        ranges: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """`K.token_tokens` over row `ranges` at once, into one output allocated here (as
+    `token_hashes_shared`; token offsets are shifted by the bytes of the pieces before)."""
+    bases, longest = _shares(offsets, ranges)
+    nparts = len(ranges)
+    nb = [int(offsets[b]) - int(offsets[a]) + K.TOKENS_OUT_SLACK for a, b in ranges]
+    obases = np.concatenate([[0], np.cumsum(nb)]).astype(np.int64)
+    rows = np.empty(int(bases[-1]), dtype=np.int64)
+    offs = np.empty(int(bases[-1]) + nparts, dtype=np.int64)   # one more per share
+    out = np.empty(int(obases[-1]), dtype=np.uint8)
+
+    def piece(p: int) -> tuple[int, int, int]:
+        a, b = ranges[p]
+        lo, hi = int(bases[p]), int(bases[p + 1])
+        return K.token_tokens_into(data, offsets[a:b + 1], validity, voff + a, rows[lo:hi],
+                                   offs[lo + p:hi + p + 1], out[int(obases[p]):int(obases[p + 1])],
+                                   np.empty(longest + 2, dtype=np.uint64), 0, 0, 0)
+
+    done = _run_pieces(piece, nparts)
+    if any(stop < b - a for (_k, _j, stop), (a, b) in zip(done, ranges)):
+        return None
+    total, nbytes = 0, 0
+    for p, ((k, j, _stop), (a, _b)) in enumerate(zip(done, ranges)):
+        lo = int(bases[p])
+        np.add(rows[lo:lo + k], a, out=rows[total:total + k])
+        # share p's offsets start at 0 (offs[lo + p]); token ends move after the bytes before
+        np.add(offs[lo + p + 1:lo + p + 1 + k], nbytes, out=offs[total + 1:total + 1 + k])
+        out[nbytes:nbytes + j] = out[int(obases[p]):int(obases[p]) + j]
+        total += k
+        nbytes += j
+    offs[0] = 0
+    return K._trim(rows, total), K._trim(offs, total + 1), K._trim(out, nbytes)
 
 
 def _empty_hashes() -> tuple[np.ndarray, np.ndarray]:
@@ -179,10 +274,12 @@ def _concat_rows(pieces: list[tuple[int, np.ndarray]]) -> np.ndarray:
     return rows
 
 
-def hash_rows(values, kernel: HashKernel, tokenizer: str, threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
+def hash_rows(values, kernel: HashKernel, tokenizer: str, threads: int = 1,
+              shared: SharedSplit | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Run a fused hash kernel over any string-like column: (rows int64, hashes uint64).
 
-    ``threads``: split each flat array over this many threads (see the module doc).
+    ``threads``: split each flat array over this many threads (see the module doc);
+    ``shared``: a split driver writing one output (tried first when an array is split).
     """
     threads = _check_threads(threads)
     values = _as_array(values)
@@ -191,7 +288,7 @@ def hash_rows(values, kernel: HashKernel, tokenizer: str, threads: int = 1) -> t
     if isinstance(values, pa.ChunkedArray):
         parts_r, parts_h, base = [], [], 0
         for chunk in values.chunks:
-            r, h = hash_rows(chunk, kernel, tokenizer, threads)
+            r, h = hash_rows(chunk, kernel, tokenizer, threads, shared)
             parts_r.append(r + base if base else r)
             parts_h.append(h)
             base += len(chunk)
@@ -203,16 +300,21 @@ def hash_rows(values, kernel: HashKernel, tokenizer: str, threads: int = 1) -> t
         return _empty_hashes()
     if _is_binary_like(t) or pa.types.is_fixed_size_binary(t):
         data, offsets, validity, voff = buffer_views(values)
-        pieces = _split_call(kernel, data, offsets, validity, voff, threads)
+        ranges = _split_ranges(offsets, threads)
+        if len(ranges) > 1 and shared is not None:
+            whole = shared(data, offsets, validity, voff, ranges)
+            if whole is not None:
+                return whole
+        pieces = _split_call(kernel, data, offsets, validity, voff, ranges)
         if len(pieces) == 1:
             return pieces[0][1]
         return (_concat_rows([(a, out[0]) for a, out in pieces]),
                 np.concatenate([out[1] for _a, out in pieces]))
     if _is_view(t):
-        return hash_rows(values.cast(_large_of(t)), kernel, tokenizer, threads)
+        return hash_rows(values.cast(_large_of(t)), kernel, tokenizer, threads, shared)
     if pa.types.is_dictionary(t):
         dictionary = values.dictionary
-        d_rows, d_hashes = hash_rows(dictionary, kernel, tokenizer, threads)
+        d_rows, d_hashes = hash_rows(dictionary, kernel, tokenizer, threads, shared)
         idx = values.indices
         validity = _validity(idx)
         codes = np.frombuffer(idx.buffers()[1], dtype=idx.type.to_pandas_dtype())[idx.offset: idx.offset + len(idx)]
@@ -220,15 +322,17 @@ def hash_rows(values, kernel: HashKernel, tokenizer: str, threads: int = 1) -> t
     if _is_list(t):
         flat = values.flatten()
         parents = _list_parents(values)
-        r, h = hash_rows(flat, kernel, tokenizer, threads)
+        r, h = hash_rows(flat, kernel, tokenizer, threads, shared)
         return parents[r], h
     raise _bad_type(tokenizer, t)
 
 
-def token_rows(values, kernel: TokensKernel, tokenizer: str, threads: int = 1) -> Tokens:
+def token_rows(values, kernel: TokensKernel, tokenizer: str, threads: int = 1,
+               shared: SharedSplit | None = None) -> Tokens:
     """Run a tokens kernel over any string-like column: the tokens with their rows.
 
-    ``threads``: split each flat array over this many threads (see the module doc).
+    ``threads``: split each flat array over this many threads (see the module doc);
+    ``shared``: a split driver writing one output (tried first when an array is split).
     """
     threads = _check_threads(threads)
     values = _as_array(values)
@@ -237,7 +341,7 @@ def token_rows(values, kernel: TokensKernel, tokenizer: str, threads: int = 1) -
     if isinstance(values, pa.ChunkedArray):
         parts, base = [], 0
         for chunk in values.chunks:
-            tk = token_rows(chunk, kernel, tokenizer, threads)
+            tk = token_rows(chunk, kernel, tokenizer, threads, shared)
             parts.append(Tokens(tk.rows + base, tk.offsets, tk.data))
             base += len(chunk)
         return concat_tokens(parts)
@@ -246,19 +350,24 @@ def token_rows(values, kernel: TokensKernel, tokenizer: str, threads: int = 1) -
         return empty_tokens()
     if _is_binary_like(t) or pa.types.is_fixed_size_binary(t):
         data, offsets, validity, voff = buffer_views(values)
-        pieces = _split_call(kernel, data, offsets, validity, voff, threads)
+        ranges = _split_ranges(offsets, threads)
+        if len(ranges) > 1 and shared is not None:
+            whole = shared(data, offsets, validity, voff, ranges)
+            if whole is not None:
+                return Tokens(*whole)
+        pieces = _split_call(kernel, data, offsets, validity, voff, ranges)
         if len(pieces) == 1:
             return Tokens(*pieces[0][1])
         tk = concat_tokens([Tokens(*out) for _a, out in pieces])
         return Tokens(_concat_rows([(a, out[0]) for a, out in pieces]), tk.offsets, tk.data)
     if _is_view(t):
-        return token_rows(values.cast(_large_of(t)), kernel, tokenizer, threads)
+        return token_rows(values.cast(_large_of(t)), kernel, tokenizer, threads, shared)
     if pa.types.is_dictionary(t):
-        return token_rows(values.dictionary_decode(), kernel, tokenizer, threads)
+        return token_rows(values.dictionary_decode(), kernel, tokenizer, threads, shared)
     if _is_list(t):
         flat = values.flatten()
         parents = _list_parents(values)
-        tk = token_rows(flat, kernel, tokenizer, threads)
+        tk = token_rows(flat, kernel, tokenizer, threads, shared)
         return Tokens(parents[tk.rows], tk.offsets, tk.data)
     raise _bad_type(tokenizer, t)
 

@@ -16,7 +16,7 @@ from skipidx.text_patterns import like_runs
 from skipidx.tokenizer_api import TextTokenizer, Tokens, split_by_non_alpha
 
 from . import _kernels as K
-from ._arrow import hash_rows, token_rows
+from ._arrow import hash_rows, token_hashes_shared, token_rows, token_tokens_shared
 from ._common import check_no_params, check_seed
 
 _TOKEN_RE = re.compile(rb"[0-9A-Za-z\x80-\xff]+")
@@ -39,7 +39,7 @@ class TokenTokenizer(TextTokenizer):
 
         ``threads > 1`` splits big arrays into row ranges tokenized at once; same result.
         """
-        return token_rows(values, K.token_tokens, self.name, threads)
+        return token_rows(values, K.token_tokens, self.name, threads, token_tokens_shared)
 
     def hash_column(self, values: pa.Array | pa.ChunkedArray, seed: int = 0, *,
                     threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
@@ -52,7 +52,10 @@ class TokenTokenizer(TextTokenizer):
         def kernel(data, offsets, validity, voff):
             return K.token_hashes(data, offsets, validity, voff, s)
 
-        return hash_rows(values, kernel, self.name, threads)
+        def shared(data, offsets, validity, voff, ranges):
+            return token_hashes_shared(data, offsets, validity, voff, ranges, s)
+
+        return hash_rows(values, kernel, self.name, threads, shared)
 
     # -- query side -------------------------------------------------------
     def value_tokens(self, value: bytes) -> list[bytes]:
