@@ -23,7 +23,7 @@ does: `token_hashes_shared`, `token_tokens_shared`) that lets the pieces fill
 shares of one output allocated on the calling thread; otherwise, or when a
 piece outgrows its share, each piece allocates its own outputs and they are
 concatenated with rows shifted. (Outputs allocated on a pool thread come from
-that thread's malloc arena, which hands freed pages back to the OS: ~5x the
+that thread's malloc arena, which hands freed pages back to the OS: ~4x the
 page faults of the single-threaded path measured for ``tokenize``.)
 
 The default is one thread: the store already hashes slices of a part on
