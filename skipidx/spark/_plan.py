@@ -18,7 +18,13 @@ import numpy as np
 from skipidx.errors import SkipidxError
 from skipidx.sql import ast as A
 
-__all__ = ["ScanPlan", "TaskSlice", "plan_scan", "split_tasks", "resolve_table_dir"]
+__all__ = ["ScanPlan", "TaskSlice", "plan_scan", "split_tasks", "resolve_table_dir", "planner_cache",
+           "DEFAULT_INDEX_CACHE_MB"]
+
+#: Bytes of loaded index files the planner process keeps between queries.
+DEFAULT_INDEX_CACHE_MB = 512
+
+_CACHE: Any = None
 
 
 @dataclass(frozen=True)
@@ -55,6 +61,30 @@ def resolve_table_dir(path: Any) -> str:
     return d
 
 
+def planner_cache(max_mb: int = DEFAULT_INDEX_CACHE_MB) -> Any:
+    """The index cache of this process (None for `max_mb` 0).
+
+    Spark plans a Python source's scans in reused Python workers
+    (``spark.python.worker.reuse``, on by default), so the loaded index files
+    can outlive one query there as they do in the embedded engine: without
+    it every query would read and verify the whole index of each pruning
+    column again (tens of MiB for a token index of 10M rows). Entries are
+    keyed by part directory, index name and definition fingerprint, and
+    parts never change, so an entry is never stale; the cache is bounded by
+    the index files' bytes (LRU)."""
+    global _CACHE
+    if max_mb <= 0:
+        return None
+    from skipidx.planner.prune import IndexCache
+
+    limit = int(max_mb) << 20
+    if _CACHE is None:
+        _CACHE = IndexCache(max_bytes=limit)
+    elif _CACHE.max_bytes != limit:
+        _CACHE.max_bytes = limit      # the next insert evicts down to the new bound
+    return _CACHE
+
+
 def plan_scan(table_dir: str, where: A.Expr | None, cache: Any = None) -> ScanPlan:
     """Prune the current snapshot of `table_dir` with `where` (an unbound
     expression; None reads everything). The snapshot is pinned only while
@@ -89,28 +119,41 @@ def plan_scan(table_dir: str, where: A.Expr | None, cache: Any = None) -> ScanPl
     return ScanPlan(st.gen, slices, meta.to_json(), stats)
 
 
-def split_tasks(slices: list[TaskSlice], max_granules: int) -> list[list[TaskSlice]]:
+def split_tasks(slices: list[TaskSlice], max_granules: int, parallelism: int = 1,
+                min_granules: int = 1) -> list[list[TaskSlice]]:
     """Spread the selected ranges over tasks of at most `max_granules` granules
-    each (a range longer than that is cut); consecutive small pieces, also of
+    each (a range longer than that is cut), in as few tasks as that allows --
+    but over up to `parallelism` tasks of at least `min_granules` granules
+    when the scan is big enough, so a selective scan of a few dozen granules
+    uses every core instead of one. Tasks are balanced (sizes differ by at
+    most one granule); consecutive small pieces, also of
     different parts, share a task, so a selective query does not start one
-    Spark task per kept granule."""
+    Spark task per kept granule. Nothing selected: no task."""
     if max_granules < 1:
         raise SkipidxError(f"granules_per_task must be >= 1, got {max_granules}")
+    total = sum(b - a for s in slices for a, b in s.ranges)
+    if total == 0:
+        return []
+    n = max(-(-total // max_granules), min(max(1, parallelism), total // max(1, min_granules)), 1)
+    # sizes differ by at most one granule; each <= max_granules since n >= total / max_granules
+    base, extra = divmod(total, n)
     tasks: list[list[TaskSlice]] = []
     cur: list[TaskSlice] = []
     size = 0
+    target = base + (1 if extra else 0)
     for s in slices:
         pending: list[tuple[int, int]] = []
         for a, b in s.ranges:
             while a < b:
-                take = min(b - a, max_granules - size)
+                take = min(b - a, target - size)
                 pending.append((a, a + take))
                 size += take
                 a += take
-                if size >= max_granules:
+                if size >= target:
                     cur.append(TaskSlice(s.part, s.rows, s.manifest_hash, tuple(pending)))
                     tasks.append(cur)
                     cur, pending, size = [], [], 0
+                    target = base + (1 if len(tasks) < extra else 0)
         if pending:
             cur.append(TaskSlice(s.part, s.rows, s.manifest_hash, tuple(pending)))
     if cur:
