@@ -13,7 +13,7 @@ import decimal
 import pyarrow as pa
 import pytest
 
-from tokenizers.value import ValueTokenizer
+from skipidx_tokenizers.value import ValueTokenizer
 
 CASES = [
     ("uint64", pa.uint64(), [1, 2, 3, 2**64 - 1, 2]),
