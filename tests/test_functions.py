@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import given, settings
@@ -324,6 +325,53 @@ IN = [
 def test_in_golden(vals, lst, neg, want):
     t = pa.uint8() if "range" in str(lst) or 44 in vals else pa.int32()
     assert F.is_in(pa.array(vals, t), lst, negated=neg).to_pylist() == want
+
+
+IN_TYPES = [pa.int8(), pa.uint16(), pa.int32(), pa.uint64(), pa.int64(), pa.float64(), pa.date32(),
+            pa.timestamp("s"), pa.string(), pa.dictionary(pa.int32(), pa.string())]
+
+
+@pytest.mark.parametrize("n_values", [1, 10, 16, 17, 40], ids=lambda n: f"{n}values")
+@pytest.mark.parametrize("typ", IN_TYPES, ids=str)
+@pytest.mark.parametrize("negated", [False, True], ids=["in", "not_in"])
+def test_in_chunked_matches_per_row_reference(typ, n_values, negated):
+    """Many chunks (some sliced, some with nulls, one empty): the answer keeps the
+    chunk layout and equals a per-row reference -- for both the numpy path (few
+    values on fixed-width columns) and pc.is_in (more values, other types)."""
+    import datetime as dt
+
+    rng = np.random.default_rng(n_values)
+    ints = rng.integers(0, 60, 700)
+    if pa.types.is_date(typ):
+        py = [dt.date(2024, 1, 1) + dt.timedelta(days=int(x)) for x in ints]
+    elif pa.types.is_timestamp(typ):
+        py = [dt.datetime(2024, 1, 1) + dt.timedelta(seconds=int(x)) for x in ints]
+    elif pa.types.is_floating(typ):
+        py = [float(x) / 2 for x in ints]
+    elif pa.types.is_integer(typ):
+        py = [int(x) for x in ints]
+    else:
+        py = [f"v{x}" for x in ints]
+    py = [None if i % 13 == 5 else v for i, v in enumerate(py)]
+    full = pa.array(py, typ.value_type if pa.types.is_dictionary(typ) else typ)
+    if pa.types.is_dictionary(typ):
+        full = full.dictionary_encode()
+    cuts = [0, 0, 100, 101, 350, 700]    # an empty chunk, a one-row chunk, slices at odd offsets
+    arr = pa.chunked_array([full.slice(a, b - a) for a, b in zip(cuts[:-1], cuts[1:])], type=full.type)
+    wanted = [v for v in py[::37] if v is not None][:n_values]
+    values = wanted + [None]
+    got = F.is_in(arr, values, negated=negated)
+    assert [len(c) for c in got.chunks] == [len(c) for c in arr.chunks], "chunk layout changed"
+    want = [None if v is None else ((v in wanted) != negated) for v in py]
+    assert got.to_pylist() == want, f"IN over {typ} with {len(wanted)} values"
+    single = F.is_in(full, values, negated=negated)
+    assert isinstance(single, pa.Array) and single.to_pylist() == want, "plain Array input"
+
+
+def test_in_empty_chunked_array():
+    arr = pa.chunked_array([], type=pa.uint64())
+    assert F.is_in(arr, [1, 2]).to_pylist() == []
+    assert F.is_in(arr, []).type == pa.bool_()
 
 
 def test_kleene_logic_and_where_mask():
