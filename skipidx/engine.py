@@ -169,6 +169,8 @@ class Database:
             return Result(pa.table({
                 "name": pa.array([c.name for c in meta.columns], pa.string()),
                 "type": pa.array([c.type.name for c in meta.columns], pa.string()),
+                # ClickHouse's DESCRIBE column of that name ('' when no CODEC was declared)
+                "codec_expression": pa.array([c.codec or "" for c in meta.columns], pa.string()),
             }))
         raise SkipidxError(f"unsupported statement {type(s).__name__}")
 

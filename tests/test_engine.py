@@ -313,7 +313,8 @@ def test_create_table_validation() -> None:
 # ---- DDL and the store -----------------------------------------------------------------
 def test_show_describe_drop(db) -> None:
     assert db.sql("SHOW TABLES").fetchall() == [("t",)]
-    assert db.sql("DESCRIBE TABLE t").fetchall()[:3] == [("id", "UInt64"), ("msg", "String"), ("n", "Nullable(UInt16)")]
+    assert db.sql("DESCRIBE TABLE t").fetchall()[:3] == [("id", "UInt64", ""), ("msg", "String", ""),
+                                                         ("n", "Nullable(UInt16)", "")]
     db.sql("DROP TABLE t")
     assert db.sql("SHOW TABLES").fetchall() == []
     db.sql("DROP TABLE IF EXISTS t")

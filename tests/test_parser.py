@@ -339,6 +339,17 @@ STATEMENTS = [
     ("create_engine_no_equals_type_args", "CREATE TABLE t (d DateTime('UTC'), x Decimal(10, -2)) ENGINE MergeTree",
      A.CreateTable(t("t"), (A.ColumnDef("d", A.TypeExpr("DateTime", (s(b"UTC"),))),
                             A.ColumnDef("x", A.TypeExpr("Decimal", (i(10), i(-2))))), engine="MergeTree")),
+    ("create_codecs", "CREATE TABLE t (a UInt64 CODEC(LZ4), b String CODEC(ZSTD(3)), c Int8 CODEC(Delta, ZSTD), "
+                      "d Nullable(String) CODEC(NONE), e Int8)",
+     A.CreateTable(t("t"), (A.ColumnDef("a", A.TypeExpr("UInt64"), (A.CodecSpec("LZ4"),)),
+                            A.ColumnDef("b", A.TypeExpr("String"), (A.CodecSpec("ZSTD", (i(3),)),)),
+                            A.ColumnDef("c", A.TypeExpr("Int8"), (A.CodecSpec("Delta"), A.CodecSpec("ZSTD"))),
+                            A.ColumnDef("d", A.TypeExpr("Nullable", (A.TypeExpr("String"),)), (A.CodecSpec("NONE"),)),
+                            A.ColumnDef("e", A.TypeExpr("Int8"))))),
+    # CODEC is a keyword only after a column type: a column may be called codec
+    ("create_column_named_codec", "CREATE TABLE t (codec UInt8 CODEC(LZ4), `CODEC` Int8)",
+     A.CreateTable(t("t"), (A.ColumnDef("codec", A.TypeExpr("UInt8"), (A.CodecSpec("LZ4"),)),
+                            A.ColumnDef("CODEC", A.TypeExpr("Int8"))))),
     ("create_index_type_empty_parens", "CREATE TABLE t (a Int64, INDEX i a TYPE minmax())",
      A.CreateTable(t("t"), (A.ColumnDef("a", A.TypeExpr("Int64")),), (A.IndexClause("i", a, "minmax"),))),
     ("create_quoted_names", "CREATE TABLE `my table` (`index` String, \"x y\" Int8)",
@@ -461,6 +472,12 @@ def test_ddl_positions() -> None:
     assert idx.pos == Pos(3, 3) and idx.expr.pos == Pos(3, 11)
     assert idx.args[0].pos == Pos(3, 23) and idx.kwargs[0].pos == Pos(3, 28)
     assert parse_expression("-5").pos == Pos(1, 1)
+
+
+def test_codec_positions() -> None:
+    [st] = parse("CREATE TABLE t (\n  a UInt64 CODEC(LZ4, ZSTD(3))\n)")
+    c = st.columns[0]
+    assert c.codec[0].pos == Pos(2, 18) and c.codec[1].pos == Pos(2, 23) and c.codec[1].args[0].pos == Pos(2, 28)
 
 
 def test_positions_count_characters_not_bytes() -> None:
@@ -622,6 +639,10 @@ ERRORS = [
     ("infile_not_utf8", "INSERT INTO t FROM INFILE '\\xff'", "not valid UTF-8", 1, 27),
     ("infile_empty", "INSERT INTO t FROM INFILE ''", "non-empty path", 1, 27),
     ("insert_duplicate_column", "INSERT INTO t (a, a) VALUES (1, 2)", "duplicate column 'a'", 1, 19),
+    ("codec_empty_list", "CREATE TABLE t (a UInt64 CODEC())", "unexpected ')'; expected identifier", 1, 32),
+    ("codec_without_parens", "CREATE TABLE t (a UInt64 CODEC LZ4)", "unexpected 'LZ4'", 1, 32),
+    ("codec_expression_arg", "CREATE TABLE t (a UInt64 CODEC(ZSTD(1 + 2)))", "unexpected '+'", 1, 39),
+    ("codec_before_type", "CREATE TABLE t (a CODEC(LZ4) UInt64)", "unexpected 'UInt64'", 1, 30),
     ("error_after_valid_statements", "SELECT 1;\nSELECT 2;\nSELECT 'x", "unterminated string literal", 3, 8),
 ]
 

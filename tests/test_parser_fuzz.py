@@ -27,6 +27,7 @@ CORPUS = [
     "INDEX ngr lower(msg) TYPE ngrambf_v1(3, 65536, 2, 0), INDEX ad msg TYPE sbbf('ngram', n = 4, fpp = 0.01)) "
     "ENGINE = MergeTree() ORDER BY (level, ts) SETTINGS index_granularity = 8192",
     "CREATE TABLE t (a Int64, b Array(String), c Decimal(10, -2)) ORDER BY tuple()",
+    "CREATE TABLE t (a UInt64 CODEC(LZ4), b String CODEC(ZSTD(3)), c Int8 CODEC(Delta, ZSTD), codec UInt8) ORDER BY a",
     "DROP TABLE IF EXISTS t",
     "INSERT INTO t (a, b) VALUES (1, 'x\\x41'), (-2, NULL) (3, [1, 2])",
     "INSERT INTO t FROM INFILE '/tmp/x.parquet' FORMAT Parquet",
@@ -47,7 +48,7 @@ CORPUS = [
 _SQL_CHARS = "abcxyzABC_019 \t\n'\"`\\()[],;.=<>!+-*/%#@é✓\x00"
 _FRAGMENTS = [
     "SELECT", "FROM", "WHERE", "AND", "OR", "NOT", "LIKE", "IN", "IS", "NULL", "BETWEEN", "CREATE", "TABLE",
-    "INDEX", "TYPE", "GRANULARITY", "ORDER", "BY", "LIMIT", "VALUES", "INSERT", "INTO", "(", ")", ",", ";",
+    "INDEX", "TYPE", "GRANULARITY", "CODEC", "CODEC(LZ4)", "ZSTD(3)", "ORDER", "BY", "LIMIT", "VALUES", "INSERT", "INTO", "(", ")", ",", ";",
     "'str'", "'\\x41'", "''", "`q`", "\"q\"", "1", "-1", "0x1F", "1e3", "1.5", "inf", "nan", "a", "b", "t",
     "count()", "*", "=", "!=", "<", ">=", "+", "-", "/*", "*/", "--", "\n", "[", "]", "EXPLAIN", "indexes",
     # limits: long digit runs (Python's int() refuses > 4300 digits), huge exponents, long words

@@ -245,7 +245,7 @@ def test_round_trip_every_type_and_nulls(spark, tmp_path):
        .option("indexes", "INDEX s_tok s TYPE sbbf('token') GRANULARITY 1; INDEX u64_bf u64 TYPE bloom_filter")
        .save(path))
     with skipidx.connect(str(tmp_path / "db")) as db:
-        types = dict(db.sql("DESCRIBE TABLE types").fetchall())
+        types = {r[0]: r[1] for r in db.sql("DESCRIBE TABLE types").fetchall()}
         assert types["id"] == "Int64" and types["u64"] == "Nullable(UInt64)" and types["u8"] == "Nullable(UInt8)"
         assert types["lc"] == "LowCardinality(Nullable(String))" and types["t"] == "Nullable(DateTime)"
         assert db.sql("SELECT max(u64), min(i64), count() FROM types").fetchall() == [(2**64 - 1, -2**63, 300)]

@@ -77,7 +77,7 @@ def index_def_from_ast(ic: A.IndexClause, column_names: Any) -> IndexDef:
 
 def table_meta_from_ast(s: A.CreateTable):
     """The validated TableMeta of a CREATE TABLE statement."""
-    from skipidx.store.metadata import ColumnMeta, TableMeta, make_index_meta
+    from skipidx.store.metadata import ColumnMeta, TableMeta, make_index_meta, normalize_codec
     from skipidx.types import parse_type
 
     if s.engine is not None and s.engine != "MergeTree":
@@ -85,9 +85,18 @@ def table_meta_from_ast(s: A.CreateTable):
     columns = []
     for c in s.columns:
         try:
-            columns.append(ColumnMeta(c.name, parse_type(c.type.to_sql())))
+            ctype = parse_type(c.type.to_sql())
         except SkipidxError as e:
             raise _at(e, c.type) from None
+        codec = None
+        if c.codec:
+            # the error points at the codec at fault (the second one for a chain)
+            at = c.codec[1] if len(c.codec) > 1 else c.codec[0]
+            try:
+                codec = normalize_codec((x.name, [_literal_value(a) for a in x.args]) for x in c.codec)
+            except SkipidxError as e:
+                raise _at(e, at) from None
+        columns.append(ColumnMeta(c.name, ctype, codec))
     names = [c.name for c in columns]
     order_by: list[str] = []
     for k in s.order_by or ():

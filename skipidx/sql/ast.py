@@ -444,15 +444,36 @@ class TypeExpr(Node):
 
 
 @dataclass(frozen=True)
-class ColumnDef(Node):
-    """``name Type`` in CREATE TABLE."""
+class CodecSpec(Node):
+    """One codec of a ``CODEC(...)`` list as written: ``ZSTD(3)`` is
+    ``CodecSpec('ZSTD', (Literal(3),))``, ``LZ4`` is ``CodecSpec('LZ4', ())``.
+    The DDL planner decides which codecs and arguments exist."""
 
     name: str
-    type: TypeExpr
+    args: tuple[Literal, ...] = ()
     pos: Pos = _pos_field()
 
     def to_sql(self) -> str:
-        return f"{quote_identifier(self.name)} {self.type.to_sql()}"
+        if not self.args:
+            return quote_identifier(self.name)
+        return f"{quote_identifier(self.name)}({', '.join(a.to_sql() for a in self.args)})"
+
+
+@dataclass(frozen=True)
+class ColumnDef(Node):
+    """``name Type [CODEC(codec, ...)]`` in CREATE TABLE; `codec` is empty when
+    no CODEC clause is written."""
+
+    name: str
+    type: TypeExpr
+    codec: tuple[CodecSpec, ...] = ()
+    pos: Pos = _pos_field()
+
+    def to_sql(self) -> str:
+        text = f"{quote_identifier(self.name)} {self.type.to_sql()}"
+        if self.codec:
+            text += f" CODEC({', '.join(c.to_sql() for c in self.codec)})"
+        return text
 
 
 @dataclass(frozen=True)
@@ -753,7 +774,7 @@ class Describe(Statement):
 __all__ = [
     "Pos", "NOPOS", "Node", "Expr", "Statement", "Literal", "ArrayLiteral", "TupleLiteral", "Column",
     "Star", "FunctionCall", "BinaryOp", "BoolOp", "UnaryOp", "Like", "InList", "IsNull", "Between",
-    "TableRef", "TypeExpr", "ColumnDef", "KeywordArg", "IndexClause", "SelectItem", "OrderItem",
+    "TableRef", "TypeExpr", "CodecSpec", "ColumnDef", "KeywordArg", "IndexClause", "SelectItem", "OrderItem",
     "CreateTable", "DropTable", "InsertValues", "InsertFile", "AlterAddIndex", "AlterDropIndex",
     "AlterMaterializeIndex", "Optimize", "Select", "Explain", "ShowTables", "Describe",
     "COMPARISON_OPS", "ADDITIVE_OPS", "MULTIPLICATIVE_OPS", "INFILE_FORMATS", "KEYWORDS",

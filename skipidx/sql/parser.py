@@ -75,7 +75,7 @@ INT64_MIN = -(2**63)
 _KEYWORD_TERMINALS = {
     w: w
     for w in """
-    ADD ALTER AND AS ASC BETWEEN BY CREATE DESC DESCRIBE DISTINCT DROP ENGINE EXISTS EXPLAIN
+    ADD ALTER AND AS ASC BETWEEN BY CODEC CREATE DESC DESCRIBE DISTINCT DROP ENGINE EXISTS EXPLAIN
     FALSE FINAL FIRST FORMAT FROM GRANULARITY GROUP HAVING IF ILIKE IN INDEX INFILE INSERT INTO
     IS LAST LIKE LIMIT MATERIALIZE NOT NULL NULLS OFFSET OPTIMIZE OR ORDER PLAN SELECT SETTINGS SHOW
     TABLE TABLES TRUE TYPE VALUES WHERE
@@ -656,8 +656,16 @@ class _AstBuilder(Transformer):
         args = tuple(x for x in c[1:] if isinstance(x, (A.TypeExpr, A.Literal)))
         return A.TypeExpr(c[0].decoded, args, pos=_pos(c[0]))
 
+    def codec_item(self, c: list) -> A.CodecSpec:
+        args = tuple(x for x in c[1:] if isinstance(x, A.Literal))
+        return A.CodecSpec(c[0].decoded, args, pos=_pos(c[0]))
+
+    def codec_clause(self, c: list) -> _Clause:
+        return _Clause("codec", tuple(x for x in c if isinstance(x, A.CodecSpec)), _pos(c[0]))
+
     def column_def(self, c: list) -> A.ColumnDef:
-        return A.ColumnDef(c[0].decoded, c[1], pos=_pos(c[0]))
+        codec = c[2].value if len(c) > 2 and c[2] is not None else ()
+        return A.ColumnDef(c[0].decoded, c[1], codec, pos=_pos(c[0]))
 
     def kwarg(self, c: list) -> A.KeywordArg:
         return A.KeywordArg(c[0].decoded, c[2], pos=_pos(c[0]))

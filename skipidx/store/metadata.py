@@ -21,7 +21,7 @@ from skipidx.types import ColumnType, parse_type
 
 __all__ = [
     "FORMAT_VERSION", "ColumnMeta", "IndexMeta", "TableMeta", "check_identifier",
-    "make_index_meta",
+    "make_index_meta", "normalize_codec", "codec_parquet",
 ]
 
 #: Version of the on-disk layout (table state, part manifest, file names).
@@ -40,6 +40,77 @@ KNOWN_SETTINGS: dict[str, tuple[type, int, int]] = {
 }
 _COMPRESSIONS = ("zstd", "snappy", "lz4", "none", "gzip")
 
+# ---- column codecs (ClickHouse's ``CODEC(...)``) ----------------------------
+#
+# Column data is Parquet, which compresses each column chunk's pages with ONE
+# general-purpose codec. So exactly the ClickHouse codecs that are one such
+# codec map honestly: LZ4 -> Parquet LZ4_RAW (pyarrow 'lz4'; the same LZ4 block
+# format ClickHouse uses), ZSTD(level) -> ZSTD at that level, NONE ->
+# UNCOMPRESSED. ClickHouse's transforms (Delta, DoubleDelta, Gorilla, T64, ...)
+# and chains have no Parquet equivalent with the same meaning, and LZ4HC has
+# no Parquet writer in pyarrow: they are rejected rather than silently mapped.
+
+#: Canonical codec expressions are written as ClickHouse's DESCRIBE prints them.
+_ZSTD_LEVELS = (1, 22)
+_CODEC_TEXT = re.compile(r"^(LZ4|NONE|ZSTD\(([0-9]+)\))$")
+#: ClickHouse codecs skipidx knows of but cannot store in Parquet with the same meaning.
+_UNSUPPORTED_CODECS = ("Default", "LZ4HC", "Delta", "DoubleDelta", "Gorilla", "FPC", "T64", "GCD",
+                       "ZSTD_QAT", "DEFLATE_QPL", "AES_128_GCM_SIV", "AES_256_GCM_SIV")
+_SUPPORTED_TEXT = "LZ4, ZSTD, ZSTD(level 1..22), NONE"
+
+
+def normalize_codec(codecs: Any) -> str:
+    """The canonical codec expression (``'LZ4'``, ``'ZSTD(3)'``, ``'NONE'``) of a
+    ``CODEC(...)`` list given as ``[(name, [args...]), ...]``; SkipidxError for
+    anything else. Names are case-sensitive, as in ClickHouse; ``ZSTD`` alone
+    is ``ZSTD(1)`` (ClickHouse's default level)."""
+    items = list(codecs)
+    if not items:
+        raise SkipidxError("CODEC needs at least one codec")
+    if len(items) > 1:
+        names = ", ".join(str(n) for n, _ in items)
+        raise SkipidxError(
+            f"codec chains are not supported (CODEC({names})): column data is Parquet, which compresses "
+            f"a column with one codec; supported: {_SUPPORTED_TEXT}")
+    name, args = items[0]
+    args = list(args)
+    if name in ("LZ4", "NONE"):
+        if args:
+            raise SkipidxError(f"codec {name} takes no arguments")
+        return name
+    if name == "ZSTD":
+        if not args:
+            return "ZSTD(1)"
+        if len(args) != 1:
+            raise SkipidxError(f"codec ZSTD takes at most one argument (the level), got {len(args)}")
+        lvl = args[0]
+        lo, hi = _ZSTD_LEVELS
+        if isinstance(lvl, bool) or not isinstance(lvl, int) or not lo <= lvl <= hi:
+            raise SkipidxError(f"ZSTD level must be an integer in [{lo}, {hi}], got {lvl!r}")
+        return f"ZSTD({lvl})"
+    if name in _UNSUPPORTED_CODECS:
+        raise SkipidxError(f"codec {name} is not supported: column data is Parquet, which has no "
+                           f"equivalent; supported: {_SUPPORTED_TEXT}")
+    hint = ""
+    if isinstance(name, str) and name.upper() in ("LZ4", "ZSTD", "NONE"):
+        hint = f" (codec names are case-sensitive, as in ClickHouse: {name.upper()})"
+    raise SkipidxError(f"unknown codec {name!r}{hint}; supported: {_SUPPORTED_TEXT}")
+
+
+def codec_parquet(codec: str) -> tuple[str, int | None]:
+    """(pyarrow Parquet compression, compression level or None) of a canonical codec expression."""
+    m = _CODEC_TEXT.match(codec)
+    if m is None:
+        raise SkipidxError(f"invalid codec {codec!r}; expected one of {_SUPPORTED_TEXT}")
+    if m.group(1) == "LZ4":
+        return "lz4", None      # pyarrow writes Parquet LZ4_RAW (the LZ4 block format)
+    if m.group(1) == "NONE":
+        return "none", None
+    lvl = int(m.group(2))
+    if not _ZSTD_LEVELS[0] <= lvl <= _ZSTD_LEVELS[1]:
+        raise SkipidxError(f"invalid codec {codec!r}: ZSTD level must be in [{_ZSTD_LEVELS[0]}, {_ZSTD_LEVELS[1]}]")
+    return "zstd", lvl
+
 
 def check_identifier(name: Any, what: str) -> str:
     """`name` if it is an identifier ``[A-Za-z_][A-Za-z0-9_]*`` of at most 128
@@ -55,8 +126,13 @@ def check_identifier(name: Any, what: str) -> str:
 
 @dataclass(frozen=True)
 class ColumnMeta:
+    """A column: name, type and its ``CODEC`` (canonical expression such as
+    ``'LZ4'`` or ``'ZSTD(3)'``; None when not declared: the table's
+    ``compression`` setting applies)."""
+
     name: str
     type: ColumnType
+    codec: str | None = None
 
 
 @dataclass(frozen=True)
@@ -201,7 +277,23 @@ class TableMeta:
 
     @property
     def compression(self) -> str:
+        """The table-wide Parquet compression (setting ``compression``, default zstd)."""
         return str(self.settings.get("compression", "zstd"))
+
+    def parquet_compression(self) -> tuple[dict[str, str], dict[str, int]]:
+        """Per-column arguments for ``pq.ParquetWriter``: ({column: compression},
+        {column: compression_level}). A column with a CODEC gets its codec, the
+        others the table's ``compression`` setting at pyarrow's default level."""
+        comp: dict[str, str] = {}
+        level: dict[str, int] = {}
+        for c in self.columns:
+            if c.codec is None:
+                comp[c.name] = self.compression
+            else:
+                comp[c.name], lvl = codec_parquet(c.codec)
+                if lvl is not None:
+                    level[c.name] = lvl
+        return comp, level
 
     def with_indexes(self, indexes: Iterable[IndexMeta]) -> "TableMeta":
         return TableMeta(self.name, list(self.columns), list(self.order_by), self.index_granularity,
@@ -222,6 +314,13 @@ class TableMeta:
             if c.name in seen:
                 raise SkipidxError(f"table {self.name!r}: duplicate column {c.name!r}")
             seen.add(c.name)
+            if c.codec is not None:
+                if not isinstance(c.codec, str):
+                    raise SkipidxError(f"table {self.name!r}: column {c.name!r}: codec must be a string")
+                try:
+                    codec_parquet(c.codec)
+                except SkipidxError as e:
+                    raise SkipidxError(f"table {self.name!r}: column {c.name!r}: {e.message}") from None
         for k in self.order_by:
             if k not in seen:
                 raise SkipidxError(f"table {self.name!r}: ORDER BY column {k!r} is not a column")
@@ -255,7 +354,10 @@ class TableMeta:
         return {
             "format_version": self.format_version,
             "name": self.name,
-            "columns": [{"name": c.name, "type": c.type.name} for c in self.columns],
+            # "codec" only where declared: metadata without it (older tables) means
+            # the table-wide compression setting, so it stays readable both ways.
+            "columns": [{"name": c.name, "type": c.type.name, **({"codec": c.codec} if c.codec else {})}
+                        for c in self.columns],
             "order_by": list(self.order_by),
             "index_granularity": self.index_granularity,
             "indexes": [i.to_json() for i in self.indexes],
@@ -267,9 +369,10 @@ class TableMeta:
         o = _obj(obj, where)
         cols = []
         for i, c in enumerate(_get(o, "columns", list, where)):
-            co = _obj(c, f"{where}: columns[{i}]")
-            cols.append(ColumnMeta(_get(co, "name", str, f"{where}: columns[{i}]"),
-                                   parse_type(_get(co, "type", str, f"{where}: columns[{i}]"))))
+            w = f"{where}: columns[{i}]"
+            co = _obj(c, w)
+            codec = _get(co, "codec", str, w) if "codec" in co else None
+            cols.append(ColumnMeta(_get(co, "name", str, w), parse_type(_get(co, "type", str, w)), codec))
         order_by = _get(o, "order_by", list, where)
         if not all(isinstance(k, str) for k in order_by):
             raise SkipidxError(f"{where}: order_by must be a list of column names")

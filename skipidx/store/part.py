@@ -212,9 +212,11 @@ class PartWriter:
             _link(reuse.pop(DATA_FILE), self._data_path)
         else:
             sorting = [pq.SortingColumn(meta.column_names.index(k), nulls_first=False) for k in meta.order_by]
-            comp = meta.compression
+            # per column: its CODEC, else the table's compression setting
+            comp, level = meta.parquet_compression()
             self._pw = pq.ParquetWriter(self._data_path, meta.arrow_schema(),
-                                        compression=None if comp == "none" else comp, write_statistics=True,
+                                        compression=comp, compression_level=level or None,
+                                        write_statistics=True,
                                         store_schema=True, sorting_columns=sorting or None)
         self._linked: dict[str, bool] = {}
         self._iw: dict[str, _IndexWriter] = {}
