@@ -13,6 +13,14 @@ skipidx (all indexes; and the ClickHouse-equivalent index alone) and by chDB
 (from ``EXPLAIN indexes = 1``), the ideal (granules holding a match, from a
 full scan), and ratios. A plain pyarrow scan is the baseline of the
 non-selective query: pruning must not cost when it cannot help.
+
+Codecs: the id columns (trace_id, user_id) are declared ``CODEC(LZ4)`` in the
+DDL both skipidx and chDB get (ClickHouse's default codec is LZ4 anyway;
+skipidx's default is the table's ``compression`` setting, zstd). skipidx
+stores them as Parquet LZ4_RAW. DuckDB scans the Parquet file this script
+writes with pyarrow's defaults (Snappy for every column); for the id queries
+it is also timed on a copy of the id columns compressed with LZ4_RAW, so the
+ratio is shown against both.
 """
 from __future__ import annotations
 
@@ -26,6 +34,7 @@ import tempfile
 import time
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
@@ -33,6 +42,13 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import skipidx  # noqa: E402
 from skipidx import datagen  # noqa: E402
+
+#: The log table's DDL with CODEC(LZ4) on the id columns (same text for skipidx and chDB).
+SCHEMA_SQL = (datagen.SCHEMA_SQL
+              .replace("    trace_id String,\n", "    trace_id String CODEC(LZ4),\n")
+              .replace("    user_id UInt64,\n", "    user_id UInt64 CODEC(LZ4),\n"))
+assert SCHEMA_SQL.count("CODEC(LZ4)") == 2, "datagen.SCHEMA_SQL changed: update the CODEC edit"
+ID_COLUMNS = ("trace_id", "user_id")
 
 CH_INDEXES = """,
     INDEX msg_tokens msg TYPE tokenbf_v1(32768, 3, 0) GRANULARITY 1,
@@ -111,7 +127,7 @@ def _expected_meta(db):
     """The metadata this script's CREATE TABLE gives (to check that reused data is the same table)."""
     probe = skipidx.connect()
     try:
-        probe.sql(datagen.SCHEMA_SQL.format(table="logs", indexes=CH_INDEXES + OUR_EXTRA))
+        probe.sql(SCHEMA_SQL.format(table="logs", indexes=CH_INDEXES + OUR_EXTRA))
         return probe.table_meta("logs")
     finally:
         probe.close()
@@ -138,6 +154,32 @@ def _sync_indexes(db) -> bool:
             db.sql(f"ALTER TABLE logs MATERIALIZE INDEX {name}")
             print(f"  --reuse: built index {name} in {time.perf_counter() - t0:.1f} s", flush=True)
     return True
+
+
+def parquet_column_bytes(paths: list[str], columns: tuple[str, ...]) -> dict[str, tuple[int, int, str]]:
+    """{column: (compressed bytes, uncompressed bytes, codec(s))} summed over the files' column chunks."""
+    out: dict[str, list] = {c: [0, 0, set()] for c in columns}
+    for path in paths:
+        md = pq.read_metadata(path)
+        for rg in range(md.num_row_groups):
+            g = md.row_group(rg)
+            for i in range(g.num_columns):
+                cc = g.column(i)
+                if cc.path_in_schema in out:
+                    o = out[cc.path_in_schema]
+                    o[0] += cc.total_compressed_size
+                    o[1] += cc.total_uncompressed_size
+                    o[2].add(cc.compression)
+    return {c: (a, b, "/".join(sorted(k))) for c, (a, b, k) in out.items()}
+
+
+def write_id_copy(src: str, dst: str, compression: str) -> None:
+    """The id columns of `src` with `compression`, row group by row group (same row groups)."""
+    f = pq.ParquetFile(src)
+    schema = pa.schema([f.schema_arrow.field(c) for c in ID_COLUMNS])
+    with pq.ParquetWriter(dst, schema, compression=compression) as w:
+        for rg in range(f.num_row_groups):
+            w.write_table(f.read_row_group(rg, columns=list(ID_COLUMNS)))
 
 
 def _chdb_rows(sess) -> int | None:
@@ -205,7 +247,7 @@ def main(argv=None) -> int:
             t0 = time.perf_counter()
             writer = None
             db.sql("DROP TABLE IF EXISTS logs")
-            db.sql(datagen.SCHEMA_SQL.format(table="logs", indexes=CH_INDEXES + OUR_EXTRA))
+            db.sql(SCHEMA_SQL.format(table="logs", indexes=CH_INDEXES + OUR_EXTRA))
             t_ins = 0.0
             for batch in datagen.generate(rows, args.seed, batch_rows=batch_rows):
                 if writer is None:
@@ -217,6 +259,9 @@ def main(argv=None) -> int:
             writer.close()
             print(f"  generated + written in {time.perf_counter() - t0 - t_ins:.1f} s; "
                   f"skipidx insert (8 indexes) {t_ins:.1f} s", flush=True)
+        ids_lz4 = os.path.join(work, "logs_ids_lz4.parquet")
+        if not (reuse and os.path.exists(ids_lz4) and pq.read_metadata(ids_lz4).num_rows == rows):
+            write_id_copy(parquet, ids_lz4, "lz4")
         ids = pq.read_table(parquet, columns=["trace_id", "user_id"]).take(pick_rows)
         picks = {"trace": ids.column("trace_id").to_pylist(), "user": ids.column("user_id").to_pylist()}
 
@@ -226,7 +271,7 @@ def main(argv=None) -> int:
             print("  reusing the chDB table", flush=True)
         else:
             ch.query("DROP TABLE IF EXISTS logs")
-            ch.query(datagen.SCHEMA_SQL.format(table="logs", indexes=CH_INDEXES))
+            ch.query(SCHEMA_SQL.format(table="logs", indexes=CH_INDEXES))
             ch.query(f"INSERT INTO logs SELECT * FROM file('{parquet}', Parquet)")
             ch.query("OPTIMIZE TABLE logs FINAL")
             print(f"  chDB load {time.perf_counter() - t0:.1f} s", flush=True)
@@ -262,16 +307,25 @@ def main(argv=None) -> int:
             assert n_ours == n_ch, f"{label}: skipidx {n_ours} != chDB {n_ch}"
             st = ours.stats
             dq = f"SELECT count(*) FROM read_parquet('{parquet}') WHERE {dwhere}"
-            t_ours, t_ch, t_duck = interleaved_median_ms(
-                [lambda: db.sql(q), lambda: ch.query(q, "TSV"), lambda: duck.execute(dq).fetchone()], args.repeat)
+            fns = [lambda: db.sql(q), lambda: ch.query(q, "TSV"), lambda: duck.execute(dq).fetchone()]
+            id_query = ch_index in ("trace_bf", "user_bf")
+            if id_query:    # DuckDB also on the LZ4 copy of the id columns
+                dq4 = f"SELECT count(*) FROM read_parquet('{ids_lz4}') WHERE {dwhere}"
+                n_d4 = duck.execute(dq4).fetchone()[0]
+                assert n_d4 == n_duck, f"{label}: DuckDB on the LZ4 copy {n_d4} != {n_duck}"
+                fns.append(lambda: duck.execute(dq4).fetchone())
+            times = interleaved_median_ms(fns, args.repeat)
+            t_ours, t_ch, t_duck = times[:3]
+            t_duck4 = times[3] if id_query else None
             g_ch = chdb_granules(ch, where)
             ideal = ideal_granules(db, where)
             alone = st.index(ch_index).granules_after
             auto = st.index(auto_index).granules_after
             res.append((label, n_ours, n_duck, t_ours, t_ch, t_duck, st.granules_selected, alone, auto, g_ch, ideal,
-                        st.granules_total))
+                        st.granules_total, t_duck4))
+            d4 = f" (LZ4 copy {t_duck4:.1f} ms)" if t_duck4 is not None else ""
             print(f"  {label:18s} rows {n_ours:>8,}  skipidx {t_ours:8.1f} ms  chDB {t_ch:8.1f} ms  "
-                  f"DuckDB {t_duck:8.1f} ms  granules {st.granules_selected}/{st.granules_total} "
+                  f"DuckDB {t_duck:8.1f} ms{d4}  granules {st.granules_selected}/{st.granules_total} "
                   f"({ch_index} alone {alone}, {auto_index} alone {auto}, chDB {g_ch}, ideal {ideal})", flush=True)
 
         # plain pyarrow scan of the non-selective query (same predicate, all rows)
@@ -283,17 +337,30 @@ def main(argv=None) -> int:
         t_ns, t_pa = interleaved_median_ms([lambda: db.sql(ns_q), pyarrow_scan], args.repeat)
 
         print()
-        print(f"{rows:,} rows, {res[0][-1]} granules of 8192 rows; median of {args.repeat} runs")
+        print(f"{rows:,} rows, {res[0][11]} granules of 8192 rows; median of {args.repeat} runs; "
+              f"load average {os.getloadavg()[0]:.2f}")
         hdr = (f"{'query':18s} {'rows':>8s} {'skipidx ms':>10s} {'chDB ms':>8s} {'DuckDB ms':>9s} "
                f"{'vs chDB':>8s} {'vs Duck':>8s} {'kept':>6s} {'CH-idx':>6s} {'chDB':>6s} {'sbbf':>6s} "
                f"{'ideal':>6s} {'sbbf/ideal':>10s}")
         print(hdr)
         print("-" * len(hdr))
-        for (label, n, nd, to, tc, td, kept, alone, auto, gch, ideal, total) in res:
+        for (label, n, nd, to, tc, td, kept, alone, auto, gch, ideal, total, _td4) in res:
             ratio_ideal = f"{auto / ideal:.2f}" if ideal else ("-" if auto == 0 else "inf")
             print(f"{label:18s} {n:>8,} {to:>10.1f} {tc:>8.1f} {td:>9.1f} {tc / to:>7.2f}x {td / to:>7.1f}x "
                   f"{kept:>6d} {alone:>6d} {gch if gch is not None else -1:>6d} {auto:>6d} {ideal:>6d} "
                   f"{ratio_ideal:>10s}")
+        print("\nDuckDB on the LZ4_RAW copy of the id columns (same rows, same row groups):")
+        for (label, n, nd, to, tc, td, *_rest, td4) in res:
+            if td4 is not None:
+                print(f"  {label:18s} DuckDB Snappy file {td:8.1f} ms ({td / to:5.1f}x skipidx)   "
+                      f"LZ4 copy {td4:8.1f} ms ({td4 / to:5.1f}x skipidx)")
+        snap = db.catalog.table("logs").snapshot()
+        part_files = [os.path.join(p.path, "data.parquet") for p in snap.parts]
+        snap.close()
+        print("\nid column bytes (Parquet, compressed / uncompressed):")
+        for what, paths in (("skipidx parts", part_files), ("DuckDB's file", [parquet]), ("LZ4 copy", [ids_lz4])):
+            for c, (cb, ub, codec) in parquet_column_bytes(paths, ID_COLUMNS).items():
+                print(f"  {what:14s} {c:9s} {codec:8s} {cb / 2**20:8.2f} / {ub / 2**20:8.2f} MiB")
         print(f"\nnon-selective (timed in rounds with the scan): skipidx {t_ns:.1f} ms vs plain pyarrow scan "
               f"{t_pa:.1f} ms (ratio {t_ns / t_pa:.2f}, target <= 1.5)")
         print("'vs chDB' / 'vs Duck' = their latency / skipidx latency (higher is better for skipidx); "
