@@ -297,9 +297,12 @@ class SBBFAggregator(IndexAggregator):
       zone walk / per-zone distinct set over its (row, hash) arrays.
 
     Adaptive sizing then sizes every zone's filter from its distinct count
-    (``num_bytes_for_rule`` with the params' size rule) and inserts only the distinct hashes. Slices are
-    whole zones of about CHUNK_BYTES of text, so memory stays bounded; they
-    run on BUILD_THREADS threads (the kernels release the GIL).
+    (``num_bytes_for_rule`` with the params' size rule) and inserts only the
+    distinct hashes -- slice by slice in the worker threads, straight from the
+    build's reused scratch buffers (`_ScratchPool`); the slices' filters are
+    concatenated into the part's bank at the end. Slices are whole zones of
+    about CHUNK_BYTES of text, so memory stays bounded; they run on
+    BUILD_THREADS threads (the kernels release the GIL).
     """
 
     def __init__(self, type_name: str, params: dict[str, Any], tokenizer: Tokenizer,
