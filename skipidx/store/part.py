@@ -751,9 +751,19 @@ class Part:
                 raise CorruptionError("Parquet footer does not match the part manifest", path=path)
             _FOOTERS.put(ident, md)
         try:
-            # an open file object, not a path: pyarrow resolves a path's file
-            # system on every open (~0.2 ms, a point query's whole decode)
-            return key, pq.ParquetFile(pa.OSFile(path, "rb"), metadata=md, pre_buffer=pre_buffer)
+            # The file memory-mapped and read as one in-memory buffer: Arrow
+            # reads a buffer synchronously, while from a file object (OSFile or
+            # memory_map alike) every column chunk goes through its I/O
+            # executor (thread hand-off + fadvise per chunk): 39 scattered
+            # granules of a UInt64 column decode in ~1.6 ms from the buffer vs
+            # ~6.6 ms from the file (2-core machine). Parts are immutable (a
+            # new file under a new name), so the mapping never sees a change;
+            # an unlinked part stays readable while mapped, as an open file.
+            # Not a path either: pyarrow resolves a path's file system on every
+            # open (~0.2 ms, a point query's whole decode).
+            with pa.memory_map(path, "r") as mm:
+                buf = mm.read_buffer()    # zero-copy: keeps the mapping alive
+            return key, pq.ParquetFile(pa.BufferReader(buf), metadata=md, pre_buffer=pre_buffer)
         except (OSError, pa.ArrowException) as e:
             raise CorruptionError(f"cannot open Parquet file: {e}", path=path) from None
 
