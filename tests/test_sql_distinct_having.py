@@ -245,6 +245,124 @@ def test_explain_shows_distinct_and_having(small) -> None:
 
 
 # ---------------------------------------------------------------------------
+# DISTINCT before ORDER BY: each tuple keeps its first row in read order
+# ---------------------------------------------------------------------------
+
+DOCS_DDL = "CREATE TABLE t1 (a Int32, b Int32) ENGINE = MergeTree ORDER BY tuple()"
+DOCS_ROWS = "(2, 1), (1, 2), (3, 3), (2, 4)"
+FLOAT_DDL = "CREATE TABLE f (c Float64, x Int32) ENGINE = MergeTree ORDER BY tuple()"
+FLOAT_ROWS = "(0, 1), (-0., 1), (nan, 2), (-nan, 2), (1, 3), (0, 2)"
+# sorted by a non-unique k, 10 granules: an ORDER BY starting with k reads the table in
+# order -- backwards for DESC -- and that stream decides each tuple's first row
+KEYED_DDL = ("CREATE TABLE s (k UInt32, g UInt32, b Int32) ENGINE = MergeTree ORDER BY k "
+             "SETTINGS index_granularity = 2")
+KEYED_ROWS = ", ".join(f"({i // 4}, {i % 3}, {i * 7 % 10})" for i in range(20))
+
+# (id, sql, rows in order): ClickHouse's DISTINCT docs example, and its DISTINCT after
+# ORDER BY comparing the ORDER BY columns that are DISTINCT columns by value
+# (optimize_distinct_in_order: 0 == -0, NaN == NaN), the others by bits
+READ_ORDER = [
+    ("docs_order_by_b", "SELECT DISTINCT a FROM t1 ORDER BY b", [(2,), (1,), (3,)]),
+    ("docs_order_by_b_desc", "SELECT DISTINCT a FROM t1 ORDER BY b DESC", [(3,), (1,), (2,)]),
+    ("docs_order_by_b_desc_limit", "SELECT DISTINCT a FROM t1 ORDER BY b DESC LIMIT 2", [(3,), (1,)]),
+    ("docs_order_by_expression", "SELECT DISTINCT a FROM t1 ORDER BY a + b DESC", [(3,), (2,), (1,)]),
+    ("docs_two_columns", "SELECT DISTINCT a, a + b AS s FROM t1 ORDER BY b DESC",
+     [(2, 6), (3, 6), (1, 3), (2, 3)]),
+    ("float_in_order", "SELECT DISTINCT c FROM f ORDER BY c", [("0.0",), ("1.0",), (NAN,)]),
+    ("float_in_order_desc_limit", "SELECT DISTINCT c FROM f ORDER BY c DESC LIMIT 2", [("1.0",), ("0.0",)]),
+    ("float_in_order_limit", "SELECT DISTINCT c FROM f ORDER BY c LIMIT 2", [("0.0",), ("1.0",)]),
+    ("float_in_order_prefix", "SELECT DISTINCT c, x FROM f ORDER BY c, x",
+     [("0.0", 1), ("0.0", 2), ("1.0", 3), (NAN, 2)]),
+    ("float_other_column_by_bits", "SELECT DISTINCT x, c FROM f ORDER BY x",
+     [(1, "0.0"), (1, NEG0), (2, NAN), (2, NAN), (2, "0.0"), (3, "1.0")]),
+    ("float_expression_key_by_bits", "SELECT DISTINCT c FROM f ORDER BY c + 1, x",
+     [("0.0",), (NEG0,), ("1.0",), (NAN,), (NAN,)]),
+    ("float_in_order_after_group_by", "SELECT DISTINCT c, count() > 0 AS nonempty FROM f GROUP BY c, x ORDER BY c",
+     [("0.0", 1), ("1.0", 1), (NAN, 1)]),
+    ("read_in_order_desc", "SELECT DISTINCT g FROM s ORDER BY k DESC", [(1,), (0,), (2,)]),
+    ("read_in_order_desc_limit", "SELECT DISTINCT g FROM s ORDER BY k DESC LIMIT 2", [(1,), (0,)]),
+    ("read_in_order_desc_then_other", "SELECT DISTINCT g FROM s ORDER BY k DESC, b", [(1,), (0,), (2,)]),
+    ("read_in_order_then_other_desc", "SELECT DISTINCT g FROM s ORDER BY k, b DESC", [(1,), (2,), (0,)]),
+    ("read_in_order_desc_unselected", "SELECT DISTINCT b FROM s ORDER BY k DESC",
+     [(3,), (6,), (9,), (2,), (5,), (8,), (1,), (4,), (7,), (0,)]),
+    ("not_read_in_order", "SELECT DISTINCT g FROM s ORDER BY b DESC", [(1,), (2,), (0,)]),
+]
+
+
+@pytest.fixture(scope="module")
+def docs(tmp_path_factory):
+    db = skipidx.connect(str(tmp_path_factory.mktemp("docs") / "db"))
+    db.sql(DOCS_DDL)
+    db.sql(f"INSERT INTO t1 VALUES {DOCS_ROWS}")
+    db.sql(FLOAT_DDL)
+    db.sql(f"INSERT INTO f VALUES {FLOAT_ROWS}")
+    db.sql(KEYED_DDL)
+    db.sql(f"INSERT INTO s VALUES {KEYED_ROWS}")
+    yield db
+    db.close()
+
+
+@pytest.mark.parametrize("sql,rows", [g[1:] for g in READ_ORDER], ids=[g[0] for g in READ_ORDER])
+def test_distinct_before_order_by(docs, sql: str, rows: list[tuple]) -> None:
+    got = _rows(docs.sql(sql).to_arrow())
+    assert got == rows, f"{sql}: {got} != {rows}"
+
+
+@pytest.mark.chdb
+def test_distinct_before_order_by_is_clickhouses() -> None:
+    pytest.importorskip("chdb")
+    from skipidx import _chdb
+
+    db = _chdb.scratch_database("docs")
+    for ddl, rows in ((DOCS_DDL, DOCS_ROWS), (FLOAT_DDL, FLOAT_ROWS), (KEYED_DDL, KEYED_ROWS)):
+        name = ddl.split()[2]
+        _chdb.query(ddl.replace(f"TABLE {name} ", f"TABLE {db}.{name} "))
+        _chdb.query(f"INSERT INTO {db}.{name} VALUES {rows}")
+    try:
+        for gid, sql, rows in READ_ORDER:
+            ch_sql = sql
+            for name in ("t1", "f", "s"):
+                ch_sql = ch_sql.replace(f" FROM {name} ", f" FROM {db}.{name} ")
+            got = _rows(_chdb.query(ch_sql + " SETTINGS max_threads = 1", "ArrowTable"))
+            assert got == rows, f"{gid}: chDB {got} != {rows}"
+    finally:
+        _chdb.query(f"DROP DATABASE {db}")
+
+
+def test_distinct_order_by_unselected_column_multi_granule(runs) -> None:
+    # one part sorted by id, 79 granules, g = id // 4000. Each g's rows take every key
+    # 0..3999, so sorting before DISTINCT would tie all g at 3999 (-> 0, 1, 2); DISTINCT
+    # first keeps each g's first row, id = 4000 g, whose key is 1000 g % 4000
+    for sql in ("SELECT DISTINCT g FROM r ORDER BY (id + g * 1000) % 4000 DESC, g LIMIT 3",
+                "SELECT DISTINCT g FROM r ORDER BY (id + g * 1000) % 4000 DESC, g"):
+        got = [r[0] for r in runs.sql(sql).fetchall()]
+        assert got[:3] == [3, 7, 2], f"{sql}: {got} (each g's first row in read order decides)"
+    sql = "SELECT DISTINCT g % 3 AS m FROM r ORDER BY (id * 7919) % 40000 DESC"
+    # first rows in read order: g = 0, 1, 2 (ids 0, 4000, 8000) -> keys 0, 31760000 % 40000, ...
+    want = sorted(range(3), key=lambda m: -((m * 4000 * 7919) % 40000))
+    got = [r[0] for r in runs.sql(sql).fetchall()]
+    assert got == want, f"{sql}: {got} != {want}"
+
+
+def test_distinct_float_sort_key_without_order_by_compares_bits(tmp_path) -> None:
+    """A documented difference: ClickHouse reads a table in order for a DISTINCT over a
+    prefix of its sort key (optimize_distinct_in_order) and then compares a float key by
+    value *within each read stream* -- one per part, or several slices of one depending
+    on its threads (two parts holding 0 and -0 give both; one part gives 0 only). That
+    is no rule of the data, so skipidx keeps DISTINCT's bitwise comparison here; an
+    ORDER BY on the column gives ClickHouse's by-value answer on both sides."""
+    db = skipidx.connect(str(tmp_path / "db"))
+    db.sql("CREATE TABLE fs (c Float64) ENGINE = MergeTree ORDER BY c")
+    db.sql("INSERT INTO fs VALUES (0), (-0.), (nan), (-nan), (1), (0)")
+    got = Counter(_rows(db.sql("SELECT DISTINCT c FROM fs").to_arrow()))
+    assert got == Counter([("0.0",), (NEG0,), ("1.0",), (NAN,), (NAN,)]), \
+        f"{got}: skipidx compares floats by bits without ORDER BY (ClickHouse: per read stream)"
+    got = _rows(db.sql("SELECT DISTINCT c FROM fs ORDER BY c").to_arrow())
+    assert got == [("0.0",), ("1.0",), (NAN,)], f"{got}: ORDER BY c compares c by value, as ClickHouse"
+    db.close()
+
+
+# ---------------------------------------------------------------------------
 # the LIMIT early stop counts distinct rows
 # ---------------------------------------------------------------------------
 
@@ -342,11 +460,16 @@ def gen(tmp_path_factory):
     db.sql(GEN_DDL.format(name="g"))
     for lo in range(0, GEN_ROWS, GEN_ROWS // 3):   # three parts
         db.insert("g", data.slice(lo, GEN_ROWS // 3))
+    # g1: the same rows in ONE part on both sides (47 granules), so which row of a tuple
+    # DISTINCT keeps -- the first in read order -- is deterministic in ClickHouse too
+    db.sql(GEN_DDL.format(name="g1"))
+    db.insert("g1", data)
     chname = _chdb.scratch_database("dh")
-    _chdb.query(GEN_DDL.format(name=f"{chname}.g"))
     path = tmp / "g.parquet"
     pq.write_table(data, path)
-    _chdb.query(f"INSERT INTO {chname}.g SELECT * FROM file('{path}', Parquet)")
+    for name in ("g", "g1"):
+        _chdb.query(GEN_DDL.format(name=f"{chname}.{name}"))
+        _chdb.query(f"INSERT INTO {chname}.{name} SELECT * FROM file('{path}', Parquet)")
 
     def chdb_query(sql: str) -> pa.Table:
         return _chdb.query(sql.replace(" FROM g", f" FROM {chname}.g") + " SETTINGS max_threads = 1",
@@ -432,6 +555,16 @@ def _queries(r: random.Random) -> list[tuple[str, bool]]:
                         f"LIMIT {r.randint(0, 20)}", True))
         else:
             out.append((f"SELECT {key} k2, count() c FROM g {w} GROUP BY k2 ORDER BY c DESC, k2 LIMIT 5", True))
+    for _ in range(40):   # DISTINCT sorted by columns outside the SELECT list, on the one-part table
+        cols = r.sample(_COLS, r.randint(1, 2))
+        others = [c for c in _COLS + ["msg", "id % 97", "length(msg)"] if c not in cols]
+        keys = [f"{c}{r.choice(['', ' DESC'])}" for c in r.sample(others, r.randint(1, 2))]
+        w = r.choice(_WHERES)
+        if r.random() < 0.75:   # id last: a total order, and the kept row of a tuple shows
+            sql = f"SELECT DISTINCT {', '.join(cols)} FROM g1 {w} ORDER BY {', '.join(keys)}, id{r.choice(['', ' DESC'])}"
+            out.append((sql + (f" LIMIT {r.randint(1, 12)}" if r.random() < 0.5 else ""), True))
+        else:                   # ties: compare the rows as a multiset
+            out.append((f"SELECT DISTINCT {', '.join(cols)} FROM g1 {w} ORDER BY {', '.join(keys)}", False))
     return out
 
 
@@ -474,7 +607,7 @@ def test_differential(gen, block: int) -> None:
 
 def test_query_mix_covers_the_features() -> None:
     text = " ".join(q for q, _ in _ALL)
-    for needle in ("SELECT DISTINCT", "HAVING count() >", "count(DISTINCT", " c FROM g", "GROUP BY x",
+    for needle in ("SELECT DISTINCT", "HAVING count() >", "FROM g1", "length(msg) DESC", "count(DISTINCT", " c FROM g", "GROUP BY x",
                    "HAVING u =", "ORDER BY id DESC", "LIMIT", "OFFSET", "k IS NULL", "sum(DISTINCT"):
         assert needle in text, f"no generated query has {needle!r}"
     assert any(f"SELECT DISTINCT {c} AS x" in text for c in _COLS), "no DISTINCT over GROUP BY ... HAVING"

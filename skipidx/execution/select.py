@@ -6,15 +6,28 @@ projected/ordering columns), so a non-selective query never holds the wide
 columns it filtered on. A LIMIT without ORDER BY or aggregation stops the
 scan as soon as it has enough rows -- with DISTINCT, enough *distinct*
 rows; a LIMIT with ORDER BY keeps only the best ``offset + limit`` rows per
-chunk (a running top-k; with DISTINCT, the best distinct ones).
+chunk (a running top-k; with DISTINCT, the best distinct ones, only when
+each tuple's first row is also its best: the ORDER BY keys follow from the
+output row, or the ORDER BY is the order the table is read in).
 
 Order of operations, as SQL and ClickHouse: WHERE (the scan), GROUP BY and
 aggregates, HAVING, the SELECT list, DISTINCT, ORDER BY, LIMIT/OFFSET.
 DISTINCT compares whole output rows: NULL equals NULL, and floats compare
 by their bits as in ClickHouse's hash tables (0 and -0 are two rows, a NaN
-one). With ORDER BY, DISTINCT keeps the first row of each tuple in the
-sorted order, which is ClickHouse's answer also when ORDER BY names a
-column outside the SELECT list.
+one). As ClickHouse, DISTINCT runs *before* ORDER BY: each tuple keeps its
+first row in the order the table is read -- parts, then granules, in order;
+a part in its sort-key order -- and those rows are sorted; this decides the
+answer when ORDER BY names a column outside the SELECT list. An ORDER BY
+that starts with the table's sort key makes ClickHouse read in that order
+(backwards for DESC), so that stream decides instead. After sorting,
+ClickHouse deduplicates again in order (``optimize_distinct_in_order``):
+the longest prefix of the ORDER BY made of DISTINCT columns compares by
+value (0 = -0, NaN = NaN), the other DISTINCT columns by bits --
+``SELECT DISTINCT c ... ORDER BY c`` over 0, -0, NaN, -NaN is 0, NaN.
+Not followed: ClickHouse also reads in order for a DISTINCT over a prefix of
+the sort key *without* a matching ORDER BY and then compares a float key by
+value within each read stream (a part, or a slice of one: it depends on its
+threads); skipidx compares by bits there.
 
 Aggregates follow ClickHouse's types and empty-input rules:
 
@@ -331,15 +344,100 @@ def _key_names(n: int) -> list[str]:
     return [f"__key{j}" for j in range(n)]
 
 
+_POS = "__pos"
+
+
+def _run_ids(t: pa.Table, cols: list[int]) -> pa.Array:
+    """Runs of adjacent rows equal *by value* in columns `cols` of a sorted table: 0 and
+    -0 are equal, NaN equals NaN and NULL equals NULL (ClickHouse's compareAt)."""
+    n = t.num_rows
+    change = np.zeros(n, dtype=bool)
+    change[0] = True
+    for j in cols:
+        a = _plain(t.column(j))
+        prev, cur = a.slice(0, n - 1), a.slice(1)
+        same = pc.fill_null(pc.equal(prev, cur), False)
+        if pa.types.is_floating(a.type):
+            same = pc.or_(same, pc.fill_null(pc.and_(pc.is_nan(prev), pc.is_nan(cur)), False))
+        if a.null_count:
+            same = pc.or_(same, pc.and_(prev.is_null(), cur.is_null()))
+        change[1:] |= ~np.asarray(same.to_numpy(zero_copy_only=False), dtype=bool)
+    return pa.array(np.cumsum(change, dtype=np.int64))
+
+
+def _in_order_distinct(t: pa.Table, ncols: int, prefix: list[int]) -> pa.Table:
+    """ClickHouse's DISTINCT after ORDER BY (``optimize_distinct_in_order``): the rows
+    arrive sorted by the DISTINCT columns `prefix`; runs equal by value in those
+    columns are one group, split by the bits of the other DISTINCT columns.
+    Only floats compare differently by value than by bits, so other types pass."""
+    if t.num_rows <= 1 or not any(pa.types.is_floating(t.schema.field(j).type) for j in prefix):
+        return t
+    others = [j for j in range(ncols) if j not in prefix]
+    cols = [_run_ids(t, prefix)] + [t.column(j) for j in others]
+    firsts = distinct_rows(pa.Table.from_arrays(cols + [pa.array(np.arange(t.num_rows))],
+                                                names=[f"c{j}" for j in range(len(cols))] + ["i"]), len(cols))
+    return t.take(firsts.column("i")) if firsts.num_rows != t.num_rows else t
+
+
+def _in_order_columns(items: list[BExpr], order: list[OrderItem]) -> list[int]:
+    """The select items forming the longest ORDER BY prefix made of DISTINCT columns
+    (those ClickHouse's in-order DISTINCT compares by value)."""
+    out: list[int] = []
+    for o in order:
+        if o.expr not in items:
+            break
+        j = items.index(o.expr)
+        if j not in out:
+            out.append(j)
+    return out
+
+
+class _Plan:
+    """How DISTINCT meets ORDER BY, as in ClickHouse.
+
+    ClickHouse deduplicates *before* sorting ("Preliminary DISTINCT"): each tuple
+    keeps its first row in the stream the table is read in -- parts and granules in
+    order, unless the ORDER BY starts with the table's sort key, which ClickHouse
+    then reads in order (backwards for DESC). `prefix` is that many leading ORDER
+    BY keys; `desc` their direction. After sorting, a second DISTINCT compares
+    the ORDER BY keys that are DISTINCT columns by value (`in_order`).
+    """
+
+    def __init__(self, bs: BoundSelect, sort_key: list[str]) -> None:
+        p = 0
+        first = bs.order_by[0].descending if bs.order_by else False
+        for o, k in zip(bs.order_by, sort_key):
+            if isinstance(o.expr, BColumn) and o.expr.name == k and o.descending == first:
+                p += 1
+            else:
+                break
+        self.prefix, self.desc = p, first and p > 0
+        self.in_order = _in_order_columns([it.expr for it in bs.items], bs.order_by)
+        # the stream's first row of a tuple is also its first in (ORDER BY, stream) order
+        self.follow = _keys_follow_output(bs)
+        self.topk_ok = self.follow or p == len(bs.order_by)
+
+    def order(self, bs: BoundSelect) -> list[OrderItem]:
+        """ORDER BY, ties in stream order. The sorts are stable and rows stay in scan
+        order until sorted, so ties fall in scan order already; a DESC read in order
+        reverses it: then the scan position (``__pos``) is a last, descending key."""
+        pos = [OrderItem(BColumn(_POS, pa.int64(), False), True, False)] if self.desc else []
+        return list(bs.order_by) + pos
+
+
 def _sorted_rows(t: pa.Table, bs: BoundSelect, order: list[OrderItem], need: int | None,
-                 deduplicated: bool = False) -> pa.Table:
+                 deduplicated: bool = False, in_order: list[int] | None = None) -> pa.Table:
     """`t` (output columns, then one ``__key`` column per ORDER BY item) sorted; with
     DISTINCT only the first row of each output tuple (unless `t` is `deduplicated`
-    already); at most `need` rows."""
+    already) and ClickHouse's in-order DISTINCT on the columns `in_order`; at most
+    `need` rows."""
     keys = _key_names(len(order))
     t = _order(t, [t[k] for k in keys], order)
-    if bs.distinct and not deduplicated:
-        t = distinct_rows(t, t.num_columns - len(keys))
+    if bs.distinct:
+        if not deduplicated:
+            t = distinct_rows(t, len(bs.items))
+        if in_order:
+            t = _in_order_distinct(t, len(bs.items), in_order)
     return t.slice(0, need) if need is not None else t
 
 
@@ -351,8 +449,13 @@ def _keys_follow_output(bs: BoundSelect) -> bool:
     return all(o.expr in exprs or columns_of(o.expr) <= plain for o in bs.order_by)
 
 
-def run_select(bs: BoundSelect, chunks: Iterable[pa.Table]) -> pa.Table:
-    """Consume the scan's filtered chunks and produce the result table."""
+def run_select(bs: BoundSelect, chunks: Iterable[pa.Table], sort_key: list[str] | None = None) -> pa.Table:
+    """Consume the scan's filtered chunks and produce the result table.
+
+    `sort_key` is the table's ORDER BY (column names): with DISTINCT and an ORDER BY
+    starting with it, ClickHouse reads the table in that order, which decides
+    which row of a tuple DISTINCT keeps.
+    """
     if bs.aggregate:
         return _run_aggregate(bs, chunks)
 
@@ -380,10 +483,21 @@ def run_select(bs: BoundSelect, chunks: Iterable[pa.Table]) -> pa.Table:
     # ORDER BY: keep the projected rows plus their sort keys; top-k when limited
     best: pa.Table | None = None
     nk = len(bs.order_by)
-    # DISTINCT whose sort keys are functions of the output row: every row of a tuple
-    # sorts alike, so rows can be deduplicated as they come and sorted once at the end
-    early = _DistinctRows(None, len(bs.items)) if (bs.distinct and need is None and _keys_follow_output(bs)) \
-        else None
+    plan = _Plan(bs, list(sort_key or [])) if bs.distinct else None
+    order = plan.order(bs) if plan is not None else list(bs.order_by)
+    in_order = plan.in_order if plan is not None else None
+    # DISTINCT read in scan order (no read in order): keep each tuple's first row as
+    # rows come (ClickHouse's preliminary DISTINCT), sort those once at the end. Top-k
+    # (below) is used instead when a LIMIT allows it: see _Plan.topk_ok.
+    # (With the ORDER BY keys following the output row, a tuple's rows are alike and
+    # an ascending read in order keeps the first scanned one too.)
+    early = _DistinctRows(None, len(bs.items)) \
+        if (plan is not None and not (need is not None and plan.topk_ok)
+            and (plan.prefix == 0 or (plan.follow and not plan.desc))) else None
+    # DISTINCT read in order and an ORDER BY that may rank a later row of a tuple first:
+    # all rows, deduplicated in stream order at the end
+    whole = plan is not None and early is None and not plan.topk_ok
+    pos = 0
     for ch in chunks:
         if ch.num_rows == 0:
             continue
@@ -391,18 +505,28 @@ def run_select(bs: BoundSelect, chunks: Iterable[pa.Table]) -> pa.Table:
         keys = [_plain(evaluate(o.expr, ch)) for o in bs.order_by]
         for j, k in enumerate(keys):
             p = p.append_column(f"__key{j}", k)
+        if plan is not None and plan.desc:   # the scan position: ties in stream order
+            p = p.append_column(f"__key{nk}", pa.array(np.arange(pos, pos + p.num_rows, dtype=np.int64)))
+            pos += p.num_rows
         if early is not None:
             early.add(p)
             continue
         best = p if best is None else _concat([best, p])
-        if need is not None and best.num_rows > max(need, 1) * 2:
-            best = _sorted_rows(best, bs, bs.order_by, need)
+        if need is not None and not whole and best.num_rows > max(need, 1) * 2:
+            best = _sorted_rows(best, bs, order, need, in_order=in_order)
     if early is not None:
         best = early.result()
     if best is None:
         return _limit(_empty_projection(bs), bs.limit, bs.offset)
-    best = _sorted_rows(best, bs, bs.order_by, None, deduplicated=early is not None).drop_columns(_key_names(nk))
-    return _limit(best, bs.limit, bs.offset)
+    if whole:
+        # the stream: sorted by the read-in-order prefix, ties by scan position
+        stream = [(best[f"__key{j}"], o) for j, o in enumerate(order[:plan.prefix])]
+        if plan.desc:
+            stream.append((best[f"__key{nk}"], order[-1]))
+        best = best.take(_sort_indices(stream))
+        best = distinct_rows(best, len(bs.items))
+    best = _sorted_rows(best, bs, order, None, deduplicated=early is not None or whole, in_order=in_order)
+    return _limit(best.drop_columns(_key_names(len(order))), bs.limit, bs.offset)
 
 
 def _run_aggregate(bs: BoundSelect, chunks: Iterable[pa.Table]) -> pa.Table:
@@ -428,7 +552,8 @@ def _run_aggregate(bs: BoundSelect, chunks: Iterable[pa.Table]) -> pa.Table:
     if order:
         for j, o in enumerate(order):
             out = out.append_column(f"__key{j}", _plain(evaluate(o.expr, grouped)))
-        out = _sorted_rows(out, bs, order, None).drop_columns(_key_names(len(order)))
+        in_order = _in_order_columns([it.expr for it in items], order) if bs.distinct else None
+        out = _sorted_rows(out, bs, order, None, in_order=in_order).drop_columns(_key_names(len(order)))
     elif bs.distinct:
         out = distinct_rows(out)
     return _limit(out, bs.limit, bs.offset)

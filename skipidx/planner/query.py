@@ -56,7 +56,7 @@ def run_query(plan: QueryPlan) -> tuple[pa.Table, QueryStats]:
     chunks = scan(selections, plan.columns, bs.where, stats,
                   max_granules=LIMIT_BATCH_GRANULES if stream else None,
                   keep=[c for c in plan.columns if c in out_cols])
-    table = run_select(bs, chunks)
+    table = run_select(bs, chunks, sort_key=plan.snapshot.meta.order_by)
     stats.scan_ms = (time.perf_counter() - t0) * 1000
     return table, stats
 
