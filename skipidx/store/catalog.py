@@ -17,6 +17,7 @@ from skipidx.errors import SkipidxError
 from skipidx.store import commit as _commit
 from skipidx.store.commit import TableState, fsync_dir, write_state
 from skipidx.store.metadata import TableMeta, check_identifier
+from skipidx.store.part import release_readers
 from skipidx.store.table import Table
 
 __all__ = ["Catalog"]
@@ -50,9 +51,11 @@ class Catalog:
             raise SkipidxError("not a directory", path=self.path)
         self._tables: dict[str, Table] = {}
         with _CatalogLock(self.path):
-            for n in os.listdir(self.path):
-                if n.startswith(".tmp-") or n.startswith(".dropped-"):
-                    shutil.rmtree(os.path.join(self.path, n), ignore_errors=True)
+            left = [os.path.join(self.path, n) for n in os.listdir(self.path)
+                    if n.startswith(".tmp-") or n.startswith(".dropped-")]
+            for p in left:
+                shutil.rmtree(p, ignore_errors=True)
+            release_readers(left)
 
     def _dir(self, name: str) -> str:
         return os.path.join(self.path, check_identifier(name, "table"))
@@ -112,6 +115,10 @@ class Catalog:
             fsync_dir(self.path)
             self._tables.pop(name, None)
             shutil.rmtree(gone, ignore_errors=True)
+            # pooled readers know the files by their path before the rename;
+            # evicted after the deletion (none can be taken after it), under
+            # the catalog lock (no new table of that name meanwhile)
+            release_readers([target, gone])
         return True
 
     def table(self, name: str) -> Table:

@@ -438,6 +438,10 @@ def commit_parts(
         new_retired = st.retired + tuple((n, gen) for n in retire)
         write_state(table_dir, TableState(gen, new_meta, new_parts, new_retired))
         crash_point("commit:done")
+        # the retired parts' pooled readers (their mappings would keep the
+        # files' space once deleted); a pinned snapshot still reading one
+        # reopens it, and cleanup evicts again after deleting it
+        _release_readers(os.path.join(pdir, n) for n in retire)
         for s in staged:
             if isinstance(s, StagedPart):
                 s.release()
@@ -451,6 +455,14 @@ def commit_meta(table_dir: str, meta: TableMeta) -> int:
 
 
 # ---------------------------------------------------------------- cleanup
+def _release_readers(dirs: Iterable[str]) -> None:
+    """Close this process's pooled readers of files under `dirs` (see
+    :func:`skipidx.store.part.release_readers`)."""
+    from skipidx.store.part import release_readers   # part imports this module
+
+    release_readers(list(dirs))
+
+
 def cleanup(table_dir: str) -> None:
     """Remove what crashed writers left and what no reader needs any more.
     Runs only if the commit lock is free right now (never waits for it)."""
@@ -537,9 +549,12 @@ def _collect(table_dir: str, st: TableState) -> None:
         present = os.listdir(pdir)
     except FileNotFoundError:
         present = []
-    for n in present:
-        if n not in referenced:
-            shutil.rmtree(os.path.join(pdir, n), ignore_errors=True)
+    gone = [os.path.join(pdir, n) for n in present if n not in referenced]
+    for p in gone:
+        shutil.rmtree(p, ignore_errors=True)
+    # after the deletion: a reader taken before it is evicted (or closed when
+    # given back); none can be taken after it (the files are gone)
+    _release_readers(gone)
     if removable:
         # Forget them in the state too, so the retired list stays short. A
         # crash here is harmless: the dirs are gone or unreferenced either way.
