@@ -152,9 +152,11 @@ def test_queries_during_concurrent_merges(root):
 
         def reader() -> None:
             try:
-                while not stop.is_set():
+                while True:   # at least one round, whatever the merges' pace
                     for p in probes:
                         got.append((p, _query(db, p)))
+                    if stop.is_set():
+                        break
             except BaseException as e:   # reported below
                 errors.append(e)
 
@@ -173,6 +175,7 @@ def test_queries_during_concurrent_merges(root):
             for x in th:
                 x.join()
         assert not errors, errors
+        assert len(got) >= 2 * len(probes), "every reader thread ran at least one round"
         bad = [(p, r) for p, r in got if r != want[p]]
         assert not bad, f"answers changed under concurrent merges: {bad[:3]}"
         assert _query(db, "v1") == want["v1"]
