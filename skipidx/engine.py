@@ -51,6 +51,10 @@ class Database:
         self.index_cache.clear()
         if self._temp:
             shutil.rmtree(self.path, ignore_errors=True)
+            # pooled readers of the removed files would keep their mappings
+            # (and the deleted files' disk space) until the next sweep
+            from skipidx.store.part import release_readers
+            release_readers([self.path])
 
     def __enter__(self) -> "Database":
         return self

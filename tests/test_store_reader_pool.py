@@ -256,3 +256,21 @@ def test_pool_sweep_drops_missing_and_replaced(tmp_path):
     assert pool.sweep() == 2
     assert readers[gone].closed and readers[repl].closed and not readers[keep].closed
     assert list(pool._idle) == [key(keep)]
+
+
+def test_temporary_database_close_leaves_no_mapping():
+    """connect() without a path removes its directory on close(): the pooled
+    readers of its files are closed then, not at the next sweep."""
+    P._READERS.clear()
+    db = skipidx.connect()
+    path = os.path.realpath(db.path)
+    db.sql(DDL)
+    db.insert("t", _rows(0))
+    batch = _rows(0)
+    want = batch.filter(pc.equal(batch["s"], "v0"))
+    assert _query(db, "v0") == (want.num_rows, int(pc.sum(want["id"]).as_py())), "answer before close"
+    assert _mapped(path), "the query should have left a pooled, mapped reader to release"
+    db.close()
+    assert not os.path.exists(path), "a temporary database is removed on close()"
+    assert not _mapped(path) and not _open_fds(path), \
+        f"files of the removed temporary database still mapped/open: {_mapped(path) + _open_fds(path)}"
