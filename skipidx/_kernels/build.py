@@ -345,9 +345,35 @@ def _distinct_close_zone(table, mask, uniq, first, u):
 # tokenize+hash loop on log lines -- but slower when the insert or set probe
 # follows in the same loop, hence the per-row hash buffers below); n-grams
 # keep xxh64_inline (steady lengths).
-# The fixed and distinct variants repeat the tokenizing loop on purpose: with
-# both sinks behind a runtime switch in one loop, the fixed path measured 1.8x
-# slower (the distinct bookkeeping kept the insert from being optimized).
+# The fixed and distinct variants share the row tokenizer (_row_token_hashes)
+# but keep separate sinks on purpose: with both sinks behind a runtime switch
+# in one loop, the fixed path measured 1.8x slower (the distinct bookkeeping
+# kept the insert from being optimized).
+
+@njit(cache=True, inline="always")
+def _row_token_hashes(tb, data, p, e, seed, hbuf):
+    """Hash every splitByNonAlpha token of data[p:e] into hbuf[0:m]; returns m.
+
+    Shared by the fixed and the distinct token kernels (inlined at the Numba
+    IR level, so each kernel still compiles to its own tight loop).
+    """
+    m = 0
+    while p < e:
+        while p < e and not tb[data[p]]:
+            p += 1
+        if p >= e:
+            break
+        q = p + 1
+        while q < e and tb[data[q]]:
+            q += 1
+        if q - p < 32:
+            hbuf[m] = xxh64_short(data, p, q - p, seed)
+        else:
+            hbuf[m] = xxh64_span(data, p, q - p, seed)
+        m += 1
+        p = q
+    return m
+
 
 @njit(cache=True, nogil=True)
 def token_fixed(data, offsets, validity, voff, zone_end, words, block_offset, num_blocks, seed, salt):
@@ -365,23 +391,7 @@ def token_fixed(data, offsets, validity, voff, zone_end, words, block_offset, nu
         nb = num_blocks[z]
         while i < zone_end[z]:
             if _valid(validity, voff, i):
-                p = np.int64(offsets[i])
-                e = np.int64(offsets[i + 1])
-                m = 0
-                while p < e:
-                    while p < e and not tb[data[p]]:
-                        p += 1
-                    if p >= e:
-                        break
-                    q = p + 1
-                    while q < e and tb[data[q]]:
-                        q += 1
-                    if q - p < 32:
-                        hbuf[m] = xxh64_short(data, p, q - p, seed)
-                    else:
-                        hbuf[m] = xxh64_span(data, p, q - p, seed)
-                    m += 1
-                    p = q
+                m = _row_token_hashes(tb, data, np.int64(offsets[i]), np.int64(offsets[i + 1]), seed, hbuf)
                 for k in range(m):
                     insert_one(words, bo, nb, hbuf[k], salt)
             i += 1
@@ -435,22 +445,7 @@ def _token_rows_into_set(data, offsets, validity, voff, i, stop, seed, table, un
         if 2 * (u - first + (e - s) + 1) > cap:
             return i, u, zero_seen, 2 * (u - first + (e - s) + 1)
         if _valid(validity, voff, i):
-            p = s
-            m = 0
-            while p < e:
-                while p < e and not tb[data[p]]:
-                    p += 1
-                if p >= e:
-                    break
-                q = p + 1
-                while q < e and tb[data[q]]:
-                    q += 1
-                if q - p < 32:
-                    hbuf[m] = xxh64_short(data, p, q - p, seed)
-                else:
-                    hbuf[m] = xxh64_span(data, p, q - p, seed)
-                m += 1
-                p = q
+            m = _row_token_hashes(tb, data, s, e, seed, hbuf)
             for k in range(m):
                 h = hbuf[k]
                 if h == 0:
