@@ -103,7 +103,7 @@ def _truthy(v: Any, default: bool) -> bool:
     raise SkipidxError(f"expected true or false, got {v!r}")
 
 
-def _int_option(options: Any, key: str, default: int) -> int:
+def _int_option(options: Any, key: str, default: int, minimum: int = 1) -> int:
     v = options.get(key)
     if v is None:
         return default
@@ -111,8 +111,8 @@ def _int_option(options: Any, key: str, default: int) -> int:
         n = int(str(v).strip())
     except ValueError:
         raise SkipidxError(f"option {key} must be an integer, got {v!r}") from None
-    if n < 1:
-        raise SkipidxError(f"option {key} must be >= 1, got {n}")
+    if n < minimum:
+        raise SkipidxError(f"option {key} must be >= {minimum}, got {n}")
     return n
 
 
@@ -169,16 +169,7 @@ def _settle_worker() -> None:
 def _cache_mb(options: Any) -> int:
     from skipidx.spark._plan import DEFAULT_INDEX_CACHE_MB
 
-    v = options.get("index_cache_mb")
-    if v is None:
-        return DEFAULT_INDEX_CACHE_MB
-    try:
-        n = int(str(v).strip())
-    except ValueError:
-        raise SkipidxError(f"option index_cache_mb must be an integer, got {v!r}") from None
-    if n < 0:
-        raise SkipidxError(f"option index_cache_mb must be >= 0, got {n}")
-    return n
+    return _int_option(options, "index_cache_mb", DEFAULT_INDEX_CACHE_MB, minimum=0)
 
 
 def _optional_int(options: Any, key: str) -> int | None:
