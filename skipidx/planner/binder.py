@@ -950,11 +950,4 @@ def bind_select(meta: Any | None, select: A.Select) -> BoundSelect:
 
 def bind_where(meta: Any, where: A.Expr) -> BExpr | None:
     """Bind a WHERE expression alone (e.g. the Spark source's ``where`` option)."""
-    b = Binder(meta)
-    e = b.expr(where)
-    t = value_type(e.type)
-    if not (is_numeric(t) or pa.types.is_null(t)):
-        raise _err(f"invalid type for filter in WHERE: {ch_name(t)}", where)
-    if isinstance(e, BConst) and e.value is not None and bool(e.value):
-        return None
-    return e
+    return Binder(meta)._filter(where, "WHERE")
