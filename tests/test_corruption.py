@@ -227,3 +227,33 @@ def test_alter_never_launders_damage(tmp_path, op):
     with table.snapshot() as snap:
         with pytest.raises(CorruptionError, match="checksum mismatch"):
             snap.parts[0].read(["msg"])
+
+
+def test_verification_cache_is_bounded_and_reverifies_after_eviction(tmp_path):
+    """The per-process cache of verified blocks keeps the most recently read
+    files only; a forgotten file is hashed again (and still caught if damaged)."""
+    from skipidx.store.manifest import Verifier, file_sum
+
+    files = []
+    for i in range(5):
+        p = tmp_path / f"f{i}"
+        p.write_bytes(bytes([i]) * 3000)
+        files.append((str(p), file_sum(str(p), block_size=1024)))
+    v = Verifier(max_files=3)
+    for p, fs in files:
+        v.verify(p, fs)
+    assert len(v._done) == 3, f"bounded to 3 files, holds {len(v._done)}"
+    kept = {k[1] for k in v._done}
+    assert kept == {os.stat(p).st_ino for p, _ in files[2:]}, "the least recently read files are forgotten"
+    # f0 was forgotten: damaging it (same size, so the identity is unchanged
+    # apart from mtime) is caught on its next read because it is re-hashed
+    p0, fs0 = files[0]
+    with open(p0, "r+b") as f:
+        f.write(b"\xff")
+    with pytest.raises(CorruptionError, match="checksum mismatch"):
+        v.verify(p0, fs0)
+    # reading a remembered file again hashes nothing new and keeps it
+    before = {k: set(b) for k, b in v._done.items()}
+    v.verify(*files[4])
+    assert v._done[next(k for k in v._done if k[1] == os.stat(files[4][0]).st_ino)] == \
+        before[next(k for k in before if k[1] == os.stat(files[4][0]).st_ino)]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import xxhash
@@ -71,14 +72,34 @@ def file_sum(path: str, block_size: int | None = None) -> FileSum:
     return FileSum(size, tuple(blocks), block_size)
 
 
+#: File identities whose verified blocks a :class:`Verifier` remembers. Parts
+#: are immutable and merged away over time: without a bound, a long-running
+#: process would keep an entry for every file it ever read. Forgetting the
+#: least recently read file only costs re-hashing its blocks on its next read.
+VERIFIED_FILES_MAX = 4096
+
+
 class Verifier:
     """Verifies byte ranges of part files against their FileSum, caching what
     was verified per file identity (device, inode, size, mtime) so each block
-    is hashed at most once per process while the file stays the same."""
+    is hashed at most once per process while the file stays the same (and
+    among the :data:`VERIFIED_FILES_MAX` most recently read files)."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_files: int = VERIFIED_FILES_MAX) -> None:
         self._lock = threading.Lock()
-        self._done: dict[tuple, set[int]] = {}
+        self._max_files = max(1, int(max_files))
+        self._done: OrderedDict[tuple, set[int]] = OrderedDict()
+
+    def _blocks(self, key: tuple) -> set[int]:
+        """The verified blocks of file `key`, marked most recently used (call with the lock held)."""
+        done = self._done.get(key)
+        if done is None:
+            done = self._done[key] = set()
+            while len(self._done) > self._max_files:
+                self._done.popitem(last=False)
+        else:
+            self._done.move_to_end(key)
+        return done
 
     def _identity(self, path: str, expected: FileSum) -> tuple:
         try:
@@ -101,7 +122,7 @@ class Verifier:
         bs = expected.block_size
         first, last = start // bs, max(start, end - 1) // bs
         with self._lock:
-            done = self._done.setdefault(key, set())
+            done = self._blocks(key)
             todo = [i for i in range(first, last + 1) if i not in done]
         if not todo:
             return
@@ -117,7 +138,7 @@ class Verifier:
         finally:
             os.close(fd)
         with self._lock:
-            self._done.setdefault(key, set()).update(todo)
+            self._blocks(key).update(todo)
 
     def forget(self) -> None:
         """Drop the cache (tests use it to force re-verification)."""
