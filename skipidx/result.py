@@ -6,10 +6,40 @@ of how its WHERE clause pruned.
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import pyarrow as pa
+
+#: One lock for every deferred per-index figure: resolving is rare (EXPLAIN,
+#: a caller reading the figures) and must add its counts exactly once.
+_DEFERRED_LOCK = threading.Lock()
+
+
+class _DeferredCount:
+    """An int field of :class:`IndexStats` whose value may still be owed by the pruner.
+
+    The pruner probes an index only on the granules earlier indexes kept
+    (sequential narrowing), so how many granules that index *alone* would
+    keep is not known when the query runs. It registers a callback
+    (:meth:`IndexStats.defer`) that probes the rest and adds the exact
+    figures; reading ``granules_after`` / ``parts_after`` (attribute,
+    ``as_dict()``, ``repr``, ``==``) runs it first, once.
+    """
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.key = "_value_" + name
+
+    def __get__(self, obj: Any, owner: type | None = None) -> int:
+        if obj is None:
+            return 0        # the dataclass default
+        if obj.__dict__.get("_deferred"):
+            obj.resolve()
+        return obj.__dict__.get(self.key, 0)
+
+    def __set__(self, obj: Any, value: int) -> None:
+        obj.__dict__[self.key] = value
 
 
 @dataclass
@@ -22,21 +52,49 @@ class IndexStats:
     answers; every other atom "maybe"). ``note`` says why an index did not
     help or was not trusted ("no usable atom", "negation only", "filter
     saturated", "damaged index ignored in part p", ...).
+
+    ``granules_after``/``parts_after`` of an index the pruner only probed on
+    granules other indexes had kept are computed when first read (the same
+    exact figures; :meth:`resolve` forces it).
     """
 
     name: str
     type: str
     description: str
     granules_before: int = 0
-    granules_after: int = 0
+    granules_after: int = _DeferredCount()
     parts_before: int = 0
-    parts_after: int = 0
+    parts_after: int = _DeferredCount()
     used: bool = False               # was its data read for at least one part
     note: str | None = None
     conditions: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def defer(self, add: Callable[[], tuple[int, int]]) -> None:
+        """Owe ``granules_after``/``parts_after`` increments that `add()` computes on first read.
+
+        For the pruner: `add` returns (granules, parts) to add to the figures
+        (see :class:`_DeferredCount`); it is called at most once, and dropped
+        afterwards with whatever it references."""
+        with _DEFERRED_LOCK:
+            self.__dict__.setdefault("_deferred", []).append(add)
+
+    @property
+    def pending(self) -> bool:
+        """Whether some figures are still deferred (reading them resolves them)."""
+        return bool(self.__dict__.get("_deferred"))
+
+    def resolve(self) -> None:
+        """Compute every deferred figure now (idempotent, thread-safe)."""
+        with _DEFERRED_LOCK:
+            todo = self.__dict__.get("_deferred") or []
+            self.__dict__["_deferred"] = []
+            for add in todo:
+                g, p = add()
+                self.__dict__["_value_granules_after"] = self.__dict__.get("_value_granules_after", 0) + int(g)
+                self.__dict__["_value_parts_after"] = self.__dict__.get("_value_parts_after", 0) + int(p)
 
 
 @dataclass

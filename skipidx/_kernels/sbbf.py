@@ -160,14 +160,59 @@ def bank_check_all(words, block_offset, num_blocks, hashes, salt):
 
 
 @njit(cache=True)
+def _any_single_batched(words, block_offset, num_blocks, hashes, salt, out):
+    """bank_check_any_of when every group is one hash (IN lists, ``=``), for banks beyond the cache.
+
+    A batch of filters first computes the block of every (filter, hash) pair
+    and loads one word of each (independent loads the CPU overlaps), then
+    checks the bits; without it each probe waits for its own miss. Measured
+    cold (caches evicted) on 1221 filters x 10 hashes of a 24 MiB bank:
+    0.57 -> 0.44 ms.
+    """
+    nf = block_offset.shape[0]
+    nh = hashes.shape[0]
+    per = max(1, _BATCH // max(nh, 1))           # filters per batch: ~_BATCH probes in flight
+    bases = np.empty(per * nh, dtype=np.int64)
+    sink = np.uint32(0)
+    f0 = 0
+    while f0 < nf:
+        m = min(per, nf - f0)
+        for t in range(m):
+            f = f0 + t
+            bo, nb = block_offset[f], num_blocks[f]
+            for j in range(nh):
+                b = (bo + block_index(hashes[j], nb)) * 8
+                bases[t * nh + j] = b
+                sink |= words[b]
+        for t in range(m):
+            for j in range(nh):
+                if _has_bits(words, bases[t * nh + j], hashes[j], salt):
+                    out[f0 + t] = True
+                    break
+        f0 += m
+    return sink
+
+
+@njit(cache=True)
 def bank_check_any_of(words, block_offset, num_blocks, hashes, group_offsets, salt):
     """out[f] = OR over groups g of (AND over hashes[group_offsets[g]:group_offsets[g+1]]).
 
     An empty group is vacuously true (it requires nothing), so it keeps every filter.
+    `block_offset`/`num_blocks` may list any subset of a bank's filters (the
+    planner passes the granules still kept).
     """
     nf = block_offset.shape[0]
     ng = group_offsets.shape[0] - 1
     out = np.zeros(nf, dtype=np.bool_)
+    if ng > 0 and ng == hashes.shape[0] and group_offsets[0] == 0 and words.shape[0] >= 8 * BATCH_MIN_BLOCKS:
+        single = True
+        for g in range(ng):
+            if group_offsets[g + 1] - group_offsets[g] != 1:
+                single = False
+                break
+        if single:
+            _any_single_batched(words, block_offset, num_blocks, hashes, salt, out)
+            return out
     for f in range(nf):
         for g in range(ng):
             ok = True

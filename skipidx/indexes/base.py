@@ -129,6 +129,15 @@ class IndexCondition(abc.ABC):
     def mask(self, granules: IndexGranules) -> BoolMask:
         """(can_be_true, can_be_false) per index granule."""
 
+    def mask_at(self, granules: IndexGranules, zones: np.ndarray) -> BoolMask:
+        """The answers of :meth:`mask` for the index granules `zones` only (sorted int64 ids).
+
+        The pruner asks this for the granules earlier indexes kept. The
+        default answers every granule and picks; types whose probes cost
+        (bloom filters) answer only the asked ones."""
+        m = self.mask(granules)
+        return BoolMask(np.asarray(m.can_be_true, dtype=bool)[zones], np.asarray(m.can_be_false, dtype=bool)[zones])
+
     @abc.abstractmethod
     def describe(self) -> str:
         """Short text for EXPLAIN, e.g. ``hasToken(msg, 'x') -> tokens {x}``."""

@@ -179,6 +179,21 @@ class SBBFGranules(IndexGranules):
                                  np.ascontiguousarray(hashes, dtype=np.uint64),
                                  np.ascontiguousarray(group_offsets, dtype=np.int64), SALT)
 
+    def maybe_contains_at(self, zones: np.ndarray, hashes: np.ndarray, group_offsets: np.ndarray) -> np.ndarray:
+        """:meth:`maybe_contains` for the zones `zones` only (int64 ids), one entry per asked zone."""
+        return bank_check_any_of(self.words, self.block_offset[zones], self.num_blocks[zones],
+                                 np.ascontiguousarray(hashes, dtype=np.uint64),
+                                 np.ascontiguousarray(group_offsets, dtype=np.int64), SALT)
+
+    @property
+    def mean_fpp(self) -> float:
+        """Mean estimated false-positive rate of a lookup over the zones (cached): the
+        planner probes the most selective index first."""
+        m = self.__dict__.get("_mean_fpp")
+        if m is None:
+            m = self.__dict__["_mean_fpp"] = float(self.fpp_estimate.mean()) if len(self) else 1.0
+        return m
+
     def to_arrow(self, part: str) -> pa.Table:
         fpp = self.params.get("fpp")
         md = zones.make_metadata(self.type_name, self.params, self.FORMAT_VERSION,
@@ -556,16 +571,29 @@ class SBBFCondition(IndexCondition):
         return f"{text}: {what}"
 
     def mask(self, granules: IndexGranules) -> BoolMask:
+        return self._mask(granules, None)
+
+    def mask_at(self, granules: IndexGranules, zones: np.ndarray) -> BoolMask:
+        """Only the filters of `zones` are probed (the granules earlier indexes kept)."""
+        return self._mask(granules, np.asarray(zones, dtype=np.int64))
+
+    def _mask(self, granules: IndexGranules, zones: np.ndarray | None) -> BoolMask:
         g = granules
         assert isinstance(g, SBBFGranules)
-        n = len(g)
-        non_null = (g.zone_length - g.null_count) > 0
+        zl, nc, has_null = g.zone_length, g.null_count, g.has_null
+        if zones is not None:
+            zl, nc, has_null = zl[zones], nc[zones], has_null[zones]
+        n = zl.shape[0]
+        non_null = (zl - nc) > 0
         if self.atom.func in ("isNull", "isNotNull"):
-            return null_mask(self.atom.func, g.has_null, non_null)
+            return null_mask(self.atom.func, has_null, non_null)
         if self.requirement is None or self._hashes is None:
             return BoolMask.unknown(n)
         hashes, goffs = self._hashes
-        maybe = g.maybe_contains(hashes, goffs) | g.saturated
+        if zones is None:
+            maybe = g.maybe_contains(hashes, goffs) | g.saturated
+        else:
+            maybe = g.maybe_contains_at(zones, hashes, goffs) | g.saturated[zones]
         maybe &= non_null
         if self.requirement.negated:
             return BoolMask(non_null.copy(), maybe)

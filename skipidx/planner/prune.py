@@ -13,15 +13,18 @@ For one query:
    stay UNKNOWN for that part), computes each atom's BoolMask per *index*
    granule with numpy, spreads it onto *data* granules (an index of
    GRANULARITY g answers for g data granules), ANDs the answers of all
-   indexes for the same atom, and evaluates the RPN once over the granules
-   of all parts together for the combined answer and once per index (the
-   granules that index alone would keep: the per-index EXPLAIN figures).
+   indexes for the same atom, and evaluates the RPN over the granules of
+   all parts together. Indexes are probed one after another, a bloom
+   filter only on the granules the ones before it kept (sequential
+   narrowing, exact: see :func:`_prune_parts`). The per-index EXPLAIN
+   figures (the granules each index alone would keep) are evaluated with
+   that index's answers only -- for a narrowed index when first read.
 3. :func:`mark_ranges` turns the kept granules into contiguous ranges.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Iterable, NamedTuple
 
 import numpy as np
 
@@ -365,11 +368,6 @@ def key_granules_from_stats(part: Any, column: str, col_type: Any) -> Any:
     return MinMaxGranules(marks[:-1].copy(), lengths, nulls, np.zeros(n, dtype=np.int64), amin, amax)
 
 
-def _spread(mask: BoolMask, idx: np.ndarray) -> BoolMask:
-    """Index-granule answers onto data granules (idx[i] = index granule of data granule i)."""
-    return BoolMask(mask.can_be_true[idx], mask.can_be_false[idx])
-
-
 def _data_to_index_granule(marks: np.ndarray, zone_start: np.ndarray, zone_length: np.ndarray,
                            num_rows: int) -> np.ndarray:
     """For every data granule, the index granule covering it; CorruptionError if zones do not tile the part."""
@@ -385,13 +383,11 @@ def _data_to_index_granule(marks: np.ndarray, zone_start: np.ndarray, zone_lengt
     return np.searchsorted(zs, marks[:-1], side="right") - 1
 
 
-def _answers(part: Any, use: IndexUse, cache: IndexCache | None) -> dict[int, BoolMask] | None:
-    """Index `use`'s answer to each of its atoms on every *data* granule of `part`.
-
-    None when the index cannot answer for this part (not materialized, or
-    damaged: never trusted -- its atoms stay UNKNOWN there and the scan keeps
-    the answer exact); the reason goes to the index's note.
-    """
+def _load(part: Any, use: IndexUse, cache: IndexCache | None) -> LoadedIndex | None:
+    """Index `use`'s granules of `part`, loaded and checked, or None when the index cannot
+    answer for this part (not materialized, or damaged: never trusted -- its atoms
+    stay UNKNOWN there and the scan keeps the answer exact); the reason goes to
+    the index's note."""
     try:
         if use.loader is not None:
             li = (cache.loaded_derived(part, use.name, use.loader) if cache is not None
@@ -408,22 +404,12 @@ def _answers(part: Any, use: IndexUse, cache: IndexCache | None) -> dict[int, Bo
                 return None
             li = (cache.loaded(part, use.name, entry) if cache is not None
                   else LoadedIndex(part, part.load_index(use.name), 0))
-        g = li.granules
-        idx = li.data_to_index
-        use.zones_read += li.zones
-        use.zones_saturated += li.saturated
-        masks: dict[int, BoolMask] = {}
-        for i, cond in use.conditions.items():
-            m = cond.mask(g)
-            t = np.asarray(m.can_be_true, dtype=bool)
-            f = np.asarray(m.can_be_false, dtype=bool)
-            if t.shape != (li.zones,) or f.shape != (li.zones,):
-                raise CorruptionError(f"answer of {len(t)} granules for an index of {li.zones}")
-            masks[i] = BoolMask(t, f) if idx is None else _spread(BoolMask(t, f), idx)
     except CorruptionError as e:
         _note(use, f"damaged index ignored in part {part.name}: {e.message}")
         return None
-    return masks
+    use.zones_read += li.zones
+    use.zones_saturated += li.saturated
+    return li
 
 
 #: Indexes whose filters over all parts take at most this many bytes are
@@ -473,10 +459,9 @@ def _concat_sbbf(gs: list[Any]) -> Any | None:
                         np.concatenate([g.fill_ratio for g in gs]), np.concatenate([g.fpp_estimate for g in gs]))
 
 
-def _combined_answers(parts: list[Any], ns: np.ndarray, use: IndexUse,
-                      cache: IndexCache | None) -> dict[int, tuple[np.ndarray, np.ndarray]] | None:
-    """Index `use`'s answers over the granules of all `parts` at once, or None: then
-    the caller answers part by part (and reports what is missing or damaged).
+def _combined_granules(parts: list[Any], ns: np.ndarray, use: IndexUse, cache: IndexCache | None) -> Any | None:
+    """Index `use`'s granules of all `parts` as one bank, or None: then the caller
+    loads it part by part (and reports what is missing or damaged).
 
     Only when every part holds the index undamaged at GRANULARITY 1 and its
     filters are small (:data:`COMBINE_MAX_BYTES`); the concatenation is
@@ -516,23 +501,167 @@ def _combined_answers(parts: list[Any], ns: np.ndarray, use: IndexUse,
             if size > COMBINE_MAX_BYTES:
                 return None
         g = _concat_sbbf([li.granules for li in loaded])
-        if g is None:
+        if g is None or len(g) != int(ns.sum()):
             return None
         comb = _Combined(g, size)
         cache._put(key, comb)
-    g = comb.granules
     use.zones_read += comb.zones
     use.zones_saturated += comb.saturated
-    out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-    total = int(ns.sum())
-    for i, cond in use.conditions.items():
-        m = cond.mask(g)
-        t = np.asarray(m.can_be_true, dtype=bool)
-        f = np.asarray(m.can_be_false, dtype=bool)
-        if t.shape != (total,) or f.shape != (total,):
-            return None   # cannot happen for a validated index; never trust it if it does
-        out[i] = (t, f)
+    return comb.granules
+
+
+class _Segment(NamedTuple):
+    """A stretch [start, end) of the query's granule axis that one index answers from `granules`."""
+
+    start: int
+    end: int
+    granules: Any
+    data_to_index: np.ndarray | None    # None: index granule i is data granule i
+    parts: tuple[int, ...]             # the parts it covers (indexes into the part list)
+
+
+class _Source:
+    """One useful index and where its answers come from, along the granule axis of all
+    parts concatenated: one segment for a concatenated bank, else one per part that
+    holds the index undamaged. Parts without a segment stay UNKNOWN for its atoms."""
+
+    __slots__ = ("use", "segments", "answered")
+
+    def __init__(self, use: IndexUse, segments: list[_Segment], answered: np.ndarray) -> None:
+        self.use = use
+        self.segments = segments
+        self.answered = answered          # bool per part
+
+    @property
+    def narrowable(self) -> bool:
+        """Probing fewer granules saves work: bloom filters (a memory-bound probe per
+        granule and value). Whole-array checks (minmax, set) cost the same either way."""
+        from skipidx.indexes.bloom import SBBFGranules
+
+        return bool(self.segments) and all(isinstance(s.granules, SBBFGranules) for s in self.segments)
+
+    def rank(self) -> tuple[int, float]:
+        """Probe order: whole-array checks first (cheap), then bloom filters from the lowest
+        mean false-positive rate (most selective: fewer granules left for the rest)."""
+        if not self.narrowable:
+            return (0, 0.0)
+        n = sum(len(s.granules) for s in self.segments)
+        return (1, sum(s.granules.mean_fpp * len(s.granules) for s in self.segments) / max(n, 1))
+
+
+def _sources(parts: list[Any], ns: np.ndarray, offsets: np.ndarray, useful: list[IndexUse],
+             cache: IndexCache | None) -> list[_Source]:
+    """Load every useful index (small ones concatenated over all parts); the ones that answer somewhere."""
+    out: list[_Source] = []
+    live = tuple(j for j in range(len(parts)) if ns[j] > 0)
+    for use in useful:
+        answered = np.zeros(len(parts), dtype=bool)
+        segs: list[_Segment] = []
+        g = _combined_granules(parts, ns, use, cache) if parts else None
+        if g is not None:
+            segs.append(_Segment(0, int(offsets[-1]), g, None, live))
+            answered[list(live)] = True
+        else:
+            for j in live:
+                li = _load(parts[j], use, cache)
+                if li is not None:
+                    segs.append(_Segment(int(offsets[j]), int(offsets[j + 1]), li.granules, li.data_to_index, (j,)))
+                    answered[j] = True
+        if segs:
+            out.append(_Source(use, segs, answered))
     return out
+
+
+def _probe(src: _Source, sel: np.ndarray | None, total: int,
+           parts: list[Any]) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """`src`'s answer to each of its atoms on every granule of the axis.
+
+    `sel` (sorted granule ids, or None for all): only those granules are
+    probed; every other granule gets UNKNOWN (1, 1), which the RPN reads as
+    "no information" (see :func:`skipidx.planner.rpn.evaluate` on why that
+    can never drop a granule the full answers keep). An index granule
+    covering several data granules (GRANULARITY g) is probed once and its
+    answer spread onto each of them.
+    """
+    use = src.use
+    out = {i: (np.ones(total, dtype=bool), np.ones(total, dtype=bool)) for i in use.conditions}
+    for seg in src.segments:
+        s0, s1, g, idx = seg.start, seg.end, seg.granules, seg.data_to_index
+        if sel is None:
+            local = None
+            zones = None
+        else:
+            a, b = np.searchsorted(sel, (s0, s1))
+            if a == b:
+                continue
+            local = sel[a:b] - s0
+            zones = local if idx is None else np.unique(idx[local])
+        nz = len(g) if zones is None else int(zones.shape[0])
+        # where the zones' answers go: data granule -> position in the answer
+        if idx is None:
+            pos = None
+        elif local is None:
+            pos = idx
+        else:
+            pos = np.searchsorted(zones, idx[local])
+        target = slice(s0, s1) if local is None else local + s0
+        try:
+            for i, cond in use.conditions.items():
+                m = cond.mask(g) if zones is None else _mask_at(cond, g, zones)
+                t = np.asarray(m.can_be_true, dtype=bool)
+                f = np.asarray(m.can_be_false, dtype=bool)
+                if t.shape != (nz,) or f.shape != (nz,):
+                    raise CorruptionError(f"answer of {len(t)} granules for an index of {nz}")
+                if pos is not None:
+                    t, f = t[pos], f[pos]
+                out[i][0][target] = t
+                out[i][1][target] = f
+        except CorruptionError as e:
+            # never trusted: the whole segment back to UNKNOWN, its parts unanswered
+            for t_, f_ in out.values():
+                t_[s0:s1] = True
+                f_[s0:s1] = True
+            src.answered[list(seg.parts)] = False
+            names = ", ".join(parts[j].name for j in seg.parts)
+            _note(use, f"damaged index ignored in part {names}: {e.message}")
+    return out
+
+
+def _mask_at(cond: IndexCondition, g: Any, zones: np.ndarray) -> BoolMask:
+    at = getattr(cond, "mask_at", None)
+    if at is not None:
+        return at(g, zones)
+    m = cond.mask(g)     # a condition written before mask_at existed
+    return BoolMask(np.asarray(m.can_be_true, dtype=bool)[zones], np.asarray(m.can_be_false, dtype=bool)[zones])
+
+
+#: A later index is probed only on the granules the indexes before it kept if
+#: these are at most this share of all granules; above it, narrowing saves
+#: little and probing them all gives that index's own figure at once.
+NARROW_MAX_SHARE = 0.5
+
+
+class _Alone:
+    """Granules one index alone keeps, per part; computed on first use when the index was
+    probed only on the granules earlier indexes kept (the figures stay exact)."""
+
+    __slots__ = ("_value", "_args")
+
+    def __init__(self, value: np.ndarray | None = None, args: tuple | None = None) -> None:
+        self._value = value
+        self._args = args
+
+    def get(self) -> np.ndarray:
+        if self._value is None:
+            src, rpn, total, offsets, ns, parts = self._args
+            k = evaluate(rpn, total, {i: BoolMask(t, f) for i, (t, f) in _probe(src, None, total, parts).items()})
+            self._value = np.where(src.answered, _per_part_counts(k.can_be_true, offsets), ns)
+            self._args = None     # drop the references to the loaded granules
+        return self._value
+
+    @property
+    def ready(self) -> bool:
+        return self._value is not None
 
 
 @dataclass
@@ -541,91 +670,64 @@ class _Pruned:
 
     kept: np.ndarray                  # bool per granule of all parts
     offsets: np.ndarray               # int64, part j's granules are [offsets[j], offsets[j+1])
-    alone: dict[str, np.ndarray]      # per index that answered some part: granules it alone keeps, per part
+    alone: dict[str, _Alone]          # per index that answered some part: granules it alone keeps, per part
     answered: dict[str, np.ndarray]   # per such index: bool per part
 
 
 def _prune_parts(parts: list[Any], rpn: RPN, uses: list[IndexUse], cache: IndexCache | None) -> _Pruned:
-    """Answer the atoms part by part, then evaluate the RPN once over all granules of all parts.
+    """Answer the atoms with one index after another, each on the granules still kept.
 
     The combined answer of an atom on a granule is the AND of every index's
-    answer (an index that did not answer for a part leaves it UNKNOWN); the
-    per-index figures evaluate the RPN with that index's answers only.
-    Evaluating over the concatenation costs one pass of numpy operations per
-    RPN item for the whole query instead of one per part.
+    answer (an index that did not answer for a part leaves it UNKNOWN), and
+    the RPN is evaluated over the granules of all parts at once (one pass of
+    numpy operations per RPN item, not one per part).
+
+    Sequential narrowing, as ClickHouse applies skip indexes one after
+    another on the mark ranges left: the indexes are probed cheapest and
+    most selective first (:meth:`_Source.rank`), and a bloom-filter index
+    only on the granules the ones before it kept (when they are few,
+    :data:`NARROW_MAX_SHARE`). Its other granules get UNKNOWN, which keeps
+    the result exact: the evaluation is granule by granule and monotone
+    (:func:`skipidx.planner.rpn.evaluate`), so a granule the earlier
+    indexes' answers already exclude stays excluded whatever the later ones
+    say, and on the granules still kept every index's answer is its real
+    one. An id lookup with two indexes on its column probes the second on
+    ~40 instead of 1221 granules.
+
+    The per-index figures (the RPN with that index's answers only) stay
+    exact too: for a narrowed index they are computed when first read
+    (:class:`_Alone`, resolved through :meth:`IndexStats.defer`).
     """
     ns = np.fromiter((int(p.n_granules) for p in parts), dtype=np.int64, count=len(parts))
     offsets = np.zeros(len(parts) + 1, dtype=np.int64)
     np.cumsum(ns, out=offsets[1:])
     total = int(offsets[-1])
     useful = [u for u in uses if u.useful]
-    # small indexes answer for all parts in one call (already concatenated answers)
-    whole: dict[str, dict[int, tuple[np.ndarray, np.ndarray]]] = {}
-    answered: dict[str, np.ndarray] = {}
-    for use in useful:
-        c = _combined_answers(parts, ns, use, cache) if parts else None
-        if c is not None:
-            whole[use.name] = c
-            answered[use.name] = ns > 0
-    # per index and atom, the answer of every part in order (None: no answer, UNKNOWN)
-    got: dict[str, list[dict[int, BoolMask] | None]] = {u.name: [None] * len(parts) for u in useful}
-    for j, part in enumerate(parts):
-        if ns[j] == 0:
-            continue
-        for use in useful:
-            if use.name in whole:
-                continue
-            masks = _answers(part, use, cache)
-            if masks is not None:
-                got[use.name][j] = masks
-                answered.setdefault(use.name, np.zeros(len(parts), dtype=bool))[j] = True
-    unknown: dict[int, np.ndarray] = {}
-
-    def ones(n: int) -> np.ndarray:
-        u = unknown.get(n)
-        if u is None:
-            u = unknown[n] = np.ones(n, dtype=bool)
-        return u
-
-    per_use: dict[str, dict[int, tuple[np.ndarray, np.ndarray]]] = {}
+    srcs = sorted(_sources(parts, ns, offsets, useful, cache), key=_Source.rank)
     combined: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-    um: dict[int, tuple[np.ndarray, np.ndarray]]
-    for name in answered:
-        if name in whole:
-            um = whole[name]
-            for i, (t, f) in um.items():
-                c = combined.get(i)
-                combined[i] = (t, f) if c is None else (c[0] & t, c[1] & f)
-            per_use[name] = um
-            continue
-        answers = got[name]
-        atoms = {i for m in answers if m is not None for i in m}
-        um = {}
-        for i in sorted(atoms):
-            ts, fs = [], []
-            for j, m in enumerate(answers):
-                a_ = None if m is None else m.get(i)
-                if a_ is None:
-                    ts.append(ones(int(ns[j])))
-                    fs.append(ones(int(ns[j])))
-                else:
-                    ts.append(a_.can_be_true)
-                    fs.append(a_.can_be_false)
-            t, f = np.concatenate(ts), np.concatenate(fs)
-            um[i] = (t, f)
+    kept: np.ndarray | None = None
+    alone: dict[str, _Alone] = {}
+    for src in srcs:
+        sel = None
+        if kept is not None and src.narrowable and np.count_nonzero(kept) <= NARROW_MAX_SHARE * total:
+            sel = np.flatnonzero(kept)
+        ans = _probe(src, sel, total, parts)
+        for i, (t, f) in ans.items():
             c = combined.get(i)
             combined[i] = (t, f) if c is None else (c[0] & t, c[1] & f)
-        per_use[name] = um
-    # the RPN may prune on constants even with no index answer (WHERE 0)
-    kept = evaluate(rpn, total, {i: BoolMask(t, f) for i, (t, f) in combined.items()}).can_be_true
-    alone: dict[str, np.ndarray] = {}
-    for name, ans in answered.items():
-        if len(answered) == 1 and bool(ans[ns > 0].all()):
-            k = kept   # the only index that answered, everywhere: its answers are the combined ones
-        else:
-            k = evaluate(rpn, total, {i: BoolMask(t, f) for i, (t, f) in per_use[name].items()}).can_be_true
-        alone[name] = np.where(ans, _per_part_counts(k, offsets), ns)
-    return _Pruned(kept, offsets, alone, answered)
+        first = kept is None
+        kept = evaluate(rpn, total, {i: BoolMask(t, f) for i, (t, f) in combined.items()}).can_be_true
+        name = src.use.name
+        if sel is not None:
+            alone[name] = _Alone(args=(src, rpn, total, offsets, ns, parts))
+            continue
+        # the first index's answers are the combined ones so far
+        k = kept if first else evaluate(rpn, total, {i: BoolMask(t, f) for i, (t, f) in ans.items()}).can_be_true
+        alone[name] = _Alone(np.where(src.answered, _per_part_counts(k, offsets), ns))
+    if kept is None:
+        # the RPN may prune on constants even with no index answer (WHERE 0)
+        kept = evaluate(rpn, total, {}).can_be_true
+    return _Pruned(kept, offsets, alone, {s.use.name: s.answered for s in srcs})
 
 
 def _per_part_counts(kept: np.ndarray, offsets: np.ndarray) -> np.ndarray:
@@ -638,7 +740,7 @@ def prune_part(part: Any, rpn: RPN, uses: list[IndexUse],
                cache: IndexCache | None = None) -> tuple[np.ndarray, dict[str, int]]:
     """Kept data granules of `part` (bool array) and, per index that answered, how many it alone keeps."""
     r = _prune_parts([part], rpn, uses, cache)
-    return r.kept.copy(), {name: int(a[0]) for name, a in r.alone.items() if r.answered[name][0]}
+    return r.kept.copy(), {name: int(a.get()[0]) for name, a in r.alone.items() if r.answered[name][0]}
 
 
 def _note(use: IndexUse, text: str) -> None:
@@ -657,6 +759,13 @@ def mark_ranges(kept: np.ndarray) -> list[tuple[int, int]]:
     return list(zip(edges[0::2].tolist(), edges[1::2].tolist()))
 
 
+def _alone_figures(a: _Alone):
+    def figures() -> tuple[int, int]:
+        alone = a.get()
+        return int(alone.sum()), int(np.count_nonzero(alone > 0))
+    return figures
+
+
 def prune(parts: Iterable[Any], rpn: RPN, uses: list[IndexUse], stats,
           cache: IndexCache | None = None) -> list[PartSelection]:
     """Prune every part; fill the part/granule/index figures of `stats`; return the parts to scan."""
@@ -673,11 +782,13 @@ def prune(parts: Iterable[Any], rpn: RPN, uses: list[IndexUse], stats,
         s = use.stats
         s.granules_before += total
         s.parts_before += len(parts)
-        alone = r.alone.get(use.name)
-        if alone is None:
-            alone = ns
         if use.name in r.answered and bool(r.answered[use.name].any()):
             s.used = True
+        a = r.alone.get(use.name)
+        if a is not None and not a.ready:
+            s.defer(_alone_figures(a))     # a narrowed index: its own figure when read
+            continue
+        alone = ns if a is None else a.get()
         s.granules_after += int(alone.sum())
         s.parts_after += int(np.count_nonzero(alone > 0))
     out: list[PartSelection] = []

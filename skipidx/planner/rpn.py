@@ -158,6 +158,22 @@ def evaluate(rpn: RPN, n: int, atom_mask: Callable[[int], BoolMask | None] | Map
 
     `atom_mask(i)` (or a mapping) gives atom i's BoolMask, or None for
     UNKNOWN. Returns the (can_be_true, can_be_false) of the whole clause.
+
+    Two properties the pruner's sequential narrowing
+    (:func:`skipidx.planner.prune._prune_parts`) rests on:
+
+    * *Granule-wise*: every operation is element-wise, so a granule's result
+      depends only on the atoms' answers for that granule.
+    * *Monotone*: order the masks bitwise, (t, f) <= (t', f') iff t <= t' and
+      f <= f'. Each operation preserves the order -- NOT (f, t) swaps both
+      components of both sides; AND (t1 & t2, f1 | f2) and OR (t1 | t2,
+      f1 & f2) are built from & and |, monotone in every argument;
+      constants and UNKNOWN items do not depend on the atoms. So tighter
+      atom answers (more indexes ANDed in) can only clear bits of the root:
+      a granule whose can_be_true is False with some indexes' answers stays
+      False when other indexes' answers are ANDed in, and answering UNKNOWN
+      (1, 1) -- the top element -- for a granule gives the same result as
+      leaving that index out there.
     """
     get = atom_mask.get if isinstance(atom_mask, Mapping) else atom_mask
     ones = np.ones(n, dtype=bool)
