@@ -8,7 +8,7 @@ into the row filter (a row passes iff its value is true).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pyarrow as pa
@@ -27,6 +27,110 @@ def _plain(a: pa.Array | pa.ChunkedArray) -> pa.Array:
     if isinstance(a, pa.ChunkedArray):
         a = a.combine_chunks() if a.num_chunks != 1 else a.chunk(0)
     return a
+
+
+#: A subtree over one dictionary-read column is evaluated on its distinct
+#: values when they number at most this fraction of the rows (else decoded:
+#: gathering the answers back would cost about what it saves).
+DICT_EVAL_MAX_RATIO = 0.5
+
+
+def _single_column(e: BExpr, memo: dict[int, str | None]) -> str | None:
+    """The one column `e` reads, or None (no column, or several)."""
+    k = id(e)
+    if k in memo:
+        return memo[k]
+    if isinstance(e, BColumn):
+        r: str | None = e.name
+    elif isinstance(e, BFolded):
+        r = e.source.name if e.source is not None else None
+    elif isinstance(e, BCall):
+        names = {_single_column(a, memo) if not isinstance(a, BConst) else "" for a in e.args}
+        names.discard("")
+        r = names.pop() if len(names) == 1 and None not in names else None
+    else:
+        r = None
+    memo[k] = r
+    return r
+
+
+def _on_dictionary(e: BExpr, col: pa.ChunkedArray, name: str) -> pa.Array | None:
+    """`e` (a row-wise expression of column `name` alone) evaluated once per
+    distinct value of the dictionary-encoded `col` and gathered back by the
+    indices; None when the dictionaries are too large for that to pay.
+
+    Exact for any row-wise function: every chunk's dictionary is evaluated
+    (concatenated, one evaluation), plus one NULL value that the rows whose
+    index is NULL point to -- so ``isNull(x)``, ``hasTokenOrNull`` or a
+    three-valued result come out as on decoded rows.
+    """
+    chunks = col.chunks
+    n = len(col)
+    sizes = [len(c.dictionary) for c in chunks]
+    total = sum(sizes)
+    if not chunks or total + 1 > DICT_EVAL_MAX_RATIO * n:
+        return None
+    vt = col.type.value_type
+    # the NULL value only when some row's index is NULL (a NULL-free input
+    # keeps the functions on their NULL-free paths)
+    has_null = any(c.indices.null_count for c in chunks)
+    values = pa.concat_arrays([c.dictionary for c in chunks] + ([pa.nulls(1, vt)] if has_null else []))
+    per_value = evaluate(e, pa.table({name: values}))
+    # the rows' positions in `values`: each chunk's indices moved past the
+    # dictionaries before it; NULL rows point to the trailing NULL value
+    pos = np.empty(n, dtype=np.int32)
+    row = base = 0
+    for c, size in zip(chunks, sizes):
+        ind = c.indices
+        m = len(ind)
+        if m:
+            if ind.type != pa.int32():
+                ind = ind.cast(pa.int32())
+            raw = np.frombuffer(ind.buffers()[1], dtype=np.int32, count=ind.offset + m)[ind.offset:]
+            out = pos[row:row + m]
+            np.add(raw, base, out=out)
+            if ind.null_count:
+                out[np.asarray(ind.is_null(), dtype=np.bool_)] = total
+        row += m
+        base += size
+    if pa.types.is_boolean(per_value.type):
+        r = _gather_bool(per_value, pos)
+        if r is not None:
+            return r
+    return _plain(pc.take(per_value, pa.array(pos)))
+
+
+def _positions_packed(flags: np.ndarray, pos: np.ndarray) -> np.ndarray | None:
+    """Packed bits: whether flags[pos[i]], for every row i -- by membership of
+    pos in the few flagged positions (or in the few unflagged ones, inverted);
+    None when both are many."""
+    hit = np.flatnonzero(flags)
+    invert = hit.shape[0] * 2 > flags.shape[0]
+    if invert:
+        hit = np.flatnonzero(~flags)
+    if hit.shape[0] > F._IN_EQ_MAX:
+        return None
+    if hit.shape[0] == 0:
+        return np.full((pos.shape[0] + 7) // 8, 255 if invert else 0, dtype=np.uint8)
+    packed = F.packed_membership(pos.view(np.uint32), hit)
+    return np.invert(packed, out=packed) if invert else packed
+
+
+def _gather_bool(per_value: pa.Array, pos: np.ndarray) -> pa.Array | None:
+    """``take(per_value, pos)`` for a boolean `per_value`, ~3x faster than
+    Arrow's take when few values are true (or few false): a WHERE over a
+    dictionary is true for a handful of distinct values. None: use take."""
+    n = pos.shape[0]
+    data = _positions_packed(np.asarray(per_value.fill_null(False), dtype=np.bool_), pos)
+    if data is None:
+        return None
+    validity = None
+    if per_value.null_count:
+        validity = _positions_packed(np.asarray(per_value.is_valid(), dtype=np.bool_), pos)
+        if validity is None:
+            return None
+    bufs = [None if validity is None else pa.py_buffer(validity), pa.py_buffer(data)]
+    return pa.Array.from_buffers(pa.bool_(), n, bufs, null_count=-1 if validity is not None else 0)
 
 
 def _const_array(value: Any, typ: pa.DataType, n: int) -> pa.Array:
@@ -52,7 +156,50 @@ def _as_bool(a: pa.Array) -> pa.Array:
 
 
 def evaluate(e: BExpr, table: pa.Table) -> pa.Array:
-    """The value of `e` for every row of `table` (an Array of ``table.num_rows``)."""
+    """The value of `e` for every row of `table` (an Array of ``table.num_rows``).
+
+    Columns of `table` may be Arrow dictionaries (read so by the scan, see
+    ``Part.read(dictionary=...)``): a subtree reading one such column alone is
+    evaluated on the dictionary values, anything else sees decoded values.
+    """
+    if any(pa.types.is_dictionary(t) for t in table.schema.types):
+        return _evaluate_dict(e, table, {})
+    return _evaluate(e, table)
+
+
+def _decoded(a: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """A column's values as one plain Array (a dictionary decoded chunk by chunk:
+    Arrow cannot concatenate dictionaries that hold a NULL value)."""
+    if pa.types.is_dictionary(a.type):
+        vt = a.type.value_type
+        chunks = a.chunks if isinstance(a, pa.ChunkedArray) else [a]
+        a = pa.chunked_array([c.dictionary_decode() for c in chunks], type=vt)
+    return _plain(a)
+
+
+def _evaluate_dict(e: BExpr, table: pa.Table, memo: dict[int, str | None]) -> pa.Array:
+    """evaluate() over a table with dictionary columns: the largest subtrees of
+    one dictionary column run on its dictionary; the rest on decoded columns."""
+    if isinstance(e, (BCall, BFolded)):
+        name = _single_column(e, memo)
+        if name is not None and pa.types.is_dictionary(table.schema.field(name).type):
+            col = table.column(name)
+            r = _on_dictionary(e, col, name)
+            if r is not None:
+                return r
+            return _evaluate(e, table.select([name]).set_column(0, name, _decoded(col)))
+    if isinstance(e, BColumn):
+        return _decoded(table.column(e.name))
+    if isinstance(e, BCall):
+        return _evaluate(e, table, lambda a, t: _evaluate_dict(a, t, memo))
+    return _evaluate(e, table)
+
+
+def _evaluate(e: BExpr, table: pa.Table,
+              sub: Callable[[BExpr, pa.Table], pa.Array] | None = None) -> pa.Array:
+    """evaluate() over plain columns; `sub` evaluates the arguments (default: this function)."""
+    if sub is None:
+        sub = _evaluate
     n = table.num_rows
     if isinstance(e, BColumn):
         return _plain(table.column(e.name))
@@ -73,49 +220,49 @@ def evaluate(e: BExpr, table: pa.Table) -> pa.Array:
     if f in ("and", "or"):
         # Kleene logic over all operands; no short-circuit is needed for
         # correctness: every constant argument was validated at bind time.
-        vals = [_as_bool(evaluate(a, table)) for a in e.args]
+        vals = [_as_bool(sub(a, table)) for a in e.args]
         return F.and_(*vals) if f == "and" else F.or_(*vals)
     if f == "not":
-        return F.not_(_as_bool(evaluate(e.args[0], table)))
+        return F.not_(_as_bool(sub(e.args[0], table)))
     args = e.args
     if f in _CMP:
-        left = evaluate(args[0], table)
+        left = sub(args[0], table)
         r = args[1]
-        right = r.value if isinstance(r, BConst) else evaluate(r, table)
+        right = r.value if isinstance(r, BConst) else sub(r, table)
         return F.compare(_CMP[f], left, right)
     if f in ("in", "notIn"):
-        return F.is_in(evaluate(args[0], table), args[1].value, negated=(f == "notIn"))
+        return F.is_in(sub(args[0], table), args[1].value, negated=(f == "notIn"))
     if f == "isNull":
-        return F.is_null(evaluate(args[0], table))
+        return F.is_null(sub(args[0], table))
     if f == "isNotNull":
-        return F.is_not_null(evaluate(args[0], table))
+        return F.is_not_null(sub(args[0], table))
     if f in ("like", "notLike", "ilike", "notILike"):
-        return F.like(evaluate(args[0], table), args[1].value, negated=f in ("notLike", "notILike"),
+        return F.like(sub(args[0], table), args[1].value, negated=f in ("notLike", "notILike"),
                       case_insensitive=f in ("ilike", "notILike"))
     if f == "hasToken":
-        return F.has_token(evaluate(args[0], table), args[1].value)
+        return F.has_token(sub(args[0], table), args[1].value)
     if f == "hasTokenCaseInsensitive":
-        return F.has_token_case_insensitive(evaluate(args[0], table), args[1].value)
+        return F.has_token_case_insensitive(sub(args[0], table), args[1].value)
     if f == "hasTokenOrNull":
-        return F.has_token_or_null(evaluate(args[0], table), args[1].value)
+        return F.has_token_or_null(sub(args[0], table), args[1].value)
     if f == "startsWith":
-        return F.starts_with(evaluate(args[0], table), args[1].value)
+        return F.starts_with(sub(args[0], table), args[1].value)
     if f == "endsWith":
-        return F.ends_with(evaluate(args[0], table), args[1].value)
+        return F.ends_with(sub(args[0], table), args[1].value)
     if f == "multiSearchAny":
-        return F.multi_search_any(evaluate(args[0], table), args[1].value)
+        return F.multi_search_any(sub(args[0], table), args[1].value)
     if f == "match":
-        return F.match(evaluate(args[0], table), args[1].value)
+        return F.match(sub(args[0], table), args[1].value)
     if f == "lower":
-        return F.lower(evaluate(args[0], table))
+        return F.lower(sub(args[0], table))
     if f == "upper":
-        return F.upper(evaluate(args[0], table))
+        return F.upper(sub(args[0], table))
     if f == "length":
-        return F.length(evaluate(args[0], table))
+        return F.length(sub(args[0], table))
     if f in _ARITH:
         a, b = args
-        left = a.value if isinstance(a, BConst) else evaluate(a, table)
-        right = b.value if isinstance(b, BConst) else evaluate(b, table)
+        left = a.value if isinstance(a, BConst) else sub(a, table)
+        right = b.value if isinstance(b, BConst) else sub(b, table)
         return _plain(F.arithmetic(_ARITH[f], left, right))
     raise AssertionError(f"no evaluator for bound function {f!r}")
 

@@ -968,38 +968,84 @@ def compare(op: str, left: ArrayLike, right: ArrayLike | Any) -> ArrayLike:
     return _map_chunks(left, one)
 
 
-#: Up to this many values, IN on a fixed-width integer/temporal column is a
-#: chain of numpy equality tests over the raw values (~0.25 ns/row per value;
-#: pc.is_in hashes every row, ~15 ns/row, whatever the list's length).
-_IN_EQ_MAX = 16
+#: Up to this many values, IN on a fixed-width integer/temporal column runs
+#: :func:`_in_bitmap_kernel` over the raw values (~1 ns/row whatever the
+#: list's length: 0.31 ms for 327k UInt64 rows and 10 values, where a chain
+#: of numpy equality tests took 1.1-1.3 ms with its concatenation and bool
+#: conversion, pc.is_in 5 ms and np.isin 9.5 ms); larger lists use pc.is_in.
+_IN_EQ_MAX = 1024
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+@njit(nogil=True, cache=True)
+def _in_bitmap_kernel(vals, bits, shift, want, out):  # pragma: no cover - numba
+    """out (packed, LSB first) = whether each of `vals` is in sorted `want`.
+
+    A value's multiplicative hash picks one bit of the `bits` bitmap (set for
+    every wanted value); only the rare rows whose bit is set are looked up in
+    `want` by binary search, so most rows cost a multiply, a load and a shift.
+    """
+    n = vals.shape[0]
+    nw = want.shape[0]
+    for k in range((n + 7) // 8):
+        byte = 0
+        for q in range(8):
+            i = k * 8 + q
+            if i >= n:
+                break
+            v = np.uint64(vals[i])
+            h = (v * np.uint64(0x9E3779B97F4A7C15)) >> shift
+            if (bits[h >> np.uint64(6)] >> (h & np.uint64(63))) & np.uint64(1):
+                lo = 0
+                hi = nw
+                while lo < hi:
+                    mid = (lo + hi) >> 1
+                    if want[mid] < v:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                if lo < nw and want[lo] == v:
+                    byte |= 1 << q
+        out[k] = byte
+
+
+def packed_membership(vals: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Bit-packed (LSB first, as Arrow's boolean buffers) whether each of `vals`
+    (an unsigned integer array) is one of `wanted` (at most :data:`_IN_EQ_MAX`
+    unsigned integers of the same width)."""
+    want = np.unique(np.asarray(wanted).astype(np.uint64))
+    # a bitmap of 2^bits_log2 bits, >= 64 per wanted value: few false hits
+    bits_log2 = max(12, min(16, int(max(1, len(want)) * 64 - 1).bit_length()))
+    shift = np.uint64(64 - bits_log2)
+    h = (want * _GOLDEN) >> shift
+    bits = np.zeros(1 << (bits_log2 - 6), dtype=np.uint64)
+    np.bitwise_or.at(bits, (h >> np.uint64(6)).astype(np.intp), np.left_shift(np.uint64(1), h & np.uint64(63)))
+    packed = np.empty((vals.shape[0] + 7) // 8, dtype=np.uint8)
+    if vals.shape[0]:
+        _in_bitmap_kernel(vals, bits, shift, want, packed)
+    return packed
 
 
 def _is_in_small_fixed(chunks: list[pa.Array], vt: pa.DataType, vset: pa.Array) -> list[pa.Array]:
-    """Per chunk, whether each row's value is one of `vset` (no nulls in it): the
-    chunks' value buffers seen as one numpy array (null slots hold arbitrary
-    values: the caller lays the nulls over the answer)."""
+    """Per chunk, whether each row's value is one of `vset` (no nulls in it),
+    from the chunk's value buffer (null slots hold arbitrary values: the
+    caller lays the nulls over the answer). Values are compared as unsigned
+    integers of their width (same bits, same equality)."""
+    width = vt.bit_width
+    udt = np.dtype(f"uint{width}")
     if pa.types.is_integer(vt):
-        dt = np.dtype(vt.to_pandas_dtype())
-        want = vset.to_numpy()
+        want = vset.to_numpy().astype(np.dtype(vt.to_pandas_dtype()), copy=False).view(udt)
     else:   # date32 / date64 / timestamp: integers underneath
-        dt = np.dtype(f"int{vt.bit_width}")
-        want = vset.view(pa.from_numpy_dtype(dt)).to_numpy()
-    parts = []
-    for c in chunks:
-        buf = c.buffers()[1]
-        # an all-null chunk may have no value buffer: any values do (nulls are laid over)
-        parts.append(np.zeros(len(c), dt) if buf is None or len(c) == 0
-                     else np.frombuffer(buf, dtype=dt, count=c.offset + len(c))[c.offset:])
-    vals = parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.zeros(0, dt)
-    hit = vals == want[0]
-    for w in want[1:]:
-        hit |= vals == w
-    res = pa.array(hit)
+        want = vset.view(pa.from_numpy_dtype(np.dtype(f"int{width}"))).to_numpy().view(udt)
     out = []
-    off = 0
     for c in chunks:
-        out.append(res.slice(off, len(c)))
-        off += len(c)
+        n = len(c)
+        buf = c.buffers()[1]
+        if buf is None or n == 0:   # an all-null chunk may have no value buffer (nulls are laid over)
+            packed = np.zeros((n + 7) // 8, dtype=np.uint8)
+        else:
+            packed = packed_membership(np.frombuffer(buf, dtype=udt, count=c.offset + n)[c.offset:], want)
+        out.append(pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(packed)]))
     return out
 
 

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from skipidx.execution.evaluate import where_mask
-from skipidx.planner.bound import BExpr
+from skipidx.planner.bound import BExpr, columns_of
 from skipidx.planner.prune import PartSelection
 
 
@@ -56,13 +56,35 @@ def zero_column_table(n: int) -> pa.Table:
     return pa.table({"__n": pa.nulls(n)}).drop_columns(["__n"])
 
 
+def _decode_dictionaries(t: pa.Table) -> pa.Table:
+    """`t` with every dictionary column decoded (the scan's callers see declared types)."""
+    for i, typ in enumerate(t.schema.types):
+        if pa.types.is_dictionary(typ):
+            t = t.set_column(i, t.schema.field(i).with_type(typ.value_type),
+                             t.column(i).cast(typ.value_type))
+    return t
+
+
+#: Read the WHERE's dictionary-encoded String columns as Arrow dictionaries
+#: (False: always decoded; the tests compare both).
+DICTIONARY_READS = True
+
+
 def _read_filtered(part: Any, batch: list[tuple[int, int]], columns: list[str], where: BExpr | None,
                    keep: list[str], use_threads: bool | None = None) -> tuple[pa.Table, int]:
-    """Read one batch of ranges, apply the exact WHERE, keep only `keep`; (rows, rows read)."""
+    """Read one batch of ranges, apply the exact WHERE, keep only `keep`; (rows, rows read).
+
+    The String columns the WHERE reads are read as Arrow dictionaries where
+    the part wrote them dictionary-encoded: the filter then runs on the
+    distinct values (:func:`skipidx.execution.evaluate.evaluate`), and a
+    column that is also kept is decoded after the filter, for the rows kept only.
+    """
     if not columns:
         n = rows_in_ranges(part, batch)
         return zero_column_table(n), n
-    t = part.read(columns, batch) if use_threads is None else part.read(columns, batch, use_threads=use_threads)
+    as_dict = _where_columns(where) if DICTIONARY_READS and part.dictionary_columns else ()
+    kw: dict[str, Any] = {} if use_threads is None else {"use_threads": use_threads}
+    t = part.read(columns, batch, dictionary=as_dict, **kw) if as_dict else part.read(columns, batch, **kw)
     read = t.num_rows
     mask = where_mask(where, t)
     if keep != list(t.column_names):
@@ -72,7 +94,13 @@ def _read_filtered(part: Any, batch: list[tuple[int, int]], columns: list[str], 
             t = t.filter(mask)
         else:
             t = zero_column_table(int(pc.sum(mask).as_py() or 0))
+    if as_dict:
+        t = _decode_dictionaries(t)
     return t, read
+
+
+def _where_columns(where: BExpr | None) -> frozenset:
+    return frozenset(columns_of(where)) if where is not None else frozenset()
 
 
 #: Reads running at the same time (Parquet decoding and pyarrow.compute release the GIL).
@@ -87,6 +115,21 @@ SCAN_JOB_GRANULES = 16
 #: to another thread and back costs on a busy machine, so a point query
 #: gains nothing from the pool.
 SCAN_INLINE_GRANULES = 2
+
+
+
+def job_granules(selections: Sequence[PartSelection]) -> int:
+    """Granules per scan job: the kept granules cut into a multiple of
+    :data:`SCAN_THREADS` jobs of at most :data:`SCAN_JOB_GRANULES`, of equal
+    size, so the threads finish together: 40 granules are 4 jobs of 10 (a
+    critical path of 20 granules on 2 threads; 16-granule jobs 16 + 16 + 8
+    left one of 24), 7 are 4 + 3."""
+    total = sum(e - s for sel in selections for s, e in sel.ranges)
+    if total <= 0:
+        return SCAN_JOB_GRANULES
+    jobs = SCAN_THREADS * -(-total // (SCAN_THREADS * SCAN_JOB_GRANULES))
+    return max(1, -(-total // jobs))
+
 
 _pool_lock = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
@@ -133,7 +176,7 @@ def scan(selections: list[PartSelection], columns: list[str], where: BExpr | Non
     most :data:`SCAN_INLINE_GRANULES` granules, runs in this thread.
     """
     keep = list(columns) if keep is None else list(keep)
-    step = max_granules if max_granules is not None else SCAN_JOB_GRANULES
+    step = max_granules if max_granules is not None else job_granules(selections)
     jobs = [(sel.part, batch) for sel in selections for batch in split_ranges(sel.ranges, step)]
 
     def account(t: pa.Table, read: int, t0: float) -> pa.Table:
