@@ -186,6 +186,14 @@ class SBBFGranules(IndexGranules):
                                  np.ascontiguousarray(group_offsets, dtype=np.int64), SALT)
 
     @property
+    def non_null(self) -> np.ndarray:
+        """Per zone: some row is not NULL (cached; callers must not modify it)."""
+        m = self.__dict__.get("_non_null")
+        if m is None:
+            m = self.__dict__["_non_null"] = (self.zone_length - self.null_count) > 0
+        return m
+
+    @property
     def mean_fpp(self) -> float:
         """Mean estimated false-positive rate of a lookup over the zones (cached): the
         planner probes the most selective index first."""
@@ -559,6 +567,12 @@ class SBBFCondition(IndexCondition):
             self._hashes = (hashes, goffs)
 
     def describe(self) -> str:
+        d = self.__dict__.get("_describe")
+        if d is None:
+            d = self._describe = self._describe_text()
+        return d
+
+    def _describe_text(self) -> str:
         text = atom_text(self.atom)
         if self.requirement is None:
             return f"{text}: {self.reason or 'cannot use the index'}"
@@ -580,11 +594,10 @@ class SBBFCondition(IndexCondition):
     def _mask(self, granules: IndexGranules, zones: np.ndarray | None) -> BoolMask:
         g = granules
         assert isinstance(g, SBBFGranules)
-        zl, nc, has_null = g.zone_length, g.null_count, g.has_null
+        non_null, has_null = g.non_null, g.has_null
         if zones is not None:
-            zl, nc, has_null = zl[zones], nc[zones], has_null[zones]
-        n = zl.shape[0]
-        non_null = (zl - nc) > 0
+            non_null, has_null = non_null[zones], has_null[zones]
+        n = non_null.shape[0]
         if self.atom.func in ("isNull", "isNotNull"):
             return null_mask(self.atom.func, has_null, non_null)
         if self.requirement is None or self._hashes is None:
@@ -594,10 +607,51 @@ class SBBFCondition(IndexCondition):
             maybe = g.maybe_contains(hashes, goffs) | g.saturated
         else:
             maybe = g.maybe_contains_at(zones, hashes, goffs) | g.saturated[zones]
-        maybe &= non_null
+        maybe &= non_null     # a new array: maybe_contains' result | saturated
         if self.requirement.negated:
             return BoolMask(non_null.copy(), maybe)
         return BoolMask(maybe, non_null.copy())
+
+
+class _ConditionMemo:
+    """A bounded, thread-safe LRU of bound SBBF conditions.
+
+    Binding an atom encodes, tokenizes and hashes its constants (an IN list
+    of 10 ids: tens of microseconds of Python and Arrow per index). The
+    result depends only on the subject, the tokenizer (name, version,
+    params), the column type, the seed and the atom, so ``bloom_filter`` and
+    ``sbbf('value')`` on one column share one condition, and a repeated
+    lookup reuses it. Conditions are immutable once built (``mask`` reads
+    them only), so sharing them across queries and threads is safe.
+    """
+
+    def __init__(self, size: int) -> None:
+        from collections import OrderedDict
+
+        self.size = size
+        self._d: "OrderedDict[tuple, tuple]" = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple) -> tuple | None:
+        with self._lock:
+            v = self._d.get(key)
+            if v is not None:
+                self._d.move_to_end(key)
+            return v
+
+    def put(self, key: tuple, value: tuple) -> None:
+        with self._lock:
+            self._d[key] = value
+            while len(self._d) > self.size:
+                self._d.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._d.clear()
+
+
+#: Bound conditions by (subject, tokenizer, column type, seed, atom); see :class:`_ConditionMemo`.
+_CONDITIONS = _ConditionMemo(1024)
 
 
 class _SBBFIndexType(IndexType):
@@ -651,6 +705,33 @@ class _SBBFIndexType(IndexType):
         return g
 
     def condition(self, atom: Atom) -> IndexCondition | None:
+        """The condition for `atom` (None: not this index's subject), shared through
+        :data:`_CONDITIONS` by every index and query that would build the same one."""
+        d = self.definition
+        if atom.column != d.column:
+            return None    # the common case, before any key is built
+        memo = self.__dict__.get("_memo_key")
+        if memo is None:
+            memo = self._memo_key = (
+                d.column, d.expr_func, type(self.tokenizer).__module__, type(self.tokenizer).__qualname__,
+                self.params["tokenizer"], str(self.tokenizer.version),
+                json.dumps(getattr(self.tokenizer, "params", None) or {}, sort_keys=True, default=repr),
+                str(self.column_type), int(self.params["seed"]), self._pass_expr)
+        try:
+            # repr: equal but differently typed constants (1, 1.0, True; 0.0, -0.0) are
+            # equal atoms to Python, not to the encoder
+            key = (memo, atom, repr(atom.args))
+            hash(key)
+        except TypeError:
+            return self._condition(atom)
+        found = _CONDITIONS.get(key)
+        if found is not None:
+            return found[0]
+        cond = self._condition(atom)
+        _CONDITIONS.put(key, (cond,))
+        return cond
+
+    def _condition(self, atom: Atom) -> IndexCondition | None:
         d = self.definition
         if null_subject_matches(d, atom):
             return _NullnessCondition(atom)
