@@ -86,6 +86,13 @@ class IndexStats:
         """Whether some figures are still deferred (reading them resolves them)."""
         return bool(self.__dict__.get("_deferred"))
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle/copy the figures, not the callbacks that owe them."""
+        self.resolve()
+        state = dict(self.__dict__)
+        state.pop("_deferred", None)
+        return state
+
     def resolve(self) -> None:
         """Compute every deferred figure now (idempotent, thread-safe)."""
         with _DEFERRED_LOCK:

@@ -207,6 +207,20 @@ def test_deferred_figures_resolve_once() -> None:
     assert "granules_after=8" in repr(s) and s.as_dict()["parts_after"] == 3
 
 
+def test_deferred_figures_pickle_and_copy_as_values() -> None:
+    import copy
+    import pickle
+
+    s = IndexStats(name="i", type="bloom_filter", description="d")
+    s.defer(lambda: (4, 1))
+    q = QueryStats(table="t", indexes=[s])
+    back = pickle.loads(pickle.dumps(q))
+    assert back.index("i").granules_after == 4 and not back.index("i").pending
+    s2 = IndexStats(name="j", type="bloom_filter", description="d")
+    s2.defer(lambda: (2, 2))
+    assert copy.deepcopy(s2).as_dict() == s2.as_dict() and s2.parts_after == 2
+
+
 # -- the argument itself, on random RPNs and masks ----------------------------
 
 def _random_rpn(r: random.Random, n_atoms: int, depth: int) -> RPN:
