@@ -676,8 +676,11 @@ EXPECTED_SETS = [
       "end of input")),
     ("insert_after_table", "INSERT INTO t 1", ("'('", "FROM", "VALUES")),
     ("describe", "DESCRIBE 1", ("identifier", "TABLE")),
-    ("after_is", "SELECT a IS 1", ("NOT", "NULL")),
-    ("in_needs_list", "SELECT a IN 1", ("'('",)),
+    ("after_is", "SELECT a FROM t WHERE a IS 1", ("NOT", "NULL")),
+    # in the SELECT list `a IS 1` is `a AS is` then a stray 1, as ClickHouse reads it
+    ("after_is_alias", "SELECT a IS 1",
+     ("','", "';'", "FROM", "GROUP", "HAVING", "LIMIT", "ORDER", "WHERE", "end of input")),
+    ("in_needs_list", "SELECT a IN 1", ("'('", "'['")),
 ]
 
 

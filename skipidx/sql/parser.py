@@ -88,6 +88,17 @@ _ALWAYS_KEYWORDS = frozenset({"AND", "OR", "NOT"})
 #: take an alias without AS, so the word after it is a syntax error, not an alias.
 _CLAUSE_WORDS = frozenset({"SELECT", "DISTINCT", "FROM", "WHERE", "GROUP", "HAVING", "ORDER", "LIMIT",
                            "OFFSET", "BY", "AS"})
+#: Words that never become an alias without AS (ClickHouse's ParserAlias restricted
+#: keywords, read from chDB: ``SELECT a WORD FROM t`` fails for exactly these among
+#: system.keywords). ``SELECT a format FROM t`` is a syntax error, not a column `format`.
+IMPLICIT_ALIAS_RESTRICTED = frozenset("""
+    ALL AND ANTI ANY ARRAY AS ASOF BETWEEN CROSS DIV ELSE EXCEPT FINAL FORMAT FROM FULL GLOBAL GROUP
+    HAVING ILIKE IN INNER INTERSECT INTO JOIN LEFT LIKE LIMIT MOD NATURAL NOT OFFSET ON ONLY OR ORDER
+    PARALLEL PASTE PREWHERE QUALIFY REGEXP RIGHT SAMPLE SEMI SETTINGS STREAM UNION USING WHERE WINDOW WITH
+    """.split())
+#: Words after IS that make it the IS operator; before any other word (or none) ClickHouse
+#: backtracks and reads IS as an alias (``SELECT a is FROM t`` names the column `is`).
+_IS_OPERATOR_NEXT = frozenset({"NULL", "NOT", "TRUE", "FALSE", "DISTINCT", "UNKNOWN"})
 _FLOAT_WORDS = {"INF": float("inf"), "INFINITY": float("inf"), "NAN": float("nan")}
 _NOT_COMPOUNDS = {"LIKE": "NOT_LIKE", "ILIKE": "NOT_ILIKE", "IN": "NOT_IN", "BETWEEN": "NOT_BETWEEN"}
 
@@ -351,6 +362,21 @@ def _classify_word(text: str, word: str, start: int, end: int, accepts: dict,
             nxt = _scan(text, end)
             if nxt is not None and nxt[0] == "word" and _NOT_COMPOUNDS.get(nxt[3]) in compounds:
                 return _NOT_COMPOUNDS[nxt[3]], nxt[2], None
+    if word in ("AND", "OR") and "STRING" in accepts:
+        # where an operand may start, `and(...)`/`or(...)` is the function (ClickHouse
+        # accepts `SELECT and(a, b)`); AND/OR as operators never stand there
+        nxt = _scan(text, end)
+        if nxt is not None and nxt[0] == "LPAR" and _really_accepts(parser_state, "STRING") \
+                and _really_accepts(parser_state, "IDENT"):
+            return "IDENT", end, text[start:end]
+    if word == "IS" and "AS" in accepts:
+        nxt = _scan(text, end)
+        if (nxt is None or nxt[0] != "word" or nxt[3] not in _IS_OPERATOR_NEXT) \
+                and _really_accepts(parser_state, "AS"):   # (LALR merges lookaheads: really here?)
+            ctx = getattr(_local, "ctx", None)
+            if ctx is not None:
+                ctx.implicit_alias = (text[start:end], end)
+            return "IDENT", end, text[start:end]
     term = _KEYWORD_TERMINALS.get(word)
     if term is not None:
         if word in _ALWAYS_KEYWORDS or "IDENT" not in accepts:
@@ -370,6 +396,9 @@ def _classify_word(text: str, word: str, start: int, end: int, accepts: dict,
         if after_clause_word:
             # `SELECT a, FROM t`: not a column `FROM` aliased t, but a misplaced FROM
             return "NOT_AN_ALIAS", end, after_clause_word
+        if word in IMPLICIT_ALIAS_RESTRICTED:
+            # `SELECT a format FROM t`: ClickHouse never reads these words as an alias
+            return "RESTRICTED_ALIAS", end, text[start:end]
         if not _really_accepts(parser_state, "IDENT"):
             # LALR merges lookaheads: after an expression in WHERE, a name is in
             # the table (from `SELECT expr alias`) but cannot really follow
@@ -547,12 +576,18 @@ class _AstBuilder(Transformer):
         return self._expr(node, left, right)
 
     def in_list(self, c: list) -> _Clause:
-        return _Clause("in", _exprs(c), _pos(c[0]))
+        items = _exprs(c)
+        if len(items) == 1 and isinstance(c[-2], Token) and c[-2].type == "COMMA":
+            # `x IN (1,)`: the list is the one-element tuple, as ClickHouse reads it
+            items = (self._expr(A.TupleLiteral(items, pos=_pos(c[0])), *items),)
+        return _Clause("in", items, _pos(c[0]))
 
     def in_op(self, c: list) -> A.Expr:
         left, op, lst = c
-        node = A.InList(left, lst.value, negated=op.type == "NOT_IN", pos=_pos(left))
-        return self._expr(node, left, *lst.value)
+        # `x IN [1, 2]`: the array is the list's one item (the binder unwraps it)
+        items = (lst,) if isinstance(lst, A.ArrayLiteral) else lst.value
+        node = A.InList(left, items, negated=op.type == "NOT_IN", pos=_pos(left))
+        return self._expr(node, left, *items)
 
     def is_null(self, c: list) -> A.Expr:
         return self._expr(A.IsNull(c[0], False, pos=_pos(c[0])), c[0])
@@ -887,7 +922,7 @@ def _syntax_error(e: UnexpectedToken, text: str) -> ParseError:
         candidates = set(e.accepts or ()) or set(e.expected)
     except UnexpectedInput:
         candidates = set(e.expected)
-    if tok.type == "NOT_AN_ALIAS":
+    if tok.type in ("NOT_AN_ALIAS", "RESTRICTED_ALIAS"):
         candidates.discard("IDENT")  # a name fits there, but not this one (see _classify_word)
     expected = describe_expected(candidates)
     if tok.type == "$END":
@@ -906,6 +941,8 @@ def _syntax_error(e: UnexpectedToken, text: str) -> ParseError:
     hint = ""
     if tok.type == "NOT_AN_ALIAS":
         hint = f" (the keyword '{tok.decoded}' before it was read as a column name)"
+    elif tok.type == "RESTRICTED_ALIAS":
+        hint = f" ({tok.decoded.upper()} cannot be an alias without AS; write AS `{tok.decoded}`)"
     ctx = getattr(_local, "ctx", None)
     alias = ctx.implicit_alias if ctx is not None else None
     if alias is not None and tok.type != "$END":
