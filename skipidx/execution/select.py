@@ -58,8 +58,9 @@ from skipidx.errors import SkipidxError
 from skipidx.execution.aggregates import aggregate
 from skipidx.execution.evaluate import evaluate, where_mask
 from skipidx.execution.scan import zero_column_table
+from skipidx.planner.binder import TUPLE_FUNC
 from skipidx.planner.bound import (
-    BAgg, BCall, BColumn, BExpr, BoundSelect, OrderItem, OutputItem, columns_of,
+    BAgg, BCall, BColumn, BConst, BExpr, BoundSelect, OrderItem, OutputItem, columns_of,
 )
 
 
@@ -81,6 +82,13 @@ def _concat(tables: list[pa.Table], schema_from: pa.Table | None = None) -> pa.T
         return schema_from.slice(0, 0) if schema_from is not None else pa.table({})
     if len(tables) == 1:
         return tables[0]
+    names = tables[0].column_names
+    if len(set(names)) < len(names):
+        # `SELECT a, a`: Arrow unifies schemas by name and refuses duplicate names,
+        # so concatenate under positional names and put the names back
+        tmp = [f"_{i}" for i in range(len(names))]
+        out = pa.concat_tables([t.rename_columns(tmp) for t in tables], promote_options="permissive")
+        return out.rename_columns(names)
     return pa.concat_tables(tables, promote_options="permissive")
 
 
@@ -139,7 +147,9 @@ class _Aggregation:
         for j, k in enumerate(self.keys):
             cols[f"k{j}"] = _plain(evaluate(k, chunk))
         for i, a in enumerate(self.aggs):
-            if a.arg is not None:
+            if _is_tuple(a.arg):
+                cols.update(_tuple_columns(i, [_plain(evaluate(x, chunk)) for x in a.arg.args]))
+            elif a.arg is not None:
                 cols[f"a{i}"] = _plain(evaluate(a.arg, chunk))
         self.parts.append(pa.table(cols))
 
@@ -148,7 +158,9 @@ class _Aggregation:
         for j, k in enumerate(self.keys):
             cols[f"k{j}"] = pa.array([], _value_type(k.type))
         for i, a in enumerate(self.aggs):
-            if a.arg is not None:
+            if _is_tuple(a.arg):
+                cols.update(_tuple_columns(i, [pa.array([], _value_type(x.type)) for x in a.arg.args]))
+            elif a.arg is not None:
                 cols[f"a{i}"] = pa.array([], _value_type(a.arg.type))
         return pa.table(cols)
 
@@ -162,13 +174,18 @@ class _Aggregation:
             cols = {f"g{i}": pa.array([self.rows], pa.uint64()) for i in range(len(self.aggs))}
             return pa.table(cols) if cols else zero_column_table(1)
         data = _concat(self.parts) if self.parts else self._empty_inputs()
-        nullable = {f"a{i}" for i, a in enumerate(self.aggs) if a.arg is not None and a.arg.nullable}
+        nullable = {f"a{i}" for i, a in enumerate(self.aggs)
+                    if a.arg is not None and a.arg.nullable and not _is_tuple(a.arg)}
         nullable |= {f"k{j}" for j, k in enumerate(self.keys) if k.nullable}
         key_names = [f"k{j}" for j in range(len(self.keys))]
         specs = [(a.func, None if a.arg is None else f"a{i}", f"g{i}") for i, a in enumerate(self.aggs)
-                 if not a.distinct]
+                 if not a.distinct and not _is_tuple(a.arg)]
+        if not specs:
+            specs = [("count", None, "_rows")]   # the groups themselves (dropped below)
         out = aggregate(data, key_names, specs, nullable=nullable)
-        distinct = [i for i, a in enumerate(self.aggs) if a.distinct]
+        if "_rows" in out.column_names:
+            out = out.drop_columns(["_rows"])
+        distinct = [i for i, a in enumerate(self.aggs) if a.distinct or _is_tuple(a.arg)]
         if not distinct:
             return out
         # sum/avg(DISTINCT x): each over the deduplicated (keys, x) pairs. Both results
@@ -178,12 +195,49 @@ class _Aggregation:
         cols = {c: v.take(order) for c, v in cols.items()} if order is not None else cols
         for i in distinct:
             a = self.aggs[i]
+            if _is_tuple(a.arg):
+                # uniqExact(x, y): the distinct (keys, x, y, valid) rows, summing `valid`
+                # (no NULL among x, y): a group whose rows all hold a NULL counts 0
+                tcols = [f"a{i}_{j}" for j in range(len(a.arg.args))] + [f"a{i}_valid"]
+                rows = data.select(key_names + tcols).group_by(key_names + tcols, use_threads=False).aggregate([])
+                d = aggregate(rows, key_names, [("sum", f"a{i}_valid", f"g{i}")], nullable=set())
+                d_order = _group_order(d, key_names)
+                cols[f"g{i}"] = d.column(f"g{i}").take(d_order) if d_order is not None else d.column(f"g{i}")
+                continue
             pairs = data.select(key_names + [f"a{i}"])
             pairs = pairs.group_by(key_names + [f"a{i}"], use_threads=False).aggregate([])
             d = aggregate(pairs, key_names, [(a.func, f"a{i}", f"g{i}")], nullable=nullable)
             d_order = _group_order(d, key_names)
             cols[f"g{i}"] = d.column(f"g{i}").take(d_order) if d_order is not None else d.column(f"g{i}")
         return pa.table({c: cols[c] for c in key_names + [f"g{i}" for i in range(len(self.aggs))]})
+
+
+def _is_tuple(e: BExpr | None) -> bool:
+    """Whether an aggregate's argument is the argument tuple of a multi-argument uniqExact."""
+    return isinstance(e, BCall) and e.func == TUPLE_FUNC
+
+
+def _tuple_columns(i: int, arrays: list[pa.Array]) -> dict[str, pa.Array]:
+    """Columns ``a{i}_{j}`` holding a multi-argument uniqExact's tuple, plus ``a{i}_valid``
+    (UInt8: 1 where no element is NULL). Floats become their bits: ClickHouse hashes a
+    tuple's values bitwise (0 and -0 are two tuples, so are two NaNs of different bits)."""
+    n = len(arrays[0]) if arrays else 0
+    valid = np.ones(n, dtype=np.uint8)
+    cols: dict[str, pa.Array] = {}
+    for j, v in enumerate(arrays):
+        if pa.types.is_null(v.type):
+            valid[:] = 0
+            v = pa.nulls(n, pa.uint8())
+        elif v.null_count:
+            valid &= np.asarray(v.is_valid().to_numpy(zero_copy_only=False), dtype=np.uint8)
+        if pa.types.is_floating(v.type):
+            f = np.asarray(v.cast(pa.float64()).fill_null(0).to_numpy(zero_copy_only=False), dtype=np.float64)
+            bits = f.view(np.int64) if not pa.types.is_float32(v.type) else \
+                f.astype(np.float32).view(np.int32).astype(np.int64)
+            v = pa.array(bits)
+        cols[f"a{i}_{j}"] = v
+    cols[f"a{i}_valid"] = pa.array(valid)
+    return cols
 
 
 def _value_type(t: pa.DataType) -> pa.DataType:
@@ -254,6 +308,8 @@ def _order(table: pa.Table, key_arrays: list[pa.Array], items: list[OrderItem]) 
 
 def output_array(e: BExpr, table: pa.Table) -> pa.Array:
     """A select item's values; predicates are ClickHouse UInt8 (0/1), not Arrow booleans."""
+    if isinstance(e, BConst) and e.value is None and pa.types.is_null(e.type):
+        return pa.nulls(table.num_rows, pa.null())    # ClickHouse's Nullable(Nothing)
     v = _plain(evaluate(e, table))
     if pa.types.is_boolean(v.type) and not pa.types.is_boolean(e.type):
         v = v.cast(pa.uint8())
@@ -458,6 +514,10 @@ def run_select(bs: BoundSelect, chunks: Iterable[pa.Table], sort_key: list[str] 
     """
     if bs.aggregate:
         return _run_aggregate(bs, chunks)
+    if bs.limit == 0:
+        # LIMIT 0 reads nothing (ClickHouse neither computes the SELECT list then:
+        # `SELECT x % x ... LIMIT 0` raises no "Division by zero")
+        return _empty_projection(bs)
 
     need = (bs.limit + bs.offset) if bs.limit is not None else None
     if not bs.order_by:

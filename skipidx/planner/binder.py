@@ -27,7 +27,6 @@ the offending name in the SQL text.
 """
 from __future__ import annotations
 
-import dataclasses
 import datetime as _dt
 import math
 import re
@@ -65,6 +64,8 @@ _STRING_PREDICATES = {
     "multisearchany": ("multiSearchAny", "array"),
 }
 _STRING_FUNCS = {"lower": "lower", "lcase": "lower", "upper": "upper", "ucase": "upper", "length": "length"}
+#: The BCall function holding the arguments of a multi-argument uniqExact (only there).
+TUPLE_FUNC = "tuple"
 _AGGREGATES = {"count": "count", "sum": "sum", "avg": "avg", "min": "min", "max": "max",
                "uniqexact": "uniqExact", "countdistinct": "uniqExact"}
 _FUNCTION_ALIASES = {  # function-call spellings of operators
@@ -333,6 +334,70 @@ def normalize_in_list(t: pa.DataType, values: tuple, node: Any = None) -> tuple:
     return tuple(out)
 
 
+def _null_result() -> BConst:
+    """A function of a NULL constant: NULL of type Nullable(Nothing), as ClickHouse types
+    ``NULL = 1``, ``NOT NULL`` or ``NULL + 1`` (AND/OR with a NULL keep UInt8)."""
+    return BConst(None, pa.null(), True)
+
+
+def _is_utf8(b: Any) -> bool:
+    try:
+        b.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _negate_constant(c: BConst) -> BConst:
+    """``-(c)`` folded with ClickHouse's negate types: UIntN -> the signed type twice as
+    wide (Int64 for UInt64, wrapping), IntN -> IntN (wrapping), floats stay."""
+    t = value_type(c.type)
+    if pa.types.is_floating(t):
+        return BConst(-float(c.value), t)
+    if not pa.types.is_integer(t):
+        return BConst(-c.value, literal_type(-c.value))
+    bits = t.bit_width
+    if pa.types.is_unsigned_integer(t):
+        bits = min(2 * bits, 64)
+    rt = {8: pa.int8(), 16: pa.int16(), 32: pa.int32(), 64: pa.int64()}[bits]
+    half = 1 << (bits - 1)
+    return BConst((-int(c.value) + half) % (2 * half) - half, rt)
+
+
+def array_constant_type(values: tuple, node: Any = None) -> pa.DataType:
+    """Arrow type of a constant array ``[v, ...]`` as ClickHouse types it (Array(UInt8),
+    Array(Int16) for ``[1, -1]``, Array(Float64), Array(String)); NULL items make it
+    Array(Nullable(T)), which Arrow spells the same. Other mixes are an error."""
+    items = [v for v in values if v is not None]
+    if not items:
+        return pa.list_(pa.null())
+    if any(isinstance(v, tuple) for v in items):
+        raise _err("nested arrays are not supported in the SELECT list", node)
+    if all(isinstance(v, bytes) for v in items):
+        ok = True
+        for v in items:
+            try:
+                v.decode("utf-8")
+            except UnicodeDecodeError:
+                ok = False
+        return pa.list_(pa.string() if ok else pa.binary())
+    if all(isinstance(v, bool) for v in items):
+        return pa.list_(pa.bool_())
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in items):
+        if any(isinstance(v, float) for v in items):
+            return pa.list_(pa.float64())
+        lo, hi = min(items), max(items)
+        if lo >= 0:
+            return pa.list_(literal_type(hi))
+        # supertype of the signed type of `lo` and the unsigned type of `hi` (as ClickHouse:
+        # a signed type wide enough for both; UInt8 and Int8 give Int16)
+        need = max(literal_type(lo).bit_width, 2 * literal_type(hi).bit_width if hi > 0 else 8)
+        if need > 64:
+            raise _err(f"there is no supertype for the items of the array {values!r}", node)
+        return pa.list_({8: pa.int8(), 16: pa.int16(), 32: pa.int32(), 64: pa.int64()}[need])
+    raise _err("there is no supertype for the items of the array (numbers, strings and booleans mixed)", node)
+
+
 # ---------------------------------------------------------------------------
 # the binder
 # ---------------------------------------------------------------------------
@@ -419,6 +484,8 @@ class Binder:
             v = n.value
             if n.kind == "bool":
                 return BConst(bool(v), pa.bool_())
+            if n.kind == "string" and not _is_utf8(v):
+                return BConst(v, pa.binary())   # String holds bytes: `SELECT '\xFF'`
             return BConst(v, literal_type(v), v is None)
         if isinstance(n, A.Column):
             return self.column(n)
@@ -432,7 +499,7 @@ class Binder:
             inner = self._expr(n.operand, agg)
             if isinstance(inner, BConst) and isinstance(inner.value, (int, float)) \
                     and not isinstance(inner.value, bool):
-                return BConst(-inner.value, literal_type(-inner.value))
+                return _negate_constant(inner)
             return self._arith("minus", BConst(0, pa.uint8()), inner, n)
         if isinstance(n, A.BinaryOp):
             left, right = self._expr(n.left, agg), self._expr(n.right, agg)
@@ -446,7 +513,10 @@ class Binder:
                                           n, [n.expr, n.pattern])
         if isinstance(n, A.InList):
             subject = self._expr(n.expr, agg)
-            return self._in(subject, n.items, n.negated, n)
+            items = n.items
+            if len(items) == 1 and isinstance(items[0], (A.TupleLiteral, A.ArrayLiteral)):
+                items = items[0].items   # `x IN ((1, 2))` is `x IN (1, 2)`, as ClickHouse
+            return self._in(subject, items, n.negated, n)
         if isinstance(n, A.IsNull):
             a = self._expr(n.expr, agg)
             if isinstance(a, BConst):
@@ -495,7 +565,7 @@ class Binder:
             t = self._truth(e.args[0])
             if t == "x":
                 return e
-            return BConst(None if t is None else int(not t), _BOOL, t is None)
+            return _null_result() if t is None else BConst(int(not t), _BOOL)
         absorbing = e.func == "or"            # TRUE absorbs OR, FALSE absorbs AND
         keep: list[BExpr] = []
         saw_null = False
@@ -540,7 +610,7 @@ class Binder:
             if isinstance(right.value, tuple):
                 raise _err(f"cannot compare {ch_name(left.type)} with an array", node)
             if right.value is None:
-                return BConst(None, _BOOL, True)
+                return _null_result()
             v = coerce_constant(right.value, left.type, node)
             r = normalize_comparison(func, left.type, v)
             if isinstance(r, bool):
@@ -556,7 +626,7 @@ class Binder:
 
     def _compare_constants(self, func: str, a: BConst, b: BConst, node: Any) -> BExpr:
         if a.value is None or b.value is None:
-            return BConst(None, _BOOL, True)
+            return _null_result()
         av, bv = a.value, b.value
         if isinstance(av, bool):
             av = int(av)
@@ -579,7 +649,7 @@ class Binder:
         text = node.to_sql()
         if isinstance(subject, BConst):
             if subject.value is None:
-                return BConst(None, _BOOL, True)
+                return _null_result()
             hit = any(self._compare_constants("equals", subject, BConst(v, literal_type(v)), node).value
                       for v in values if v is not None)
             return BConst(int(hit != negated), _BOOL)
@@ -592,8 +662,8 @@ class Binder:
     def _arith(self, func: str, left: BExpr, right: BExpr, node: Any) -> BExpr:
         from skipidx.execution.functions import arithmetic_result_type
 
-        lt = value_type(left.type) if not (isinstance(left, BConst)) else literal_type(left.value)
-        rt = value_type(right.type) if not (isinstance(right, BConst)) else literal_type(right.value)
+        # a constant keeps its type: `1 + 2 * 3` is plus(UInt8, UInt16) -> UInt32, as ClickHouse
+        lt, rt = value_type(left.type), value_type(right.type)
         for side, t in ((left, lt), (right, rt)):
             if isinstance(side, BConst) and side.value is None:
                 return BConst(None, pa.null(), True)
@@ -604,7 +674,7 @@ class Binder:
 
             try:
                 v = arithmetic({"plus": "+", "minus": "-", "multiply": "*", "divide": "/", "modulo": "%"}[func],
-                               pa.array([left.value], lt), right.value)
+                               pa.array([left.value], lt), pa.scalar(right.value, rt))
             except SkipidxError as e:
                 raise _err(e.message, node) from None
             val = v[0].as_py()
@@ -614,8 +684,8 @@ class Binder:
                                             "modulo": "%"}[func], lt, rt)
         except SkipidxError as e:
             raise _err(e.message, node) from None
-        if func == "modulo" and isinstance(right, BConst) and right.value == 0:
-            raise _err("division by zero", node)
+        # `x % 0` is no bind error: ClickHouse raises "Division by zero" only when it computes
+        # an integer row (none when WHERE keeps no row); a float x % 0 is nan
         return BCall(func, (left, right), rtype, left.nullable or right.nullable, node.to_sql() if node else "")
 
     # -- functions --------------------------------------------------------
@@ -638,6 +708,8 @@ class Binder:
             func = _STRING_FUNCS[key]
             self._arity(n, 1)
             a = self._expr(n.args[0], agg)
+            if isinstance(a, BConst) and a.value is None:
+                return _null_result()     # lower(NULL) is NULL (Nullable(Nothing))
             if not is_string(a.type):
                 raise _err(f"illegal type {ch_name(a.type)} of argument of function {func}", n.args[0])
             if isinstance(a, BConst):
@@ -709,7 +781,7 @@ class Binder:
                 raise _err(f"argument 2 of function {func} must be an Array(String)", arg_nodes[1])
         else:
             if v is None:
-                return BConst(None, _BOOL, True)
+                return _null_result()
             if not isinstance(v, bytes):
                 raise _err(f"illegal type {ch_name(literal_type(v))} of argument 2 of function {func} "
                            f"(a String is required)", arg_nodes[1])
@@ -725,7 +797,7 @@ class Binder:
             raise _err(f"{func}: {e.message}", arg_nodes[1]) from None
         if isinstance(hay, BConst):
             if hay.value is None:
-                return BConst(None, _BOOL, True)
+                return _null_result()
             res = self._eval_const_predicate(func, hay.value, v)
             return BConst(None if res is None else int(res), _BOOL, res is None)
         return BCall(func, (hay, BConst(v, pa.string())), _BOOL, hay.nullable or func == "hasTokenOrNull", text)
@@ -744,8 +816,6 @@ class Binder:
             if n.distinct:
                 # ClickHouse: count(DISTINCT x) is countDistinct(x), computed by
                 # count_distinct_implementation = uniqExact (NULLs not counted)
-                if len(n.args) != 1 or isinstance(n.args[0], A.Star):
-                    raise _err("count(DISTINCT ...) takes exactly one argument here (not a tuple or *)", n)
                 func = "uniqExact"
             elif not n.args or (len(n.args) == 1 and isinstance(n.args[0], A.Star)):
                 return BAgg("count", None, pa.uint64(), False, "count()")
@@ -754,7 +824,18 @@ class Binder:
         # f(DISTINCT x) is ClickHouse's -Distinct combinator: f over the distinct values
         # of x per group. min/max/uniqExact of the distinct values are those of all values;
         # sum/avg keep the flag (BAgg.distinct) and are computed over deduplicated values.
-        if len(n.args) != 1 or isinstance(n.args[0], A.Star):
+        if any(isinstance(a, A.Star) for a in n.args):
+            raise _err(f"* is not supported as an argument of {n.name}() here", n)
+        if func == "uniqExact" and len(n.args) > 1:
+            # uniqExact(a, b) / count(DISTINCT a, b): distinct tuples; as ClickHouse's
+            # -Null combinator, a row with a NULL in any argument is skipped
+            args = tuple(self._expr(a, False) for a in n.args)
+            for a, an in zip(args, n.args):
+                if contains_agg(a):
+                    raise _err(f"aggregate function inside another aggregate function: {n.to_sql()}", an)
+            return BAgg("uniqExact", BCall(TUPLE_FUNC, args, pa.null(), any(a.nullable for a in args), text),
+                        pa.uint64(), False, text)
+        if len(n.args) != 1:
             raise _err(f"function {n.name} takes 1 argument, got {len(n.args)}", n)
         arg = self._expr(n.args[0], False)
         if contains_agg(arg):  # through an alias: SELECT count() AS n, sum(n)
@@ -800,6 +881,8 @@ class Binder:
                 assert e is not None
             else:
                 e = self.expr(it.expr, allow_agg=True)
+            if isinstance(e, BConst) and isinstance(e.value, tuple):
+                e = BConst(e.value, array_constant_type(e.value, it.expr), e.nullable)  # `SELECT [1, 2]`
             name = it.alias if it.alias is not None else output_name(it.expr)
             items.append(OutputItem(name, e))
         where = self._filter(s.where, "WHERE")
@@ -906,41 +989,137 @@ def _comparable(a: pa.DataType, b: pa.DataType) -> bool:
 
 
 def output_name(e: A.Expr) -> str:
-    """The result column name ClickHouse would print (close to it: the expression's SQL).
+    """The result column name ClickHouse gives the expression `e` (checked against chDB
+    in tests/test_sql_clickhouse_parity.py).
 
-    As ClickHouse: ``count(*)`` is ``count()``, and an aggregate over DISTINCT
-    values takes the -Distinct combinator's name (``count(DISTINCT x)`` is
-    ``countDistinct(x)``, ``max(DISTINCT x)`` is ``maxDistinct(x)``), also
-    inside a larger expression.
+    ClickHouse names a column by the *function form* of its expression, as its
+    analyzer writes the function tree back:
+    operators are their functions (``a + 1`` is ``plus(a, 1)``, ``NOT x`` is
+    ``not(x)``, ``-x`` is ``negate(x)``, ``x IN (1, 2)`` is ``in(x, (1, 2))``,
+    ``x BETWEEN l AND h`` is ``and(greaterOrEquals(x, l), lessOrEquals(x, h))``);
+    a function keeps the name as written (``COUNT(*)`` is ``COUNT()``); an
+    aggregate over DISTINCT takes the -Distinct combinator's name
+    (``count(DISTINCT x)`` is ``countDistinct(x)``); identifiers are written
+    bare and unqualified (```my col` + 1`` is ``plus(my col, 1)``); literals as
+    ClickHouse prints them (``1.0`` is ``1.``, ``1e21`` is ``1e21``).
     """
+    return _ch_name(e)
+
+
+#: Binary operator -> ClickHouse function.
+_OP_FUNCS = {**_CMP_OPS, **_ARITH_OPS}
+
+# ClickHouse's quoted-string writer (writeQuotedString / writeAnyEscapedString):
+# only these characters are escaped; other control characters stay raw.
+_NAME_STRING_ESCAPES = {"\\": "\\\\", "'": "\\'", "\b": "\\b", "\f": "\\f", "\n": "\\n",
+                        "\r": "\\r", "\t": "\\t", "\0": "\\0"}
+_NAME_STRING_RE = re.compile("[\\\\'\b\f\n\r\t\0]")
+
+
+def _ch_string(value: bytes) -> str:
+    text = value.decode("utf-8", "replace")
+    return "'" + _NAME_STRING_RE.sub(lambda m: _NAME_STRING_ESCAPES[m.group()], text) + "'"
+
+
+def ch_float_text(v: float) -> str:
+    """A Float64 as ClickHouse writes it in a name: the shortest round-trip digits,
+    fixed notation for decimal exponents -7 < e < 21 (``1e20`` is
+    ``100000000000000000000.``), else ``1e-7``/``1.5e300``; a whole number in
+    fixed notation ends with a dot (``1.``, ``-0.``)."""
+    if math.isnan(v):
+        return "nan"                     # ClickHouse prints -nan as nan too
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    sign = "-" if math.copysign(1.0, v) < 0 else ""
+    digits, exp = _shortest_digits(abs(v))
+    point = exp + len(digits)            # value = 0.DIGITS x 10^point
+    if -6 <= point - 1 < 21:             # fixed notation
+        if point <= 0:
+            text = "0." + "0" * (-point) + digits
+        elif point >= len(digits):
+            text = digits + "0" * (point - len(digits)) + "."
+        else:
+            text = digits[:point] + "." + digits[point:]
+    else:
+        mant = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+        text = f"{mant}e{point - 1}"
+    return sign + text
+
+
+def _shortest_digits(v: float) -> tuple[str, int]:
+    """(significant digits, exponent) with v == int(digits) * 10**exponent, shortest round trip."""
+    if v == 0:
+        return "0", 0
+    r = repr(v)                          # Python's repr is the shortest round-trip form
+    mant, _, e = r.partition("e")
+    exp = int(e) if e else 0
+    whole, _, frac = mant.partition(".")
+    if frac == "0":
+        frac = ""
+    digits = (whole + frac).lstrip("0")
+    exp -= len(frac)
+    stripped = digits.rstrip("0")
+    exp += len(digits) - len(stripped)
+    return stripped, exp
+
+
+def _ch_name(e: A.Expr) -> str:
     if isinstance(e, A.Column):
         return e.name
-    return _ch_spelling(e).to_sql()
-
-
-def _ch_spelling(e: A.Expr) -> A.Expr:
-    """`e` with aggregate calls spelled as ClickHouse names its columns."""
+    if isinstance(e, A.Literal):
+        k = e.kind
+        if k == "string":
+            return _ch_string(e.value)  # type: ignore[arg-type]
+        if k == "null":
+            return "NULL"
+        if k == "bool":
+            return "true" if e.value else "false"
+        if k == "int":
+            return str(int(e.value))  # type: ignore[arg-type]
+        return ch_float_text(float(e.value))  # type: ignore[arg-type]
+    if isinstance(e, A.ArrayLiteral):
+        # a constant array is one value of one type: [1, 2.5] is Array(Float64), named [1., 2.5]
+        floats = any(isinstance(i, A.Literal) and i.kind == "float" for i in e.items) and all(
+            isinstance(i, A.Literal) and i.kind in ("int", "float", "null") for i in e.items)
+        return "[" + ", ".join(ch_float_text(float(i.value)) if floats and i.kind == "int"  # type: ignore
+                               else _ch_name(i) for i in e.items) + "]"
+    if isinstance(e, A.TupleLiteral):
+        return "(" + ", ".join(_ch_name(i) for i in e.items) + ")"
+    if isinstance(e, A.Star):
+        return "*"
     if isinstance(e, A.FunctionCall):
-        args = tuple(_ch_spelling(a) for a in e.args)
-        if e.name.lower() == "count" and (not args or (len(args) == 1 and isinstance(args[0], A.Star))):
-            return A.FunctionCall(e.name, (), pos=e.pos)
-        if e.distinct:
-            return A.FunctionCall(e.name + "Distinct", args, pos=e.pos)
-        return A.FunctionCall(e.name, args, pos=e.pos) if args != e.args else e
-    if not dataclasses.is_dataclass(e):
-        return e
-    changes = {}
-    for f in dataclasses.fields(e):
-        v = getattr(e, f.name)
-        if isinstance(v, A.Expr):
-            w = _ch_spelling(v)
-            if w is not v:
-                changes[f.name] = w
-        elif isinstance(v, tuple) and v and all(isinstance(x, A.Expr) for x in v):
-            w = tuple(_ch_spelling(x) for x in v)
-            if any(a is not b for a, b in zip(w, v)):
-                changes[f.name] = w
-    return dataclasses.replace(e, **changes) if changes else e
+        args = e.args
+        if e.name.lower() == "count" and not e.distinct and len(args) == 1 and isinstance(args[0], A.Star):
+            args = ()
+        if e.name.lower() == "tuple" and not e.distinct:
+            return "(" + ", ".join(_ch_name(a) for a in args) + ")"   # tuple(1, 2) is (1, 2)
+        name = e.name + ("Distinct" if e.distinct else "")
+        return _call_name(name, args)
+    if isinstance(e, A.BinaryOp):
+        return _call_name(_OP_FUNCS[e.op], (e.left, e.right))
+    if isinstance(e, A.BoolOp):
+        return _call_name(e.op, e.args)
+    if isinstance(e, A.UnaryOp):
+        return _call_name("not" if e.op == "not" else "negate", (e.operand,))
+    if isinstance(e, A.Like):
+        func = ("notILike" if e.negated else "ilike") if e.case_insensitive else ("notLike" if e.negated else "like")
+        return _call_name(func, (e.expr, e.pattern))
+    if isinstance(e, A.InList):
+        # one item is written alone (`in(x, 1)`), several as a tuple (`in(x, (1, 2))`)
+        lst = _ch_name(e.items[0]) if len(e.items) == 1 else "(" + ", ".join(_ch_name(i) for i in e.items) + ")"
+        return f"{'notIn' if e.negated else 'in'}({_ch_name(e.expr)}, {lst})"
+    if isinstance(e, A.IsNull):
+        return _call_name("isNotNull" if e.negated else "isNull", (e.expr,))
+    if isinstance(e, A.Between):
+        x, lo, hi = _ch_name(e.expr), _ch_name(e.low), _ch_name(e.high)
+        if e.negated:
+            return f"or(less({x}, {lo}), greater({x}, {hi}))"
+        return f"and(greaterOrEquals({x}, {lo}), lessOrEquals({x}, {hi}))"
+    return e.to_sql()
+
+
+def _call_name(name: str, args: tuple) -> str:
+    return f"{name}({', '.join(_ch_name(a) for a in args)})"
 
 
 def bind_select(meta: Any | None, select: A.Select) -> BoundSelect:
