@@ -223,3 +223,21 @@ def test_log_lines_equal_reference():
             assert (got_c == want_c).all(), f"contains {needle!r} ci={ci}: {int((got_c != want_c).sum())} rows differ"
     ns = [datagen.RARE_TOKEN.encode(), b"zzq", b"timeou"]
     assert (S.any_rows(o, d, ns) == np.array([ref_any(r, ns) for r in rows_b])).all(), "multiSearchAny on log lines"
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=st.lists(st.one_of(row_st, long_row_st), min_size=1, max_size=10), needle=token_needle_st,
+       ci=st.booleans(), choice=st.data())
+def test_any_anchor_choice_is_exact(rows, needle, ci, choice):
+    """Anchors only decide speed: any positions, with or without the third, give the same rows."""
+    m = len(needle)
+    ps = sorted(choice.draw(st.lists(st.integers(0, m - 1), min_size=2, max_size=2), label="p1,p2"))
+    p3 = choice.draw(st.integers(0, m - 1), label="p3")
+    three = choice.draw(st.booleans(), label="three")
+    forced = (ps[0], ps[1], p3 if three else ps[1], three)
+    saved = S._anchors
+    S._anchors = lambda *a, **k: forced  # no monkeypatch fixture: hypothesis reruns the body
+    try:
+        check(rows, needle, ci)
+    finally:
+        S._anchors = saved
