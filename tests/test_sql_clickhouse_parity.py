@@ -56,6 +56,8 @@ ROW_NAMES = [
     ('-x', 'negate(x)'),
     ('- (a)', 'negate(a)'),
     ('-(a + 1)', 'negate(plus(a, 1))'),
+    ('1 / -f', 'divide(1, negate(f))'),
+    ('1 / -(f * 0)', 'divide(1, negate(multiply(f, 0)))'),
     ('- -x', 'negate(negate(x))'),
     ('-(1)', 'negate(1)'),
     ('-(-1)', 'negate(-1)'),
@@ -558,6 +560,7 @@ FUZZ_CASES = [
     ("and_function", "SELECT count() FROM g WHERE and(x > 0, a < 30)"),
     ("or_function", "SELECT count() FROM g WHERE or(x = 1, a = 3)"),
     ("constant_fold_keeps_types", "SELECT 1 + 2 * 3, -(1) + 1, -(-1), -(200) FROM g LIMIT 1"),
+    ("negate_keeps_sign_of_zero", "SELECT 1 / -(f * 0), -f, 1 / -f FROM g ORDER BY a LIMIT 3"),
     ("count_distinct_pair_many_granules", "SELECT count(DISTINCT x, f > 5), uniqExact(x, a % 3) FROM g"),
 ]
 

@@ -500,6 +500,11 @@ class Binder:
             if isinstance(inner, BConst) and isinstance(inner.value, (int, float)) \
                     and not isinstance(inner.value, bool):
                 return _negate_constant(inner)
+            it = value_type(inner.type)
+            if pa.types.is_floating(it):
+                # negate(x) of a float is x * -1, which IEEE makes exact: `0 - x` would turn
+                # -(0.) into +0. (1 / -(f * 0) must be -inf, as ClickHouse's negate gives)
+                return self._arith("multiply", inner, BConst(-1.0, it), n)
             return self._arith("minus", BConst(0, pa.uint8()), inner, n)
         if isinstance(n, A.BinaryOp):
             left, right = self._expr(n.left, agg), self._expr(n.right, agg)
