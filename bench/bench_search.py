@@ -6,7 +6,8 @@ pruning: the 8192-row granules that hold ``datagen.RARE_TOKEN``, handed over as
 one chunk per run of adjacent granules (as the scan does per mark range).
 
 Needles: RARE / FREQUENT / ABSENT tokens and a few seeded 5-8 byte substrings
-cut from the rows. For each one, in the same run and interleaved (so the load
+cut from the rows, and 3 words all of whose letters are common (>= 2 % of
+the bytes: the old rare-byte anchor cannot help). For each one, in the same run and interleaved (so the load
 of a shared machine hits all sides alike), the best (minimum) of ``--repeat`` runs of:
 
 - ``_search.token_rows`` vs ``functions.has_token`` (hasToken)
@@ -89,6 +90,27 @@ def substrings(msg: pa.Array, k: int, seed: int = 5) -> list[str]:
     return out
 
 
+def common_letter_words(msg: pa.Array, k: int) -> list[str]:
+    """Words (5-8 letters) each of whose letters is >= 2 % of the text's bytes, in 0.02-2 % of rows.
+
+    These are the needles the old rare-byte anchor cannot help with (its limit
+    is 2 %), i.e. the "letters are all common" case of log text.
+    """
+    import re
+    from collections import Counter
+
+    sample = msg.slice(0, 20_000)
+    text = b"".join(x.encode() for x in sample.to_pylist())
+    freq = np.bincount(np.frombuffer(text, np.uint8), minlength=256) / len(text)
+    rows_with: Counter[str] = Counter()
+    for row in sample.to_pylist():
+        rows_with.update(set(re.findall(r"[a-z]{5,8}", row)))
+    ok = [w for w, c in rows_with.items() if 4 <= c <= 400 and all(freq[ord(ch)] >= 0.02 for ch in w)
+          and re.search(rf"(?<![0-9A-Za-z]){w}(?![0-9A-Za-z])", text.decode(errors="ignore"))]
+    ok.sort(key=lambda w: (-rows_with[w], w))
+    return ok[:: max(1, len(ok) // k)][:k]
+
+
 def timed(fns: dict[str, Callable[[], object]], repeat: int) -> dict[str, float]:
     """Best (minimum) seconds of each fn over `repeat` runs interleaved round-robin.
 
@@ -150,7 +172,7 @@ def bench(label: str, col: pa.ChunkedArray, needles: list[str], repeat: int) -> 
         t = timed(fns, repeat)
         row(f"LIKE '{pat}'", t["mine"], "functions.like (_contains)", t["like"], hits)
         row("", t["mine"], "pc.match_substring", t["pc"], hits)
-    for group in (needles[:3], needles[3:6]):
+    for group in (needles[:3], needles[3:6], needles[6:9]):
         ns = [n.encode() for n in group]
         fns = {"mine": lambda: _per_chunk(col, lambda o, d: S.any_rows(o, d, ns)),
                "msa": lambda: F.multi_search_any(col, ns)}
@@ -168,7 +190,8 @@ def main() -> None:
     ap.add_argument("--skip-full", action="store_true", help="only the kept-granule slice")
     args = ap.parse_args()
     msg = load_msg(args.rows, args.cache)
-    needles = [datagen.RARE_TOKEN, datagen.FREQUENT_TOKEN, datagen.ABSENT_TOKEN] + substrings(msg, 3)
+    needles = ([datagen.RARE_TOKEN, datagen.FREQUENT_TOKEN, datagen.ABSENT_TOKEN] + substrings(msg, 3)
+               + common_letter_words(msg, 3))
     print(f"needles: {needles}")
     kept = kept_slice(msg)
     ratios = bench(f"kept granules of hasToken(msg, '{datagen.RARE_TOKEN}')", kept, needles, args.repeat)
