@@ -312,3 +312,22 @@ def test_batched_any_of_equals_one_by_one(subset: bool, groups: str) -> None:
         assert 0 < int(want.sum()) < bo.shape[0], "some filters pass, some fail"
     else:
         assert bool(want.all()), "an empty group requires nothing"
+
+
+def test_deferred_figures_make_no_reference_cycle(db) -> None:
+    """A result whose figures are still owed is freed by reference counting alone
+    (the deferred callback must not lead back to the stats that own it)."""
+    import gc
+    import weakref
+
+    gc.collect()
+    gc.disable()
+    try:
+        r = db.sql("SELECT count() FROM t WHERE u IN (11, 222, 1333)")
+        s = r.stats.index("ub")
+        assert s.pending, "ub is narrowed (its figures deferred)"
+        ref = weakref.ref(s)
+        del r, s
+        assert ref() is None, "the stats of a dropped result linger: a reference cycle"
+    finally:
+        gc.enable()

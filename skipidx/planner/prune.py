@@ -24,7 +24,7 @@ For one query:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable, NamedTuple
+from typing import Any, Callable, Iterable, NamedTuple
 
 import numpy as np
 
@@ -572,20 +572,22 @@ def _sources(parts: list[Any], ns: np.ndarray, offsets: np.ndarray, useful: list
     return out
 
 
-def _probe(src: _Source, sel: np.ndarray | None, total: int,
-           parts: list[Any]) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    """`src`'s answer to each of its atoms on every granule of the axis.
+def _probe(conditions: dict[int, IndexCondition], segments: list[_Segment], answered: np.ndarray,
+           sel: np.ndarray | None, total: int,
+           damaged: Callable[[_Segment, str], None] | None = None) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """An index's answer to each of its atoms (`conditions`) on every granule of the axis.
 
     `sel` (sorted granule ids, or None for all): only those granules are
     probed; every other granule gets UNKNOWN (1, 1), which the RPN reads as
     "no information" (see :func:`skipidx.planner.rpn.evaluate` on why that
     can never drop a granule the full answers keep). An index granule
     covering several data granules (GRANULARITY g) is probed once and its
-    answer spread onto each of them.
+    answer spread onto each of them. A segment whose answer does not fit
+    (a damaged index) goes back to UNKNOWN, its parts to not `answered`, and
+    `damaged(segment, reason)` is told.
     """
-    use = src.use
-    out = {i: (np.ones(total, dtype=bool), np.ones(total, dtype=bool)) for i in use.conditions}
-    for seg in src.segments:
+    out = {i: (np.ones(total, dtype=bool), np.ones(total, dtype=bool)) for i in conditions}
+    for seg in segments:
         s0, s1, g, idx = seg.start, seg.end, seg.granules, seg.data_to_index
         if sel is None:
             local = None
@@ -606,7 +608,7 @@ def _probe(src: _Source, sel: np.ndarray | None, total: int,
             pos = np.searchsorted(zones, idx[local])
         target = slice(s0, s1) if local is None else local + s0
         try:
-            for i, cond in use.conditions.items():
+            for i, cond in conditions.items():
                 m = cond.mask(g) if zones is None else _mask_at(cond, g, zones)
                 t = np.asarray(m.can_be_true, dtype=bool)
                 f = np.asarray(m.can_be_false, dtype=bool)
@@ -621,9 +623,9 @@ def _probe(src: _Source, sel: np.ndarray | None, total: int,
             for t_, f_ in out.values():
                 t_[s0:s1] = True
                 f_[s0:s1] = True
-            src.answered[list(seg.parts)] = False
-            names = ", ".join(parts[j].name for j in seg.parts)
-            _note(use, f"damaged index ignored in part {names}: {e.message}")
+            answered[list(seg.parts)] = False
+            if damaged is not None:
+                damaged(seg, e.message)
     return out
 
 
@@ -643,7 +645,11 @@ NARROW_MAX_SHARE = 0.5
 
 class _Alone:
     """Granules one index alone keeps, per part; computed on first use when the index was
-    probed only on the granules earlier indexes kept (the figures stay exact)."""
+    probed only on the granules earlier indexes kept (the figures stay exact).
+
+    It holds the index's conditions and loaded granules until then, but neither
+    the IndexUse nor its stats: no reference cycle through the stats that owe
+    the figure (those would linger until the cyclic collector ran)."""
 
     __slots__ = ("_value", "_args")
 
@@ -653,9 +659,10 @@ class _Alone:
 
     def get(self) -> np.ndarray:
         if self._value is None:
-            src, rpn, total, offsets, ns, parts = self._args
-            k = evaluate(rpn, total, {i: BoolMask(t, f) for i, (t, f) in _probe(src, None, total, parts).items()})
-            self._value = np.where(src.answered, _per_part_counts(k.can_be_true, offsets), ns)
+            conditions, segments, answered, rpn, total, offsets, ns = self._args
+            ans = _probe(conditions, segments, answered, None, total)
+            k = evaluate(rpn, total, {i: BoolMask(t, f) for i, (t, f) in ans.items()})
+            self._value = np.where(answered, _per_part_counts(k.can_be_true, offsets), ns)
             self._args = None     # drop the references to the loaded granules
         return self._value
 
@@ -711,7 +718,9 @@ def _prune_parts(parts: list[Any], rpn: RPN, uses: list[IndexUse], cache: IndexC
         sel = None
         if kept is not None and src.narrowable and np.count_nonzero(kept) <= NARROW_MAX_SHARE * total:
             sel = np.flatnonzero(kept)
-        ans = _probe(src, sel, total, parts)
+        ans = _probe(src.use.conditions, src.segments, src.answered, sel, total,
+                     lambda seg, why, use=src.use: _note(
+                         use, f"damaged index ignored in part {', '.join(parts[j].name for j in seg.parts)}: {why}"))
         for i, (t, f) in ans.items():
             c = combined.get(i)
             combined[i] = (t, f) if c is None else (c[0] & t, c[1] & f)
@@ -719,7 +728,7 @@ def _prune_parts(parts: list[Any], rpn: RPN, uses: list[IndexUse], cache: IndexC
         kept = evaluate(rpn, total, {i: BoolMask(t, f) for i, (t, f) in combined.items()}).can_be_true
         name = src.use.name
         if sel is not None:
-            alone[name] = _Alone(args=(src, rpn, total, offsets, ns, parts))
+            alone[name] = _Alone(args=(src.use.conditions, src.segments, src.answered, rpn, total, offsets, ns))
             continue
         # the first index's answers are the combined ones so far
         k = kept if first else evaluate(rpn, total, {i: BoolMask(t, f) for i, (t, f) in ans.items()}).can_be_true
