@@ -36,6 +36,8 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Union
 
@@ -1009,34 +1011,44 @@ def _in_bitmap_kernel(vals, bits, shift, want, out):  # pragma: no cover - numba
         out[k] = byte
 
 
+class _Membership:
+    """A set of unsigned integers prepared for :func:`_in_bitmap_kernel`."""
+
+    __slots__ = ("want", "bits", "shift")
+
+    def __init__(self, wanted: np.ndarray) -> None:
+        want = np.unique(np.asarray(wanted).astype(np.uint64))
+        # a bitmap of 2^bits_log2 bits, >= 64 per wanted value: few false hits
+        bits_log2 = max(12, min(16, int(max(1, len(want)) * 64 - 1).bit_length()))
+        self.shift = np.uint64(64 - bits_log2)
+        h = (want * _GOLDEN) >> self.shift
+        bits = np.zeros(1 << (bits_log2 - 6), dtype=np.uint64)
+        np.bitwise_or.at(bits, (h >> np.uint64(6)).astype(np.intp), np.left_shift(np.uint64(1), h & np.uint64(63)))
+        self.want = want
+        self.bits = bits
+
+    def packed(self, vals: np.ndarray) -> np.ndarray:
+        """Bit-packed (LSB first, as Arrow's boolean buffers) whether each of
+        `vals` (unsigned integers) is in the set."""
+        out = np.empty((vals.shape[0] + 7) // 8, dtype=np.uint8)
+        if vals.shape[0]:
+            _in_bitmap_kernel(vals, self.bits, self.shift, self.want, out)
+        return out
+
+
 def packed_membership(vals: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     """Bit-packed (LSB first, as Arrow's boolean buffers) whether each of `vals`
     (an unsigned integer array) is one of `wanted` (at most :data:`_IN_EQ_MAX`
     unsigned integers of the same width)."""
-    want = np.unique(np.asarray(wanted).astype(np.uint64))
-    # a bitmap of 2^bits_log2 bits, >= 64 per wanted value: few false hits
-    bits_log2 = max(12, min(16, int(max(1, len(want)) * 64 - 1).bit_length()))
-    shift = np.uint64(64 - bits_log2)
-    h = (want * _GOLDEN) >> shift
-    bits = np.zeros(1 << (bits_log2 - 6), dtype=np.uint64)
-    np.bitwise_or.at(bits, (h >> np.uint64(6)).astype(np.intp), np.left_shift(np.uint64(1), h & np.uint64(63)))
-    packed = np.empty((vals.shape[0] + 7) // 8, dtype=np.uint8)
-    if vals.shape[0]:
-        _in_bitmap_kernel(vals, bits, shift, want, packed)
-    return packed
+    return _Membership(wanted).packed(vals)
 
 
-def _is_in_small_fixed(chunks: list[pa.Array], vt: pa.DataType, vset: pa.Array) -> list[pa.Array]:
-    """Per chunk, whether each row's value is one of `vset` (no nulls in it),
-    from the chunk's value buffer (null slots hold arbitrary values: the
-    caller lays the nulls over the answer). Values are compared as unsigned
-    integers of their width (same bits, same equality)."""
-    width = vt.bit_width
-    udt = np.dtype(f"uint{width}")
-    if pa.types.is_integer(vt):
-        want = vset.to_numpy().astype(np.dtype(vt.to_pandas_dtype()), copy=False).view(udt)
-    else:   # date32 / date64 / timestamp: integers underneath
-        want = vset.view(pa.from_numpy_dtype(np.dtype(f"int{width}"))).to_numpy().view(udt)
+def _is_in_small_fixed(chunks: list[pa.Array], vt: pa.DataType, m: _Membership) -> list[pa.Array]:
+    """Per chunk, whether each row's value is in `m`, from the chunk's value
+    buffer (null slots hold arbitrary values: the caller lays the nulls over
+    the answer). Values are compared as unsigned integers of their width
+    (same bits, same equality)."""
+    udt = np.dtype(f"uint{vt.bit_width}")
     out = []
     for c in chunks:
         n = len(c)
@@ -1044,9 +1056,92 @@ def _is_in_small_fixed(chunks: list[pa.Array], vt: pa.DataType, vset: pa.Array) 
         if buf is None or n == 0:   # an all-null chunk may have no value buffer (nulls are laid over)
             packed = np.zeros((n + 7) // 8, dtype=np.uint8)
         else:
-            packed = packed_membership(np.frombuffer(buf, dtype=udt, count=c.offset + n)[c.offset:], want)
+            packed = m.packed(np.frombuffer(buf, dtype=udt, count=c.offset + n)[c.offset:])
         out.append(pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(packed)]))
     return out
+
+
+class _InPlan:
+    """An IN list prepared for one column type: the value set, the kind, and
+    for fixed-width columns the bitmap membership (None: use pc.is_in)."""
+
+    __slots__ = ("kind", "vset", "membership")
+
+    def __init__(self, kind: str, vset: pa.Array, membership: _Membership | None) -> None:
+        self.kind = kind
+        self.vset = vset
+        self.membership = membership
+
+
+def _in_plan_uncached(vals: tuple, vt: pa.DataType) -> _InPlan:
+    k = _type_kind(vt)
+    keep: list[Any] = []
+    if k in ("int", "uint"):
+        info = np.iinfo(np.uint8) if pa.types.is_boolean(vt) else np.iinfo(vt.to_pandas_dtype())
+        lo, hi = int(info.min), int(info.max)
+        for v in vals:
+            if isinstance(v, float):
+                if not math.isfinite(v) or v != math.floor(v):
+                    continue
+                v = int(v)
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise SkipidxError(f"IN list value {v!r} does not fit a {vt} column")
+            if lo <= v <= hi:
+                keep.append(v)
+        vset = pa.array(keep, type=vt if not pa.types.is_boolean(vt) else pa.uint8())
+    elif k == "float":
+        for v in vals:
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise SkipidxError(f"IN list value {v!r} does not fit a {vt} column")
+            if pa.types.is_float32(vt) and float(np.float32(v)) != float(v):
+                continue  # not representable in Float32: cannot match
+            if isinstance(v, int) and float(v) != v:
+                continue
+            keep.append(float(v))
+        vset = pa.array(keep, type=vt)
+    elif k == "string":
+        vset = pa.array([_as_bytes(v, "IN list value") for v in vals], type=pa.large_binary())
+    elif k in ("date", "datetime"):
+        vset = pa.array([_coerce_temporal(v, vt).as_py() for v in vals], type=vt)
+    else:
+        raise SkipidxError(f"IN is not supported for {vt}")
+    membership = None
+    if (k in ("int", "uint", "date", "datetime") and not pa.types.is_boolean(vt)
+            and 0 < len(vset) <= _IN_EQ_MAX):
+        width = vt.bit_width
+        udt = np.dtype(f"uint{width}")
+        if pa.types.is_integer(vt):
+            want = vset.to_numpy().astype(np.dtype(vt.to_pandas_dtype()), copy=False).view(udt)
+        else:   # date32 / date64 / timestamp: integers underneath
+            want = vset.view(pa.from_numpy_dtype(np.dtype(f"int{width}"))).to_numpy().view(udt)
+        membership = _Membership(want)
+    return _InPlan(k, vset, membership)
+
+
+_IN_PLANS: "OrderedDict[tuple, _InPlan]" = OrderedDict()
+_IN_PLANS_LOCK = threading.Lock()
+
+
+def _in_plan(vals: list, vt: pa.DataType) -> _InPlan:
+    """The prepared IN list (cached: a scan evaluates the same list once per
+    job, and preparing it costs more than testing a granule against it).
+    Keyed by each value's type too: ``IN (1)`` and ``IN (True)`` differ."""
+    try:
+        key = (vt, tuple((type(v), v) for v in vals))
+        hash(key)
+    except TypeError:
+        return _in_plan_uncached(tuple(vals), vt)
+    with _IN_PLANS_LOCK:
+        plan = _IN_PLANS.get(key)
+        if plan is not None:
+            _IN_PLANS.move_to_end(key)
+            return plan
+    plan = _in_plan_uncached(tuple(vals), vt)
+    with _IN_PLANS_LOCK:
+        _IN_PLANS[key] = plan
+        while len(_IN_PLANS) > 256:
+            _IN_PLANS.popitem(last=False)
+    return plan
 
 
 def is_in(arr: ArrayLike, values: Iterable[Any], negated: bool = False) -> ArrayLike:
@@ -1069,57 +1164,22 @@ def is_in(arr: ArrayLike, values: Iterable[Any], negated: bool = False) -> Array
     # chunk per mark range).
     t = arr.type
     vt = t.value_type if pa.types.is_dictionary(t) else t
-    k = _type_kind(vt)
-    keep: list[Any] = []
-    if k in ("int", "uint"):
-        info = np.iinfo(np.uint8) if pa.types.is_boolean(vt) else np.iinfo(vt.to_pandas_dtype())
-        for v in vals:
-            if isinstance(v, float):
-                if not math.isfinite(v) or v != math.floor(v):
-                    continue
-                v = int(v)
-            if isinstance(v, bool) or not isinstance(v, int):
-                raise SkipidxError(f"IN list value {v!r} does not fit a {vt} column")
-            if info.min <= v <= info.max:
-                keep.append(v)
-        vset = pa.array(keep, type=vt if not pa.types.is_boolean(vt) else pa.uint8())
+    plan = _in_plan(vals, vt)
+    k, vset = plan.kind, plan.vset
 
-        def view(chunk: pa.Array) -> pa.Array:
-            return chunk if not pa.types.is_boolean(vt) else chunk.cast(pa.uint8())
-    elif k == "float":
-        for v in vals:
-            if isinstance(v, bool) or not isinstance(v, (int, float)):
-                raise SkipidxError(f"IN list value {v!r} does not fit a {vt} column")
-            if pa.types.is_float32(vt) and float(np.float32(v)) != float(v):
-                continue  # not representable in Float32: cannot match
-            if isinstance(v, int) and float(v) != v:
-                continue
-            keep.append(float(v))
-        vset = pa.array(keep, type=vt)
-
-        def view(chunk: pa.Array) -> pa.Array:
-            return chunk
-    elif k == "string":
-        keep = [_as_bytes(v, "IN list value") for v in vals]
-        vset = pa.array(keep, type=pa.large_binary())
-
-        def view(chunk: pa.Array) -> pa.Array:
+    def view(chunk: pa.Array) -> pa.Array:
+        if k == "string":
             col = chunk.cast(vt) if pa.types.is_dictionary(t) else chunk
             return _binary_view(col).cast(pa.large_binary())
-    elif k in ("date", "datetime"):
-        vset = pa.array([_coerce_temporal(v, vt).as_py() for v in vals], type=vt)
-
-        def view(chunk: pa.Array) -> pa.Array:
-            return chunk
-    else:
-        raise SkipidxError(f"IN is not supported for {t}")
+        if pa.types.is_boolean(vt):
+            return chunk.cast(pa.uint8())
+        return chunk
 
     chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
     if len(vset) == 0:
         found = [pa.array(np.zeros(len(c), dtype=np.bool_)) for c in chunks]
-    elif (k in ("int", "uint", "date", "datetime") and not pa.types.is_boolean(vt)
-          and not pa.types.is_dictionary(t) and len(vset) <= _IN_EQ_MAX):
-        found = _is_in_small_fixed(chunks, vt, vset)
+    elif plan.membership is not None and not pa.types.is_dictionary(t):
+        found = _is_in_small_fixed(chunks, vt, plan.membership)
     else:
         views = [view(c) for c in chunks]
         if not views:
@@ -1187,6 +1247,8 @@ def where_mask(arr: ArrayLike) -> ArrayLike:
             return _map_chunks(arr, lambda c: pa.array(np.zeros(len(c), dtype=np.bool_)))
         else:
             raise SkipidxError(f"Illegal type {t} of column for filter. Must be UInt8 or Nullable(UInt8)")
+    if arr.null_count == 0:
+        return arr   # (pc.fill_null's call alone costs ~50 us: a point query's filter)
     return pc.fill_null(arr, False)
 
 

@@ -88,12 +88,14 @@ def _read_filtered(part: Any, batch: list[tuple[int, int]], columns: list[str], 
     read = t.num_rows
     mask = where_mask(where, t)
     if keep != list(t.column_names):
-        t = t.select(keep) if keep else zero_column_table(t.num_rows)
+        t = t.select(keep)   # (no columns: the row count stays)
     if mask is not None:
         if t.num_columns:
             t = t.filter(mask)
         else:
-            t = zero_column_table(int(pc.sum(mask).as_py() or 0))
+            # count(): the rows that pass (mask has no NULLs: where_mask filled them)
+            n = mask.true_count if isinstance(mask, pa.Array) else int(pc.sum(mask).as_py() or 0)
+            t = t.slice(0, n)
     if as_dict:
         t = _decode_dictionaries(t)
     return t, read

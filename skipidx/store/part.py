@@ -1051,13 +1051,15 @@ class Part:
         expect = int(sum(int(self.marks[b] - self.marks[a]) for a, b in ranges))
         if t.num_rows != expect:
             raise CorruptionError(f"read {t.num_rows} rows, the manifest says {expect}", path=path)
+        got = t.schema
+        if got.names == cols and all(
+                (got.field(i).type == schema.field(c).type if c not in as_dict
+                 else got.field(i).type == pa.dictionary(pa.int32(), schema.field(c).type))
+                and got.field(i).nullable == schema.field(c).nullable for i, c in enumerate(cols)):
+            return t
         want = pa.schema([schema.field(c) if c not in as_dict else
                           schema.field(c).with_type(pa.dictionary(pa.int32(), schema.field(c).type))
                           for c in cols])
-        if t.schema.names == cols and all(t.schema.field(i).type == want.field(i).type
-                                          and t.schema.field(i).nullable == want.field(i).nullable
-                                          for i in range(len(cols))):
-            return t
         if not t.schema.equals(want, check_metadata=False):
             try:
                 t = t.cast(want)
