@@ -542,8 +542,11 @@ def test_alias_cycles_are_errors(db, sql: str, chain: str, column: int) -> None:
 # found by differential fuzzing against chDB
 # ---------------------------------------------------------------------------
 
-FUZZ_DDL = "CREATE TABLE g (a UInt32, x Int64, f Float64) ENGINE = MergeTree ORDER BY a SETTINGS index_granularity = 4"
-FUZZ_ROWS = ", ".join(f"({i}, {i % 5 - 2}, {i / 4})" for i in range(40))
+FUZZ_DDL = ("CREATE TABLE g (a UInt32, x Int64, f Float64, h Float32, bo Bool) ENGINE = MergeTree ORDER BY a "
+            "SETTINGS index_granularity = 4")
+_H = ["0.1", "-0.", "2.5", "3.4e38", "1e-3", "nan", "7.75"]
+FUZZ_ROWS = ", ".join(f"({i}, {i % 5 - 2}, {i / 4}, {_H[i % len(_H)]}, {'true' if i % 3 else 'false'})"
+                      for i in range(40))
 
 FUZZ_CASES = [
     # (id, sql): same names, types and rows as chDB
@@ -561,6 +564,9 @@ FUZZ_CASES = [
     ("or_function", "SELECT count() FROM g WHERE or(x = 1, a = 3)"),
     ("constant_fold_keeps_types", "SELECT 1 + 2 * 3, -(1) + 1, -(-1), -(200) FROM g LIMIT 1"),
     ("negate_keeps_sign_of_zero", "SELECT 1 / -(f * 0), -f, 1 / -f FROM g ORDER BY a LIMIT 3"),
+    ("float_modulo_is_not_fmod", "SELECT h % 2.5, f % 0.1, 1 % 0.1, 1e20 % 3, -0. % 0.1, bo % 0.1 FROM g ORDER BY a"),
+    ("bool_compared_with_numbers", "SELECT a FROM g WHERE bo <= x OR a = bo ORDER BY a"),
+    ("bool_compared_in_select", "SELECT bo < a, x >= bo FROM g ORDER BY a LIMIT 6"),
     ("count_distinct_pair_many_granules", "SELECT count(DISTINCT x, f > 5), uniqExact(x, a % 3) FROM g"),
 ]
 

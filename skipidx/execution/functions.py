@@ -862,6 +862,9 @@ def _valid_and(a: pa.Array, b: pa.Array) -> pa.Array | None:
 
 
 def _compare_arrays(op: str, a: pa.Array, b: pa.Array) -> pa.Array:
+    if pa.types.is_boolean(a.type) != pa.types.is_boolean(b.type):
+        # Bool against a number compares as UInt8, as ClickHouse (`length(b) <= bo`)
+        a, b = (x.cast(pa.uint8()) if pa.types.is_boolean(x.type) else x for x in (a, b))
     ka, kb = _type_kind(a.type), _type_kind(b.type)
     if ka == "null" or kb == "null":
         return pa.nulls(len(a), pa.bool_())
@@ -1300,7 +1303,7 @@ def arithmetic(op: str, left: ArrayLike | Any, right: ArrayLike | Any) -> ArrayL
     The result has `arithmetic_result_type`; integer results wrap on overflow
     (as ClickHouse's do). ``/`` is float division (x/0 is inf or nan). ``%``
     takes the sign of the dividend (C semantics, -7 % 2 = -1); an integer
-    ``% 0`` raises `SkipidxError` ("Division by zero"); float % is fmod.
+    ``% 0`` raises `SkipidxError` ("Division by zero"); float % is a - trunc(a / b) * b.
     Constants are typed with `literal`. NULL on either side gives NULL.
     """
     chunked = isinstance(left, pa.ChunkedArray) or isinstance(right, pa.ChunkedArray)
@@ -1333,7 +1336,10 @@ def arithmetic(op: str, left: ArrayLike | Any, right: ArrayLike | Any) -> ArrayL
             out = av.astype(np.float64) / bv.astype(np.float64)
         elif op == "%":
             if pa.types.is_floating(rt):
-                out = np.fmod(av.astype(np.float64), bv.astype(np.float64))
+                # ClickHouse's float modulo is a - trunc(a / b) * b, not fmod: 1 % 0.1 is 0
+                # (fmod: 0.0999...), 1e20 % 3 is 0 (fmod: 1), -0. % 0.1 is 0 (fmod: -0.)
+                a64, b64 = av.astype(np.float64), bv.astype(np.float64)
+                out = a64 - np.trunc(a64 / b64) * b64
             else:
                 valid_rows = np.ones(n, dtype=np.bool_)
                 for x, is_arr in ((la, l_is_arr), (ra, r_is_arr)):
