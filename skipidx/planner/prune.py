@@ -541,12 +541,22 @@ class _Source:
         return bool(self.segments) and all(isinstance(s.granules, SBBFGranules) for s in self.segments)
 
     def rank(self) -> tuple[int, float]:
-        """Probe order: whole-array checks first (cheap), then bloom filters from the lowest
-        mean false-positive rate (most selective: fewer granules left for the rest)."""
+        """Probe order: whole-array checks first (cheap), then bloom filters by the estimated
+        share of granules without a match they let through (most selective first: fewer
+        granules left for the rest). For a required token set, any of groups g, that is
+        about sum over g of fpp ** len(g) with the filters' mean fpp: a 4-gram pattern
+        passes fewer filters than one token at the same fpp. Any order is exact."""
         if not self.narrowable:
             return (0, 0.0)
         n = sum(len(s.granules) for s in self.segments)
-        return (1, sum(s.granules.mean_fpp * len(s.granules) for s in self.segments) / max(n, 1))
+        fpp = sum(s.granules.mean_fpp * len(s.granules) for s in self.segments) / max(n, 1)
+        best = None
+        for c in self.use.conditions.values():
+            req = getattr(c, "requirement", None)
+            if req is not None and not req.negated and req.any_of:
+                est = min(1.0, sum(fpp ** len(g) for g in req.any_of))
+                best = est if best is None else min(best, est)
+        return (1, fpp if best is None else best)
 
 
 def _sources(parts: list[Any], ns: np.ndarray, offsets: np.ndarray, useful: list[IndexUse],
