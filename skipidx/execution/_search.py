@@ -101,6 +101,28 @@ def _skip_blocks(data, s, last, p1, p2, p3, k1, k2, k3, a1, a2, a3, three):
 
 
 @njit(cache=True, nogil=True)
+def _next_candidate(data, c, end, p1, p2, p3, k1, k2, k3, a1, a2, a3, three):
+    """The first start in [c, end) with all anchor bytes, or `end` (16-wide filter, then byte probes).
+
+    Its own function for the same reason as `_skip_blocks` (vectorized here,
+    scalar when inlined into the scan loop).
+    """
+    while c < end:
+        if c + 16 <= end:
+            if _no_candidate(data, c, 16, p1, p2, p3, k1, k2, k3, a1, a2, a3, three):
+                c += 16
+                continue
+            stop = c + 16
+        else:
+            stop = end
+        while c < stop:
+            if ((data[c + p1] | k1) == a1) and ((data[c + p2] | k2) == a2) and ((data[c + p3] | k3) == a3):
+                return c
+            c += 1
+    return end
+
+
+@njit(cache=True, nogil=True)
 def _scan_kernel(offsets, data, needle, fold, is_token, p1, p2, p3, k1, k2, k3, three, token, out):
     """Set out[r] for every row r holding `needle` (a token of it if `token`).
 
@@ -109,56 +131,46 @@ def _scan_kernel(offsets, data, needle, fold, is_token, p1, p2, p3, k1, k2, k3, 
     tested in the vector filter if `three`; it equals p2 otherwise)
     (k = 0x20 for a folded letter anchor, else 0). Rows already true are not
     searched again (multiSearchAny runs one pass per needle into one `out`).
-    Starts are filtered 64 at a time, then 16 at a time inside a 64-block
-    that has a candidate, then probed one by one.
+    Starts are filtered 64 at a time (`_skip_blocks`), then 16 at a time and
+    probed one by one (`_next_candidate`); each candidate is verified here.
     """
     n = offsets.shape[0] - 1
     m = needle.shape[0]
-    lo = offsets[0]
     last = offsets[n] - m          # last start position a match may have
     a1 = needle[p1]
     a2 = needle[p2]
     a3 = needle[p3]
-    s = lo
+    s = offsets[0]
     r = 0                          # row cursor: offsets[r] <= candidate < offsets[r+1]
     while s <= last:
         s = _skip_blocks(data, s, last, p1, p2, p3, k1, k2, k3, a1, a2, a3, three)
         end = s + 64 if s + 63 <= last else last + 1
-        c = s
-        while c < end:
-            if c + 16 <= end:
-                if _no_candidate(data, c, 16, p1, p2, p3, k1, k2, k3, a1, a2, a3, three):
-                    c += 16
-                    continue
-                sub_end = c + 16
-            else:
-                sub_end = end
-            while c < sub_end:
-                if ((data[c + p1] | k1) == a1) and ((data[c + p2] | k2) == a2) \
-                        and ((data[c + p3] | k3) == a3):
-                    while offsets[r + 1] <= c:
-                        r += 1
-                    row_end = offsets[r + 1]
-                    if out[r] or c + m > row_end:
-                        # Row already answered (by an earlier needle), or the
-                        # needle would run into the next row (so would every later
-                        # start in this row): go on at the next row's start.
-                        c = row_end
-                        break
-                    j = 0
-                    while j < m and fold[data[c + j]] == needle[j]:
-                        j += 1
-                    if j == m and token:
-                        if c > offsets[r] and is_token[data[c - 1]]:
-                            j = -1
-                        elif c + m < row_end and is_token[data[c + m]]:
-                            j = -1
-                    if j == m:
-                        out[r] = True
-                        c = row_end    # one hit per row is enough
-                        break
-                c += 1
-        s = max(end, c)
+        c = _next_candidate(data, s, end, p1, p2, p3, k1, k2, k3, a1, a2, a3, three)
+        if c == end:
+            s = end
+            continue
+        while offsets[r + 1] <= c:
+            r += 1
+        row_end = offsets[r + 1]
+        if out[r] or c + m > row_end:
+            # Row already answered (by an earlier needle), or the needle would
+            # run into the next row (so would every later start in this row):
+            # go on at the next row's start.
+            s = row_end
+            continue
+        j = 0
+        while j < m and fold[data[c + j]] == needle[j]:
+            j += 1
+        if j == m and token:
+            if c > offsets[r] and is_token[data[c - 1]]:
+                j = -1
+            elif c + m < row_end and is_token[data[c + m]]:
+                j = -1
+        if j == m:
+            out[r] = True
+            s = row_end    # one hit per row is enough
+        else:
+            s = c + 1
 
 
 def _as_offsets(offsets: np.ndarray) -> np.ndarray:
