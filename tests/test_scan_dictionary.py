@@ -217,3 +217,27 @@ def test_job_granules(ranges, threads, want, monkeypatch):
         jobs = list(S.split_ranges(ranges, want))
         assert sum(b - a for j in jobs for a, b in j) == total
         assert max(sum(b - a for a, b in j) for j in jobs) <= S.SCAN_JOB_GRANULES
+
+
+def test_small_scans_run_in_the_calling_thread(db, monkeypatch):
+    """A scan of little data (kept granules x their columns' bytes) is read in
+    one job in this thread; a large one goes to the pool in even jobs."""
+    snap = db.catalog.table("t").snapshot()
+    with snap:
+        parts = snap.parts
+        per = {c: parts[0].granule_bytes([c]) for c in ("id", "s", "k", "n")}
+        assert all(v > 0 for v in per.values()), per
+        assert parts[0].granule_bytes(["id", "k"]) == pytest.approx(per["id"] + per["k"])
+        sels = [_Sel([(0, p.n_granules)]) for p in parts]
+        for sel, p in zip(sels, parts):
+            sel.part = p
+        assert S._small_scan(sels, ["id", "s"]), "a few KiB: this thread"
+        assert S._small_scan(sels, []), "no columns: nothing is read"
+        monkeypatch.setattr(S, "SCAN_INLINE_BYTES", 1)
+        assert not S._small_scan(sels, ["id", "s"])
+        assert S._small_scan([_Sel([(0, 1)])], ["id"]), "one granule: this thread whatever its size"
+    # answers are the same either way
+    q = "SELECT count(), sum(id) FROM t WHERE s IN ('abc', 'A b') OR n = 3"
+    pool = db.sql(q).fetchall()
+    monkeypatch.setattr(S, "SCAN_INLINE_BYTES", 1 << 40)
+    assert db.sql(q).fetchall() == pool

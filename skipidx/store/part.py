@@ -792,12 +792,14 @@ class _PartInfo:
     marks as a read-only int64 array, and the file checksums (parsed on first
     use). Shared by every snapshot that sees the part (parts are immutable)."""
 
-    __slots__ = ("manifest", "marks", "_sums", "dictionary", "__weakref__")
+    __slots__ = ("manifest", "marks", "_sums", "dictionary", "column_bytes", "__weakref__")
 
     def __init__(self, manifest: dict) -> None:
         self.manifest = manifest
         #: columns written dictionary-encoded (empty for parts written before this was recorded)
         self.dictionary = frozenset(manifest.get("dictionary") or ())
+        #: mean compressed bytes per granule by column (filled from the footer on demand)
+        self.column_bytes: dict[str, float] = {}
         marks = np.asarray(manifest["marks"], dtype=np.int64)
         marks.flags.writeable = False   # shared between snapshots and threads
         self.marks = marks
@@ -912,6 +914,29 @@ class Part:
     def marks(self) -> np.ndarray:
         """int64 row offset of every granule, plus the row count at the end (read-only)."""
         return self._part_info.marks
+
+    def granule_bytes(self, columns: Sequence[str]) -> float:
+        """Mean compressed bytes per granule of `columns` in the data file (what
+        reading one granule of them costs), from the Parquet footer: a sample
+        of up to 32 row groups, once per part and column per process."""
+        info = self._part_info
+        cache = info.column_bytes
+        missing = [c for c in columns if c not in cache]
+        if missing:
+            key, pf = self._data_reader(pooled=True)
+            path = os.path.join(self.path, DATA_FILE)
+            try:
+                md = pf.metadata
+            finally:
+                _READERS.give(key, pf, path)
+            pos = {md.schema.column(j).name: j for j in range(md.num_columns)}
+            n = md.num_row_groups
+            sample = sorted({int(i) for i in np.linspace(0, n - 1, min(n, 32))}) if n else []
+            for c in missing:
+                j = pos.get(c)
+                tot = sum(md.row_group(i).column(j).total_compressed_size for i in sample) if j is not None else 0
+                cache[c] = tot / max(1, len(sample))
+        return float(sum(cache[c] for c in columns))
 
     @property
     def dictionary_columns(self) -> frozenset:
