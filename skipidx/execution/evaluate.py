@@ -86,51 +86,17 @@ def _on_dictionary(e: BExpr, col: pa.ChunkedArray, name: str) -> pa.Array | None
         if m:
             if ind.type != pa.int32():
                 ind = ind.cast(pa.int32())
-            raw = np.frombuffer(ind.buffers()[1], dtype=np.int32, count=ind.offset + m)[ind.offset:]
             out = pos[row:row + m]
-            np.add(raw, base, out=out)
-            if ind.null_count:
-                out[np.asarray(ind.is_null(), dtype=np.bool_)] = total
+            buf = ind.buffers()[1]
+            if buf is None:   # all NULL, no values buffer
+                out[:] = total
+            else:
+                np.add(np.frombuffer(buf, dtype=np.int32, count=ind.offset + m)[ind.offset:], base, out=out)
+                if ind.null_count:
+                    out[np.asarray(ind.is_null(), dtype=np.bool_)] = total
         row += m
         base += size
-    if pa.types.is_boolean(per_value.type):
-        r = _gather_bool(per_value, pos)
-        if r is not None:
-            return r
     return _plain(pc.take(per_value, pa.array(pos)))
-
-
-def _positions_packed(flags: np.ndarray, pos: np.ndarray) -> np.ndarray | None:
-    """Packed bits: whether flags[pos[i]], for every row i -- by membership of
-    pos in the few flagged positions (or in the few unflagged ones, inverted);
-    None when both are many."""
-    hit = np.flatnonzero(flags)
-    invert = hit.shape[0] * 2 > flags.shape[0]
-    if invert:
-        hit = np.flatnonzero(~flags)
-    if hit.shape[0] > F._IN_EQ_MAX:
-        return None
-    if hit.shape[0] == 0:
-        return np.full((pos.shape[0] + 7) // 8, 255 if invert else 0, dtype=np.uint8)
-    packed = F.packed_membership(pos.view(np.uint32), hit)
-    return np.invert(packed, out=packed) if invert else packed
-
-
-def _gather_bool(per_value: pa.Array, pos: np.ndarray) -> pa.Array | None:
-    """``take(per_value, pos)`` for a boolean `per_value`, ~3x faster than
-    Arrow's take when few values are true (or few false): a WHERE over a
-    dictionary is true for a handful of distinct values. None: use take."""
-    n = pos.shape[0]
-    data = _positions_packed(np.asarray(per_value.fill_null(False), dtype=np.bool_), pos)
-    if data is None:
-        return None
-    validity = None
-    if per_value.null_count:
-        validity = _positions_packed(np.asarray(per_value.is_valid(), dtype=np.bool_), pos)
-        if validity is None:
-            return None
-    bufs = [None if validity is None else pa.py_buffer(validity), pa.py_buffer(data)]
-    return pa.Array.from_buffers(pa.bool_(), n, bufs, null_count=-1 if validity is not None else 0)
 
 
 def _const_array(value: Any, typ: pa.DataType, n: int) -> pa.Array:

@@ -1039,13 +1039,6 @@ class _Membership:
         return out
 
 
-def packed_membership(vals: np.ndarray, wanted: np.ndarray) -> np.ndarray:
-    """Bit-packed (LSB first, as Arrow's boolean buffers) whether each of `vals`
-    (an unsigned integer array) is one of `wanted` (at most :data:`_IN_EQ_MAX`
-    unsigned integers of the same width)."""
-    return _Membership(wanted).packed(vals)
-
-
 def _is_in_small_fixed(chunks: list[pa.Array], vt: pa.DataType, m: _Membership) -> list[pa.Array]:
     """Per chunk, whether each row's value is in `m`, from the chunk's value
     buffer (null slots hold arbitrary values: the caller lays the nulls over

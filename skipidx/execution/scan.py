@@ -130,7 +130,6 @@ SCAN_INLINE_GRANULES = 2
 SCAN_INLINE_BYTES = 2 << 20
 
 
-
 def job_granules(selections: Sequence[PartSelection]) -> int:
     """Granules per scan job: the kept granules cut into a multiple of
     :data:`SCAN_THREADS` jobs of at most :data:`SCAN_JOB_GRANULES`, of equal
@@ -199,14 +198,16 @@ def scan(selections: list[PartSelection], columns: list[str], where: BExpr | Non
     each chunk is a zero-column table of the right length, taken from the marks.
 
     With `max_granules` (a LIMIT that may stop early) batches are read one by
-    one in this thread. Otherwise the kept ranges are cut into jobs of at most
-    :data:`SCAN_JOB_GRANULES` granules, read and filtered concurrently by a
-    process-wide pool, at most ``2 * SCAN_THREADS`` ahead of the consumer
-    (bounded memory), and yielded in order. A single job, or a scan of at
-    most :data:`SCAN_INLINE_GRANULES` granules, runs in this thread.
+    one in this thread. A small scan (at most :data:`SCAN_INLINE_GRANULES`
+    granules, or :data:`SCAN_INLINE_BYTES` of compressed column data) is read
+    in this thread too, one read per part. Otherwise the kept ranges are cut
+    into equal jobs of at most :data:`SCAN_JOB_GRANULES` granules
+    (:func:`job_granules`), read and filtered concurrently by a process-wide
+    pool, at most ``2 * SCAN_THREADS`` ahead of the consumer (bounded
+    memory), and yielded in order.
     """
     keep = list(columns) if keep is None else list(keep)
-    inline = max_granules is None and SCAN_THREADS > 1 and _small_scan(selections, columns)
+    inline = max_granules is None and _small_scan(selections, columns)
     step = max_granules if max_granules is not None else None if inline else job_granules(selections)
     jobs = [(sel.part, batch) for sel in selections for batch in split_ranges(sel.ranges, step)]
 
