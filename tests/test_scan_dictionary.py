@@ -146,7 +146,12 @@ def test_sql_with_and_without_dictionary_reads(db, where, monkeypatch):
     queries = [f"SELECT count(), sum(id) FROM t WHERE {sql_where}",
                f"SELECT id, s, k FROM t WHERE {sql_where} ORDER BY id LIMIT 50",
                f"SELECT s, count() FROM t WHERE {sql_where} GROUP BY s ORDER BY s"]
+    calls = []
+    real = E._on_dictionary
+    monkeypatch.setattr(E, "_on_dictionary", lambda *a: calls.append(a[2]) or real(*a))
     with_dict = [db.sql(q).to_arrow() for q in queries]
+    if where not in ("s = k", "s != k AND n > 3", "lower(s) = k"):   # those compare s with another column
+        assert "s" in calls, f"{where}: no subtree was evaluated on the dictionary of s"
     monkeypatch.setattr(S, "DICTIONARY_READS", False)
     plain = [db.sql(q).to_arrow() for q in queries]
     for q, a, b in zip(queries, with_dict, plain):
