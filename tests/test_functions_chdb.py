@@ -65,23 +65,19 @@ def _needles(rows: list) -> list[bytes]:
     return list(dict.fromkeys(picked))
 
 
-# hasToken and substring search pick a strategy per column from byte statistics
-# (vectorized rare-anchor search, or a per-row kernel / Arrow scan); force each in turn.
-_STRATEGIES = {"auto": None, "kernel": (-1.0, 1 << 22), "vectorized": (2.0, 1 << 22), "vectorized-small-blocks": (2.0, 4093)}
+# multiSearchAny picks a strategy by the number of needles (one whole-buffer
+# pass per needle, or one RE2 pass over the alternation); force each in turn.
+_STRATEGIES = {"auto": None, "passes": 1 << 30, "re2-alternation": 0}
 
 
 def _force(strategy: str, monkeypatch) -> None:
-    """Force hasToken/substring search to one strategy (or leave the automatic choice)."""
+    """Force multiSearchAny to one strategy (or leave the automatic choice)."""
     if _STRATEGIES[strategy] is not None:
-        limit, block = _STRATEGIES[strategy]
-        monkeypatch.setattr(F, "_ANCHOR_DENSITY_LIMIT", limit)
-        monkeypatch.setattr(F, "_BLOCK", block)
+        monkeypatch.setattr(F, "_MSA_PASSES_MAX", _STRATEGIES[strategy])
 
 
-@pytest.mark.parametrize("strategy", list(_STRATEGIES), ids=list(_STRATEGIES))
 @pytest.mark.parametrize("ci", [False, True], ids=["hasToken", "hasTokenCaseInsensitive"])
-def test_has_token_matches_chdb(data, ci, strategy, monkeypatch):
-    _force(strategy, monkeypatch)
+def test_has_token_matches_chdb(data, ci):
     arr, path, rows = data
     needles = _needles(rows)
     fn = "hasTokenCaseInsensitive" if ci else "hasToken"
@@ -162,10 +158,8 @@ def _random_patterns(rows: list, count: int) -> list[bytes]:
     return out
 
 
-@pytest.mark.parametrize("mode,strategy", [("like", "auto"), ("not_like", "auto"), ("ilike", "auto"),
-                                           ("not_ilike", "auto"), ("like", "kernel"), ("like", "vectorized-small-blocks")])
-def test_like_matches_chdb(data, mode, strategy, monkeypatch):
-    _force(strategy, monkeypatch)
+@pytest.mark.parametrize("mode", ["like", "not_like", "ilike", "not_ilike"])
+def test_like_matches_chdb(data, mode):
     arr, path, rows = data
     patterns = list(dict.fromkeys(_GOLDEN_PATTERNS + _random_patterns(rows, 250)))
     ci = "ilike" in mode
