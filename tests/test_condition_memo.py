@@ -104,3 +104,55 @@ def test_memoized_condition_equals_a_fresh_one_and_prunes_soundly(db, table: str
             "u IS NULL": pc.is_null(u)}[where]
     n_want = int(pc.sum(pc.cast(want, pa.int64())).as_py() or 0)
     assert r == n_want, f"{table}: WHERE {where} counted {r}, the rows say {n_want}"
+
+
+def test_plugin_tokenizer_configured_by_ddl_gets_its_own_condition(tmp_path):
+    """A plugin tokenizer whose `params` is empty is configured by the DDL's
+    parameters (n = 3 vs n = 5): two such indexes on one column must not share
+    a bound condition (they hash different n-grams: sharing dropped every
+    matching granule)."""
+    from skipidx.tokenizer_api import register_tokenizer
+    from skipidx_tokenizers.ngram import NgramTokenizer
+
+    class DdlGrams(NgramTokenizer):
+        name = "ddl_grams_memo"
+        version = "1"
+
+        @property
+        def params(self):
+            return {}
+
+    register_tokenizer("ddl_grams_memo", DdlGrams)
+    rows = ", ".join(f"({i}, '{'needle here' if i % 100 == 7 else f'other text {i}'}')" for i in range(1600))
+    with skipidx.connect(tmp_path / "db") as d:
+        d.sql("""CREATE TABLE t (id UInt32, msg String,
+                 INDEX g3 msg TYPE sbbf('ddl_grams_memo', n = 3, fpp = 0.0001) GRANULARITY 1,
+                 INDEX g5 msg TYPE sbbf('ddl_grams_memo', n = 5, fpp = 0.0001) GRANULARITY 1)
+                 ENGINE = MergeTree ORDER BY id SETTINGS index_granularity = 16""")
+        d.sql("INSERT INTO t VALUES " + rows)
+        res = d.sql("SELECT count() FROM t WHERE msg LIKE '%needle%'")
+        assert res.fetchall() == [(16,)], "16 rows hold 'needle'"
+        for name in ("g3", "g5"):
+            assert res.stats.index(name).granules_after >= 16, \
+                f"{name} alone must keep the 16 granules holding 'needle'"
+
+
+def test_in_list_plans_keep_zero_and_negative_zero_apart(tmp_path):
+    """``IN (0.)`` and ``IN (-0.)`` are equal to Python but not to ClickHouse
+    (floats in IN compare by bits): a cached IN list must not answer for the
+    other, whatever ran before. chDB is the oracle."""
+    from skipidx import _chdb
+
+    ddl = ("CREATE TABLE {t} (id UInt32, f Float64, INDEX b f TYPE bloom_filter GRANULARITY 1) "
+           "ENGINE = MergeTree ORDER BY id SETTINGS index_granularity = 2")
+    ins = "INSERT INTO {t} VALUES (1, -0.), (2, -0.), (3, 1.), (4, 2.), (5, 0.), (6, 0.)"
+    sch = _chdb.scratch_database("inzero")
+    _chdb.query(ddl.format(t=f"{sch}.t"))
+    _chdb.query(ins.format(t=f"{sch}.t"))
+    with skipidx.connect(tmp_path / "db") as d:
+        d.sql(ddl.format(t="t"))
+        d.sql(ins.format(t="t"))
+        for lst in ("-0., 5.", "0., 5.", "-0.", "0.", "0., -0.", "-0., 0."):
+            got = [r[0] for r in d.sql(f"SELECT id FROM t WHERE f IN ({lst}) ORDER BY id").fetchall()]
+            text = str(_chdb.query(f"SELECT id FROM {sch}.t WHERE f IN ({lst}) ORDER BY id", "CSV")).split()
+            assert got == [int(x) for x in text], f"f IN ({lst}): skipidx {got}, chDB {text}"

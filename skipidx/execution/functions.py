@@ -1001,9 +1001,11 @@ _IN_PLANS_LOCK = threading.Lock()
 def _in_plan(vals: list, vt: pa.DataType) -> _InPlan:
     """The prepared IN list (cached: a scan evaluates the same list once per
     job, and preparing it costs more than testing a granule against it).
-    Keyed by each value's type too: ``IN (1)`` and ``IN (True)`` differ."""
+    Keyed by each value's type and repr too: ``IN (1)`` and ``IN (True)``
+    differ, and so do ``IN (0.)`` and ``IN (-0.)`` (equal to Python, not to
+    ClickHouse, which compares floats in IN by their bits)."""
     try:
-        key = (vt, tuple((type(v), v) for v in vals))
+        key = (vt, tuple((type(v), v, repr(v)) for v in vals))
         hash(key)
     except TypeError:
         return _in_plan_uncached(tuple(vals), vt)

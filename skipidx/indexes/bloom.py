@@ -715,7 +715,10 @@ class _SBBFIndexType(IndexType):
             memo = self._memo_key = (
                 d.column, d.expr_func, type(self.tokenizer).__module__, type(self.tokenizer).__qualname__,
                 self.params["tokenizer"], str(self.tokenizer.version),
-                json.dumps(getattr(self.tokenizer, "params", None) or {}, sort_keys=True, default=repr),
+                # the tokenizer's own params AND the DDL's: a plugin tokenizer whose
+                # `params` is empty is configured by the DDL's (n = 3 vs n = 5)
+                json.dumps([getattr(self.tokenizer, "params", None) or {}, self.params.get("tokenizer_params")],
+                           sort_keys=True, default=repr),
                 str(self.column_type), int(self.params["seed"]), self._pass_expr)
         try:
             # repr: equal but differently typed constants (1, 1.0, True; 0.0, -0.0) are

@@ -328,8 +328,10 @@ def normalize_in_list(t: pa.DataType, values: tuple, node: Any = None) -> tuple:
         if isinstance(r, bool):
             continue            # cannot equal any value of the column
         key = r[1]
-        if key not in seen:
-            seen.add(key)
+        # 0. and -0. are one value to Python's set, two to ClickHouse's IN (bits)
+        dk = (key, repr(key)) if isinstance(key, float) else key
+        if dk not in seen:
+            seen.add(dk)
             out.append(key)
     return tuple(out)
 
