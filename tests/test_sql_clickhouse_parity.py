@@ -610,3 +610,53 @@ def test_integer_modulo_zero_still_raises_on_a_row(db) -> None:
     with pytest.raises(skipidx.SkipidxError, match="Division by zero") as info:
         db.sql("SELECT 1 % 0 FROM t")            # constants: at analysis, with the place
     assert (info.value.line, info.value.column) == (1, 8)
+
+
+# ---------------------------------------------------------------------------
+# unary minus: ClickHouse's negate, with its types and wrapping
+# ---------------------------------------------------------------------------
+
+NEG_DDL = ("CREATE TABLE t (id UInt32, i Int32, j Int8, h Float32, u UInt64, v UInt8, b Bool, "
+           "n Nullable(Int16), f Float64) ENGINE = MergeTree ORDER BY id")
+NEG_ROWS = ("(1, -2147483648, -128, 0.1, 18446744073709551615, 255, true, NULL, 0.), "
+            "(2, 5, 3, -0., 9223372036854775808, 0, false, -32768, -0.)")
+#: IntN stays IntN (the smallest value negates to itself), UIntN/Bool widen to the
+#: signed type twice as wide (UInt64 wraps through Int64), Float32 stays Float32,
+#: -(0.) is -0.; `0 - x` (what skipidx bound before) got Int64/Int16/Float64.
+NEG_EXPRESSIONS = ["-i", "-j", "-h", "-u", "-v", "-b", "-n", "-f", "1 / -f", "-(i + 1)", "- -j",
+                   "-i > 0", "-u = 1", "sum(-j)", "min(-h)"]
+
+
+@pytest.fixture(scope="module")
+def neg_tables():
+    pytest.importorskip("chdb")
+    from skipidx import _chdb
+
+    d = skipidx.connect()
+    d.sql(NEG_DDL)
+    d.sql(f"INSERT INTO t VALUES {NEG_ROWS}")
+    name = _chdb.scratch_database("negate")
+    _chdb.query(NEG_DDL.replace("TABLE t", f"TABLE {name}.t"))
+    _chdb.query(f"INSERT INTO {name}.t VALUES {NEG_ROWS}")
+
+    def run(sql: str) -> pa.Table:
+        return _chdb.query(sql.replace(" FROM t", f" FROM {name}.t") + " SETTINGS max_threads = 1", "ArrowTable")
+
+    yield d, run
+    d.close()
+    _chdb.query(f"DROP DATABASE {name}")
+
+
+@pytest.mark.chdb
+@pytest.mark.parametrize("expr", NEG_EXPRESSIONS, ids=NEG_EXPRESSIONS)
+def test_negate_types_and_values_equal_chdb(neg_tables, expr: str) -> None:
+    d, run = neg_tables
+    order = "" if expr.startswith(("sum(", "min(")) else " ORDER BY id"
+    _check_against_chdb(d, run, f"SELECT {expr} FROM t{order}")
+
+
+def test_negate_of_a_string_is_a_type_error(neg_tables) -> None:
+    d, _ = neg_tables
+    d.sql("CREATE TABLE IF NOT EXISTS s (id UInt32, w String) ENGINE = MergeTree ORDER BY id")
+    with pytest.raises(BindError, match="illegal type String of argument of function negate"):
+        d.sql("SELECT -w FROM s")

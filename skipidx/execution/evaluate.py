@@ -225,6 +225,8 @@ def _evaluate(e: BExpr, table: pa.Table,
         return F.upper(sub(args[0], table))
     if f == "length":
         return F.length(sub(args[0], table))
+    if f == "negate":
+        return F.negate(sub(args[0], table))
     if f in _ARITH:
         a, b = args
         left = a.value if isinstance(a, BConst) else sub(a, table)

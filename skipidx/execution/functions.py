@@ -1172,6 +1172,31 @@ def arithmetic_result_type(op: str, a: pa.DataType, b: pa.DataType) -> pa.DataTy
     raise SkipidxError(f"unknown arithmetic operator {op!r}")
 
 
+def negate_result_type(t: pa.DataType) -> pa.DataType:
+    """ClickHouse's result type of ``negate(x)`` (unary minus): IntN -> IntN, UIntN (and
+    Bool) -> the signed type twice as wide (UInt64 -> Int64), floats keep their type."""
+    if pa.types.is_floating(t):
+        return t
+    if pa.types.is_boolean(t):
+        return pa.int16()
+    if not pa.types.is_integer(t):
+        raise SkipidxError(f"Illegal type {t} of argument of function negate")
+    if pa.types.is_signed_integer(t):
+        return t
+    return _int_type(True, _next_size(t.bit_width // 8))
+
+
+def negate(arr: ArrayLike) -> ArrayLike:
+    """ClickHouse ``-x`` (negate) of a numeric column: integers wrap (``-x`` of the
+    smallest IntN is itself; a UInt64 above 2^63 wraps through Int64, as ClickHouse),
+    floats flip the sign bit (-(0.) is -0.); NULL stays NULL."""
+    rt = negate_result_type(arr.type)
+    if arr.type != rt:
+        # UIntN -> signed 2N exact; UInt64 -> Int64 wraps (bits kept), as ClickHouse
+        arr = pc.cast(arr, rt, safe=False)
+    return pc.negate(arr)
+
+
 def arithmetic(op: str, left: ArrayLike | Any, right: ArrayLike | Any) -> ArrayLike:
     """ClickHouse ``left op right`` for + - * / % over numeric arrays/constants.
 

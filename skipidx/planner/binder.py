@@ -503,11 +503,16 @@ class Binder:
                     and not isinstance(inner.value, bool):
                 return _negate_constant(inner)
             it = value_type(inner.type)
-            if pa.types.is_floating(it):
-                # negate(x) of a float is x * -1, which IEEE makes exact: `0 - x` would turn
-                # -(0.) into +0. (1 / -(f * 0) must be -inf, as ClickHouse's negate gives)
-                return self._arith("multiply", inner, BConst(-1.0, it), n)
-            return self._arith("minus", BConst(0, pa.uint8()), inner, n)
+            if isinstance(inner, BConst) and inner.value is None:
+                return BConst(None, pa.null(), True)
+            if not is_numeric(it):
+                raise _err(f"illegal type {ch_name(it)} of argument of function negate", n)
+            from skipidx.execution.functions import negate_result_type
+
+            # ClickHouse's negate, not `0 - x`: IntN stays IntN (wrapping: -(-128) of an Int8
+            # is -128), UIntN widens to the signed type twice as wide, Float32 stays Float32,
+            # and -(0.) is -0. (1 / -(f * 0) is -inf)
+            return BCall("negate", (inner,), negate_result_type(it), inner.nullable, n.to_sql())
         if isinstance(n, A.BinaryOp):
             left, right = self._expr(n.left, agg), self._expr(n.right, agg)
             if n.op in _CMP_OPS:
