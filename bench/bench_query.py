@@ -20,7 +20,7 @@ logs FINAL``, skipidx after ``optimize(final=True)`` into one part), with
 
 Codecs: the id columns (trace_id, user_id) are declared ``CODEC(LZ4)`` in the
 DDL both skipidx and chDB get (ClickHouse's default codec is LZ4 anyway;
-skipidx's default is the table's ``compression`` setting, zstd). skipidx
+skipidx's default is the table's ``compression`` setting, lz4 too). skipidx
 stores them as Parquet LZ4_RAW. DuckDB scans the Parquet file this script
 writes with pyarrow's defaults (Snappy for every column); for the id queries
 it is also timed on a copy of the id columns compressed with LZ4_RAW, so the

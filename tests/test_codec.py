@@ -20,9 +20,10 @@ from skipidx.store.metadata import TableMeta, codec_parquet, normalize_codec
 
 DDL = ("CREATE TABLE t (id UInt64 CODEC(LZ4), msg String CODEC(ZSTD(7)), tag String CODEC(NONE), "
        "n Nullable(UInt16) CODEC(ZSTD), plain String, lc LowCardinality(String) CODEC(LZ4)) ORDER BY id")
-#: column -> (canonical codec, Parquet codec name as DuckDB prints it); plain follows the table setting (zstd)
+#: column -> (canonical codec, Parquet codec name as DuckDB prints it); plain follows the table
+#: setting (default lz4, as ClickHouse's)
 WANT = {"id": ("LZ4", "LZ4_RAW"), "msg": ("ZSTD(7)", "ZSTD"), "tag": ("NONE", "UNCOMPRESSED"),
-        "n": ("ZSTD(1)", "ZSTD"), "plain": ("", "ZSTD"), "lc": ("LZ4", "LZ4_RAW")}
+        "n": ("ZSTD(1)", "ZSTD"), "plain": ("", "LZ4_RAW"), "lc": ("LZ4", "LZ4_RAW")}
 
 
 @pytest.fixture
@@ -150,7 +151,7 @@ def test_round_trip_and_parquet_codecs(db):
         md = pq.ParquetFile(path).metadata
         got = {md.row_group(0).column(i).path_in_schema: md.row_group(0).column(i).compression
                for i in range(md.num_columns)}
-        assert got == {"id": "LZ4", "msg": "ZSTD", "tag": "UNCOMPRESSED", "n": "ZSTD", "plain": "ZSTD",
+        assert got == {"id": "LZ4", "msg": "ZSTD", "tag": "UNCOMPRESSED", "n": "ZSTD", "plain": "LZ4",
                        "lc": "LZ4"}, f"pyarrow's view of {path}"
         # the codec as written in the Parquet footer: LZ4 is LZ4_RAW (not the deprecated Hadoop LZ4)
         assert _duckdb_codecs(path) == {k: {v[1]} for k, v in WANT.items()}, path
@@ -171,7 +172,7 @@ def test_zstd_level_reaches_the_writer(db, monkeypatch):
     db.sql(DDL)
     db.insert("t", _rows(100))
     comp, level = seen[-1]
-    assert comp == {"id": "lz4", "msg": "zstd", "tag": "none", "n": "zstd", "plain": "zstd", "lc": "lz4"}
+    assert comp == {"id": "lz4", "msg": "zstd", "tag": "none", "n": "zstd", "plain": "lz4", "lc": "lz4"}
     assert level == {"msg": 7, "n": 1}
 
 
@@ -229,7 +230,7 @@ def test_old_metadata_without_codec_loads(db):
     assert [c.codec for c in meta.columns] == [None, None]
     assert meta.parquet_compression() == ({"a": "gzip", "s": "gzip"}, {})
     default = TableMeta.from_json({**old, "settings": {}})
-    assert default.parquet_compression() == ({"a": "zstd", "s": "zstd"}, {})
+    assert default.parquet_compression() == ({"a": "lz4", "s": "lz4"}, {}), "default: lz4, as ClickHouse"
 
 
 @pytest.mark.parametrize("codec", ["Delta", "ZSTD", "ZSTD(99)", "lz4", 5, None],
