@@ -223,8 +223,8 @@ def scan(selections: list[PartSelection], columns: list[str], where: BExpr | Non
         stats.scan_ms += (time.perf_counter() - t0) * 1000
         return t
 
-    if (inline or max_granules is not None or len(jobs) <= 1 or SCAN_THREADS == 1
-            or sum(e - s for _, batch in jobs for s, e in batch) <= SCAN_INLINE_GRANULES):
+    # (a scan of at most SCAN_INLINE_GRANULES granules is `inline` already: _small_scan)
+    if inline or max_granules is not None or len(jobs) <= 1 or SCAN_THREADS == 1:
         for part, batch in jobs:
             t0 = time.perf_counter()
             t, read = _read_filtered(part, batch, columns, where, keep)
