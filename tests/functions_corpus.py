@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from skipidx import _chdb as chdb_oracle  # one chDB per process
 import random
+import re
 import sysconfig
 from pathlib import Path
 
@@ -131,3 +132,14 @@ def chdb_error(sql: str) -> str | None:
     except Exception as e:  # chDB raises a plain RuntimeError-like exception
         return str(e).splitlines()[0]
     return None
+
+
+def tokens_by_frequency(rows: list) -> list[bytes]:
+    """The corpus's hasToken tokens ([0-9A-Za-z] and bytes >= 0x80), most frequent first
+    (ties by bytes): where the needle pickers of the chDB tests draw from."""
+    seen: dict[bytes, int] = {}
+    for r in rows:
+        if r:
+            for t in re.findall(rb"[0-9A-Za-z\x80-\xff]+", r):
+                seen[t] = seen.get(t, 0) + 1
+    return sorted(seen, key=lambda t: (-seen[t], t))

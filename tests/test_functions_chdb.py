@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import datetime
 import random
-import re
 
 import numpy as np
 import pyarrow as pa
 import pytest
 
-from functions_corpus import chdb_columns, chdb_error, corpus, sql_str, write_parquet
+from functions_corpus import chdb_columns, chdb_error, corpus, sql_str, tokens_by_frequency, write_parquet
 from skipidx.errors import SkipidxError
 from skipidx.execution import functions as F
 
@@ -45,18 +44,9 @@ def _assert_same(mine, theirs: list, rows: list, label: str) -> None:
                      + "; ".join(f"#{i} {rows[i]!r}: skipidx={got[i]} chdb={theirs[i]}" for i in bad[:5]))
 
 
-def _tokens(rows: list) -> list[bytes]:
-    seen: dict[bytes, int] = {}
-    for r in rows:
-        if r:
-            for t in re.findall(rb"[0-9A-Za-z\x80-\xff]+", r):
-                seen[t] = seen.get(t, 0) + 1
-    return sorted(seen, key=lambda t: (-seen[t], t))
-
-
 def _needles(rows: list) -> list[bytes]:
     rnd = random.Random(SEED)
-    toks = _tokens(rows)
+    toks = tokens_by_frequency(rows)
     picked = toks[:25] + rnd.sample(toks[25:], 50)
     picked += [t[: max(1, len(t) // 2)] for t in rnd.sample(toks, 15)]  # prefixes: inside tokens
     picked += [t.upper() for t in rnd.sample(toks, 10)] + [t.lower() for t in rnd.sample(toks, 10)]
@@ -214,7 +204,7 @@ def test_starts_ends_with_and_multi_search_any_match_chdb(data, strategy, monkey
     for a, col in zip(affixes, theirs[len(affixes):]):
         _assert_same(F.ends_with(arr, a), col, rows, f"endsWith({a!r})")
 
-    toks = _tokens(rows)
+    toks = tokens_by_frequency(rows)
     lists = [[b""], [b"", b"zzabsent"], [b"abc"], [b"ERROR", b"timeout"], [b"\xff", b"\x00"],
              ["\u00e9".encode(), "\U0001F600".encode()], [b".", b"(", b"|", b"\\"], [b"a" * 3, b"abc", b"ab"]]
     lists += [rnd.sample(toks, rnd.randint(1, 6)) for _ in range(20)]

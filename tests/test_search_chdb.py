@@ -9,12 +9,11 @@ Parquet file; every non-NULL row must agree (NULL rows are the caller's).
 from __future__ import annotations
 
 import random
-import re
 
 import pyarrow as pa
 import pytest
 
-from functions_corpus import chdb_columns, corpus, sql_str, write_parquet
+from functions_corpus import chdb_columns, corpus, sql_str, tokens_by_frequency, write_parquet
 from skipidx import datagen
 from skipidx.execution import _search as S
 from skipidx.execution.functions import _offsets_data
@@ -36,17 +35,9 @@ def data(tmp_path_factory):
     return rows, path, offsets, buf
 
 
-def _tokens(rows: list) -> list[bytes]:
-    seen: dict[bytes, int] = {}
-    for r in rows:
-        for t in re.findall(rb"[0-9A-Za-z\x80-\xff]+", r or b""):
-            seen[t] = seen.get(t, 0) + 1
-    return sorted(seen, key=lambda t: (-seen[t], t))
-
-
 def _needles(rows: list) -> list[bytes]:
     rnd = random.Random(SEED)
-    toks = _tokens(rows)
+    toks = tokens_by_frequency(rows)
     picked = toks[:15] + rnd.sample(toks[15:], 30)
     picked += [t[1:] for t in rnd.sample(toks, 10) if len(t) > 1]        # suffixes: inside tokens
     picked += [t.upper() for t in rnd.sample(toks, 8)]
@@ -88,7 +79,7 @@ def test_contains_rows_match_chdb_like(data):
 def test_any_rows_match_chdb(data):
     rows, path, offsets, buf = data
     rnd = random.Random(SEED + 2)
-    toks = _tokens(rows)
+    toks = tokens_by_frequency(rows)
     lists = [[b""], [b"", b"zzabsent"], [b"abc"], [b"ERROR", b"timeout"], [b"\xff", b"\x00"],
              [datagen.RARE_TOKEN.encode(), datagen.ABSENT_TOKEN.encode()], [b".", b"(", b"|", b"\\"]]
     lists += [rnd.sample(toks, rnd.randint(1, 5)) for _ in range(15)]

@@ -18,9 +18,10 @@ chDB is the oracle (through ``skipidx._chdb``, one session per process):
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import math
-from typing import Any
+from typing import Any, Callable, Iterator
 
 import pyarrow as pa
 import pytest
@@ -268,30 +269,50 @@ AGG_NAMES = [
 ]
 
 
+@contextlib.contextmanager
+def _skipidx_table(ddl: str, rows: str, table: str) -> Iterator[Any]:
+    """A temporary skipidx database holding `table` (`ddl`) with `rows` (a VALUES list)."""
+    d = skipidx.connect()
+    try:
+        d.sql(ddl)
+        d.sql(f"INSERT INTO {table} VALUES {rows}")
+        yield d
+    finally:
+        d.close()
+
+
+@contextlib.contextmanager
+def _chdb_table(ddl: str, rows: str, table: str, prefix: str) -> Iterator[Callable[[str], pa.Table]]:
+    """The same table in a scratch chDB database; yields a function that runs a
+    ``... FROM <table> ...`` query there (one thread) and returns its Arrow table."""
+    pytest.importorskip("chdb")
+    from skipidx import _chdb
+
+    name = _chdb.scratch_database(prefix)
+    try:
+        _chdb.query(ddl.replace(f"TABLE {table}", f"TABLE {name}.{table}"))
+        _chdb.query(f"INSERT INTO {name}.{table} VALUES {rows}")
+
+        def run(sql: str) -> pa.Table:
+            return _chdb.query(sql.replace(f" FROM {table}", f" FROM {name}.{table}") + " SETTINGS max_threads = 1",
+                               "ArrowTable")
+
+        yield run
+    finally:
+        _chdb.query(f"DROP DATABASE {name}")
+
+
 @pytest.fixture(scope="module")
 def db():
-    d = skipidx.connect()
-    d.sql(DDL)
-    d.sql(f"INSERT INTO t VALUES {ROWS}")
-    yield d
-    d.close()
+    with _skipidx_table(DDL, ROWS, "t") as d:
+        yield d
 
 
 @pytest.fixture(scope="module")
 def ch():
     """Runs a query on the same table in chDB; returns the Arrow table."""
-    pytest.importorskip("chdb")
-    from skipidx import _chdb
-
-    name = _chdb.scratch_database("parity")
-    _chdb.query(DDL.replace("TABLE t", f"TABLE {name}.t"))
-    _chdb.query(f"INSERT INTO {name}.t VALUES {ROWS}")
-
-    def run(sql: str) -> pa.Table:
-        return _chdb.query(sql.replace(" FROM t", f" FROM {name}.t") + " SETTINGS max_threads = 1", "ArrowTable")
-
-    yield run
-    _chdb.query(f"DROP DATABASE {name}")
+    with _chdb_table(DDL, ROWS, "t", "parity") as run:
+        yield run
 
 
 def _norm(v: Any) -> Any:
@@ -487,11 +508,8 @@ TUPLE_GOLDEN = [
 
 @pytest.fixture(scope="module")
 def tuples_db():
-    d = skipidx.connect()
-    d.sql(TUPLE_DDL)
-    d.sql(f"INSERT INTO u VALUES {TUPLE_ROWS}")
-    yield d
-    d.close()
+    with _skipidx_table(TUPLE_DDL, TUPLE_ROWS, "u") as d:
+        yield d
 
 
 @pytest.mark.parametrize("sql,names,rows", [g[1:] for g in TUPLE_GOLDEN], ids=[g[0] for g in TUPLE_GOLDEN])
@@ -573,22 +591,8 @@ FUZZ_CASES = [
 
 @pytest.fixture(scope="module")
 def fuzz_pair():
-    pytest.importorskip("chdb")
-    from skipidx import _chdb
-
-    d = skipidx.connect()
-    d.sql(FUZZ_DDL)
-    d.sql(f"INSERT INTO g VALUES {FUZZ_ROWS}")
-    name = _chdb.scratch_database("fuzzcases")
-    _chdb.query(FUZZ_DDL.replace("TABLE g", f"TABLE {name}.g"))
-    _chdb.query(f"INSERT INTO {name}.g VALUES {FUZZ_ROWS}")
-
-    def run(sql: str) -> pa.Table:
-        return _chdb.query(sql.replace(" FROM g", f" FROM {name}.g") + " SETTINGS max_threads = 1", "ArrowTable")
-
-    yield d, run
-    d.close()
-    _chdb.query(f"DROP DATABASE {name}")
+    with _skipidx_table(FUZZ_DDL, FUZZ_ROWS, "g") as d, _chdb_table(FUZZ_DDL, FUZZ_ROWS, "g", "fuzzcases") as run:
+        yield d, run
 
 
 @pytest.mark.chdb
@@ -629,22 +633,8 @@ NEG_EXPRESSIONS = ["-i", "-j", "-h", "-u", "-v", "-b", "-n", "-f", "1 / -f", "-(
 
 @pytest.fixture(scope="module")
 def neg_tables():
-    pytest.importorskip("chdb")
-    from skipidx import _chdb
-
-    d = skipidx.connect()
-    d.sql(NEG_DDL)
-    d.sql(f"INSERT INTO t VALUES {NEG_ROWS}")
-    name = _chdb.scratch_database("negate")
-    _chdb.query(NEG_DDL.replace("TABLE t", f"TABLE {name}.t"))
-    _chdb.query(f"INSERT INTO {name}.t VALUES {NEG_ROWS}")
-
-    def run(sql: str) -> pa.Table:
-        return _chdb.query(sql.replace(" FROM t", f" FROM {name}.t") + " SETTINGS max_threads = 1", "ArrowTable")
-
-    yield d, run
-    d.close()
-    _chdb.query(f"DROP DATABASE {name}")
+    with _skipidx_table(NEG_DDL, NEG_ROWS, "t") as d, _chdb_table(NEG_DDL, NEG_ROWS, "t", "negate") as run:
+        yield d, run
 
 
 @pytest.mark.chdb
