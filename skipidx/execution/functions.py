@@ -36,8 +36,6 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Union
 
@@ -46,6 +44,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numba import njit
 
+from skipidx._lru import LRU
 from skipidx.errors import SkipidxError
 from skipidx.execution import _search
 
@@ -994,8 +993,8 @@ def _in_plan_uncached(vals: tuple, vt: pa.DataType) -> _InPlan:
     return _InPlan(k, vset, membership)
 
 
-_IN_PLANS: "OrderedDict[tuple, _InPlan]" = OrderedDict()
-_IN_PLANS_LOCK = threading.Lock()
+#: Prepared IN lists by (column type, values); see :func:`_in_plan`.
+_IN_PLANS = LRU(256)
 
 
 def _in_plan(vals: list, vt: pa.DataType) -> _InPlan:
@@ -1009,16 +1008,10 @@ def _in_plan(vals: list, vt: pa.DataType) -> _InPlan:
         hash(key)
     except TypeError:
         return _in_plan_uncached(tuple(vals), vt)
-    with _IN_PLANS_LOCK:
-        plan = _IN_PLANS.get(key)
-        if plan is not None:
-            _IN_PLANS.move_to_end(key)
-            return plan
-    plan = _in_plan_uncached(tuple(vals), vt)
-    with _IN_PLANS_LOCK:
-        _IN_PLANS[key] = plan
-        while len(_IN_PLANS) > 256:
-            _IN_PLANS.popitem(last=False)
+    plan = _IN_PLANS.get(key)
+    if plan is None:
+        plan = _in_plan_uncached(tuple(vals), vt)
+        _IN_PLANS.put(key, plan)
     return plan
 
 

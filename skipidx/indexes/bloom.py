@@ -46,6 +46,7 @@ import numpy as np
 import pyarrow as pa
 
 from skipidx._kernels import build as kb
+from skipidx._lru import LRU
 from skipidx._kernels.sbbf import SALT, bank_check_any_of
 from skipidx._kernels.xxh64 import xxh64_offsets
 from skipidx.errors import SkipidxError
@@ -613,45 +614,14 @@ class SBBFCondition(IndexCondition):
         return BoolMask(maybe, non_null.copy())
 
 
-class _ConditionMemo:
-    """A bounded, thread-safe LRU of bound SBBF conditions.
-
-    Binding an atom encodes, tokenizes and hashes its constants (an IN list
-    of 10 ids: tens of microseconds of Python and Arrow per index). The
-    result depends only on the subject, the tokenizer (name, version,
-    params), the column type, the seed and the atom, so ``bloom_filter`` and
-    ``sbbf('value')`` on one column share one condition, and a repeated
-    lookup reuses it. Conditions are immutable once built (``mask`` reads
-    them only), so sharing them across queries and threads is safe.
-    """
-
-    def __init__(self, size: int) -> None:
-        from collections import OrderedDict
-
-        self.size = size
-        self._d: "OrderedDict[tuple, tuple]" = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: tuple) -> tuple | None:
-        with self._lock:
-            v = self._d.get(key)
-            if v is not None:
-                self._d.move_to_end(key)
-            return v
-
-    def put(self, key: tuple, value: tuple) -> None:
-        with self._lock:
-            self._d[key] = value
-            while len(self._d) > self.size:
-                self._d.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._d.clear()
-
-
-#: Bound conditions by (subject, tokenizer, column type, seed, atom); see :class:`_ConditionMemo`.
-_CONDITIONS = _ConditionMemo(1024)
+#: Bound SBBF conditions by (subject, tokenizer, column type, seed, atom).
+#: Binding an atom encodes, tokenizes and hashes its constants (an IN list
+#: of 10 ids: tens of microseconds of Python and Arrow per index). The
+#: result depends only on that key, so ``bloom_filter`` and ``sbbf('value')``
+#: on one column share one condition, and a repeated lookup reuses it.
+#: Conditions are immutable once built (``mask`` reads them only), so sharing
+#: them across queries and threads is safe.
+_CONDITIONS = LRU(1024)
 
 
 class _SBBFIndexType(IndexType):

@@ -55,6 +55,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import xxhash
 
+from skipidx._lru import LRU
 from skipidx.errors import CorruptionError, SkipidxError
 from skipidx.expressions import apply_expression
 from skipidx.indexes.base import IndexGranules, index_from_meta
@@ -542,35 +543,9 @@ def manifest_matches_meta(m: dict, meta: TableMeta, where: str) -> None:
 
 
 # ------------------------------------------------------------------ read
-class _MetaCache:
-    """Parsed Parquet footers by file identity (LRU): parsing a footer with
-    many row groups costs ~ms; a part's footer is parsed once per process."""
-
-    def __init__(self, cap: int = 512) -> None:
-        self.cap = cap
-        self._d: OrderedDict[tuple, pq.FileMetaData] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: tuple):
-        with self._lock:
-            v = self._d.get(key)
-            if v is not None:
-                self._d.move_to_end(key)
-            return v
-
-    def clear(self) -> None:
-        with self._lock:
-            self._d.clear()
-
-    def put(self, key: tuple, v) -> None:
-        with self._lock:
-            self._d[key] = v
-            self._d.move_to_end(key)
-            while len(self._d) > self.cap:
-                self._d.popitem(last=False)
-
-
-_FOOTERS = _MetaCache()
+#: Parsed Parquet footers by file identity: parsing a footer with many row
+#: groups costs ~ms; a part's footer is parsed once per process.
+_FOOTERS = LRU(512)
 
 #: Reads of at least this many row groups use pyarrow's pre-buffering (the
 #: column chunks fetched ahead on its I/O threads while earlier ones decode:
@@ -817,7 +792,7 @@ class _PartInfo:
 #: parts are immutable, so a snapshot does not re-parse or re-validate the
 #: manifests an earlier one already read; a different manifest (another
 #: checksum in the table state) is another key.
-_MANIFESTS = _MetaCache(4096)
+_MANIFESTS = LRU(4096)
 
 #: Index fingerprints by IndexMeta object (id), with the object itself held so
 #: the id cannot be reused while the entry lives: a fingerprint is a SHA-256

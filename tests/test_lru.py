@@ -1,0 +1,44 @@
+"""skipidx._lru.LRU: the bounded map behind the process-wide caches."""
+from __future__ import annotations
+
+import threading
+
+from skipidx._lru import LRU
+
+
+def test_evicts_the_least_recently_used():
+    c = LRU(2)
+    c.put("a", 1)
+    c.put("b", 2)
+    assert c.get("a") == 1, "a hit marks 'a' most recently used"
+    c.put("c", 3)
+    assert (c.get("a"), c.get("b"), c.get("c")) == (1, None, 3), "'b' was the least recently used"
+    assert len(c) == 2
+
+
+def test_size_can_shrink_to_nothing_and_clear_empties():
+    c = LRU(4)
+    c.put(1, "x")
+    c.size = 0
+    c.put(2, "y")
+    assert len(c) == 0 and c.get(1) is None, "size 0 keeps nothing"
+    c.size = 4
+    c.put(3, "z")
+    c.clear()
+    assert c.get(3) is None and len(c) == 0
+
+
+def test_concurrent_puts_stay_bounded():
+    c = LRU(64)
+
+    def work(base: int) -> None:
+        for i in range(2000):
+            c.put((base, i), i)
+            c.get((base, i - 1))
+
+    threads = [threading.Thread(target=work, args=(b,)) for b in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(c) == 64, f"bounded to 64 entries, holds {len(c)}"
