@@ -1,6 +1,6 @@
 """Index build benchmark: skipidx's index types vs the same DDL in chDB, in one run.
 
-Data: the seeded synthetic log table of ``skipidx.datagen`` (id, ts, level,
+Data: the seeded synthetic log table of ``skipidx.apps.datagen`` (id, ts, level,
 service, trace_id, user_id, http_status, msg of 60-200 bytes), written once
 to a Parquet file that both sides read.
 
@@ -185,8 +185,8 @@ _CH_INDEX_EVENT = "MergeTreeDataWriterSkipIndicesCalculationMicroseconds"
 def chdb_insert_times(path: str, repeat: int) -> tuple[dict, dict, dict, dict]:
     """Per chDB configuration (no index, each index alone, all five): best INSERT ... SELECT FROM file()
     wall and CPU seconds, index bytes, and ClickHouse's own index-calculation seconds (profile event)."""
-    from skipidx import _chdb
-    from skipidx.datagen import SCHEMA_SQL
+    from skipidx.apps.research import chdb_session as _chdb
+    from skipidx.apps.datagen import SCHEMA_SQL
 
     db = _chdb.scratch_database("bench_build")   # the process-wide chDB session, a database of our own
 
@@ -257,7 +257,7 @@ def main() -> None:
         return
     rows = 1_000_000 if a.quick else a.rows
 
-    from skipidx.datagen import generate
+    from skipidx.apps.datagen import generate
 
     tmp = tempfile.mkdtemp(prefix="bench_build_")
     path = os.path.abspath(a.data) if a.data else os.path.join(tmp, "logs.parquet")

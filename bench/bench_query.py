@@ -1,6 +1,6 @@
 """Query benchmark: skipidx vs chDB (same data, same indexes) vs DuckDB on Parquet.
 
-    python bench/bench_query.py            # 10M log rows (skipidx.datagen)
+    python bench/bench_query.py            # 10M log rows (skipidx.apps.datagen)
     python bench/bench_query.py --quick    # 1M rows
     python bench/bench_query.py --rows 3000000 --repeat 7
     python bench/bench_query.py --dir /tmp/qb --reuse   # reuse the data a run with --dir left
@@ -45,7 +45,7 @@ import pyarrow.parquet as pq
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import skipidx  # noqa: E402
-from skipidx import datagen  # noqa: E402
+from skipidx.apps import datagen  # noqa: E402
 
 #: The log table's DDL with CODEC(LZ4) on the id columns (same text for skipidx and chDB).
 SCHEMA_SQL = (datagen.SCHEMA_SQL

@@ -41,7 +41,7 @@ def stdlib_lines_parquet(path: str) -> int:
 
 
 def logs_parquet(path: str, rows: int) -> int:
-    from skipidx.datagen import generate_table
+    from skipidx.apps.datagen import generate_table
 
     t = generate_table(rows, seed=42)
     pq.write_table(t.select(["id", "msg"]), path, row_group_size=1 << 20)
@@ -49,7 +49,7 @@ def logs_parquet(path: str, rows: int) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from skipidx.research.cli import bench_main
+    from skipidx.apps.research.cli import bench_main
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rows", type=int, default=10_000_000, help="rows of the synthetic log table")

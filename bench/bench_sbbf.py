@@ -6,7 +6,7 @@
 Every figure is the best of a few repeats (wall clock, one thread). Three
 implementations per row where they exist:
 
-- ``skipidx``: what the library runs (numba kernels in ``skipidx._kernels``);
+- ``skipidx``: what the library runs (numba kernels in ``skipidx.core._kernels``);
 - ``numpy``: the best straightforward numpy formulation (``np.bitwise_or.at``
   for insert, a gather for check, XXH64 in uint64 array arithmetic), shown
   because it is why the library uses numba;
@@ -29,8 +29,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
-from skipidx.hashing import parquet_xxh64
-from skipidx.sbbf import SALT, SBBF, SBBFBank
+from skipidx.core.hashing import parquet_xxh64
+from skipidx.core.sbbf import SALT, SBBF, SBBFBank
 
 M32 = 0xFFFFFFFF
 SALT_PY = [int(s) for s in SALT]

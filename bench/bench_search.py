@@ -1,6 +1,6 @@
 """Exact string-predicate evaluation per byte: skipidx.execution._search vs the current paths.
 
-Data: the demo generator's ``msg`` column (``skipidx.datagen.generate(rows, 42)``,
+Data: the demo generator's ``msg`` column (``skipidx.apps.datagen.generate(rows, 42)``,
 ~111-byte log lines), whole, and the slice a rare-token query keeps after
 pruning: the 8192-row granules that hold ``datagen.RARE_TOKEN``, handed over as
 one chunk per run of adjacent granules (as the scan does per mark range).
@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from skipidx import datagen
+from skipidx.apps import datagen
 from skipidx.execution import _search as S
 from skipidx.execution import functions as F
 

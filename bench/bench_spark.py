@@ -1,12 +1,12 @@
 """Spark benchmark: building the log table on Spark vs in-process, and selective
 queries through the ``skipidx`` source vs Spark reading plain Parquet.
 
-Data: the seeded log table of ``skipidx.datagen`` (``--rows``, default 10M;
+Data: the seeded log table of ``skipidx.apps.datagen`` (``--rows``, default 10M;
 ``--quick`` 1M), written once as a directory of Parquet files that both
 builds read. Indexes: the token SBBF on msg, a bloom_filter on trace_id and
 on user_id, granules of 8192 rows, ORDER BY ts.
 
-Build (``skipidx.pipeline.build``, the ``skipidx build`` command):
+Build (``skipidx.apps.pipeline.build``, the ``skipidx build`` command):
 
 * embedded: one atomic insert of all files (the store's two writer threads;
   numba kernels come from their on-disk cache);
@@ -21,7 +21,7 @@ Queries, on the ``local[2]`` session, against the Spark-built table:
   vs Spark on a plain Parquet copy written by Spark *with* Parquet bloom
   filters on trace_id (so Spark's own row-group bloom filtering is on). The
   bench checks both that every file of the copy holds the filters
-  (:mod:`skipidx.parquet_bloom` reads them) and, from Spark's scan metrics,
+  (:mod:`skipidx.core.parquet_bloom` reads them) and, from Spark's scan metrics,
   that Spark skipped row groups with them;
 * ``hasToken(msg, 'kraken')`` through the source's ``where`` option vs
   ``msg LIKE '%kraken%'`` on the plain copy (Spark has no hasToken; LIKE is
@@ -90,9 +90,9 @@ def _session(master: str, memory: str):
         b = b.config(k, v)
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    import skipidx.spark
+    import skipidx.apps.spark
 
-    skipidx.spark.register(spark)     # also sets spark.sql.python.filterPushdown.enabled = true
+    skipidx.apps.spark.register(spark)     # also sets spark.sql.python.filterPushdown.enabled = true
     return spark, time.perf_counter() - t0
 
 
@@ -176,7 +176,7 @@ def _scan_rows(df) -> int | None:
 
 def _check_bloom_files(plain: str) -> tuple[int, int, int]:
     """(files, row groups, row groups with a trace_id bloom filter) of the plain copy."""
-    from skipidx.parquet_bloom import read_bloom_filters
+    from skipidx.core.parquet_bloom import read_bloom_filters
 
     files = sorted(os.path.join(plain, f) for f in os.listdir(plain) if f.endswith(".parquet"))
     groups = with_bf = 0
@@ -195,7 +195,7 @@ def _median(xs: list[float]) -> float:
 
 def _queries_bench(spark, work: str, rows: int, table: str, trace: str, src: str, warmup: int,
                    repeat: int) -> dict:
-    from skipidx.datagen import RARE_TOKEN
+    from skipidx.apps.datagen import RARE_TOKEN
 
     plain = os.path.join(work, f"plain_bf_{rows}")
     if not os.path.isfile(os.path.join(plain, "_SUCCESS")):
@@ -292,8 +292,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"rows {rows:,}, Spark build tasks {parts or 'input splits'}, work dir {work}, "
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
 
-    from skipidx.datagen import generate
-    from skipidx.pipeline import build
+    from skipidx.apps.datagen import generate
+    from skipidx.apps.pipeline import build
 
     src = os.path.join(work, f"src_{rows}")
     if not os.path.isfile(os.path.join(src, "_SUCCESS")):

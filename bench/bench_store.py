@@ -50,7 +50,7 @@ def bench_checksums() -> None:
 
 
 def make_rows(n: int) -> pa.Table:
-    from skipidx.datagen import generate_table  # the seeded synthetic log table of the benchmarks
+    from skipidx.apps.datagen import generate_table  # the seeded synthetic log table of the benchmarks
 
     return generate_table(n, seed=42)
 
@@ -109,7 +109,7 @@ def bench_part_read(rows: pa.Table) -> None:
     from skipidx.store.manifest import VERIFIER
     from skipidx.store.metadata import ColumnMeta, TableMeta
     from skipidx.store.part import _FOOTERS
-    from skipidx.types import ch_type_of, parse_type
+    from skipidx.core.types import ch_type_of, parse_type
 
     d = tempfile.mkdtemp()
     cols = [ColumnMeta(f.name, parse_type(f"Nullable({ch_type_of(f.type)})" if rows.column(f.name).null_count

@@ -2,7 +2,7 @@
 
     python bench/bench_store_insert.py [--rows 10000000] [--index] [--merge]
 
-Generates the seeded log table batch by batch (skipidx.datagen), inserts it
+Generates the seeded log table batch by batch (skipidx.apps.datagen), inserts it
 as a RecordBatchReader (so the input never sits in memory whole), and prints
 rows/s and the process's peak RSS. With --merge, then merges everything into
 one part (OPTIMIZE FINAL, streamed) and prints its peak too. Prints figures;
@@ -30,11 +30,11 @@ def peak_mib() -> float:
 
 
 def main() -> None:
-    from skipidx.datagen import SCHEMA_SQL, generate
+    from skipidx.apps.datagen import SCHEMA_SQL, generate
     from skipidx.indexes.base import IndexDef
     from skipidx.store.catalog import Catalog
     from skipidx.store.metadata import ColumnMeta, TableMeta, make_index_meta
-    from skipidx.types import parse_type
+    from skipidx.core.types import parse_type
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=10_000_000)

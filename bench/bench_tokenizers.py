@@ -48,7 +48,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
-from skipidx.tokenizer_api import get_tokenizer
+from skipidx.core.tokenizer_api import get_tokenizer
 
 WORDS = (
     "request response user session cache miss hit timeout retry connect refused upstream "

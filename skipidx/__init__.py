@@ -6,7 +6,7 @@
 """
 from __future__ import annotations
 
-from skipidx.errors import BindError, CorruptionError, ParseError, SkipidxError
+from skipidx.core.errors import BindError, CorruptionError, ParseError, SkipidxError
 
 __version__ = "0.1.0"
 

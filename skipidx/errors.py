@@ -1,53 +1,9 @@
-"""Errors.
+"""The error classes (public name; the code lives in skipidx.core.errors)."""
+from skipidx.core.errors import (  # noqa: F401
+    SkipidxError,
+    ParseError,
+    BindError,
+    CorruptionError,
+)
 
-`SkipidxError` is the one exception users see for bad input: bad SQL, bad
-names, bad types, bad parameters, bad or damaged files. It carries a place
-where there is one (line/column in SQL text, a file path).
-
-Broken invariants (bugs in skipidx itself) are *not* SkipidxError: they are
-plain `AssertionError`/`RuntimeError`, so they are never mistaken for a user's
-mistake.
-"""
-from __future__ import annotations
-
-
-class SkipidxError(Exception):
-    """A user-facing error, with an optional place (SQL line/column or file)."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        line: int | None = None,
-        column: int | None = None,
-        path: str | None = None,
-    ) -> None:
-        self.message = message
-        self.line = line
-        self.column = column
-        self.path = path
-        super().__init__(self._render())
-
-    def _render(self) -> str:
-        where = []
-        if self.path is not None:
-            where.append(str(self.path))
-        if self.line is not None:
-            where.append(f"line {self.line}" + (f", column {self.column}" if self.column is not None else ""))
-        return f"{self.message} ({'; '.join(where)})" if where else self.message
-
-
-class ParseError(SkipidxError):
-    """SQL text that does not parse; `line`/`column` are 1-based, `expected` lists tokens."""
-
-    def __init__(self, message: str, *, line: int, column: int, expected: tuple[str, ...] = ()) -> None:
-        self.expected = tuple(expected)
-        super().__init__(message, line=line, column=column)
-
-
-class BindError(SkipidxError):
-    """A name, type or function that does not resolve (unknown column, wrong argument type...)."""
-
-
-class CorruptionError(SkipidxError):
-    """A file of a part that is missing, truncated, or fails its checksum; `path` names it."""
+__all__ = ['SkipidxError', 'ParseError', 'BindError', 'CorruptionError']

@@ -15,12 +15,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from skipidx.errors import CorruptionError, SkipidxError
+from skipidx.core.errors import CorruptionError, SkipidxError
 from skipidx.indexes.base import (IndexAggregator, IndexCondition, IndexDef, IndexGranules, IndexType,
                                   register_index_type)
 from skipidx.store.catalog import Catalog
 from skipidx.store.metadata import ColumnMeta, TableMeta, make_index_meta
-from skipidx.types import parse_type
+from skipidx.core.types import parse_type
 
 
 class ZCountGranules(IndexGranules):

@@ -35,9 +35,9 @@ def get_spark():
         .getOrCreate()
     )
     _SESSION.sparkContext.setLogLevel("ERROR")
-    import skipidx.spark
+    import skipidx.apps.spark
 
-    skipidx.spark.register(_SESSION)
+    skipidx.apps.spark.register(_SESSION)
     return _SESSION
 
 

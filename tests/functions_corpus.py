@@ -8,7 +8,7 @@ survives; every query orders by the row number so answers line up row by row.
 """
 from __future__ import annotations
 
-from skipidx import _chdb as chdb_oracle  # one chDB per process
+from skipidx.apps.research import chdb_session as chdb_oracle  # one chDB per process
 import random
 import re
 import sysconfig

@@ -6,7 +6,7 @@ rules (type default vs NULL) are exercised.
 """
 from __future__ import annotations
 
-from skipidx import _chdb as chdb_oracle  # one chDB per process
+from skipidx.apps.research import chdb_session as chdb_oracle  # one chDB per process
 import datetime
 import math
 
@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 
 from functions_corpus import chdb_error, write_parquet
-from skipidx.errors import SkipidxError
+from skipidx.core.errors import SkipidxError
 from skipidx.execution.aggregates import aggregate, result_type
 
 chdb = pytest.importorskip("chdb")

@@ -1,4 +1,4 @@
-"""The distinct-set kernels of the adaptive SBBF build (skipidx._kernels.build).
+"""The distinct-set kernels of the adaptive SBBF build (skipidx.core._kernels.build).
 
 The set is reused zone after zone (cleared by walking the zone's distinct
 list, or zeroed whole when the zone filled it), grows while a zone fills it,
@@ -16,10 +16,10 @@ import pytest
 import xxhash
 
 import skipidx.indexes.bloom as bloom
-from skipidx._kernels import build as kb
+from skipidx.core._kernels import build as kb
 from skipidx.indexes.base import IndexDef, get_index_type
 from skipidx.indexes.bloom import SBBFAggregator
-from skipidx.sbbf import SBBF, exact_num_bytes, optimal_num_bytes
+from skipidx.core.sbbf import SBBF, exact_num_bytes, optimal_num_bytes
 
 ZONE = 64
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from skipidx.cli import format_table, main
+from skipidx.apps.cli import format_table, main
 
-SKIPIDX = [sys.executable, "-m", "skipidx.cli"]
+SKIPIDX = [sys.executable, "-m", "skipidx.apps.cli"]
 
 
 def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:

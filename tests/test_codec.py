@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import skipidx
-from skipidx.errors import BindError, SkipidxError
+from skipidx.core.errors import BindError, SkipidxError
 from skipidx.store.metadata import TableMeta, codec_parquet, normalize_codec
 
 DDL = ("CREATE TABLE t (id UInt64 CODEC(LZ4), msg String CODEC(ZSTD(7)), tag String CODEC(NONE), "
@@ -257,7 +257,7 @@ def test_reopen_keeps_codecs(tmp_path):
 
 def test_describe_matches_chdb(db):
     """DESCRIBE's codec_expression as ClickHouse prints it ('' where no CODEC is declared)."""
-    from skipidx import _chdb
+    from skipidx.apps.research import chdb_session as _chdb
 
     pytest.importorskip("chdb")
     db.sql(DDL)

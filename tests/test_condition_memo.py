@@ -111,7 +111,7 @@ def test_plugin_tokenizer_configured_by_ddl_gets_its_own_condition(tmp_path):
     parameters (n = 3 vs n = 5): two such indexes on one column must not share
     a bound condition (they hash different n-grams: sharing dropped every
     matching granule)."""
-    from skipidx.tokenizer_api import register_tokenizer
+    from skipidx.core.tokenizer_api import register_tokenizer
     from skipidx_tokenizers.ngram import NgramTokenizer
 
     class DdlGrams(NgramTokenizer):
@@ -141,7 +141,7 @@ def test_in_list_plans_keep_zero_and_negative_zero_apart(tmp_path):
     """``IN (0.)`` and ``IN (-0.)`` are equal to Python but not to ClickHouse
     (floats in IN compare by bits): a cached IN list must not answer for the
     other, whatever ran before. chDB is the oracle."""
-    from skipidx import _chdb
+    from skipidx.apps.research import chdb_session as _chdb
 
     ddl = ("CREATE TABLE {t} (id UInt32, f Float64, INDEX b f TYPE bloom_filter GRANULARITY 1) "
            "ENGINE = MergeTree ORDER BY id SETTINGS index_granularity = 2")

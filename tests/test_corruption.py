@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from _store_helpers import log_rows, log_table, zdef
-from skipidx.errors import CorruptionError, SkipidxError
+from skipidx.core.errors import CorruptionError, SkipidxError
 from skipidx.store import manifest as manifest_mod
 from skipidx.store.manifest import VERIFIER
 from skipidx.store.part import clear_caches

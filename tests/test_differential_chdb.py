@@ -4,7 +4,7 @@ Same DDL, same data in both (chDB loads it from a Parquet file with
 ``INSERT INTO t SELECT * FROM file(...)``), several hundred seeded random
 WHERE clauses over every supported function with AND/OR/NOT nesting, on
 
-* a generated log table (:mod:`skipidx.datagen`), and
+* a generated log table (:mod:`skipidx.apps.datagen`), and
 * a real corpus: lines of the Python standard library's source files.
 
 For every clause: ``count()``, ``sum(id)`` and the first ids (``ORDER BY id
@@ -29,8 +29,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import skipidx
-from skipidx import datagen
-from skipidx.errors import SkipidxError
+from skipidx.apps import datagen
+from skipidx.core.errors import SkipidxError
 
 chdb = pytest.importorskip("chdb")
 
@@ -70,7 +70,7 @@ def like_escape(s: str) -> str:
 
 def chdb_session():
     """The process-wide chDB session (chDB's embedded server accepts a single data path)."""
-    from skipidx import _chdb
+    from skipidx.apps.research import chdb_session as _chdb
 
     return _chdb.session()
 

@@ -9,8 +9,8 @@ import pyarrow as pa
 import pytest
 
 import skipidx
-from skipidx import datagen
-from skipidx.errors import BindError, ParseError, SkipidxError
+from skipidx.apps import datagen
+from skipidx.core.errors import BindError, ParseError, SkipidxError
 
 DDL = """CREATE TABLE t (
     id UInt64, msg String, n Nullable(UInt16), d Date, ts DateTime, lc LowCardinality(String),

@@ -8,14 +8,14 @@ and in chDB on the same rows given with the ``values`` table function.
 """
 from __future__ import annotations
 
-from skipidx import _chdb as chdb_oracle  # one chDB per process
+from skipidx.apps.research import chdb_session as chdb_oracle  # one chDB per process
 import datetime as dt
 
 import pyarrow as pa
 import pytest
 
 import skipidx
-from skipidx.errors import SkipidxError
+from skipidx.core.errors import SkipidxError
 
 chdb = pytest.importorskip("chdb")
 pytestmark = pytest.mark.chdb

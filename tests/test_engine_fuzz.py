@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import skipidx
-from skipidx.errors import SkipidxError
+from skipidx.core.errors import SkipidxError
 
 DDL = """CREATE TABLE f (
     id UInt64, msg String, n Nullable(Int32), ts DateTime, d Date, x Float64, lc LowCardinality(String),

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skipidx.errors import SkipidxError
+from skipidx.core.errors import SkipidxError
 from skipidx.execution import functions as F
 
 E_ACUTE = "\u00e9".encode()        # 2 bytes

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 
 from functions_corpus import chdb_columns, chdb_error, corpus, sql_str, tokens_by_frequency, write_parquet
-from skipidx.errors import SkipidxError
+from skipidx.core.errors import SkipidxError
 from skipidx.execution import functions as F
 
 chdb = pytest.importorskip("chdb")

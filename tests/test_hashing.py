@@ -1,7 +1,7 @@
 """hashing: XXH64 of the Parquet PLAIN encoding, checked against the `xxhash` package."""
 from __future__ import annotations
 
-from skipidx import _chdb as chdb_oracle  # one chDB per process
+from skipidx.apps.research import chdb_session as chdb_oracle  # one chDB per process
 import datetime
 import decimal
 import struct
@@ -13,8 +13,8 @@ import xxhash
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skipidx.errors import SkipidxError
-from skipidx.hashing import (
+from skipidx.core.errors import SkipidxError
+from skipidx.core.hashing import (
     cityhash64,
     parquet_xxh64,
     parquet_xxh64_with_validity,
@@ -301,7 +301,7 @@ def test_cityhash64_equals_chdb():
 
 def test_xxh64_span_unaligned_and_strided_buffers():
     """The kernel's wide loads: every start alignment and every tail length; strided input reads byte-wise."""
-    from skipidx._kernels.xxh64 import xxh64_span
+    from skipidx.core._kernels.xxh64 import xxh64_span
 
     buf = np.random.default_rng(8).integers(0, 256, size=200, dtype=np.uint8)
     for start in range(8):

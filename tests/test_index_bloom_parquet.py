@@ -3,7 +3,7 @@
 For every zone: write the zone's values with pyarrow (``bloom_filter_options``
 with ndv = the zone's distinct count and the index's fpp), read the filter
 back -- with a small Thrift-compact reader written here (independent of
-skipidx.parquet_bloom) and with skipidx.parquet_bloom.read_bloom_filter --
+skipidx.core.parquet_bloom) and with skipidx.core.parquet_bloom.read_bloom_filter --
 and compare the bytes.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from skipidx.indexes.base import IndexDef, get_index_type
-from skipidx.parquet_bloom import read_bloom_filter
+from skipidx.core.parquet_bloom import read_bloom_filter
 
 
 def _varint(buf: bytes, i: int) -> tuple[int, int]:

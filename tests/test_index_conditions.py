@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from skipidx.errors import SkipidxError
+from skipidx.core.errors import SkipidxError
 from skipidx.indexes.base import Atom, BoolMask, IndexDef, get_index_type
 
 

@@ -1,6 +1,6 @@
 """Index types: validators, builds (golden and against independent oracles), the Lance zone tables.
 
-Oracles: H1's ``skipidx.sbbf.SBBF`` (insert one zone's hashes by itself), the
+Oracles: H1's ``skipidx.core.sbbf.SBBF`` (insert one zone's hashes by itself), the
 ``xxhash`` package (token hashes), the tokenizers' ``tokenize`` (the tokens
 themselves), and the generic (hash_column) build path for the fused kernels.
 """
@@ -14,12 +14,12 @@ import pytest
 import xxhash
 from hypothesis import given, settings, strategies as st
 
-from skipidx.errors import CorruptionError, SkipidxError
+from skipidx.core.errors import CorruptionError, SkipidxError
 from skipidx.indexes.base import INDEX_TYPES, IndexDef, get_index_type
 from skipidx.indexes.bloom import SATURATION_FPP, SBBFAggregator
-from skipidx._kernels.build import num_bytes_for_ndv
-from skipidx.research.indexes import putze_min_bytes
-from skipidx.sbbf import SBBF, optimal_num_bytes
+from skipidx.core._kernels.build import num_bytes_for_ndv
+from skipidx.apps.research.indexes import putze_min_bytes
+from skipidx.core.sbbf import SBBF, optimal_num_bytes
 
 
 def make(type_name, args=(), kwargs=(), column_type=pa.string(), expr_func=None, name="idx"):

@@ -1,9 +1,9 @@
-"""skipidx._lru.LRU: the bounded map behind the process-wide caches."""
+"""skipidx.core.lru.LRU: the bounded map behind the process-wide caches."""
 from __future__ import annotations
 
 import threading
 
-from skipidx._lru import LRU
+from skipidx.core.lru import LRU
 
 
 def test_evicts_the_least_recently_used():

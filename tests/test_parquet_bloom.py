@@ -13,10 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import skipidx.parquet_bloom as pb
-from skipidx.errors import SkipidxError
-from skipidx.hashing import parquet_xxh64
-from skipidx.parquet_bloom import (
+import skipidx.core.parquet_bloom as pb
+from skipidx.core.errors import SkipidxError
+from skipidx.core.hashing import parquet_xxh64
+from skipidx.core.parquet_bloom import (
     BloomFilterHeader,
     bloom_filter_options,
     parse_bloom_filter,
@@ -24,7 +24,7 @@ from skipidx.parquet_bloom import (
     read_bloom_filters,
     serialize_bloom_filter,
 )
-from skipidx.sbbf import MAX_BYTES, SBBF, optimal_num_bytes
+from skipidx.core.sbbf import MAX_BYTES, SBBF, optimal_num_bytes
 
 # ------------------------------------------------------------------ header
 

@@ -13,9 +13,9 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from skipidx.hashing import parquet_xxh64
-from skipidx.parquet_bloom import read_bloom_filter
-from skipidx.sbbf import SBBF, optimal_num_bytes
+from skipidx.core.hashing import parquet_xxh64
+from skipidx.core.parquet_bloom import read_bloom_filter
+from skipidx.core.sbbf import SBBF, optimal_num_bytes
 
 pytestmark = pytest.mark.spark
 

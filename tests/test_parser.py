@@ -3,12 +3,12 @@ escapes (checked against chDB), comments, positions, errors with their places,
 and to_sql round trips."""
 from __future__ import annotations
 
-from skipidx import _chdb as chdb_oracle  # one chDB per process
+from skipidx.apps.research import chdb_session as chdb_oracle  # one chDB per process
 import math
 
 import pytest
 
-from skipidx.errors import ParseError, SkipidxError
+from skipidx.core.errors import ParseError, SkipidxError
 from skipidx.sql import MAX_EXPRESSION_DEPTH, parse, parse_expression
 from skipidx.sql import ast as A
 from skipidx.sql.ast import Pos

@@ -10,12 +10,12 @@
 """
 from __future__ import annotations
 
-from skipidx import _chdb as chdb_oracle  # one chDB per process
+from skipidx.apps.research import chdb_session as chdb_oracle  # one chDB per process
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from skipidx.errors import ParseError
+from skipidx.core.errors import ParseError
 from skipidx.sql import parse, parse_expression
 from skipidx.sql import ast as A
 

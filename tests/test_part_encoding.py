@@ -133,7 +133,7 @@ def test_merge_and_materialize_keep_the_record(db):
 
 def test_bad_dictionary_record_is_corruption(tmp_path, db):
     import json
-    from skipidx.errors import CorruptionError
+    from skipidx.core.errors import CorruptionError
     (part, man), = _part_files(db)
     d = tmp_path / "p"
     d.mkdir()

@@ -12,7 +12,7 @@ from skipidx.planner.prune import _data_to_index_granule, mark_ranges
 from skipidx.planner.rpn import Op, build_rpn, evaluate, useful_answers
 from skipidx.sql.parser import parse_expression
 from skipidx.store.metadata import ColumnMeta, TableMeta
-from skipidx.types import parse_type
+from skipidx.core.types import parse_type
 
 META = TableMeta("t", [ColumnMeta("id", parse_type("UInt64")), ColumnMeta("u8", parse_type("UInt8")),
                        ColumnMeta("msg", parse_type("String")), ColumnMeta("n", parse_type("Nullable(UInt16)")),
@@ -236,7 +236,7 @@ def test_spread_granularity_3_over_7_granules() -> None:
 
 
 def test_spread_rejects_zones_that_do_not_tile() -> None:
-    from skipidx.errors import CorruptionError
+    from skipidx.core.errors import CorruptionError
 
     marks = np.array([0, 10, 20])
     with pytest.raises(CorruptionError):

@@ -20,7 +20,7 @@ from skipidx.planner import prune as PR
 from skipidx.planner.binder import bind_where
 from skipidx.planner.bound import BoundSelect
 from skipidx.planner.query import plan_query
-from skipidx.result import QueryStats
+from skipidx.planner.stats import QueryStats
 from skipidx.sql.parser import parse_expression
 
 DDL = """CREATE TABLE t (id UInt64, k String, u UInt64, msg String,

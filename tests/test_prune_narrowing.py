@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import skipidx
-from skipidx._kernels.sbbf import SALT, bank_check_any_of, check_one, insert_one
+from skipidx.core._kernels.sbbf import SALT, bank_check_any_of, check_one, insert_one
 from skipidx.execution.evaluate import where_mask
 from skipidx.indexes.base import BoolMask
 from skipidx.planner import prune as PR
@@ -28,7 +28,7 @@ from skipidx.planner.binder import bind_where
 from skipidx.planner.bound import BoundSelect
 from skipidx.planner.query import plan_query
 from skipidx.planner.rpn import RPN, Op, RPNItem, evaluate
-from skipidx.result import IndexStats, QueryStats
+from skipidx.planner.stats import IndexStats, QueryStats
 from skipidx.sql.parser import parse_expression
 
 DDL = """CREATE TABLE t (id UInt64, k String, u UInt64, v Nullable(UInt64), msg String,

@@ -19,9 +19,9 @@ from skipidx.planner.binder import bind_where
 from skipidx.planner.prune import prune, prune_part
 from skipidx.planner.query import plan_query
 from skipidx.planner.bound import BoundSelect
-from skipidx.result import QueryStats
+from skipidx.planner.stats import QueryStats
 from skipidx.sql.parser import parse, parse_expression
-from skipidx.errors import ParseError
+from skipidx.core.errors import ParseError
 
 DDL = """CREATE TABLE t (id UInt64, k String, msg String,
     INDEX kb k TYPE bloom_filter GRANULARITY 1,

@@ -8,9 +8,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from skipidx.errors import SkipidxError
-from skipidx.research.advise import advise, advice_markdown, fixed_bytes_for
-from skipidx.research.fpp import _classic_count_fp, _classic_insert, wilson_interval
+from skipidx.core.errors import SkipidxError
+from skipidx.apps.research.advise import advise, advice_markdown, fixed_bytes_for
+from skipidx.apps.research.fpp import _classic_count_fp, _classic_insert, wilson_interval
 
 IG = 512            # rows per granule
 GRANULES = 8
@@ -39,7 +39,7 @@ def advice(column):
 
 
 def _token_hashes_per_granule(column):
-    from skipidx.tokenizer_api import get_tokenizer
+    from skipidx.core.tokenizer_api import get_tokenizer
 
     rows, hashes = get_tokenizer("token").hash_column(column, 0)
     g = rows // IG
@@ -47,7 +47,7 @@ def _token_hashes_per_granule(column):
 
 
 def _absent_hashes(n: int) -> np.ndarray:
-    from skipidx.tokenizer_api import get_tokenizer
+    from skipidx.core.tokenizer_api import get_tokenizer
 
     absent = pa.array([f"absent{i}" for i in range(n)])
     return get_tokenizer("token").hash_column(absent, 0)[1]
@@ -62,7 +62,7 @@ def test_profile_counts_the_known_distinct_tokens(advice):
 
 
 def test_recommended_fixed_size_meets_the_target_when_measured(column, advice):
-    from skipidx.sbbf import SBBF
+    from skipidx.core.sbbf import SBBF
 
     rec = next(r for r in advice.recommendations if r.tokenizer == "token" and r.kind == "fixed")
     b = int(rec.bytes_per_granule)
@@ -88,7 +88,7 @@ def test_recommended_clickhouse_size_meets_the_target_when_measured(advice):
     assert f"tokenbf_v1({nbytes}, {k}, 0)" in rec.ddl and (k, nbytes) == (5, -(-10 * D // 8))
     m = nbytes * 8
     words = np.zeros((m + 63) // 64, dtype=np.uint64)
-    from skipidx.research.fpp import CLICKHOUSE_BF_SEEDS
+    from skipidx.apps.research.fpp import CLICKHOUSE_BF_SEEDS
 
     seeds = np.ascontiguousarray(CLICKHOUSE_BF_SEEDS[:k])
     _classic_insert(words, m, seeds, np.uint64(99), D)
@@ -99,9 +99,9 @@ def test_recommended_clickhouse_size_meets_the_target_when_measured(advice):
 
 
 def test_adaptive_recommendation_states_its_expected_fpp(column, advice):
-    from skipidx.sbbf import SBBF
+    from skipidx.core.sbbf import SBBF
 
-    from skipidx.sbbf import exact_num_bytes
+    from skipidx.core.sbbf import exact_num_bytes
 
     rec = next(r for r in advice.recommendations if r.tokenizer == "token" and r.kind == "adaptive")
     assert "sbbf('token', fpp = 0.01)" in rec.ddl
@@ -127,7 +127,7 @@ def test_adaptive_quote_equals_what_the_engine_builds(column, tokenizer, fpp):
     """The quoted adaptive DDL, parsed and built over the same granules, gives exactly the quoted sizes."""
     from skipidx.indexes.base import get_index_type
     from skipidx.planner.ddl import index_def_from_ast
-    from skipidx.sbbf import SBBF
+    from skipidx.core.sbbf import SBBF
     from skipidx.sql import parse
 
     # granules of different distinct counts: granule g's first g/8 of rows repeat its last row
@@ -156,7 +156,7 @@ def test_adaptive_quote_equals_what_the_engine_builds(column, tokenizer, fpp):
 @pytest.mark.parametrize("ndv,fpp", [(1, 0.01), (100, 0.1), (3000, 0.01), (50_000, 0.001)],
                          ids=["1", "100", "3000", "50000"])
 def test_fixed_bytes_for_is_minimal(ndv, fpp):
-    from skipidx.sbbf import SBBF
+    from skipidx.core.sbbf import SBBF
 
     b = fixed_bytes_for(ndv, fpp)
     assert b % 32 == 0 and SBBF.fpp_estimate(b, ndv) <= fpp
@@ -166,7 +166,7 @@ def test_fixed_bytes_for_is_minimal(ndv, fpp):
 def test_advise_cli_and_markdown(tmp_path, capsys, column):
     import pyarrow.parquet as pq
 
-    from skipidx.research.cli import advise_main
+    from skipidx.apps.research.cli import advise_main
 
     p = tmp_path / "d.parquet"
     pq.write_table(pa.table({"msg": column}), p)

@@ -6,8 +6,8 @@ import json
 import numpy as np
 import pytest
 
-from skipidx.errors import SkipidxError
-from skipidx.research import fpp as F
+from skipidx.core.errors import SkipidxError
+from skipidx.apps.research import fpp as F
 
 SPEC_IDS = [f"{b:g}bits" for b, _ in F.SPEC_TABLE]
 
@@ -121,7 +121,7 @@ def test_bad_bits_rejected():
 
 
 def test_bench_fpp_cli_writes_table_json_png(tmp_path, capsys):
-    from skipidx.research.cli import bench_main
+    from skipidx.apps.research.cli import bench_main
 
     assert bench_main(["fpp", "--quick", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
@@ -137,7 +137,7 @@ def test_bench_fpp_cli_writes_table_json_png(tmp_path, capsys):
 
 
 def test_bench_cli_errors():
-    from skipidx.research.cli import bench_main
+    from skipidx.apps.research.cli import bench_main
 
     with pytest.raises(SkipidxError, match="unknown bench"):
         bench_main(["nope"])

@@ -2,7 +2,7 @@
 outputs written, ClickHouse (chDB) and the skipidx engine side by side."""
 from __future__ import annotations
 
-from skipidx import _chdb as chdb_oracle  # one chDB per process
+from skipidx.apps.research import chdb_session as chdb_oracle  # one chDB per process
 import json
 
 import numpy as np
@@ -10,10 +10,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from skipidx.errors import ParseError, SkipidxError
-from skipidx.research import indexes as I
-from skipidx.research.querygen import FAMILIES, Query, generate_queries, read_queries, write_queries
-from skipidx.research.whereexpr import And, Atom, Not, Or, parse_where
+from skipidx.core.errors import ParseError, SkipidxError
+from skipidx.apps.research import indexes as I
+from skipidx.apps.research.querygen import FAMILIES, Query, generate_queries, read_queries, write_queries
+from skipidx.apps.research.whereexpr import And, Atom, Not, Or, parse_where
 
 ROWS = 24_000
 IG = 1024          # rows per data granule -> 24 granules
@@ -21,7 +21,7 @@ IG = 1024          # rows per data granule -> 24 granules
 
 @pytest.fixture(scope="module")
 def values():
-    from skipidx.datagen import generate_table
+    from skipidx.apps.datagen import generate_table
 
     return generate_table(ROWS, seed=3).column("msg")
 
@@ -75,7 +75,7 @@ def test_generator_covers_every_family_and_is_seeded(values, queries):
 
 
 def test_granule_frequency_counts_granules_once_per_token(values):
-    from skipidx.research.querygen import granule_frequency
+    from skipidx.apps.research.querygen import granule_frequency
 
     toks = [b"kraken", b"timeout", b"kraken", b"zyzzyva"]
     got = granule_frequency(values, toks, IG, batch_rows=5000)
@@ -151,8 +151,8 @@ def test_exact_sizing_is_proportional_and_has_twins(bench):
 
 
 def test_reports_written_with_chdb_columns(tmp_path, values, bench):
-    from skipidx.research.chdb_compare import run_chdb
-    from skipidx.research.indexes_report import write_indexes_report
+    from skipidx.apps.research.chdb_compare import run_chdb
+    from skipidx.apps.research.indexes_report import write_indexes_report
 
     bench.chdb = run_chdb(bench, values, show_progress=False)
     try:
@@ -185,7 +185,7 @@ def test_reports_written_with_chdb_columns(tmp_path, values, bench):
         with open(p, "rb") as f:
             assert f.read(8) == b"\x89PNG\r\n\x1a\n"
     # The JSON reads back into a result that renders the same tables.
-    from skipidx.research.indexes_report import indexes_markdown
+    from skipidx.apps.research.indexes_report import indexes_markdown
 
     back = I.BenchResult.from_dict(data)
     assert indexes_markdown(back) == md
@@ -195,7 +195,7 @@ def test_reports_written_with_chdb_columns(tmp_path, values, bench):
 
 def test_engine_agrees_with_the_bench(values, bench):
     """The same DDL through skipidx.connect keeps exactly the granules the bench computed."""
-    from skipidx.research.engine_compare import run_engine
+    from skipidx.apps.research.engine_compare import run_engine
 
     names = ["token_256B_g1", "token_fpp0_01_g4", "ngram3_4096B_g1", "ngram3_fpp0_01_g1", "value_fpp0_01_g1"]
     e = run_engine(bench, values, names=names, show_progress=False)
@@ -204,7 +204,7 @@ def test_engine_agrees_with_the_bench(values, bench):
 
 
 def test_cli_end_to_end(tmp_path, values, capsys):
-    from skipidx.research.cli import bench_main
+    from skipidx.apps.research.cli import bench_main
 
     data = tmp_path / "d.parquet"
     pq.write_table(pa.table({"id": np.arange(len(values)), "msg": values}), data)
@@ -242,14 +242,14 @@ def test_cli_end_to_end(tmp_path, values, capsys):
     (["indexes", "demo:1000"], "--column"),
 ], ids=["missing-file", "demo-column", "tokenizer", "bytes", "fpp", "granularity", "no-column"])
 def test_cli_bad_arguments(argv, match):
-    from skipidx.research.cli import bench_main
+    from skipidx.apps.research.cli import bench_main
 
     with pytest.raises(SkipidxError, match=match):
         bench_main(argv)
 
 
 def test_cli_wrong_column_type(tmp_path):
-    from skipidx.research.cli import bench_main
+    from skipidx.apps.research.cli import bench_main
 
     p = tmp_path / "n.parquet"
     pq.write_table(pa.table({"x": [1, 2, 3]}), p)

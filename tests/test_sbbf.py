@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import skipidx.sbbf as sbbf_mod
-from skipidx.errors import SkipidxError
-from skipidx.sbbf import MAX_BYTES, SALT, SBBF, SBBFBank, optimal_num_bytes, sizing_table
+import skipidx.core.sbbf as sbbf_mod
+from skipidx.core.errors import SkipidxError
+from skipidx.core.sbbf import MAX_BYTES, SALT, SBBF, SBBFBank, optimal_num_bytes, sizing_table
 
 SPEC_SALT = [0x47B6137B, 0x44974D91, 0x8824AD5B, 0xA2B7289D, 0x705495C7, 0x2DF1424B, 0x9EFC4947, 0x5C6BFB31]
 

@@ -12,11 +12,11 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from skipidx._kernels.build import num_bytes_for_ndv, num_bytes_for_rule
-from skipidx.errors import CorruptionError, SkipidxError
+from skipidx.core._kernels.build import num_bytes_for_ndv, num_bytes_for_rule
+from skipidx.core.errors import CorruptionError, SkipidxError
 from skipidx.indexes.base import IndexDef, get_index_type
-from skipidx.research.indexes import putze_min_bytes
-from skipidx.sbbf import MAX_BYTES, SBBF, SBBFBank, exact_num_bytes, optimal_num_bytes
+from skipidx.apps.research.indexes import putze_min_bytes
+from skipidx.core.sbbf import MAX_BYTES, SBBF, SBBFBank, exact_num_bytes, optimal_num_bytes
 
 
 def make(kwargs=(), name="idx", column_type=pa.string()):

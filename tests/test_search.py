@@ -204,7 +204,7 @@ def test_big_random_buffer_equals_reference(seed):
 
 def test_log_lines_equal_reference():
     """Realistic rows (the demo's generator): frequent, rare and absent needles, both cases."""
-    from skipidx import datagen
+    from skipidx.apps import datagen
 
     batch = next(datagen.generate(20_000, 42))
     msg = batch.column(batch.schema.get_field_index("msg"))

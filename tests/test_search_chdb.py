@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 from functions_corpus import chdb_columns, corpus, sql_str, tokens_by_frequency, write_parquet
-from skipidx import datagen
+from skipidx.apps import datagen
 from skipidx.execution import _search as S
 from skipidx.execution.functions import _offsets_data
 

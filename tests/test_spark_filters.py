@@ -24,11 +24,11 @@ from hypothesis import strategies as st  # noqa: E402
 from pyspark.sql import datasource as D  # noqa: E402
 
 import skipidx  # noqa: E402
-from skipidx.spark._plan import TaskSlice, split_tasks  # noqa: E402
-from skipidx.spark.filters import filter_to_expr, filters_to_exprs  # noqa: E402
-from skipidx.spark.source import SkipidxDataSource  # noqa: E402
+from skipidx.apps.spark._plan import TaskSlice, split_tasks  # noqa: E402
+from skipidx.apps.spark.filters import filter_to_expr, filters_to_exprs  # noqa: E402
+from skipidx.apps.spark.source import SkipidxDataSource  # noqa: E402
 from skipidx.store.metadata import ColumnMeta, TableMeta  # noqa: E402
-from skipidx.types import parse_type  # noqa: E402
+from skipidx.core.types import parse_type  # noqa: E402
 
 UTC = dt.timezone.utc
 META = TableMeta("t", [ColumnMeta(n, parse_type(t)) for n, t in [

@@ -12,8 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import skipidx
-from skipidx.datagen import RARE_TOKEN, generate_table
-from skipidx.pipeline import build, build_main
+from skipidx.apps.datagen import RARE_TOKEN, generate_table
+from skipidx.apps.pipeline import build, build_main
 
 ROWS = 24_000
 INDEX_ARGS = [
@@ -122,7 +122,7 @@ def test_text_formats_build_the_same_table_on_both_engines(source, tmp_path, fmt
 
 
 def test_build_errors_are_user_errors(source, tmp_path, capsys):
-    from skipidx.cli import main
+    from skipidx.apps.cli import main
 
     dbdir = str(tmp_path / "db")
     assert main(["build", dbdir, "t", "--from", str(tmp_path / "missing.parquet")]) == 1

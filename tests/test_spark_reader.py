@@ -23,9 +23,9 @@ pytest.importorskip("pyspark")
 from pyspark.sql import datasource as D  # noqa: E402
 
 import skipidx  # noqa: E402
-from skipidx.datagen import RARE_TOKEN, SCHEMA_SQL, generate_table  # noqa: E402
-from skipidx.spark._plan import TaskSlice, planner_cache, split_tasks  # noqa: E402
-from skipidx.spark.source import SkipidxDataSource, _spark_arrow_schema, _to_spark  # noqa: E402
+from skipidx.apps.datagen import RARE_TOKEN, SCHEMA_SQL, generate_table  # noqa: E402
+from skipidx.apps.spark._plan import TaskSlice, planner_cache, split_tasks  # noqa: E402
+from skipidx.apps.spark.source import SkipidxDataSource, _spark_arrow_schema, _to_spark  # noqa: E402
 
 pytestmark = pytest.mark.spark
 
@@ -191,7 +191,7 @@ def test_gc_freeze_only_in_reused_spark_workers(logs, reuse, frozen):
     other process nothing changes."""
     code = textwrap.dedent(f"""
         import gc
-        from skipidx.spark.source import SkipidxDataSource
+        from skipidx.apps.spark.source import SkipidxDataSource
         ds = SkipidxDataSource({{"path": {logs['path']!r}, "where": "hasToken(msg, 'timeout')"}})
         r = ds.reader(ds.schema())
         parts = r.partitions()

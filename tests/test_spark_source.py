@@ -21,7 +21,7 @@ pytest.importorskip("pyspark")
 
 import skipidx  # noqa: E402
 from conftest_spark import get_spark, spark  # noqa: E402,F401  (the shared session fixture)
-from skipidx.datagen import RARE_TOKEN, SCHEMA_SQL, generate_table  # noqa: E402
+from skipidx.apps.datagen import RARE_TOKEN, SCHEMA_SQL, generate_table  # noqa: E402
 
 pytestmark = pytest.mark.spark
 
@@ -180,14 +180,14 @@ def test_bad_where_is_a_skipidx_error(spark, logs):
 def test_explain_reports_pruning_without_spark(logs):
     from pyspark.sql.datasource import EqualTo, Not
 
-    import skipidx.spark
+    import skipidx.apps.spark
 
     tid = _needles(logs["data"])["t1"]
-    st = skipidx.spark.explain(logs["path"], filters=[EqualTo(("trace_id",), tid)])
+    st = skipidx.apps.spark.explain(logs["path"], filters=[EqualTo(("trace_id",), tid)])
     assert st["granules_selected"] < st["granules_total"] == math.ceil(ROWS / GRANULARITY)
-    st_not = skipidx.spark.explain(logs["path"], filters=[Not(EqualTo(("trace_id",), tid))])
+    st_not = skipidx.apps.spark.explain(logs["path"], filters=[Not(EqualTo(("trace_id",), tid))])
     assert st_not["granules_selected"] == st_not["granules_total"], "a bloom filter cannot prune a negation"
-    st_w = skipidx.spark.explain(None, logs["path"], where=f"hasToken(msg, '{RARE_TOKEN}')")
+    st_w = skipidx.apps.spark.explain(None, logs["path"], where=f"hasToken(msg, '{RARE_TOKEN}')")
     assert 0 < st_w["granules_selected"] < st_w["granules_total"]
 
 

@@ -1,6 +1,6 @@
 """skipidx's SQL answers what ClickHouse answers, down to the result's column names.
 
-chDB is the oracle (through ``skipidx._chdb``, one session per process):
+chDB is the oracle (through ``skipidx.apps.research.chdb_session``, one session per process):
 
 - column names: ``SELECT <expr> FROM t`` is named as ClickHouse names it
   (``a + 1`` is ``plus(a, 1)``, ``x BETWEEN 1 AND 2`` is
@@ -27,7 +27,7 @@ import pyarrow as pa
 import pytest
 
 import skipidx
-from skipidx.errors import BindError, ParseError
+from skipidx.core.errors import BindError, ParseError
 from skipidx.sql.ast import KEYWORDS
 from skipidx.sql.parser import IMPLICIT_ALIAS_RESTRICTED, parse
 
@@ -286,7 +286,7 @@ def _chdb_table(ddl: str, rows: str, table: str, prefix: str) -> Iterator[Callab
     """The same table in a scratch chDB database; yields a function that runs a
     ``... FROM <table> ...`` query there (one thread) and returns its Arrow table."""
     pytest.importorskip("chdb")
-    from skipidx import _chdb
+    from skipidx.apps.research import chdb_session as _chdb
 
     name = _chdb.scratch_database(prefix)
     try:
@@ -454,7 +454,7 @@ def test_is_null_is_still_the_operator(db) -> None:
 def test_implicit_aliases_match_every_clickhouse_keyword(ch) -> None:
     """For every word of every keyword chDB lists (upper and lower case), `SELECT a WORD FROM t`
     is accepted by skipidx exactly when ClickHouse accepts it, with the same alias."""
-    from skipidx import _chdb
+    from skipidx.apps.research import chdb_session as _chdb
 
     kws = _chdb.query("SELECT keyword FROM system.keywords", "TabSeparatedRaw").bytes().decode().split("\n")
     words = sorted({w for k in kws for w in k.split() if w.isidentifier()})
@@ -522,7 +522,7 @@ def test_count_distinct_tuples(tuples_db, sql: str, names: list[str], rows: list
 @pytest.mark.chdb
 def test_count_distinct_tuple_goldens_are_clickhouses() -> None:
     pytest.importorskip("chdb")
-    from skipidx import _chdb
+    from skipidx.apps.research import chdb_session as _chdb
 
     name = _chdb.scratch_database("tuples")
     _chdb.query(TUPLE_DDL.replace("TABLE u", f"TABLE {name}.u"))

@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import skipidx
-from skipidx.errors import BindError, SkipidxError
+from skipidx.core.errors import BindError, SkipidxError
 
 # ---------------------------------------------------------------------------
 # golden answers on a small table
@@ -174,7 +174,7 @@ _OPERATOR_NAMES: set[str] = set()
 def test_golden_answers_are_clickhouses(small) -> None:
     """Every golden answer above is chDB's too (names and rows; ordered ones in order)."""
     pytest.importorskip("chdb")
-    from skipidx import _chdb
+    from skipidx.apps.research import chdb_session as _chdb
 
     db = _chdb.scratch_database("golden")
     _chdb.query(SMALL_DDL.replace("TABLE t", f"TABLE {db}.t"))
@@ -310,7 +310,7 @@ def test_distinct_before_order_by(docs, sql: str, rows: list[tuple]) -> None:
 @pytest.mark.chdb
 def test_distinct_before_order_by_is_clickhouses() -> None:
     pytest.importorskip("chdb")
-    from skipidx import _chdb
+    from skipidx.apps.research import chdb_session as _chdb
 
     db = _chdb.scratch_database("docs")
     for ddl, rows in ((DOCS_DDL, DOCS_ROWS), (FLOAT_DDL, FLOAT_ROWS), (KEYED_DDL, KEYED_ROWS)):
@@ -451,7 +451,7 @@ def _generated() -> pa.Table:
 @pytest.fixture(scope="module")
 def gen(tmp_path_factory):
     pytest.importorskip("chdb")
-    from skipidx import _chdb
+    from skipidx.apps.research import chdb_session as _chdb
 
     tmp = tmp_path_factory.mktemp("gen")
     data = _generated()

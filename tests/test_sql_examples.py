@@ -14,8 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import skipidx
-from skipidx import datagen
-from skipidx.demo import build_demo_table, default_examples_dir, render_results
+from skipidx.apps import datagen
+from skipidx.apps.demo import build_demo_table, default_examples_dir, render_results
 from skipidx.sql import parse
 from skipidx.sql.ast import Select
 
@@ -34,7 +34,7 @@ def demo_db(tmp_path_factory):
 @pytest.fixture(scope="module")
 def chdb_session(tmp_path_factory):
     pytest.importorskip("chdb")
-    from skipidx import _chdb
+    from skipidx.apps.research import chdb_session as _chdb
 
     d = tmp_path_factory.mktemp("chdb")
     path = d / "logs.parquet"

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from _store_helpers import ALL_TYPES, log_rows, log_table, make_meta, part_files, state_json, zdef
-from skipidx.errors import SkipidxError
+from skipidx.core.errors import SkipidxError
 from skipidx.store.catalog import Catalog
 from skipidx.store.commit import commit_parts
 from skipidx.store.metadata import TableMeta

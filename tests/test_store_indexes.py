@@ -100,7 +100,7 @@ def test_indexes_after_merge_and_materialize(tmp_path):
 def test_bloom_filter_granule_equals_pyarrow_parquet_filter(tmp_path):
     """Per granule: our bloom_filter bytes == the filter pyarrow writes into a
     Parquet row group of the same values with the same size (ndv, fpp)."""
-    from skipidx.parquet_bloom import read_bloom_filter
+    from skipidx.core.parquet_bloom import read_bloom_filter
 
     table = _table(tmp_path, gran=100)
     table.insert(_rows(300, 7))

@@ -3,7 +3,7 @@
 chunks, schema errors with the file named, nothing written on error."""
 from __future__ import annotations
 
-from skipidx import _chdb as chdb_oracle  # one chDB per process
+from skipidx.apps.research import chdb_session as chdb_oracle  # one chDB per process
 import datetime as dt
 import json
 import os
@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from _store_helpers import make_meta, zdef
-from skipidx.errors import SkipidxError
+from skipidx.core.errors import SkipidxError
 from skipidx.store.catalog import Catalog
 
 COLUMNS = [("id", "UInt8"), ("s", "String"), ("ns", "Nullable(String)"), ("n", "Int32"),

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pytest
 
 import skipidx
-from skipidx.errors import CorruptionError
+from skipidx.core.errors import CorruptionError
 from skipidx.store import commit as C
 from skipidx.store import part as P
 

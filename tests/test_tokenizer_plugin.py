@@ -23,8 +23,8 @@ import pyarrow as pa
 import pytest
 import xxhash
 
-from skipidx.errors import SkipidxError
-from skipidx.tokenizer_api import TokenRequirement, get_tokenizer, known_tokenizers, refresh_tokenizers
+from skipidx.core.errors import SkipidxError
+from skipidx.core.tokenizer_api import TokenRequirement, get_tokenizer, known_tokenizers, refresh_tokenizers
 
 PLUGIN_SRC = Path(__file__).parent / "plugin_dist"
 DIST_NAME = "skipidx-words-lower"
@@ -105,7 +105,7 @@ def test_fresh_process_discovers_plugin(plugin):
     target, _ = plugin
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(target)] + sys.path))
     r = subprocess.run([sys.executable, "-c",
-                        "from skipidx.tokenizer_api import known_tokenizers; print(','.join(known_tokenizers()))"],
+                        "from skipidx.core.tokenizer_api import known_tokenizers; print(','.join(known_tokenizers()))"],
                        capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "words_lower" in r.stdout.strip().split(","), r.stdout

@@ -17,8 +17,8 @@ import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from skipidx.expressions import ascii_lower_scalar
-from skipidx.tokenizer_api import get_tokenizer
+from skipidx.expr.index_expressions import ascii_lower_scalar
+from skipidx.core.tokenizer_api import get_tokenizer
 
 TOKENIZERS = [get_tokenizer("token")] + [get_tokenizer("ngram", n=n) for n in (1, 2, 3, 4)]
 VALUE = get_tokenizer("value")

@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 
 import skipidx_tokenizers._arrow as A
 import skipidx_tokenizers._kernels as K
-from skipidx.errors import SkipidxError
-from skipidx.tokenizer_api import get_tokenizer
+from skipidx.core.errors import SkipidxError
+from skipidx.core.tokenizer_api import get_tokenizer
 
 TOKEN = get_tokenizer("token")
 _REF = re.compile(rb"[0-9A-Za-z\x80-\xff]+")

@@ -14,10 +14,10 @@ import pyarrow as pa
 import pytest
 import xxhash
 
-from skipidx.errors import SkipidxError
-from skipidx.expressions import apply_expression, ascii_lower, ascii_lower_scalar, get_expression
-from skipidx.text_patterns import Literal, like_runs, regex_literals
-from skipidx.tokenizer_api import TokenRequirement, Tokens, get_tokenizer, known_tokenizers, split_by_non_alpha
+from skipidx.core.errors import SkipidxError
+from skipidx.expr.index_expressions import apply_expression, ascii_lower, ascii_lower_scalar, get_expression
+from skipidx.core.text_patterns import Literal, like_runs, regex_literals
+from skipidx.core.tokenizer_api import TokenRequirement, Tokens, get_tokenizer, known_tokenizers, split_by_non_alpha
 
 ALL_BYTES = bytes(range(256))
 
@@ -169,7 +169,7 @@ VALUE_GOLDEN = [
 
 @pytest.mark.parametrize("arr,expected", [g[1:] for g in VALUE_GOLDEN], ids=[g[0] for g in VALUE_GOLDEN])
 def test_value_golden(arr, expected):
-    from skipidx.hashing import parquet_xxh64
+    from skipidx.core.hashing import parquet_xxh64
 
     tok = get_tokenizer("value")
     tk = tok.tokenize(arr)

@@ -8,7 +8,7 @@ empty strings) and the golden rows of ``test_tokenizers.py``.
 * ``tokens(s)`` and ``ngrams(s, n)`` of ClickHouse against ours, row by row
   (n-grams: equal on valid UTF-8; on invalid UTF-8 ours are a superset, see
   ``skipidx_tokenizers._kernels``).
-* ``lower(s)`` against ``skipidx.expressions.ascii_lower``.
+* ``lower(s)`` against ``skipidx.expr.index_expressions.ascii_lower``.
 * Soundness with ClickHouse as the judge: for LIKE / match / startsWith /
   endsWith / multiSearchAny / equals predicates built from the corpus,
   every row ClickHouse says matches holds all tokens of at least one
@@ -16,7 +16,7 @@ empty strings) and the golden rows of ``test_tokenizers.py``.
 """
 from __future__ import annotations
 
-from skipidx import _chdb as chdb_oracle  # one chDB per process
+from skipidx.apps.research import chdb_session as chdb_oracle  # one chDB per process
 import random
 import re
 import zlib
@@ -29,8 +29,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from skipidx.expressions import ascii_lower
-from skipidx.tokenizer_api import get_tokenizer
+from skipidx.expr.index_expressions import ascii_lower
+from skipidx.core.tokenizer_api import get_tokenizer
 
 from test_tokenizers import NGRAM_GOLDEN, TOKEN_GOLDEN, ref_ngrams
 

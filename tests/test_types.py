@@ -7,8 +7,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from skipidx.errors import SkipidxError
-from skipidx.types import ColumnType, cast_to, ch_type_of, parse_type
+from skipidx.core.errors import SkipidxError
+from skipidx.core.types import ColumnType, cast_to, ch_type_of, parse_type
 
 PARSE = [
     ("UInt8", "UInt8", pa.uint8(), False, False),

@@ -41,8 +41,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from skipidx.errors import SkipidxError
-from skipidx.tokenizer_api import Tokens
+from skipidx.core.errors import SkipidxError
+from skipidx.core.tokenizer_api import Tokens
 
 from . import _kernels as K
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numbers
 from typing import Any
 
-from skipidx.errors import SkipidxError
+from skipidx.core.errors import SkipidxError
 
 
 def check_seed(tokenizer: str, seed: Any) -> int:

@@ -30,7 +30,7 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from skipidx._kernels.xxh64 import xxh64_span, xxh64_short
+from skipidx.core._kernels.xxh64 import xxh64_span, xxh64_short
 
 # splitByNonAlpha: a token byte is an ASCII letter or digit, or any byte >= 0x80
 # (so multi-byte UTF-8, and invalid UTF-8 too, always belongs to tokens).

@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from skipidx.errors import SkipidxError
-from skipidx.text_patterns import like_runs
-from skipidx.tokenizer_api import TextTokenizer, Tokens
+from skipidx.core.errors import SkipidxError
+from skipidx.core.text_patterns import like_runs
+from skipidx.core.tokenizer_api import TextTokenizer, Tokens
 
 from . import _kernels as K
 from ._arrow import hash_rows, token_rows

@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from skipidx.text_patterns import like_runs
-from skipidx.tokenizer_api import TextTokenizer, Tokens, split_by_non_alpha
+from skipidx.core.text_patterns import like_runs
+from skipidx.core.tokenizer_api import TextTokenizer, Tokens, split_by_non_alpha
 
 from . import _kernels as K
 from ._arrow import hash_rows, token_hashes_shared, token_rows, token_tokens_shared

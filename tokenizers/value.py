@@ -1,10 +1,10 @@
 """The ``value`` tokenizer: the whole value is the one token, hashed as Parquet hashes it.
 
 The token of a value is its Parquet PLAIN encoding as a Parquet writer
-physically stores it (see :mod:`skipidx.hashing`: int8/16 widened to INT32,
+physically stores it (see :mod:`skipidx.core.hashing`: int8/16 widened to INT32,
 date32 as INT32, strings as their raw bytes, ...), so with seed 0 a filter of
 these hashes equals a Parquet bloom filter of the same values and size
-(``bloom_filter`` index). Any Arrow type :func:`skipidx.hashing.parquet_xxh64`
+(``bloom_filter`` index). Any Arrow type :func:`skipidx.core.hashing.parquet_xxh64`
 supports works; lists (``Array(T)``) contribute their elements (``has``).
 """
 from __future__ import annotations
@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from skipidx.errors import SkipidxError
-from skipidx.text_patterns import like_has_wildcards, like_unescape
-from skipidx.tokenizer_api import NEGATED_FUNCTIONS, TokenRequirement, Tokenizer, Tokens, canonical_function
+from skipidx.core.errors import SkipidxError
+from skipidx.core.text_patterns import like_has_wildcards, like_unescape
+from skipidx.core.tokenizer_api import NEGATED_FUNCTIONS, TokenRequirement, Tokenizer, Tokens, canonical_function
 
 from ._arrow import buffer_views, concat_tokens, empty_tokens, _is_binary_like, _is_list, _list_parents
 from ._common import check_no_params, check_seed
@@ -27,11 +27,11 @@ from . import _kernels as K
 def _fixed_width_plain(values: pa.Array) -> tuple[np.ndarray, int] | None:
     """PLAIN bytes of a fixed-width column as an (n, width) uint8 matrix, or None.
 
-    Uses the physical-type mapping of :mod:`skipidx.hashing` (the one
+    Uses the physical-type mapping of :mod:`skipidx.core.hashing` (the one
     ``parquet_xxh64`` hashes), so the tokens are exactly the hashed bytes;
     None when that mapping is not available, and the caller encodes value by value.
     """
-    from skipidx import hashing
+    from skipidx.core import hashing
 
     physical = getattr(hashing, "_physical", None)
     if physical is None:
@@ -68,7 +68,7 @@ class ValueTokenizer(Tokenizer):
     # -- index side -------------------------------------------------------
     def hash_column(self, values: pa.Array | pa.ChunkedArray, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """(rows of the non-NULL values, XXH64(PLAIN bytes, seed)); seed 0 = ``parquet_xxh64``."""
-        from skipidx.hashing import xxh64_array_with_validity
+        from skipidx.core.hashing import xxh64_array_with_validity
 
         s = check_seed(self.name, seed)
         if isinstance(values, pa.ChunkedArray) and any(_is_list(c.type) for c in values.chunks[:1]):
@@ -119,7 +119,7 @@ class ValueTokenizer(Tokenizer):
             mat, w = fixed
             data = np.ascontiguousarray(mat[rows]).reshape(-1)
             return Tokens(rows, np.arange(len(rows) + 1, dtype=np.int64) * w, data)
-        from skipidx.hashing import plain_encode
+        from skipidx.core.hashing import plain_encode
 
         toks = [plain_encode(values[int(i)], t) for i in rows]
         offs = np.zeros(len(toks) + 1, dtype=np.int64)
@@ -148,7 +148,7 @@ class ValueTokenizer(Tokenizer):
             if isinstance(value, str):
                 value = value.encode("utf-8")
             return [bytes(value)] if isinstance(value, (bytes, bytearray, memoryview)) else None
-        from skipidx.hashing import plain_encode
+        from skipidx.core.hashing import plain_encode
 
         t = value_type.value_type if pa.types.is_dictionary(value_type) else value_type
         if _is_list(t):

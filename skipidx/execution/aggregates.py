@@ -41,7 +41,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from skipidx.errors import SkipidxError
+from skipidx.core.errors import SkipidxError
 
 __all__ = ["AGGREGATE_FUNCTIONS", "AggSpec", "Aggregator", "aggregate", "result_type"]
 

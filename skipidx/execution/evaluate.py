@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from skipidx.errors import SkipidxError
+from skipidx.core.errors import SkipidxError
 from skipidx.execution import functions as F
 from skipidx.planner.bound import BAgg, BCall, BColumn, BConst, BExpr, BFolded
 

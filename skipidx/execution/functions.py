@@ -44,8 +44,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numba import njit
 
-from skipidx._lru import LRU
-from skipidx.errors import SkipidxError
+from skipidx.core.lru import LRU
+from skipidx.core.errors import SkipidxError
 from skipidx.execution import _search
 
 ArrayLike = Union[pa.Array, pa.ChunkedArray]

@@ -54,7 +54,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from skipidx.errors import SkipidxError
+from skipidx.core.errors import SkipidxError
 from skipidx.execution.aggregates import aggregate
 from skipidx.execution.evaluate import evaluate, where_mask
 from skipidx.execution.scan import zero_column_table

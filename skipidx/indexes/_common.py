@@ -7,7 +7,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from skipidx.errors import SkipidxError
+from skipidx.core.errors import SkipidxError
 from skipidx.indexes.base import Atom, BoolMask, IndexDef
 
 #: Comparison atoms and the pyarrow.compute function of each.

@@ -26,7 +26,7 @@ from typing import Any, ClassVar, NamedTuple
 import numpy as np
 import pyarrow as pa
 
-from skipidx.errors import SkipidxError
+from skipidx.core.errors import SkipidxError
 
 
 @dataclass(frozen=True)

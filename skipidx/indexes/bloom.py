@@ -45,21 +45,21 @@ from typing import Any, ClassVar
 import numpy as np
 import pyarrow as pa
 
-from skipidx._kernels import build as kb
-from skipidx._lru import LRU
-from skipidx._kernels.sbbf import SALT, bank_check_any_of
-from skipidx._kernels.xxh64 import xxh64_offsets
-from skipidx.errors import SkipidxError
+from skipidx.core._kernels import build as kb
+from skipidx.core.lru import LRU
+from skipidx.core._kernels.sbbf import SALT, bank_check_any_of
+from skipidx.core._kernels.xxh64 import xxh64_offsets
+from skipidx.core.errors import SkipidxError
 from skipidx.indexes import zones
 from skipidx.indexes._common import (
     atom_text, index_error, int_arg, fpp_arg, is_string_like, null_counts, null_mask,
     null_subject_matches, plain, sql_literal, subject_matches,
 )
-from skipidx.sbbf import SBBFBank
+from skipidx.core.sbbf import SBBFBank
 from skipidx.indexes.base import (
     Atom, BoolMask, IndexAggregator, IndexCondition, IndexDef, IndexGranules, IndexType, register_index_type,
 )
-from skipidx.tokenizer_api import Tokenizer, TokenRequirement, get_tokenizer
+from skipidx.core.tokenizer_api import Tokenizer, TokenRequirement, get_tokenizer
 
 #: A zone whose filter lets more than this share of absent lookups through is
 #: "saturated": it answers maybe and is not checked. 0.9 keeps the filters that

@@ -18,7 +18,7 @@ Schema metadata (all values strings, as Lance stores them): ``skipidx.index_type
 ``bloomfilter_item`` (rows per zone) and ``bloomfilter_probability`` (fpp).
 
 Readers go through :func:`read_common`, which checks every column and
-raises :class:`~skipidx.errors.CorruptionError` for anything unexpected: a
+raises :class:`~skipidx.core.errors.CorruptionError` for anything unexpected: a
 damaged index is never trusted.
 """
 from __future__ import annotations
@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from skipidx.errors import CorruptionError
+from skipidx.core.errors import CorruptionError
 
 PART = "part"
 ZONE_START = "zone_start"

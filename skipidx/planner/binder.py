@@ -22,7 +22,7 @@ does:
   how many granules the indexes pruned -- ClickHouse also raises these
   during analysis.
 
-Errors are :class:`~skipidx.errors.BindError` with the line and column of
+Errors are :class:`~skipidx.core.errors.BindError` with the line and column of
 the offending name in the SQL text.
 """
 from __future__ import annotations
@@ -34,7 +34,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from skipidx.errors import BindError, SkipidxError
+from skipidx.core.errors import BindError, SkipidxError
 from skipidx.planner.bound import (
     BAgg, BCall, BColumn, BConst, BExpr, BFolded, BoundSelect, OrderItem, OutputItem, contains_agg,
 )

@@ -14,7 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from skipidx.errors import BindError, SkipidxError
+from skipidx.core.errors import BindError, SkipidxError
 from skipidx.indexes.base import IndexDef
 from skipidx.planner.binder import Binder, coerce_constant, is_int, is_string, value_type
 from skipidx.planner.bound import BConst
@@ -78,7 +78,7 @@ def index_def_from_ast(ic: A.IndexClause, column_names: Any) -> IndexDef:
 def table_meta_from_ast(s: A.CreateTable):
     """The validated TableMeta of a CREATE TABLE statement."""
     from skipidx.store.metadata import ColumnMeta, TableMeta, make_index_meta, normalize_codec
-    from skipidx.types import parse_type
+    from skipidx.core.types import parse_type
 
     if s.engine is not None and s.engine != "MergeTree":
         raise _err(f"unsupported engine {s.engine!r}: only MergeTree", s)

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from skipidx.planner.query import QueryPlan, prune_plan
 from skipidx.planner.rpn import Op
-from skipidx.result import QueryStats
+from skipidx.planner.stats import QueryStats
 
 
 def explain_lines(plan: QueryPlan, indexes: bool = True) -> tuple[list[str], QueryStats]:

@@ -28,10 +28,10 @@ from typing import Any, Callable, Iterable, NamedTuple
 
 import numpy as np
 
-from skipidx.errors import CorruptionError, SkipidxError
+from skipidx.core.errors import CorruptionError, SkipidxError
 from skipidx.indexes.base import BoolMask, IndexCondition, IndexType, get_index_type
 from skipidx.planner.rpn import RPN, evaluate, polarity, useful_answers
-from skipidx.result import IndexStats
+from skipidx.planner.stats import IndexStats
 
 @dataclass
 class IndexUse:
@@ -440,7 +440,7 @@ class _Combined:
 def _concat_sbbf(gs: list[Any]) -> Any | None:
     """The SBBF granules of several parts as one (granule order kept), or None if they differ in kind."""
     from skipidx.indexes.bloom import SBBFGranules
-    from skipidx.sbbf import SBBFBank
+    from skipidx.core.sbbf import SBBFBank
 
     first = gs[0]
     if not all(type(g) is SBBFGranules for g in gs) or any(

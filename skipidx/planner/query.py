@@ -12,7 +12,7 @@ from skipidx.execution.select import run_select
 from skipidx.planner.bound import BoundSelect, columns_of
 from skipidx.planner.prune import IndexCache, IndexUse, PartSelection, plan_indexes, prune
 from skipidx.planner.rpn import RPN, build_rpn
-from skipidx.result import QueryStats
+from skipidx.planner.stats import QueryStats
 
 #: Granules per read when a LIMIT without ORDER BY/aggregation may stop the scan early.
 LIMIT_BATCH_GRANULES = 8

@@ -4,7 +4,7 @@
     [stmt] = parse("SELECT count() FROM logs WHERE hasToken(msg, 'timeout')")
     expr = parse_expression("msg LIKE '%timeout%' OR level = 'ERROR'")
 
-Errors are :class:`skipidx.errors.ParseError` with 1-based `line`/`column` and,
+Errors are :class:`skipidx.core.errors.ParseError` with 1-based `line`/`column` and,
 for syntax errors, the readable tuple `expected`.
 """
 from __future__ import annotations

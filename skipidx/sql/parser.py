@@ -5,7 +5,7 @@ Public API::
     parse(text) -> list[Statement]        # one or more statements separated by ';'
     parse_expression(text) -> Expr        # a single expression (the Spark `where` option)
 
-Both raise :class:`skipidx.errors.ParseError` -- with a 1-based line and column
+Both raise :class:`skipidx.core.errors.ParseError` -- with a 1-based line and column
 and, for syntax errors, the tuple `expected` -- for every input that is not
 valid SQL; nothing else escapes for any ``str`` input.
 
@@ -53,7 +53,7 @@ from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedInput, UnexpectedToken
 from lark.lexer import Lexer
 
-from skipidx.errors import ParseError
+from skipidx.core.errors import ParseError
 from skipidx.sql import ast as A
 from skipidx.sql.ast import Pos
 

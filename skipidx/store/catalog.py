@@ -13,7 +13,7 @@ import os
 import secrets
 import shutil
 
-from skipidx.errors import SkipidxError
+from skipidx.core.errors import SkipidxError
 from skipidx.store import commit as _commit
 from skipidx.store.commit import TableState, fsync_dir, write_state
 from skipidx.store.metadata import TableMeta, check_identifier

@@ -49,7 +49,7 @@ from typing import Callable, Iterable, Sequence
 
 import xxhash
 
-from skipidx.errors import CorruptionError, SkipidxError
+from skipidx.core.errors import CorruptionError, SkipidxError
 from skipidx.store.metadata import FORMAT_VERSION, TableMeta
 
 __all__ = [

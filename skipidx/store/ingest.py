@@ -16,7 +16,7 @@ from typing import Any, Iterator
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from skipidx.errors import SkipidxError
+from skipidx.core.errors import SkipidxError
 from skipidx.store.metadata import TableMeta
 
 __all__ = ["FORMATS", "open_file_batches", "normalize_format"]

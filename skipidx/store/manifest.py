@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import xxhash
 
-from skipidx.errors import CorruptionError
+from skipidx.core.errors import CorruptionError
 
 __all__ = ["BLOCK_SIZE", "FileSum", "file_sum", "Verifier", "VERIFIER"]
 

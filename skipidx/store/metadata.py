@@ -14,10 +14,10 @@ from typing import Any, Iterable
 
 import pyarrow as pa
 
-from skipidx.errors import SkipidxError
-from skipidx.expressions import get_expression
+from skipidx.core.errors import SkipidxError
+from skipidx.expr.index_expressions import get_expression
 from skipidx.indexes.base import IndexDef, get_index_type
-from skipidx.types import ColumnType, parse_type
+from skipidx.core.types import ColumnType, parse_type
 
 __all__ = [
     "FORMAT_VERSION", "ColumnMeta", "IndexMeta", "TableMeta", "check_identifier",
@@ -225,7 +225,7 @@ def make_index_meta(defn: IndexDef, column_type: ColumnType) -> IndexMeta:
     tok_version = params.get("tokenizer_version")
     if isinstance(tok, str) and tok_version is None:
         # recorded so a later change of the tokenizer's semantics is visible
-        from skipidx.tokenizer_api import get_tokenizer
+        from skipidx.core.tokenizer_api import get_tokenizer
 
         tp = params.get("tokenizer_params")
         tok_version = getattr(get_tokenizer(tok, **(tp if isinstance(tp, dict) else {})), "version", None)

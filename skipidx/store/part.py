@@ -55,15 +55,15 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import xxhash
 
-from skipidx._lru import LRU
-from skipidx.errors import CorruptionError, SkipidxError
-from skipidx.expressions import apply_expression
+from skipidx.core.lru import LRU
+from skipidx.core.errors import CorruptionError, SkipidxError
+from skipidx.expr.index_expressions import apply_expression
 from skipidx.indexes.base import IndexGranules, index_from_meta
 from skipidx.store import commit as _commit
 from skipidx.store.commit import PartEntry, StagedPart, crash_point, fsync_dir, fsync_file, new_part_name
 from skipidx.store.manifest import VERIFIER, FileSum, file_sum
 from skipidx.store.metadata import FORMAT_VERSION, IndexMeta, TableMeta
-from skipidx.types import cast_to
+from skipidx.core.types import cast_to
 
 __all__ = [
     "DATA_FILE", "MANIFEST", "Part", "build_part", "write_part", "conform", "sort_rows",
@@ -119,7 +119,7 @@ def sort_rows(meta: TableMeta, data: pa.Table) -> pa.Table:
 def index_values(meta: IndexMeta, column: pa.Array) -> pa.Array:
     """The index expression's values over a whole column: the column itself or
     e.g. ``lower(column)``, through the registry the planner also uses for
-    query constants (:mod:`skipidx.expressions`), so both sides agree."""
+    query constants (:mod:`skipidx.expr.index_expressions`), so both sides agree."""
     return apply_expression(meta.definition.expr_func, column)
 
 

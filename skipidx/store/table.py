@@ -11,7 +11,7 @@ from typing import Any, Iterable, Iterator
 
 import pyarrow as pa
 
-from skipidx.errors import SkipidxError
+from skipidx.core.errors import SkipidxError
 from skipidx.indexes.base import IndexDef
 from skipidx.store import commit as _commit
 from skipidx.store.commit import ConflictError, StagedPart, TableState, commit_parts, new_part_name

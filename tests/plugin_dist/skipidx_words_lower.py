@@ -20,10 +20,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from skipidx.errors import SkipidxError
-from skipidx.expressions import ascii_lower
-from skipidx.text_patterns import like_runs
-from skipidx.tokenizer_api import TextTokenizer, Tokens
+from skipidx.core.errors import SkipidxError
+from skipidx.expr.index_expressions import ascii_lower
+from skipidx.core.text_patterns import like_runs
+from skipidx.core.tokenizer_api import TextTokenizer, Tokens
 
 # RE2 (UTF-8): a separator is one ASCII code point that is not a letter or digit.
 _SEPARATORS = r"[\x00-\x2f\x3a-\x40\x5b-\x60\x7b-\x7f]+"

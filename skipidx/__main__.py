@@ -1,0 +1,4 @@
+"""``python -m skipidx ...`` is the ``skipidx`` command."""
+from skipidx.apps.cli import main
+
+raise SystemExit(main())

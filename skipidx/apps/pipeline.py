@@ -1,0 +1,263 @@
+"""``skipidx build``: bulk-build a table from files, in-process or on Spark.
+
+::
+
+    skipidx build DBDIR TABLE --from PATH [--format parquet|csv|csvwithnames|json]
+                  [--engine embedded|spark] [--master URL] [--partitions N]
+                  [--order-by KEY] [--index "INDEX ..."]... [--index-granularity N]
+                  [--columns "name Type, ..."]
+
+PATH is a file or a directory of files (Spark's output layout: part files,
+``_SUCCESS`` and hidden files skipped). If TABLE does not exist it is created
+first -- from ``--columns``, or from the Parquet schema (unsigned and
+LowCardinality-free ClickHouse types as Arrow says them) -- with the given
+ORDER BY, indexes and granularity, so both engines build the very same table.
+
+``--engine embedded`` (default) inserts every file in one atomic insert
+(:meth:`skipidx.store.table.Table.insert`). ``--engine spark`` reads PATH
+with Spark (``--master``, default ``local[*]``; any master URL works, the
+table directory must then be on a shared file system) and writes through the
+``skipidx`` data source: each task sorts its rows and writes one part, the
+driver publishes all of them at once (``--partitions N`` repartitions the
+input to N tasks first). Either way a summary follows: rows, parts, index
+bytes and time.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from typing import Any
+
+from skipidx.core.errors import SkipidxError
+
+__all__ = ["build_main", "build", "BuildSummary"]
+
+_EXTS = {"Parquet": (".parquet", ".pq"), "CSV": (".csv",), "CSVWithNames": (".csv",),
+         "JSONEachRow": (".json", ".jsonl", ".ndjson")}
+
+
+class BuildSummary(dict):
+    """Figures of one build: rows, parts, index_bytes, data_bytes, seconds, engine."""
+
+    def line(self) -> str:
+        return (f"built {self['table']}: {self['rows']:,} rows in {self['parts']} part"
+                f"{'s' if self['parts'] != 1 else ''}, index bytes {self['index_bytes']:,} "
+                f"({self['index_bytes'] / 2**20:.1f} MiB), data bytes {self['data_bytes']:,}, "
+                f"{self['seconds']:.2f} s ({self['engine']})")
+
+
+def _input_files(path: str, fmt: str) -> list[str]:
+    """The files of `path` (a file, or a directory's data files in name order)."""
+    if os.path.isfile(path):
+        return [path]
+    if not os.path.isdir(path):
+        raise SkipidxError("no such file or directory", path=path)
+    out = []
+    for root, dirs, files in os.walk(path):
+        dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
+        for f in sorted(files):
+            if f.startswith((".", "_")) or f.endswith(".crc"):
+                continue
+            if fmt in _EXTS and not f.lower().endswith(_EXTS[fmt]):
+                continue
+            out.append(os.path.join(root, f))
+    if not out:
+        raise SkipidxError(f"no {fmt} files in the directory", path=path)
+    return out
+
+
+def _create_sql(table: str, columns: str, order_by: str | None, indexes: list[str],
+                granularity: int | None) -> str:
+    from skipidx.sql.ast import quote_identifier
+
+    body = ", ".join([columns] + list(indexes))
+    sql = f"CREATE TABLE {quote_identifier(table)} ({body}) ENGINE = MergeTree"
+    sql += f" ORDER BY ({order_by})" if order_by and order_by != "tuple()" else " ORDER BY tuple()"
+    if granularity is not None:
+        sql += f" SETTINGS index_granularity = {int(granularity)}"
+    return sql
+
+
+def _columns_from_parquet(files: list[str]) -> str:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from skipidx.sql.ast import quote_identifier
+    from skipidx.core.types import ch_type_of
+
+    try:
+        schema = pq.read_schema(files[0])
+    except (OSError, pa.ArrowException) as e:
+        raise SkipidxError(f"cannot read the Parquet schema: {e}", path=files[0]) from None
+    cols = []
+    for f in schema:
+        t = f.type
+        if pa.types.is_dictionary(t):
+            t = t.value_type
+        if pa.types.is_large_string(t) or pa.types.is_string_view(t):
+            t = pa.string()
+        try:
+            name = ch_type_of(t)
+        except SkipidxError:
+            raise SkipidxError(f"column {f.name!r}: Arrow type {f.type} has no skipidx type; "
+                               "create the table first or give --columns", path=files[0]) from None
+        cols.append(f"{quote_identifier(f.name)} {f'Nullable({name})' if f.nullable else name}")
+    return ", ".join(cols)
+
+
+def _table_stats(table_dir: str, names: set[str]) -> tuple[int, int, int]:
+    """(rows, index bytes, data bytes) of the named parts."""
+    from skipidx.store.commit import PARTS_DIR, read_state
+
+    st = read_state(table_dir)
+    rows = idx = data = 0
+    for p in st.parts:
+        if p.name not in names:
+            continue
+        rows += p.rows
+        d = os.path.join(table_dir, PARTS_DIR, p.name)
+        for f in os.listdir(d):
+            size = os.path.getsize(os.path.join(d, f))
+            if f.startswith("idx."):
+                idx += size
+            elif f == "data.parquet":
+                data += size
+    return rows, idx, data
+
+
+def _spark_session(master: str) -> tuple[Any, bool]:
+    """The active session, else a new one on `master` (True: we own it and stop it)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active, False
+    spark = (SparkSession.builder.master(master).appName("skipidx build")
+             .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+    return spark, True
+
+
+def _spark_error(e: BaseException) -> SkipidxError:
+    """A Spark failure as one readable line (the skipidx error inside it, if any)."""
+    text = str(e)
+    for line in text.splitlines():
+        for marker in ("SkipidxError: ", "BindError: ", "ParseError: ", "CorruptionError: "):
+            if marker in line:
+                return SkipidxError("spark job failed: " + line.split(marker, 1)[1].strip())
+    first = next((ln.strip() for ln in text.splitlines() if ln.strip()), type(e).__name__)
+    return SkipidxError(f"spark job failed: {first[:500]}")
+
+
+def _read_with_spark(spark: Any, path: str, fmt: str, meta: Any) -> Any:
+    from skipidx.apps.spark.filters import spark_schema_of
+
+    if fmt == "Parquet":
+        return spark.read.parquet(path)
+    schema = spark_schema_of(meta)
+    if fmt in ("CSV", "CSVWithNames"):
+        return (spark.read.schema(schema).option("header", fmt == "CSVWithNames").option("nullValue", "\\N")
+                .option("timestampFormat", "yyyy-MM-dd HH:mm:ss").option("mode", "FAILFAST").csv(path))
+    return (spark.read.schema(schema).option("timestampFormat", "yyyy-MM-dd HH:mm:ss")
+            .option("mode", "FAILFAST").json(path))
+
+
+def build(dbdir: str, table: str, source: str, *, fmt: str | None = None, engine: str = "embedded",
+          master: str = "local[*]", partitions: int | None = None, order_by: str | None = None,
+          indexes: list[str] | None = None, index_granularity: int | None = None,
+          columns: str | None = None, quiet: bool = False) -> BuildSummary:
+    """Build (append to) `table` of database `dbdir` from `source`; see the module docstring."""
+    from skipidx.sql.parser import parse
+    from skipidx.store.catalog import Catalog
+    from skipidx.store.commit import read_state
+    from skipidx.store.ingest import normalize_format
+
+    if engine not in ("embedded", "spark"):
+        raise SkipidxError(f"--engine must be embedded or spark, got {engine!r}")
+    if partitions is not None and partitions < 1:
+        raise SkipidxError(f"--partitions must be >= 1, got {partitions}")
+    source = os.path.abspath(source)
+    if not os.path.exists(source):
+        raise SkipidxError("no such file or directory", path=source)
+    if fmt is None and os.path.isdir(source):
+        fmt = "parquet"
+    fmt = normalize_format(fmt if fmt is None else {"json": "jsoneachrow"}.get(fmt.lower(), fmt), source)
+    files = _input_files(source, fmt)
+    cat = Catalog(dbdir)
+    if not cat.exists(table):
+        if columns is None:
+            if fmt != "Parquet":
+                raise SkipidxError(f"table {table!r} does not exist: create it first, or give --columns "
+                                   "'name Type, ...' (a text format does not say its types)")
+            columns = _columns_from_parquet(files)
+        from skipidx.planner.ddl import table_meta_from_ast
+
+        stmts = parse(_create_sql(table, columns, order_by, indexes or [], index_granularity))
+        cat.create_table(table_meta_from_ast(stmts[0]), if_not_exists=True)
+    elif columns is not None or order_by is not None or indexes or index_granularity is not None:
+        raise SkipidxError(f"table {table!r} exists: --columns/--order-by/--index/--index-granularity "
+                           "only apply when the build creates it")
+    t = cat.table(table)
+    before = {p.name for p in read_state(t.path).parts}
+    t0 = time.perf_counter()
+    if engine == "embedded":
+        from itertools import chain
+
+        from skipidx.store.ingest import open_file_batches
+
+        meta = t.meta
+        t.insert(chain.from_iterable(open_file_batches(f, fmt, meta) for f in files))
+    else:
+        spark, owned = _spark_session(master)
+        try:
+            from skipidx.apps.spark import register
+
+            register(spark)
+            try:
+                df = _read_with_spark(spark, source, fmt, t.meta)
+                if partitions is not None:
+                    df = df.repartition(partitions)
+                df.write.format("skipidx").mode("append").save(t.path)
+            except SkipidxError:
+                raise
+            except Exception as e:   # Py4J / PySpark errors: one line, not a JVM stack trace
+                raise _spark_error(e) from None
+        finally:
+            if owned:
+                spark.stop()
+    seconds = time.perf_counter() - t0
+    new = {p.name for p in read_state(t.path).parts} - before
+    rows, idx, data = _table_stats(t.path, new)
+    s = BuildSummary(table=table, rows=rows, parts=len(new), index_bytes=idx, data_bytes=data,
+                     seconds=seconds, engine=engine if engine == "embedded" else f"spark {master}",
+                     files=len(files))
+    if not quiet:
+        print(s.line())
+    return s
+
+
+def build_main(argv: list[str]) -> int:
+    """Entry point of ``skipidx build``; returns the exit code."""
+    p = argparse.ArgumentParser(prog="skipidx build", description="Build a table from files (embedded or Spark).")
+    p.add_argument("dbdir")
+    p.add_argument("table")
+    p.add_argument("--from", dest="source", required=True, help="a file or a directory of files")
+    p.add_argument("--format", choices=["parquet", "csv", "csvwithnames", "json", "jsoneachrow"], default=None,
+                   help="input format (default: from the file extension; parquet for a directory)")
+    p.add_argument("--engine", choices=["embedded", "spark"], default="embedded")
+    p.add_argument("--master", default="local[*]", help="Spark master URL (default local[*])")
+    p.add_argument("--partitions", type=int, default=None, help="Spark tasks (= parts) to write")
+    p.add_argument("--order-by", default=None, help="ORDER BY key when the table is created")
+    p.add_argument("--index", action="append", default=[], help="'INDEX name expr TYPE ...' (repeatable)")
+    p.add_argument("--index-granularity", type=int, default=None)
+    p.add_argument("--columns", default=None, help="'name Type, ...' when the table is created")
+    try:
+        args = p.parse_args(argv)
+    except SystemExit as e:   # --help (0) or a usage error (2, already printed): an exit code, not an exit
+        return int(e.code or 0) if not isinstance(e.code, str) else 2
+    build(args.dbdir, args.table, args.source, fmt=args.format, engine=args.engine, master=args.master,
+          partitions=args.partitions, order_by=args.order_by, indexes=args.index,
+          index_granularity=args.index_granularity, columns=args.columns)
+    return 0

@@ -1,0 +1,391 @@
+"""Parquet bloom filters on disk: the ``BloomFilterHeader`` and reading SBBFs from files.
+
+In a Parquet file a column chunk's bloom filter is a Thrift *compact protocol*
+``BloomFilterHeader`` followed by the bitset (``numBytes`` bytes, the SBBF
+layout of `skipidx.core.sbbf`). The column chunk's metadata points at it with
+``bloom_filter_offset`` and, since format 2.10, ``bloom_filter_length``
+(header + bitset); pyarrow exposes both on ``ColumnChunkMetaData``::
+
+    struct BloomFilterHeader {
+      1: required i32 numBytes;
+      2: required BloomFilterAlgorithm algorithm;        // union { 1: SplitBlockAlgorithm BLOCK }
+      3: required BloomFilterHash hash;                  // union { 1: XxHash XXHASH }
+      4: required BloomFilterCompression compression;    // union { 1: Uncompressed UNCOMPRESSED }
+    }
+
+Every writer in use emits the same 15 bytes around ``numBytes``. The reader
+here is a general, bounds-checked compact-protocol reader: unknown fields are
+skipped (forward compatibility), nesting depth and element counts are bounded
+by the bytes actually present, and every malformed input raises
+`SkipidxError` (never IndexError or struct.error).
+
+Writing Parquet files with bloom filters is pyarrow's job
+(``pq.write_table(..., bloom_filter_options={"col": {"ndv": n, "fpp": p}})``,
+pyarrow >= 24); `bloom_filter_options` builds that argument. pyarrow 26
+builds each column chunk's filter at ``SBBF.for_ndv(n, p)``, inserts the
+chunk's values, and folds it (``SBBF.fold_to_target_fpp(p)``, Arrow's
+``BloomFilterOptions.fold``, on by default) before writing; the same steps
+here with ``parquet_xxh64`` give the same bytes (tests/test_parquet_bloom.py
+checks every row group).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from skipidx.core.errors import SkipidxError
+from skipidx.core.sbbf import MAX_BYTES, SBBF
+
+__all__ = [
+    "BloomFilterHeader",
+    "read_bloom_filter",
+    "read_bloom_filters",
+    "parse_bloom_filter",
+    "serialize_bloom_filter",
+    "bloom_filter_options",
+]
+
+# Thrift compact protocol type ids.
+_T_STOP, _T_TRUE, _T_FALSE, _T_BYTE, _T_I16, _T_I32, _T_I64 = 0, 1, 2, 3, 4, 5, 6
+_T_DOUBLE, _T_BINARY, _T_LIST, _T_SET, _T_MAP, _T_STRUCT, _T_UUID = 7, 8, 9, 10, 11, 12, 13
+
+_MAX_DEPTH = 32
+#: A header is tiny; when a file gives no bloom_filter_length we read this much to parse it.
+_HEADER_PROBE = 256
+
+_ALGORITHMS = {1: "BLOCK"}
+_HASHES = {1: "XXHASH"}
+_COMPRESSIONS = {1: "UNCOMPRESSED"}
+
+
+class _Reader:
+    """A cursor over bytes that raises SkipidxError instead of running past the end."""
+
+    __slots__ = ("buf", "pos", "end", "where")
+
+    def __init__(self, buf: bytes, pos: int, where: str) -> None:
+        self.buf = buf
+        self.pos = pos
+        self.end = len(buf)
+        self.where = where
+
+    def fail(self, msg: str) -> SkipidxError:
+        return SkipidxError(f"malformed Parquet BloomFilterHeader at byte {self.pos}: {msg}", path=self.where)
+
+    def byte(self) -> int:
+        if self.pos >= self.end:
+            raise self.fail("truncated")
+        b = self.buf[self.pos]
+        self.pos += 1
+        return b
+
+    def take(self, n: int) -> bytes:
+        if n < 0 or self.pos + n > self.end:
+            raise self.fail(f"needs {n} more bytes, {self.end - self.pos} left")
+        b = self.buf[self.pos:self.pos + n]
+        self.pos += n
+        return b
+
+    def varint(self, max_bytes: int = 10) -> int:
+        v = 0
+        for i in range(max_bytes):
+            b = self.byte()
+            v |= (b & 0x7F) << (7 * i)
+            if not b & 0x80:
+                return v
+        raise self.fail("varint too long")
+
+    def zigzag(self, bits: int) -> int:
+        u = self.varint(max_bytes=(bits + 6) // 7)
+        if u >> bits:
+            raise self.fail(f"varint does not fit {bits} bits")
+        return (u >> 1) ^ -(u & 1)
+
+    def field(self, last_id: int) -> tuple[int, int]:
+        """(type, field id); type 0 is STOP."""
+        b = self.byte()
+        if b == _T_STOP:
+            return _T_STOP, 0
+        t, delta = b & 0x0F, b >> 4
+        fid = last_id + delta if delta else self.zigzag(16)
+        return t, fid
+
+    def skip(self, t: int, depth: int) -> None:
+        """Skip one value of compact type `t` (bools in a field header carry their value)."""
+        if depth > _MAX_DEPTH:
+            raise self.fail("nesting too deep")
+        if t in (_T_TRUE, _T_FALSE):
+            return
+        if t == _T_BYTE:
+            self.take(1)
+        elif t in (_T_I16, _T_I32, _T_I64):
+            self.varint()
+        elif t == _T_DOUBLE:
+            self.take(8)
+        elif t == _T_UUID:
+            self.take(16)
+        elif t == _T_BINARY:
+            self.take(self.varint(5))
+        elif t in (_T_LIST, _T_SET):
+            h = self.byte()
+            size, et = h >> 4, h & 0x0F
+            if size == 15:
+                size = self.varint(5)
+            self._skip_elems(size, [et], depth)
+        elif t == _T_MAP:
+            size = self.varint(5)
+            if size:
+                kv = self.byte()
+                self._skip_elems(size, [kv >> 4, kv & 0x0F], depth)
+        elif t == _T_STRUCT:
+            self.skip_struct(depth + 1)
+        else:
+            raise self.fail(f"unknown compact type {t}")
+
+    def _skip_elems(self, size: int, types: list[int], depth: int) -> None:
+        # Every element takes at least one byte, so a size beyond the bytes left is a lie.
+        if size * len(types) > self.end - self.pos:
+            raise self.fail(f"collection of {size} elements in {self.end - self.pos} bytes")
+        for _ in range(size):
+            for et in types:
+                if et in (_T_TRUE, _T_FALSE):  # in collections a bool is one byte
+                    self.take(1)
+                else:
+                    self.skip(et, depth + 1)
+
+    def skip_struct(self, depth: int) -> None:
+        last = 0
+        while True:
+            t, fid = self.field(last)
+            if t == _T_STOP:
+                return
+            self.skip(t, depth)
+            last = fid
+
+    def union(self, names: Mapping[int, str], what: str, depth: int) -> str:
+        """A union of empty structs (algorithm/hash/compression): the name of the member set."""
+        chosen = None
+        last = 0
+        while True:
+            t, fid = self.field(last)
+            if t == _T_STOP:
+                break
+            if t != _T_STRUCT:
+                raise self.fail(f"{what}: member {fid} is not a struct (type {t})")
+            self.skip_struct(depth + 1)
+            if chosen is not None:
+                raise self.fail(f"{what}: more than one member set")
+            if fid not in names:
+                raise self.fail(f"unsupported {what} (union member {fid}); only {', '.join(names.values())}")
+            chosen = names[fid]
+            last = fid
+        if chosen is None:
+            raise self.fail(f"{what}: no member set")
+        return chosen
+
+
+@dataclass(frozen=True)
+class BloomFilterHeader:
+    """The Parquet ``BloomFilterHeader``: bitset size and the (only) algorithm, hash and compression."""
+
+    num_bytes: int
+    algorithm: str = "BLOCK"
+    hash: str = "XXHASH"
+    compression: str = "UNCOMPRESSED"
+
+    def to_bytes(self) -> bytes:
+        """Thrift compact encoding (15 bytes for a typical size)."""
+        n = self.num_bytes
+        if isinstance(n, bool) or not isinstance(n, int) or not (0 < n < 2**31):
+            raise SkipidxError(f"BloomFilterHeader.num_bytes must be a positive i32, got {n!r}")
+        if (self.algorithm, self.hash, self.compression) != ("BLOCK", "XXHASH", "UNCOMPRESSED"):
+            raise SkipidxError("only the BLOCK / XXHASH / UNCOMPRESSED bloom filter exists in Parquet")
+        z = (n << 1) ^ (n >> 31)  # zigzag
+        out = bytearray([0x15])  # field 1, delta 1, i32
+        while True:
+            b = z & 0x7F
+            z >>= 7
+            if z:
+                out.append(b | 0x80)
+            else:
+                out.append(b)
+                break
+        # fields 2, 3, 4: struct (union) holding member 1, an empty struct; then STOP.
+        out += b"\x1c\x1c\x00\x00" * 3
+        out.append(0x00)
+        return bytes(out)
+
+    @classmethod
+    def parse(cls, buf: bytes | bytearray | memoryview, offset: int = 0, where: str | None = None) -> tuple["BloomFilterHeader", int]:
+        """Parse a header at `buf[offset:]` -> (header, bytes consumed). Bad bytes -> SkipidxError."""
+        if not isinstance(buf, (bytes, bytearray, memoryview)):
+            raise SkipidxError(f"BloomFilterHeader.parse expects bytes, got {type(buf).__name__}")
+        r = _Reader(bytes(buf), offset, where or "<bytes>")
+        num_bytes = algorithm = hash_ = compression = None
+        last = 0
+        while True:
+            t, fid = r.field(last)
+            if t == _T_STOP:
+                break
+            if fid == 1 and t == _T_I32:
+                num_bytes = r.zigzag(32)
+            elif fid == 2 and t == _T_STRUCT:
+                algorithm = r.union(_ALGORITHMS, "algorithm", 1)
+            elif fid == 3 and t == _T_STRUCT:
+                hash_ = r.union(_HASHES, "hash", 1)
+            elif fid == 4 and t == _T_STRUCT:
+                compression = r.union(_COMPRESSIONS, "compression", 1)
+            elif fid in (1, 2, 3, 4):
+                raise r.fail(f"field {fid} has the wrong type ({t})")
+            else:
+                r.skip(t, 1)  # a field a later format version added
+            last = fid
+        missing = [n for n, v in (("numBytes", num_bytes), ("algorithm", algorithm), ("hash", hash_),
+                                  ("compression", compression)) if v is None]
+        if missing:
+            raise r.fail(f"required field(s) missing: {', '.join(missing)}")
+        if num_bytes <= 0 or num_bytes % 32 or num_bytes > MAX_BYTES:
+            raise r.fail(f"numBytes {num_bytes} is not a valid SBBF size (a multiple of 32 in [32, 128 MiB])")
+        return cls(num_bytes, algorithm, hash_, compression), r.pos - offset
+
+
+def serialize_bloom_filter(f: SBBF) -> bytes:
+    """Header + bitset, as a Parquet file stores a column chunk's bloom filter."""
+    if not isinstance(f, SBBF):
+        raise SkipidxError(f"expected an SBBF, got {type(f).__name__}")
+    return BloomFilterHeader(f.num_bytes).to_bytes() + f.to_bytes()
+
+
+def parse_bloom_filter(buf: bytes | bytearray | memoryview, where: str | None = None) -> SBBF:
+    """An SBBF from header + bitset bytes (extra bytes after the bitset are an error)."""
+    header, used = BloomFilterHeader.parse(buf, 0, where)
+    body = bytes(buf[used:])
+    if len(body) != header.num_bytes:
+        raise SkipidxError(
+            f"bloom filter bitset has {len(body)} bytes, header says {header.num_bytes}", path=where
+        )
+    return SBBF.from_bytes(body)
+
+
+# ------------------------------------------------------------------ files
+
+def _open_metadata(path: str | os.PathLike) -> tuple[pq.FileMetaData, str]:
+    where = os.fspath(path)
+    try:
+        return pq.ParquetFile(where).metadata, where
+    except (OSError, pa.ArrowException, ValueError) as e:
+        raise SkipidxError(f"cannot read Parquet metadata: {e}", path=where) from None
+
+
+def _column_index(md: pq.FileMetaData, column: str | int, where: str) -> int:
+    if isinstance(column, bool):
+        raise SkipidxError(f"bad column {column!r}", path=where)
+    n = md.num_columns
+    if isinstance(column, (int, np.integer)):
+        if not 0 <= column < n:
+            raise SkipidxError(f"column index {column} out of range ({n} leaf columns)", path=where)
+        return int(column)
+    if not isinstance(column, str):
+        raise SkipidxError(f"column must be a name or a leaf index, got {type(column).__name__}", path=where)
+    schema = md.schema
+    paths = [schema.column(i).path for i in range(n)]
+    if column in paths:
+        return paths.index(column)
+    # A top-level name that leads to exactly one leaf (e.g. "tags" for "tags.list.element").
+    under = [i for i, p in enumerate(paths) if p.split(".", 1)[0] == column]
+    if len(under) == 1:
+        return under[0]
+    if under:
+        raise SkipidxError(f"column {column!r} has {len(under)} leaves; name one of: "
+                           f"{', '.join(paths[i] for i in under)}", path=where)
+    raise SkipidxError(f"no column {column!r}; columns: {', '.join(paths)}", path=where)
+
+
+def _read_at(fh, offset: int, length: int, size: int, where: str) -> bytes:
+    if offset < 0 or length < 0 or offset + length > size:
+        raise SkipidxError(f"bloom filter at [{offset}, {offset + length}) lies outside the file ({size} bytes)",
+                           path=where)
+    fh.seek(offset)
+    b = fh.read(length)
+    if len(b) != length:
+        raise SkipidxError("file shorter than its metadata says", path=where)
+    return b
+
+
+def _read_one(fh, size: int, md: pq.FileMetaData, row_group: int, col: int, where: str) -> SBBF | None:
+    cc = md.row_group(row_group).column(col)
+    offset = cc.bloom_filter_offset
+    if offset is None:
+        return None
+    length = cc.bloom_filter_length
+    if length is not None:
+        return parse_bloom_filter(_read_at(fh, offset, length, size, where), where)
+    # Older writers record only the offset: parse the header, then read numBytes.
+    probe = _read_at(fh, offset, min(_HEADER_PROBE, max(0, size - offset)), size, where)
+    header, used = BloomFilterHeader.parse(probe, 0, where)
+    return SBBF.from_bytes(_read_at(fh, offset + used, header.num_bytes, size, where))
+
+
+def read_bloom_filter(path: str | os.PathLike, row_group: int, column: str | int) -> SBBF | None:
+    """The bloom filter of one column chunk of a Parquet file, or None if that chunk has none.
+
+    `column` is a leaf's dotted path (``"a.b"``), a top-level name with a
+    single leaf, or a leaf index. Bad files, offsets, headers, row groups or
+    column names raise SkipidxError naming the file.
+    """
+    md, where = _open_metadata(path)
+    if isinstance(row_group, bool) or not isinstance(row_group, (int, np.integer)) or not 0 <= row_group < md.num_row_groups:
+        raise SkipidxError(f"row group {row_group!r} out of range ({md.num_row_groups} row groups)", path=where)
+    col = _column_index(md, column, where)
+    try:
+        with open(where, "rb") as fh:
+            return _read_one(fh, os.fstat(fh.fileno()).st_size, md, int(row_group), col, where)
+    except OSError as e:
+        raise SkipidxError(f"cannot read bloom filter: {e}", path=where) from None
+
+
+def read_bloom_filters(path: str | os.PathLike, column: str | int) -> list[SBBF | None]:
+    """`read_bloom_filter` for every row group of the file, in order."""
+    md, where = _open_metadata(path)
+    col = _column_index(md, column, where)
+    try:
+        with open(where, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            return [_read_one(fh, size, md, rg, col, where) for rg in range(md.num_row_groups)]
+    except OSError as e:
+        raise SkipidxError(f"cannot read bloom filters: {e}", path=where) from None
+
+
+def bloom_filter_options(columns: Iterable[str] | Mapping[str, Mapping[str, float]], ndv: int | None = None,
+                         fpp: float | None = None) -> dict[str, dict[str, float]]:
+    """The ``bloom_filter_options`` argument of ``pq.write_table`` (pyarrow >= 24).
+
+    ``bloom_filter_options(["a", "b"], ndv=10_000, fpp=0.01)`` ->
+    ``{"a": {"ndv": 10000, "fpp": 0.01}, "b": {...}}``; a mapping passes through
+    after validation. pyarrow sizes each chunk's filter as
+    ``SBBF.for_ndv(ndv, fpp)`` and then folds it to `fpp` (defaults: ndv
+    1_048_576 (the maximum row-group length), fpp 0.05).
+    """
+    from skipidx.core.sbbf import _check_ndv_fpp
+
+    if isinstance(columns, Mapping):
+        out: dict[str, dict[str, float]] = {}
+        for name, o in columns.items():
+            if not isinstance(o, Mapping) or set(o) - {"ndv", "fpp"}:
+                raise SkipidxError(f"bloom filter options for {name!r} must be a dict with 'ndv'/'fpp'")
+            n, p = _check_ndv_fpp(o.get("ndv", 1_048_576), o.get("fpp", 0.05))
+            out[str(name)] = {"ndv": n, "fpp": p}
+        return out
+    cols = [columns] if isinstance(columns, str) else list(columns)
+    opts: dict[str, float] = {}
+    n, p = _check_ndv_fpp(1_048_576 if ndv is None else ndv, 0.05 if fpp is None else fpp)
+    if ndv is not None:
+        opts["ndv"] = n
+    if fpp is not None:
+        opts["fpp"] = p
+    return {str(c): dict(opts) for c in cols}

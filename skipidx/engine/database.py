@@ -1,0 +1,234 @@
+"""The embedded database: ``skipidx.connect(path)`` returns a :class:`Database`.
+
+``db.sql(text)`` parses every ``;``-separated statement first (a parse error
+runs nothing), then runs them in order and returns the last one's
+:class:`~skipidx.engine.result.Result` (``db.sql_all`` returns all of them). A
+SELECT goes binder -> RPN -> pruning -> scan of the kept mark ranges ->
+exact WHERE -> projection/aggregation/ORDER BY/LIMIT; DDL and INSERT go to
+the store. Every user mistake is a :class:`~skipidx.core.errors.SkipidxError`,
+and a failed statement leaves the database as it was.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from typing import Any
+
+import pyarrow as pa
+
+from skipidx.core.errors import BindError, SkipidxError
+from skipidx.engine.result import QueryStats, Result
+from skipidx.sql import ast as A
+
+
+class Database:
+    """A database directory (created if missing); with no path, a temporary one removed on close()."""
+
+    def __init__(self, path: str | os.PathLike | None = None) -> None:
+        from skipidx.store.catalog import Catalog
+
+        self._temp = path is None
+        self.path = tempfile.mkdtemp(prefix="skipidx-") if path is None else os.fspath(path)
+        try:
+            self.catalog = Catalog(self.path)
+        except BaseException:
+            if self._temp:
+                shutil.rmtree(self.path, ignore_errors=True)
+            raise
+        from skipidx.planner.prune import IndexCache
+
+        #: loaded index granules of immutable parts, shared by queries (bounded by bytes)
+        self.index_cache = IndexCache()
+        self._closed = False
+
+    # -- lifecycle ----------------------------------------------------------
+    def close(self) -> None:
+        """Close the database; a temporary one is removed."""
+        if self._closed:
+            return
+        self._closed = True
+        self.index_cache.clear()
+        if self._temp:
+            shutil.rmtree(self.path, ignore_errors=True)
+            # pooled readers of the removed files would keep their mappings
+            # (and the deleted files' disk space) until the next sweep
+            from skipidx.store.part import release_readers
+            release_readers([self.path])
+
+    def __enter__(self) -> "Database":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SkipidxError("the database is closed")
+
+    def __repr__(self) -> str:
+        return f"Database({self.path!r}{', temporary' if self._temp else ''})"
+
+    # -- API ----------------------------------------------------------------
+    def sql(self, text: str) -> Result:
+        """Run the statements of `text` in order; the Result of the last one."""
+        return self.sql_all(text)[-1]
+
+    def sql_all(self, text: str) -> list[Result]:
+        """Run the statements of `text` in order; one Result per statement."""
+        self._check_open()
+        from skipidx.sql.parser import parse
+
+        if not isinstance(text, str):
+            raise SkipidxError(f"SQL text must be a str, got {type(text).__name__}")
+        statements = parse(text)
+        if not statements:
+            raise SkipidxError("empty statement: the SQL text holds no statement")
+        return [self.execute(s) for s in statements]
+
+    def execute(self, stmt: A.Statement) -> Result:
+        """Run one parsed statement."""
+        self._check_open()
+        try:
+            return self._dispatch(stmt)
+        except SkipidxError:
+            raise
+        except (pa.ArrowException, OSError) as e:
+            # data-dependent failures inside Arrow or the file system are reported, not crashed on
+            raise SkipidxError(f"{type(e).__name__}: {e}") from None
+
+    def insert(self, table: str, data: Any) -> int:
+        """Insert a pyarrow Table/RecordBatch/RecordBatchReader or pandas DataFrame; rows written."""
+        self._check_open()
+        return int(self.catalog.table(table).insert(data))
+
+    def tables(self) -> list[str]:
+        self._check_open()
+        return self.catalog.list_tables()
+
+    def table_meta(self, name: str):
+        """The metadata (schema, ORDER BY, indexes) of table `name`."""
+        self._check_open()
+        return self.catalog.table(name).meta
+
+    # -- dispatch -----------------------------------------------------------
+    def _dispatch(self, s: A.Statement) -> Result:
+        if isinstance(s, A.Select):
+            return self._select(s)
+        if isinstance(s, A.Explain):
+            return self._explain(s)
+        if isinstance(s, A.CreateTable):
+            from skipidx.planner.ddl import table_meta_from_ast
+
+            meta = table_meta_from_ast(s)
+            created = self.catalog.create_table(meta, if_not_exists=s.if_not_exists)
+            return Result(message="created table" if created is not None else "table exists")
+        if isinstance(s, A.DropTable):
+            dropped = self.catalog.drop_table(s.table.name, if_exists=s.if_exists)
+            return Result(message="dropped table" if dropped else "no such table")
+        if isinstance(s, A.InsertValues):
+            from skipidx.planner.ddl import values_table
+
+            t = self._table(s.table)
+            data = values_table(t.meta, s)
+            n = t.insert(data)
+            return Result(message=f"inserted {n} rows")
+        if isinstance(s, A.InsertFile):
+            t = self._table(s.table)
+            if s.columns is not None and list(s.columns) != t.meta.column_names:
+                raise BindError("INSERT ... FROM INFILE with a column list is not supported; "
+                                "the file must hold the table's columns",
+                                line=s.pos.line or None, column=s.pos.column or None)
+            n = t.insert_file(s.path, s.format)
+            return Result(message=f"inserted {n} rows")
+        if isinstance(s, A.AlterAddIndex):
+            from skipidx.planner.ddl import index_def_from_ast
+
+            t = self._table(s.table)
+            defn = index_def_from_ast(s.index, t.meta)
+            t.add_index(defn, if_not_exists=s.if_not_exists)
+            return Result(message=f"added index {defn.name}")
+        if isinstance(s, A.AlterDropIndex):
+            t = self._table(s.table)
+            t.drop_index(s.name, if_exists=s.if_exists)
+            return Result(message=f"dropped index {s.name}")
+        if isinstance(s, A.AlterMaterializeIndex):
+            t = self._table(s.table)
+            t.materialize_index(s.name)
+            return Result(message=f"materialized index {s.name}")
+        if isinstance(s, A.Optimize):
+            t = self._table(s.table)
+            t.optimize(final=s.final)
+            return Result(message="optimized")
+        if isinstance(s, A.ShowTables):
+            return Result(pa.table({"name": pa.array(self.catalog.list_tables(), pa.string())}))
+        if isinstance(s, A.Describe):
+            meta = self._table(s.table).meta
+            return Result(pa.table({
+                "name": pa.array([c.name for c in meta.columns], pa.string()),
+                "type": pa.array([c.type.name for c in meta.columns], pa.string()),
+                # ClickHouse's DESCRIBE column of that name ('' when no CODEC was declared)
+                "codec_expression": pa.array([c.codec or "" for c in meta.columns], pa.string()),
+            }))
+        raise SkipidxError(f"unsupported statement {type(s).__name__}")
+
+    def _table(self, ref: A.TableRef):
+        try:
+            return self.catalog.table(ref.name)
+        except BindError:
+            raise
+        except SkipidxError as e:
+            if ref.pos.line:
+                raise BindError(e.message, line=ref.pos.line, column=ref.pos.column) from None
+            raise
+
+    # -- SELECT -----------------------------------------------------------
+    def _plan(self, s: A.Select):
+        from skipidx.planner.binder import bind_select
+        from skipidx.planner.query import plan_query
+
+        if s.table is None:
+            return None, bind_select(None, s), None
+        table = self._table(s.table)
+        snap = table.snapshot()
+        try:
+            bs = bind_select(snap.meta, s)
+            return snap, bs, plan_query(snap, bs, self.index_cache)
+        except BaseException:
+            snap.close()
+            raise
+
+    def _select(self, s: A.Select) -> Result:
+        from skipidx.planner.query import run_constant_select, run_query
+
+        snap, bs, plan = self._plan(s)
+        if snap is None:
+            return Result(run_constant_select(bs))
+        with snap:
+            table, stats = run_query(plan)
+        return Result(table, stats)
+
+    def _explain(self, s: A.Explain) -> Result:
+        from skipidx.planner.explain import explain_lines
+
+        snap, bs, plan = self._plan(s.select)
+        if snap is None:
+            lines = ["Expression", "  (no table: nothing to read)"]
+            return Result(pa.table({"explain": pa.array(lines, pa.string())}))
+        with snap:
+            lines, stats = explain_lines(plan, indexes=s.indexes)
+        return Result(pa.table({"explain": pa.array(lines, pa.string())}), stats)
+
+
+def connect(path: str | os.PathLike | None = None) -> Database:
+    """Open (or create) a database directory; no path: a temporary database."""
+    return Database(path)
+
+
+__all__ = ["Database", "connect", "QueryStats", "Result"]

@@ -1,0 +1,1 @@
+"""Typed expressions: the bound tree, its visitors and the function catalogue."""
