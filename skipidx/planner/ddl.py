@@ -81,7 +81,11 @@ def table_meta_from_ast(s: A.CreateTable):
     from skipidx.core.types import parse_type
 
     if s.engine is not None and s.engine != "MergeTree":
-        raise _err(f"unsupported engine {s.engine!r}: only MergeTree", s)
+        raise _err(f"unsupported engine {s.engine!r}: MergeTree, or ParquetFiles('glob') over existing files", s)
+    if s.engine_args:
+        raise _err("ENGINE = MergeTree takes no arguments", s)
+    if not s.has_elements:
+        raise _err(f"table {s.table.name!r}: a MergeTree table needs its column list", s)
     columns = []
     for c in s.columns:
         try:

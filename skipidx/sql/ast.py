@@ -92,7 +92,7 @@ KEYWORDS = frozenset(
     """
     ADD ALTER AND AS ASC BETWEEN BY CREATE DESC DESCRIBE DISTINCT DROP ENGINE EXISTS EXPLAIN
     FALSE FINAL FIRST FORMAT FROM GRANULARITY GROUP HAVING IF ILIKE IN INDEX INFILE INSERT INTO
-    IS LAST LIKE LIMIT MATERIALIZE NOT NULL NULLS OFFSET OPTIMIZE OR ORDER PLAN SELECT SETTINGS SHOW
+    IS LAST LIKE LIMIT MATERIALIZE NOT NULL NULLS OFFSET OPTIMIZE OR ORDER PLAN REFRESH SELECT SETTINGS SHOW
     TABLE TABLES TRUE TYPE VALUES WHERE INF INFINITY NAN
     """.split()
 )
@@ -572,6 +572,10 @@ class CreateTable(Statement):
     settings: tuple[KeywordArg, ...] = ()
     if_not_exists: bool = False
     pos: Pos = _pos_field()
+    #: the engine's arguments: ``ENGINE = ParquetFiles('lake/**/*.parquet')``
+    engine_args: tuple[Literal, ...] = ()
+    #: whether the ``(columns, indexes)`` list was written (an external table may infer its columns)
+    has_elements: bool = True
 
     def settings_dict(self) -> dict[str, Literal]:
         """SETTINGS as a dict (name -> literal)."""
@@ -580,9 +584,11 @@ class CreateTable(Statement):
     def to_sql(self) -> str:
         elements = [c.to_sql() for c in self.columns] + [i.to_sql() for i in self.indexes]
         text = "CREATE TABLE " + ("IF NOT EXISTS " if self.if_not_exists else "")
-        text += f"{_table_sql(self.table)} ({', '.join(elements)})"
+        text += _table_sql(self.table) + (f" ({', '.join(elements)})" if self.has_elements or elements else "")
         if self.engine is not None:
             text += f" ENGINE = {quote_identifier(self.engine)}"
+            if self.engine_args:
+                text += f"({', '.join(a.to_sql() for a in self.engine_args)})"
         if self.order_by is not None:
             if len(self.order_by) == 1 and not isinstance(self.order_by[0], TupleLiteral):
                 text += f" ORDER BY {self.order_by[0].to_sql()}"
@@ -688,6 +694,18 @@ class AlterMaterializeIndex(Statement):
 
 
 @dataclass(frozen=True)
+class AlterRefresh(Statement):
+    """``ALTER TABLE t REFRESH``: an external table indexes its new data files and
+    drops the sidecars of removed or changed ones."""
+
+    table: TableRef
+    pos: Pos = _pos_field()
+
+    def to_sql(self) -> str:
+        return f"ALTER TABLE {_table_sql(self.table)} REFRESH"
+
+
+@dataclass(frozen=True)
 class Optimize(Statement):
     """``OPTIMIZE TABLE t [FINAL]``: merge parts."""
 
@@ -776,7 +794,7 @@ __all__ = [
     "Star", "FunctionCall", "BinaryOp", "BoolOp", "UnaryOp", "Like", "InList", "IsNull", "Between",
     "TableRef", "TypeExpr", "CodecSpec", "ColumnDef", "KeywordArg", "IndexClause", "SelectItem", "OrderItem",
     "CreateTable", "DropTable", "InsertValues", "InsertFile", "AlterAddIndex", "AlterDropIndex",
-    "AlterMaterializeIndex", "Optimize", "Select", "Explain", "ShowTables", "Describe",
+    "AlterMaterializeIndex", "AlterRefresh", "Optimize", "Select", "Explain", "ShowTables", "Describe",
     "COMPARISON_OPS", "ADDITIVE_OPS", "MULTIPLICATIVE_OPS", "INFILE_FORMATS", "KEYWORDS",
     "quote_identifier", "quote_string",
 ]

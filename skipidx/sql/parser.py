@@ -77,7 +77,7 @@ _KEYWORD_TERMINALS = {
     for w in """
     ADD ALTER AND AS ASC BETWEEN BY CODEC CREATE DESC DESCRIBE DISTINCT DROP ENGINE EXISTS EXPLAIN
     FALSE FINAL FIRST FORMAT FROM GRANULARITY GROUP HAVING IF ILIKE IN INDEX INFILE INSERT INTO
-    IS LAST LIKE LIMIT MATERIALIZE NOT NULL NULLS OFFSET OPTIMIZE OR ORDER PLAN SELECT SETTINGS SHOW
+    IS LAST LIKE LIMIT MATERIALIZE NOT NULL NULLS OFFSET OPTIMIZE OR ORDER PLAN REFRESH SELECT SETTINGS SHOW
     TABLE TABLES TRUE TYPE VALUES WHERE
     """.split()
 }
@@ -736,7 +736,11 @@ class _AstBuilder(Transformer):
 
     def engine_clause(self, c: list) -> _Clause:
         name = next(t for t in c[1:] if isinstance(t, Token) and t.type == "IDENT")
-        return _Clause("engine", name.decoded, _pos(c[0]))
+        args = tuple(x for x in c if isinstance(x, A.Literal))
+        return _Clause("engine", (name.decoded, args), _pos(c[0]))
+
+    def table_elements(self, c: list) -> _Clause:
+        return _Clause("elements", tuple(x for x in c if isinstance(x, (A.ColumnDef, A.IndexClause))), _pos(c[0]))
 
     def key_clause(self, c: list) -> _Clause:
         key = c[2]
@@ -763,16 +767,19 @@ class _AstBuilder(Transformer):
 
     def create_table(self, c: list) -> A.CreateTable:
         name = c[3]
-        columns = tuple(x for x in c if isinstance(x, A.ColumnDef))
-        indexes = tuple(x for x in c if isinstance(x, A.IndexClause))
+        cl = _clauses(c)
+        elements = cl["elements"].value if "elements" in cl else ()
+        columns = tuple(x for x in elements if isinstance(x, A.ColumnDef))
+        indexes = tuple(x for x in elements if isinstance(x, A.IndexClause))
         _check_unique([(x.name, x) for x in columns], "column")
         _check_unique([(x.name, x) for x in indexes], "index")
-        cl = _clauses(c)
         return A.CreateTable(
             table=A.TableRef(name.decoded, pos=_pos(name)),
             columns=columns,
             indexes=indexes,
-            engine=cl["engine"].value if "engine" in cl else None,
+            engine=cl["engine"].value[0] if "engine" in cl else None,
+            engine_args=cl["engine"].value[1] if "engine" in cl else (),
+            has_elements="elements" in cl,
             order_by=cl["key"].value if "key" in cl else None,
             settings=cl["settings"].value if "settings" in cl else (),
             if_not_exists="if_not_exists" in cl,
@@ -797,6 +804,10 @@ class _AstBuilder(Transformer):
     def alter_materialize_index(self, c: list) -> A.AlterMaterializeIndex:
         table, name = c[2], c[5]
         return A.AlterMaterializeIndex(A.TableRef(table.decoded, pos=_pos(table)), name.decoded, pos=_pos(c[0]))
+
+    def alter_refresh(self, c: list) -> A.AlterRefresh:
+        table = c[2]
+        return A.AlterRefresh(A.TableRef(table.decoded, pos=_pos(table)), pos=_pos(c[0]))
 
     def optimize(self, c: list) -> A.Optimize:
         table = c[2]
