@@ -106,7 +106,7 @@ def bench_layouts(rows: pa.Table, granule: int = 8192) -> None:
 
 def bench_part_read(rows: pa.Table) -> None:
     from skipidx.store.catalog import Catalog
-    from skipidx.store.manifest import VERIFIER
+    from skipidx.store.checksums import VERIFIER
     from skipidx.store.metadata import ColumnMeta, TableMeta
     from skipidx.store.part import _FOOTERS
     from skipidx.core.types import ch_type_of, parse_type
@@ -123,7 +123,7 @@ def bench_part_read(rows: pa.Table) -> None:
     with t.snapshot() as s:
         p = s.parts[0]
         n = p.n_granules
-        from skipidx.store.part import DATA_FILE
+        from skipidx.store.manifest import DATA_FILE
 
         path = os.path.join(p.path, DATA_FILE)
         fs = p._filesum(DATA_FILE)

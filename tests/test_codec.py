@@ -159,7 +159,7 @@ def test_round_trip_and_parquet_codecs(db):
 
 def test_zstd_level_reaches_the_writer(db, monkeypatch):
     """Parquet's footer does not record the level: check what the part writer is given."""
-    from skipidx.store import part as part_mod
+    from skipidx.store import writer as part_mod
 
     seen = []
     real = part_mod.pq.ParquetWriter

@@ -11,8 +11,8 @@ import pytest
 
 from _store_helpers import log_rows, log_table, zdef
 from skipidx.core.errors import CorruptionError, SkipidxError
-from skipidx.store import manifest as manifest_mod
-from skipidx.store.manifest import VERIFIER
+from skipidx.store import checksums as checksums_mod
+from skipidx.store.checksums import VERIFIER
 from skipidx.store.part import clear_caches
 from skipidx.store.table import Table
 
@@ -105,7 +105,7 @@ def test_damaged_part_file_is_detected(tmp_path, fname, action):
 def test_only_the_granules_read_are_verified(tmp_path, monkeypatch):
     """Verification is O(granules read): a flipped byte in granule 7 fails a
     read of granule 7, not a read of granule 0 (small checksum blocks)."""
-    monkeypatch.setattr(manifest_mod, "BLOCK_SIZE", 512)
+    monkeypatch.setattr(checksums_mod, "BLOCK_SIZE", 512)
     table = _table(tmp_path)
     with table.snapshot() as snap:
         part = snap.parts[0]
@@ -232,7 +232,7 @@ def test_alter_never_launders_damage(tmp_path, op):
 def test_verification_cache_is_bounded_and_reverifies_after_eviction(tmp_path):
     """The per-process cache of verified blocks keeps the most recently read
     files only; a forgotten file is hashed again (and still caught if damaged)."""
-    from skipidx.store.manifest import Verifier, file_sum
+    from skipidx.store.checksums import Verifier, file_sum
 
     files = []
     for i in range(5):

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import skipidx
-from skipidx.store import part as P
+from skipidx.store import encoding, manifest
 
 DDL = """CREATE TABLE t (id UInt64, uniq String, low String, nlow Nullable(String), lc LowCardinality(String),
     big UInt64, small UInt16, flag Bool, ts DateTime,
@@ -56,7 +56,7 @@ def db():
 
 
 def _dict_pages(part) -> dict[str, bool]:
-    md = pq.read_metadata(os.path.join(part.path, P.DATA_FILE))
+    md = pq.read_metadata(os.path.join(part.path, manifest.DATA_FILE))
     out = {}
     for j in range(md.num_columns):
         name = md.schema.column(j).name
@@ -79,12 +79,12 @@ def test_choose_dictionary_columns_thresholds():
         d.sql(DDL)
         meta = d.catalog.table("t").snapshot().meta
     t = _rows(0, 1024)
-    assert P.choose_dictionary_columns(meta, t, 256) == ["low", "nlow", "lc", "small"]
+    assert encoding.choose_dictionary_columns(meta, t, 256) == ["low", "nlow", "lc", "small"]
     # a string repeated 4 times per granule is dictionary-encoded, twice is not
     for reps, expect in ((4, True), (2, False)):
         u = t.set_column(1, "uniq", pa.array([f"r{i // reps}" for i in range(1024)]))
-        assert ("uniq" in P.choose_dictionary_columns(meta, u, 256)) is expect, f"{reps} repeats"
-    assert P.choose_dictionary_columns(meta, t.slice(0, 0), 256) == []
+        assert ("uniq" in encoding.choose_dictionary_columns(meta, u, 256)) is expect, f"{reps} repeats"
+    assert encoding.choose_dictionary_columns(meta, t.slice(0, 0), 256) == []
 
 
 def test_dictionary_read_equals_decoded_read(db):
@@ -108,8 +108,8 @@ def test_dictionary_read_equals_decoded_read(db):
 def test_parts_without_the_record_read_decoded(db):
     (part, man), = _part_files(db)
     old = {k: v for k, v in man.items() if k != "dictionary"}
-    assert P._PartInfo(old).dictionary == frozenset()
-    part._info = P._PartInfo(old)     # as a part written before the record existed
+    assert manifest.PartInfo(old).dictionary == frozenset()
+    part._info = manifest.PartInfo(old)     # as a part written before the record existed
     t = part.read(["low"], dictionary=["low"])
     assert t.schema.field("low").type == pa.string(), "a part without the record must read decoded"
 
@@ -138,6 +138,6 @@ def test_bad_dictionary_record_is_corruption(tmp_path, db):
     d = tmp_path / "p"
     d.mkdir()
     bad = dict(man, dictionary="low")
-    (d / P.MANIFEST).write_text(json.dumps(bad))
+    (d / manifest.MANIFEST).write_text(json.dumps(bad))
     with pytest.raises(CorruptionError, match="dictionary"):
-        P.read_manifest(str(d))
+        manifest.read_manifest(str(d))

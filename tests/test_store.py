@@ -19,7 +19,8 @@ from skipidx.core.errors import SkipidxError
 from skipidx.store.catalog import Catalog
 from skipidx.store.commit import commit_parts
 from skipidx.store.metadata import TableMeta
-from skipidx.store.part import DATA_FILE, build_part
+from skipidx.store.manifest import DATA_FILE
+from skipidx.store.writer import build_part
 
 # ---------------------------------------------------------------- data
 
@@ -155,7 +156,7 @@ def test_lower_expression_index(tmp_path):
 def test_index_build_is_chunked_for_big_parts(tmp_path, monkeypatch):
     """Parts larger than INDEX_CHUNK_ROWS are indexed zone-chunk by zone-chunk,
     with the same zones as in one go."""
-    import skipidx.store.part as part_mod
+    import skipidx.store.writer as part_mod
 
     monkeypatch.setattr(part_mod, "INDEX_CHUNK_ROWS", 50)
     _, table = log_table(str(tmp_path), granularity=10, indexes=[zdef("z", "msg", 2)])
@@ -496,7 +497,7 @@ def test_streaming_merge_equals_a_full_sort(tmp_path, monkeypatch, order_by, chu
     """A merge streams in chunks (of whole index granules); the result is the
     stable sort of all parts' rows, whatever the chunk size, with duplicates,
     NULL keys, and parts of very different sizes."""
-    import skipidx.store.part as part_mod
+    import skipidx.store.writer as part_mod
 
     monkeypatch.setattr(part_mod, "INDEX_CHUNK_ROWS", chunk_rows)
     meta = make_meta("t", [("k1", "Int8"), ("k2", "Nullable(String)"), ("v", "UInt32")], order_by, 4,

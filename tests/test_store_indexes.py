@@ -14,7 +14,7 @@ import pytest
 from _store_helpers import make_meta
 from skipidx.indexes.base import IndexDef, get_index_type
 from skipidx.store.catalog import Catalog
-from skipidx.store.part import index_values
+from skipidx.store.writer import index_values
 
 INDEXES = [
     IndexDef("mm", "id", None, "minmax", (), (), 2),
@@ -65,7 +65,7 @@ def _one_shot(part, im) -> pa.Table:
 
 @pytest.mark.parametrize("chunk_rows", [1 << 20, 200], ids=["one-chunk", "many-chunks"])
 def test_every_index_type_round_trips(tmp_path, monkeypatch, chunk_rows):
-    import skipidx.store.part as part_mod
+    import skipidx.store.writer as part_mod
 
     monkeypatch.setattr(part_mod, "INDEX_CHUNK_ROWS", chunk_rows)
     table = _table(tmp_path)

@@ -21,7 +21,7 @@ import pytest
 import skipidx
 from skipidx.core.errors import CorruptionError
 from skipidx.store import commit as C
-from skipidx.store import part as P
+from skipidx.store import checksums, manifest, reader_pool
 
 DDL = """CREATE TABLE t (id UInt64, s String,
     INDEX s_bf s TYPE bloom_filter GRANULARITY 1) ENGINE = MergeTree ORDER BY id
@@ -107,10 +107,10 @@ def test_merged_parts_are_not_read_through_pooled_readers(dbpath):
         finally:
             snap.close()
         assert not (new & old), "OPTIMIZE FINAL must replace the parts"
-        pooled = {k[1] for k in P._READERS._idle}
-        inodes_new = {os.stat(os.path.join(p, P.DATA_FILE)).st_ino for p in new}
+        pooled = {k[1] for k in reader_pool.READERS._idle}
+        inodes_new = {os.stat(os.path.join(p, manifest.DATA_FILE)).st_ino for p in new}
         assert _count(db) == 2000
-        assert {k[1] for k in P._READERS._idle} - pooled <= inodes_new, \
+        assert {k[1] for k in reader_pool.READERS._idle} - pooled <= inodes_new, \
             "reads after the merge open the merged part's file only"
 
 
@@ -120,11 +120,11 @@ def test_replaced_data_file_is_another_reader(dbpath):
     with skipidx.connect(dbpath) as db:
         assert _count(db, "s = 'v10'") == 1
         snap = db.catalog.table("t").snapshot()
-        path = os.path.join(snap.parts[0].path, P.DATA_FILE)
+        path = os.path.join(snap.parts[0].path, manifest.DATA_FILE)
         snap.close()
         data = bytearray(open(path, "rb").read())
         data[len(data) // 3] ^= 0xFF
-        P.VERIFIER.forget()   # as a new process would: checksums not yet verified
+        checksums.VERIFIER.forget()   # as a new process would: checksums not yet verified
         tmp = path + ".new"
         with open(tmp, "wb") as f:
             f.write(bytes(data))
@@ -154,11 +154,11 @@ def test_pooled_readers_under_concurrent_queries(dbpath):
             x.join()
         assert not errors, errors
         assert got == [want] * 80, "every concurrent query must see the same answer"
-        assert all(len(v) <= P._READERS.per_file for v in P._READERS._idle.values())
+        assert all(len(v) <= reader_pool.READERS.per_file for v in reader_pool.READERS._idle.values())
 
 
 def test_reader_pool_bounds():
-    pool = P._ReaderPool(max_files=2, per_file=1)
+    pool = reader_pool.ReaderPool(max_files=2, per_file=1)
 
     class FakeReader:
         closed = False

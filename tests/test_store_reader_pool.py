@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 import pytest
 
 import skipidx
-from skipidx.store import part as P
+from skipidx.store import manifest, reader_pool
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="needs Linux /proc")
 
@@ -86,9 +86,9 @@ def _deleted_data(root: str) -> list[str]:
 @pytest.fixture()
 def root(tmp_path):
     # a unique directory: the /proc filters see this test's files only
-    P._READERS.clear()
+    reader_pool.READERS.clear()
     yield os.path.realpath(str(tmp_path))
-    P._READERS.clear()
+    reader_pool.READERS.clear()
 
 
 def _filled(root: str):
@@ -104,7 +104,7 @@ def test_merge_then_drop_leave_no_mapping(root, probe):
     want = _expected(probe)
     with _filled(root) as db:
         assert _query(db, probe) == want, "before the merge"
-        assert len(P._READERS._idle) > 0, "the query must have pooled readers (else this test proves nothing)"
+        assert len(reader_pool.READERS._idle) > 0, "the query must have pooled readers (else this test proves nothing)"
         db.sql("OPTIMIZE TABLE t FINAL")
         assert _deleted_data(root) == [], "merged-away parts' files still mapped or open"
         assert _query(db, probe) == want, "after the merge"
@@ -124,15 +124,15 @@ def test_reader_on_loan_survives_a_merge(root):
         loans = []
         for p in snap.parts:
             key, pf = p._data_reader(pooled=True, pre_buffer=False)
-            loans.append((p, key, pf, os.path.join(p.path, P.DATA_FILE)))
+            loans.append((p, key, pf, os.path.join(p.path, manifest.DATA_FILE)))
         db.sql("OPTIMIZE TABLE t FINAL")     # retires every part of `snap`
         got = 0
         for p, key, pf, path in loans:
             t = pf.read_row_groups(list(range(p.n_granules)), columns=["id"])
             assert t.num_rows == p.num_rows, "a reader on loan must stay readable across the merge"
             got += t.num_rows
-            P._READERS.give(key, pf, path)
-            assert key not in P._READERS._idle, "a retired part's reader must be closed on give-back"
+            reader_pool.READERS.give(key, pf, path)
+            assert key not in reader_pool.READERS._idle, "a retired part's reader must be closed on give-back"
         assert got == want
         del loans, pf, t                      # the test's own references to the readers
         assert snap.read(["id"]).num_rows == want, "the pinned snapshot still reads its parts"
@@ -191,12 +191,12 @@ def test_files_deleted_by_another_process_are_swept(root, monkeypatch):
         db.sql("CREATE TABLE u (id UInt64) ENGINE = MergeTree ORDER BY id")
         db.insert("u", pa.table({"id": pa.array(range(100), pa.uint64())}))
         assert _query(db, "v3") == _expected("v3")
-        assert any(P.DATA_FILE in m for m in _mapped(os.path.join(dbdir, "t"))), "t's readers pooled"
+        assert any(manifest.DATA_FILE in m for m in _mapped(os.path.join(dbdir, "t"))), "t's readers pooled"
         code = f"import skipidx\nwith skipidx.connect({dbdir!r}) as d: d.sql('DROP TABLE t')\n"
         subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
         assert _deleted_data(root) != [], "precondition: this process still maps the dropped files"
-        monkeypatch.setattr(P._READERS, "SWEEP_INTERVAL_S", 0.0)
-        monkeypatch.setattr(P._READERS, "_next_sweep", 0.0)
+        monkeypatch.setattr(reader_pool.READERS, "SWEEP_INTERVAL_S", 0.0)
+        monkeypatch.setattr(reader_pool.READERS, "_next_sweep", 0.0)
         assert db.sql("SELECT count() FROM u WHERE id < 10").fetchall()[0][0] == 10
         assert _deleted_data(root) == [], "the take after the drop must sweep the deleted files' readers"
 
@@ -210,9 +210,9 @@ class _FakeReader:
 
 
 def test_pool_evict_idle_now_and_busy_on_give(tmp_path):
-    pool = P._ReaderPool()
+    pool = reader_pool.ReaderPool()
     pa_dir, pb_dir = str(tmp_path / "pa"), str(tmp_path / "pb")
-    fa, fb = os.path.join(pa_dir, P.DATA_FILE), os.path.join(pb_dir, P.DATA_FILE)
+    fa, fb = os.path.join(pa_dir, manifest.DATA_FILE), os.path.join(pb_dir, manifest.DATA_FILE)
     ka, kb = ("a",), ("b",)
     idle_a, busy_a, idle_b = _FakeReader(), _FakeReader(), _FakeReader()
     assert pool.take(ka, fa) is None           # loan on fa (a reader being opened)
@@ -235,7 +235,7 @@ def test_pool_evict_idle_now_and_busy_on_give(tmp_path):
 
 
 def test_pool_sweep_drops_missing_and_replaced(tmp_path):
-    pool = P._ReaderPool()
+    pool = reader_pool.ReaderPool()
     keep, gone, repl = (str(tmp_path / n) for n in ("keep", "gone", "repl"))
     for f in (keep, gone, repl):
         with open(f, "wb") as fh:
@@ -261,7 +261,7 @@ def test_pool_sweep_drops_missing_and_replaced(tmp_path):
 def test_temporary_database_close_leaves_no_mapping():
     """connect() without a path removes its directory on close(): the pooled
     readers of its files are closed then, not at the next sweep."""
-    P._READERS.clear()
+    reader_pool.READERS.clear()
     db = skipidx.connect()
     path = os.path.realpath(db.path)
     db.sql(DDL)

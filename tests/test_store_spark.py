@@ -11,7 +11,7 @@ import pytest
 
 from _store_helpers import make_meta
 from skipidx.store.catalog import Catalog
-from skipidx.store.part import DATA_FILE
+from skipidx.store.manifest import DATA_FILE
 
 pytestmark = pytest.mark.spark
 

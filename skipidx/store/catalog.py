@@ -17,7 +17,7 @@ from skipidx.core.errors import SkipidxError
 from skipidx.store import commit as _commit
 from skipidx.store.commit import TableState, fsync_dir, write_state
 from skipidx.store.metadata import TableMeta, check_identifier
-from skipidx.store.part import release_readers
+from skipidx.store.reader_pool import release_readers
 from skipidx.store.table import Table
 
 __all__ = ["Catalog"]

@@ -392,7 +392,7 @@ def commit_parts(
     (nothing changed) if a part to retire is no longer active, or if
     `expect_gen` is given and the state moved on. Returns the new generation.
     """
-    from skipidx.store.part import read_manifest, manifest_matches_meta
+    from skipidx.store.manifest import read_manifest, manifest_matches_meta   # manifest imports this module
 
     retire = list(retire)
     with WriteLock(table_dir):
@@ -457,8 +457,8 @@ def commit_meta(table_dir: str, meta: TableMeta) -> int:
 # ---------------------------------------------------------------- cleanup
 def _release_readers(dirs: Iterable[str]) -> None:
     """Close this process's pooled readers of files under `dirs` (see
-    :func:`skipidx.store.part.release_readers`)."""
-    from skipidx.store.part import release_readers   # part imports this module
+    :func:`skipidx.store.reader_pool.release_readers`)."""
+    from skipidx.store.reader_pool import release_readers
 
     release_readers(list(dirs))
 

@@ -1,150 +1,129 @@
-"""Checksums of part files, and their verification on read.
+"""A part's manifest (``manifest.json``, written last): its format, reading
+and validation, and the parsed form every snapshot of the part shares.
 
-Hash: XXH3-128 (the `xxhash` package, already a dependency). The checksums
-guard against bit rot, torn writes and truncation, not against an attacker,
-so a cryptographic hash buys nothing. On this 2-core VM (idle / loaded by
-other jobs) XXH3-128 hashes 14 / 6.3 GB/s, XXH64 7.9 / 2.2, CRC32 3.4 / 1.0,
-SHA-256 1.45 / 0.44 (64 MiB of random bytes; ``bench/bench_store.py``), so
-verifying the bytes of k granules costs 1-4 % of reading them (same bench).
-ClickHouse uses CityHash128 for its part checksums for the same reason.
+A part directory::
 
-Every file is hashed in blocks of :data:`BLOCK_SIZE` bytes. A reader that
-needs bytes ``[a, b)`` of a file verifies only the blocks overlapping that
-range, once per process (a cache keyed by the file's identity), so reading k
-granules of a part verifies O(k) bytes, not the whole part.
+    data.parquet        the rows, sorted by the ORDER BY key; one Parquet row
+                        group per data granule
+    idx.<index>.arrow   one Arrow IPC file per index: the Lance zone table
+    manifest.json       written last: rows, marks, row-group byte spans,
+                        columns, index fingerprints, and the size and block
+                        checksums (:mod:`skipidx.store.checksums`) of every
+                        other file
 """
 from __future__ import annotations
 
+import json
 import os
-import threading
-from collections import OrderedDict
-from dataclasses import dataclass
 
+import numpy as np
 import xxhash
 
-from skipidx.core.errors import CorruptionError
+from skipidx.core.errors import CorruptionError, SkipidxError
+from skipidx.store import commit as _commit
+from skipidx.store.checksums import FileSum
+from skipidx.store.metadata import FORMAT_VERSION, TableMeta
 
-__all__ = ["BLOCK_SIZE", "FileSum", "file_sum", "Verifier", "VERIFIER"]
+__all__ = ["DATA_FILE", "MANIFEST", "index_file_name", "zones", "read_manifest",
+           "manifest_matches_meta", "PartInfo"]
 
-#: Checksum block. 1 MiB: a 8192-row granule of a typical table is 0.1–2 MiB
-#: of compressed Parquet, so a granule read verifies at most ~2 blocks
-#: (~70 µs at 14 GB/s), and a 1 GiB part needs 1024 hashes in its manifest.
-BLOCK_SIZE = 1 << 20
-
-
-@dataclass(frozen=True)
-class FileSum:
-    """Size and per-block XXH3-128 digests (hex) of one file."""
-
-    size: int
-    blocks: tuple[str, ...]
-    block_size: int = BLOCK_SIZE
-
-    def to_json(self) -> dict:
-        return {"size": self.size, "block_size": self.block_size, "xxh3_128": list(self.blocks)}
-
-    @staticmethod
-    def from_json(obj, where: str) -> "FileSum":
-        if not isinstance(obj, dict):
-            raise CorruptionError(f"bad file entry in manifest", path=where)
-        size, bs, blocks = obj.get("size"), obj.get("block_size"), obj.get("xxh3_128")
-        if (not isinstance(size, int) or size < 0 or not isinstance(bs, int) or bs <= 0
-                or not isinstance(blocks, list) or not all(isinstance(b, str) for b in blocks)
-                or len(blocks) != max(1, -(-size // bs))):
-            raise CorruptionError("bad file entry in manifest", path=where)
-        return FileSum(size, tuple(blocks), bs)
+DATA_FILE = "data.parquet"
+MANIFEST = "manifest.json"
 
 
-def file_sum(path: str, block_size: int | None = None) -> FileSum:
-    """Hash `path` block by block (default :data:`BLOCK_SIZE`)."""
-    block_size = block_size or BLOCK_SIZE
-    blocks = []
-    size = 0
-    with open(path, "rb", buffering=0) as f:
-        while True:
-            b = f.read(block_size)
-            if not b:
-                break
-            size += len(b)
-            blocks.append(xxhash.xxh3_128_hexdigest(b))
-    if not blocks:
-        blocks.append(xxhash.xxh3_128_hexdigest(b""))
-    return FileSum(size, tuple(blocks), block_size)
+def index_file_name(index: str) -> str:
+    return f"idx.{index}.arrow"
 
 
-#: File identities whose verified blocks a :class:`Verifier` remembers. Parts
-#: are immutable and merged away over time: without a bound, a long-running
-#: process would keep an entry for every file it ever read. Forgetting the
-#: least recently read file only costs re-hashing its blocks on its next read.
-VERIFIED_FILES_MAX = 4096
+def zones(marks: np.ndarray, granularity: int) -> tuple[np.ndarray, np.ndarray]:
+    """(zone_start, zone_length) in rows of index granules of `granularity` data granules."""
+    ng = marks.shape[0] - 1
+    first = np.arange(0, ng, granularity, dtype=np.int64)
+    last = np.minimum(first + granularity, ng)
+    start = marks[first]
+    return start, marks[last] - start
 
 
-class Verifier:
-    """Verifies byte ranges of part files against their FileSum, caching what
-    was verified per file identity (device, inode, size, mtime) so each block
-    is hashed at most once per process while the file stays the same (and
-    among the :data:`VERIFIED_FILES_MAX` most recently read files)."""
-
-    def __init__(self, max_files: int = VERIFIED_FILES_MAX) -> None:
-        self._lock = threading.Lock()
-        self._max_files = max(1, int(max_files))
-        self._done: OrderedDict[tuple, set[int]] = OrderedDict()
-
-    def _blocks(self, key: tuple) -> set[int]:
-        """The verified blocks of file `key`, marked most recently used (call with the lock held)."""
-        done = self._done.get(key)
-        if done is None:
-            done = self._done[key] = set()
-            while len(self._done) > self._max_files:
-                self._done.popitem(last=False)
-        else:
-            self._done.move_to_end(key)
-        return done
-
-    def _identity(self, path: str, expected: FileSum) -> tuple:
-        try:
-            st = os.stat(path)
-        except FileNotFoundError:
-            raise CorruptionError("file of part is missing", path=path) from None
-        except OSError as e:
-            raise CorruptionError(f"cannot stat file: {e.strerror}", path=path) from None
-        if st.st_size != expected.size:
-            raise CorruptionError(
-                f"file size {st.st_size} differs from the manifest's {expected.size} (truncated or damaged)",
-                path=path,
-            )
-        return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-
-    def verify(self, path: str, expected: FileSum, start: int = 0, end: int | None = None) -> None:
-        """Verify bytes [start, end) of `path` (default: all). Raises CorruptionError naming the file."""
-        key = self._identity(path, expected)
-        end = expected.size if end is None else min(end, expected.size)
-        bs = expected.block_size
-        first, last = start // bs, max(start, end - 1) // bs
-        with self._lock:
-            done = self._blocks(key)
-            todo = [i for i in range(first, last + 1) if i not in done]
-        if not todo:
-            return
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except OSError as e:
-            raise CorruptionError(f"cannot open file: {e.strerror}", path=path) from None
-        try:
-            for i in todo:
-                b = os.pread(fd, bs, i * bs)
-                if xxhash.xxh3_128_hexdigest(b) != expected.blocks[i]:
-                    raise CorruptionError(f"checksum mismatch in bytes [{i * bs}, {i * bs + len(b)})", path=path)
-        finally:
-            os.close(fd)
-        with self._lock:
-            self._blocks(key).update(todo)
-
-    def forget(self) -> None:
-        """Drop the cache (tests use it to force re-verification)."""
-        with self._lock:
-            self._done.clear()
+def read_manifest(part_dir: str, expected_hash: str | None = None) -> tuple[dict, str]:
+    """Load and validate a part's manifest; (manifest, xxh3_128 hex of its bytes)."""
+    path = os.path.join(part_dir, MANIFEST)
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        raise CorruptionError("part manifest is missing", path=path) from None
+    except OSError as e:
+        raise CorruptionError(f"cannot read part manifest: {e.strerror}", path=path) from None
+    h = xxhash.xxh3_128_hexdigest(raw)
+    if expected_hash is not None and h != expected_hash:
+        raise CorruptionError("part manifest checksum mismatch", path=path)
+    try:
+        m = json.loads(raw)
+        if m["format_version"] != FORMAT_VERSION:
+            raise CorruptionError(f"unsupported part format version {m['format_version']!r}", path=path)
+        _commit.check_part_name(m["part"], path)
+        rows = m["rows"]
+        marks = m["marks"]
+        if (not isinstance(rows, int) or not isinstance(marks, list) or len(marks) < 2
+                or marks[0] != 0 or marks[-1] != rows or not all(isinstance(x, int) for x in marks)
+                or any(b <= a for a, b in zip(marks, marks[1:]))):
+            raise CorruptionError("bad rows/marks in part manifest", path=path)
+        spans = m["row_groups"]
+        if len(spans) != len(marks) - 1 or not all(
+                isinstance(s, list) and len(s) == 2 and all(isinstance(x, int) for x in s) and 0 <= s[0] < s[1]
+                for s in spans):
+            raise CorruptionError("bad row-group spans in part manifest", path=path)
+        if DATA_FILE not in m["files"]:
+            raise CorruptionError("part manifest lists no data file", path=path)
+        for fname, fs in m["files"].items():
+            if not isinstance(fname, str) or "/" in fname or fname.startswith(".") or fname in ("", MANIFEST):
+                raise CorruptionError(f"bad file name {fname!r} in part manifest", path=path)
+            FileSum.from_json(fs, os.path.join(part_dir, fname))
+        for iname, e in m["indexes"].items():
+            if e["file"] != index_file_name(iname) or e["file"] not in m["files"]:
+                raise CorruptionError(f"bad entry for index {iname!r} in part manifest", path=path)
+            if not isinstance(e["fingerprint"], str):
+                raise CorruptionError(f"bad entry for index {iname!r} in part manifest", path=path)
+        if not isinstance(m["columns"], list) or not isinstance(m["index_granularity"], int):
+            raise CorruptionError("bad columns in part manifest", path=path)
+        d = m.get("dictionary")
+        if d is not None and not (isinstance(d, list) and all(isinstance(x, str) for x in d)):
+            raise CorruptionError("bad dictionary columns in part manifest", path=path)
+    except CorruptionError:
+        raise
+    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as e:
+        raise CorruptionError(f"damaged part manifest ({type(e).__name__}: {e})", path=path) from None
+    return m, h
 
 
-#: The process-wide verifier.
-VERIFIER = Verifier()
+def manifest_matches_meta(m: dict, meta: TableMeta, where: str) -> None:
+    cols = [[c.name, c.type.name] for c in meta.columns]
+    if m["columns"] != cols:
+        raise SkipidxError(f"part columns {m['columns']} do not match table {meta.name!r} columns {cols}",
+                           path=where)
+
+class PartInfo:
+    """What a part's manifest says, parsed once: the manifest itself, the
+    marks as a read-only int64 array, and the file checksums (parsed on first
+    use). Shared by every snapshot that sees the part (parts are immutable)."""
+
+    __slots__ = ("manifest", "marks", "_sums", "dictionary", "column_bytes", "__weakref__")
+
+    def __init__(self, manifest: dict) -> None:
+        self.manifest = manifest
+        #: columns written dictionary-encoded (empty for parts written before this was recorded)
+        self.dictionary = frozenset(manifest.get("dictionary") or ())
+        #: mean compressed bytes per granule by column (filled from the footer on demand)
+        self.column_bytes: dict[str, float] = {}
+        marks = np.asarray(manifest["marks"], dtype=np.int64)
+        marks.flags.writeable = False   # shared between snapshots and threads
+        self.marks = marks
+        self._sums: dict[str, FileSum] = {}
+
+    def filesum(self, fname: str, where: str) -> FileSum:
+        fs = self._sums.get(fname)
+        if fs is None:
+            fs = FileSum.from_json(self.manifest["files"][fname], where)
+            self._sums[fname] = fs
+        return fs
+

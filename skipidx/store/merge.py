@@ -7,7 +7,7 @@ in one state change. Readers that pinned an older snapshot keep the sources
 until they close it (see :mod:`skipidx.store.commit`).
 
 A merge streams: it holds the sort key of its sources and one chunk of rows
-(``part.INDEX_CHUNK_ROWS``) at a time, so a FINAL merge of a table of any
+(``writer.INDEX_CHUNK_ROWS``) at a time, so a FINAL merge of a table of any
 size needs bounded memory.
 """
 from __future__ import annotations
@@ -20,7 +20,9 @@ import pyarrow.compute as pc
 
 from skipidx.store.commit import ConflictError, commit_parts, crash_point, new_part_name, stage_dir
 from skipidx.store.metadata import TableMeta
-from skipidx.store.part import Part, PartWriter
+from skipidx.store.part import Part
+from skipidx.store import writer as _writer
+from skipidx.store.writer import PartWriter
 
 __all__ = ["plan_merges", "merge_parts"]
 
@@ -103,8 +105,6 @@ def merge_parts(table_dir: str, meta: TableMeta, parts: list[Part]) -> str:
     Memory: one chunk of rows (plus the sort key of all parts), whatever the
     size of the merge. Raises ConflictError (nothing changed) if a source was
     retired meanwhile."""
-    from skipidx.store import part as part_mod
-
     level = max(p.level for p in parts) + 1
     name = new_part_name(level)
     staged = stage_dir(table_dir, name)
@@ -112,7 +112,7 @@ def merge_parts(table_dir: str, meta: TableMeta, parts: list[Part]) -> str:
     try:
         writer = PartWriter(staged.path, meta, name, level=level)
         m = writer.chunk_multiple()
-        step = max(1, part_mod.INDEX_CHUNK_ROWS // m) * m
+        step = max(1, _writer.INDEX_CHUNK_ROWS // m) * m
         for chunk in merged_chunks(meta, parts, step):
             writer.write(chunk)
         writer.finish()

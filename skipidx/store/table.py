@@ -16,7 +16,11 @@ from skipidx.indexes.base import IndexDef
 from skipidx.store import commit as _commit
 from skipidx.store.commit import ConflictError, StagedPart, TableState, commit_parts, new_part_name
 from skipidx.store.metadata import TableMeta, make_index_meta
-from skipidx.store.part import DATA_FILE, Part, PartWriter, build_part, conform, index_file_name, sort_rows
+from skipidx.store import writer as _writer
+from skipidx.store.conform import conform, sort_rows
+from skipidx.store.manifest import DATA_FILE, index_file_name
+from skipidx.store.part import Part
+from skipidx.store.writer import PartWriter, build_part
 
 __all__ = ["Table", "TableSnapshot", "as_batches"]
 
@@ -330,8 +334,6 @@ class Table:
         checksums from `p`'s manifest, so damage is never laundered into a
         fresh checksum), minus index file `drop`, plus index `add` built by
         streaming the part's column in chunks of whole index granules."""
-        from skipidx.store import part as part_mod
-
         man = p.manifest
         level = int(man.get("level", 0))
         name = new_part_name(level)
@@ -352,7 +354,7 @@ class Table:
                                 reuse=reuse, reuse_sums=sums, reuse_layout=(man["marks"], man["row_groups"]))
             if add is not None:
                 G = meta.index_granularity
-                step = max(1, part_mod.INDEX_CHUNK_ROWS // writer.chunk_multiple()) * (writer.chunk_multiple() // G)
+                step = max(1, _writer.INDEX_CHUNK_ROWS // writer.chunk_multiple()) * (writer.chunk_multiple() // G)
                 for a in range(0, p.n_granules, step):
                     writer.write(p.read([add.definition.column], [(a, min(a + step, p.n_granules))]))
             writer.finish()

@@ -603,7 +603,8 @@ class SkipidxWriter(DataSourceArrowWriter):
         """Sort this task's rows and write them as one staged part."""
         from skipidx.store.commit import new_part_name, stage_dir, write_file_durably
         from skipidx.store.metadata import TableMeta
-        from skipidx.store.part import conform, sort_rows, write_part
+        from skipidx.store.conform import conform, sort_rows
+        from skipidx.store.writer import write_part
 
         _task_threads(self.task_threads)
         meta = TableMeta.from_json(self.meta_json)

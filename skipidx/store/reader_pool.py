@@ -1,0 +1,193 @@
+"""The process's pool of open Parquet readers of part data files."""
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import OrderedDict
+from typing import Iterable
+
+import pyarrow.parquet as pq
+
+__all__ = ["ReaderPool", "READERS", "release_readers"]
+
+
+class ReaderPool:
+    """Idle open readers (``pq.ParquetFile`` over a memory-mapped file) by data-file identity.
+
+    Opening a reader per read costs more than decoding the one granule a
+    point query reads, so :meth:`Part.read` takes an idle reader of the same
+    file (identity = device, inode, size, mtime: a replaced or rewritten file
+    is another key) and gives it back after the read. A reader is used by one
+    thread at a time (checked out while reading), so pyarrow's reader
+    objects are never shared concurrently. Bounded (LRU over files, a few
+    readers per file); evicted readers' files are closed. A forked child
+    starts with an empty pool.
+
+    A pooled reader maps its file, so it keeps a deleted file's disk space
+    allocated: when this process retires parts (merge, DROP TABLE, cleanup)
+    it calls :meth:`evict` with their directories -- idle readers there are
+    closed at once, readers checked out by a running query are closed when
+    given back (never under the query). Files deleted by another process are
+    found by :meth:`sweep`, run by :meth:`take` at most every
+    :attr:`SWEEP_INTERVAL_S`: one ``os.stat`` (~4 us) per pooled file, so at
+    most ~0.25 ms per second of reads (each read already stats its own file
+    for the key; the loan bookkeeping adds ~0.8 us to a take + give).
+    """
+
+    #: seconds between two sweeps for files deleted or replaced by other processes
+    SWEEP_INTERVAL_S = 1.0
+
+    # at most max_files x per_file open descriptors (128 by default): well
+    # under the usual 1024 limit whatever the number of parts
+    def __init__(self, max_files: int = 64, per_file: int = 2) -> None:
+        self.max_files = max_files
+        self.per_file = per_file
+        self._idle: "OrderedDict[tuple, list[pq.ParquetFile]]" = OrderedDict()
+        self._paths: dict[tuple, str] = {}      # key -> file path (for evict / sweep)
+        self._busy: dict[str, int] = {}         # path -> readers checked out (or being opened)
+        self._doomed: set[str] = set()          # busy paths evicted: close their readers on give
+        self._lock = threading.Lock()
+        self._next_sweep = time.monotonic() + self.SWEEP_INTERVAL_S
+
+    def take(self, key: tuple, path: str | None = None) -> pq.ParquetFile | None:
+        """An idle reader for `key` (None: open one and :meth:`give` it back).
+        With `path`, the caller holds a loan on it until :meth:`give` or
+        :meth:`discard` with the same path (even when None is returned: a
+        reader opened meanwhile is evicted on give if its part is retired)."""
+        now = time.monotonic()
+        if now >= self._next_sweep:   # unlocked read: at worst one extra sweep
+            self._next_sweep = now + self.SWEEP_INTERVAL_S
+            self.sweep()
+        with self._lock:
+            if path is not None:
+                self._busy[path] = self._busy.get(path, 0) + 1
+            lst = self._idle.get(key)
+            if not lst:
+                return None
+            self._idle.move_to_end(key)
+            return lst.pop()
+
+    def _release(self, path: str | None) -> bool:
+        """End a loan on `path` (lock held); True if its readers must be closed."""
+        if path is None:
+            return False
+        n = self._busy.get(path, 0) - 1
+        doomed = path in self._doomed
+        if n > 0:
+            self._busy[path] = n
+        else:
+            self._busy.pop(path, None)
+            self._doomed.discard(path)
+        return doomed
+
+    def give(self, key: tuple, pf: pq.ParquetFile, path: str | None = None) -> None:
+        """Return a reader (taken or newly opened) for `key`; `path` as given to :meth:`take`."""
+        drop: list[pq.ParquetFile] = []
+        with self._lock:
+            if self._release(path):
+                drop.append(pf)   # its part was retired while the query read it
+            else:
+                lst = self._idle.setdefault(key, [])
+                if path is not None:
+                    self._paths[key] = path
+                self._idle.move_to_end(key)
+                if len(lst) < self.per_file:
+                    lst.append(pf)
+                else:
+                    drop.append(pf)
+                while len(self._idle) > self.max_files:
+                    k, old = self._idle.popitem(last=False)
+                    self._paths.pop(k, None)
+                    drop.extend(old)
+        for d in drop:
+            self.discard(d)
+
+    def cancel(self, path: str) -> None:
+        """End a loan on `path` that produced no reader (opening it failed)."""
+        with self._lock:
+            self._release(path)
+
+    def discard(self, pf: pq.ParquetFile, path: str | None = None) -> None:
+        """Close a reader (not given back); `path` ends its loan as :meth:`give` would."""
+        if path is not None:
+            with self._lock:
+                self._release(path)
+        try:
+            pf.close(force=True)   # force: the reader does not own a file object it was given
+        except Exception:  # closing is best effort: the file is garbage either way
+            pass
+
+    def _drop_keys(self, keys: Iterable[tuple]) -> list[pq.ParquetFile]:
+        """Remove `keys` from the pool (lock held); their idle readers."""
+        out: list[pq.ParquetFile] = []
+        for k in keys:
+            out.extend(self._idle.pop(k, ()))
+            self._paths.pop(k, None)
+        return out
+
+    def evict(self, dirs: Iterable[str]) -> int:
+        """Close the readers of files under any of `dirs` (retired part
+        directories, or a dropped table's directory): idle ones now, those
+        checked out when given back. Returns the idle readers closed."""
+        prefixes = tuple(os.path.join(os.path.abspath(d), "") for d in dirs)
+        if not prefixes:
+            return 0
+        with self._lock:
+            drop = self._drop_keys([k for k, p in self._paths.items() if p.startswith(prefixes)])
+            self._doomed.update(p for p in self._busy if p.startswith(prefixes))
+        for pf in drop:
+            self.discard(pf)
+        return len(drop)
+
+    def sweep(self) -> int:
+        """Close idle readers whose file no longer exists under its path or is
+        another file now (deleted or replaced by another process). Returns how many."""
+        with self._lock:
+            items = list(self._paths.items())
+        stale = []
+        for k, p in items:
+            try:
+                st = os.stat(p)
+            except OSError:
+                stale.append(k)
+                continue
+            if (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) != tuple(k[:4]):
+                stale.append(k)
+        if not stale:
+            return 0
+        with self._lock:
+            drop = self._drop_keys(stale)
+        for pf in drop:
+            self.discard(pf)
+        return len(drop)
+
+    def clear(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, OrderedDict()
+            self._paths = {}
+        for lst in idle.values():
+            for pf in lst:
+                self.discard(pf)
+
+    def _after_fork(self) -> None:
+        # a forked child starts empty (its copies of the descriptors close with the readers)
+        self._idle = OrderedDict()
+        self._paths = {}
+        self._busy = {}
+        self._doomed = set()
+        self._lock = threading.Lock()
+
+
+READERS = ReaderPool()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=READERS._after_fork)
+
+
+def release_readers(dirs: Iterable[str]) -> int:
+    """Close this process's pooled readers of files under `dirs` (part or
+    table directories being retired or deleted), so their memory mappings do
+    not keep deleted files' disk space allocated. Readers in use are closed
+    when their read ends. Returns the idle readers closed."""
+    return READERS.evict(dirs)
+

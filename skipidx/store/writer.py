@@ -1,0 +1,336 @@
+"""Writing a part: data file, every index, checksums and the manifest last.
+
+Granule = row group. To read k granules of a part the reader must touch O(k)
+bytes, and pyarrow reads whole row groups (it has no row-range read through
+the page index), so the data file has one row group per data granule
+(``bench/bench_store.py`` compares the layouts). Parquet's per-row-group
+statistics then double as a free min/max per granule for DuckDB and Spark.
+
+Index files are Arrow IPC (uncompressed), not Parquet: a filter column is
+random bits that compression cannot shrink, and IPC opens with zero copy and
+no decoding. ``pyarrow.ipc.open_file(path).read_all()`` reads them.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from typing import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from skipidx.core.errors import CorruptionError, SkipidxError
+from skipidx.expr.index_expressions import apply_expression
+from skipidx.indexes.base import index_from_meta
+from skipidx.store import commit as _commit
+from skipidx.store.checksums import FileSum, file_sum
+from skipidx.store.commit import StagedPart, crash_point, fsync_dir, fsync_file, new_part_name
+from skipidx.store.conform import conform, sort_rows
+from skipidx.store.encoding import choose_dictionary_columns, linked_dictionary_columns
+from skipidx.store.manifest import DATA_FILE, MANIFEST, index_file_name, zones
+from skipidx.store.metadata import FORMAT_VERSION, IndexMeta, TableMeta
+
+__all__ = ["INDEX_CHUNK_ROWS", "PartWriter", "write_part", "build_part", "index_values"]
+
+#: Rows per chunk a part is written in (rounded to whole index granules):
+#: the rows handed to an index aggregator at once, so building a part's
+#: indexes needs memory for one chunk whatever the part's size.
+INDEX_CHUNK_ROWS = 1 << 20
+
+
+def index_values(meta: IndexMeta, column: pa.Array) -> pa.Array:
+    """The index expression's values over a whole column: the column itself or
+    e.g. ``lower(column)``, through the registry the planner also uses for
+    query constants (:mod:`skipidx.expr.index_expressions`), so both sides agree."""
+    return apply_expression(meta.definition.expr_func, column)
+
+
+def _row_group_spans(md: pq.FileMetaData) -> list[list[int]]:
+    spans = []
+    for i in range(md.num_row_groups):
+        rg = md.row_group(i)
+        lo, hi = None, None
+        for j in range(rg.num_columns):
+            c = rg.column(j)
+            b = c.dictionary_page_offset if c.has_dictionary_page and c.dictionary_page_offset else c.data_page_offset
+            e = b + c.total_compressed_size
+            lo = b if lo is None else min(lo, b)
+            hi = e if hi is None else max(hi, e)
+        spans.append([int(lo), int(hi)])
+    return spans
+
+
+class _IndexWriter:
+    """Builds one index chunk by chunk (whole index granules at a time) into
+    an Arrow IPC file: one record batch group per chunk."""
+
+    def __init__(self, path: str, part_name: str, im: IndexMeta, arrow_type: pa.DataType) -> None:
+        self.agg = index_from_meta(im.definition, arrow_type, im.params).aggregator()
+        self.im = im
+        self.path = path
+        self.part_name = part_name
+        self.sink = pa.OSFile(path, "wb")
+        self.writer: pa.ipc.RecordBatchFileWriter | None = None
+        self.schema: pa.Schema | None = None
+        self.zones = 0
+
+    def write(self, values: pa.Array, zone_start: np.ndarray, zone_length: np.ndarray, row0: int) -> None:
+        """Index `values` (rows starting at part row `row0`); zones relative to `values`."""
+        g = self.agg.build(values, zone_start, zone_length)
+        g.zone_start = np.asarray(g.zone_start, dtype=np.int64) + row0
+        t = g.to_arrow(self.part_name)
+        if self.writer is None:
+            self.schema = t.schema
+            self.writer = pa.ipc.new_file(self.sink, self.schema)
+        elif not t.schema.equals(self.schema, check_metadata=False):
+            t = t.cast(self.schema)
+        self.writer.write_table(t.replace_schema_metadata(self.schema.metadata))
+        self.zones += int(zone_start.shape[0])
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
+        self.sink.close()
+
+
+class PartWriter:
+    """Writes one part into an existing empty directory, chunk by chunk, so a
+    part of any size needs memory for one chunk only (merges stream through it).
+
+    Every chunk but the last must hold a multiple of :meth:`chunk_multiple`
+    rows, so that data granules (row groups) and index granules never straddle
+    chunks. Rows must arrive in the part's final order. `reuse` maps file
+    names to files of another part to hard-link instead of writing (data
+    file: then chunks only carry the columns the new indexes read).
+    """
+
+    def __init__(self, part_dir: str, meta: TableMeta, part_name: str, *, level: int = 0,
+                 indexes: Sequence[IndexMeta] | None = None, reuse: dict[str, str] | None = None,
+                 reuse_sums: dict[str, dict] | None = None,
+                 reuse_layout: tuple[list[int], list[list[int]]] | None = None) -> None:
+        self.dir = part_dir
+        self._reuse_layout = reuse_layout
+        self._reuse_sums = dict(reuse_sums or {})
+        self.meta = meta
+        self.name = part_name
+        self.level = level
+        self.indexes = list(meta.indexes if indexes is None else indexes)
+        self.G = meta.index_granularity
+        reuse = dict(reuse or {})
+        self.rows = 0
+        self._last = False
+        self._data_path = os.path.join(part_dir, DATA_FILE)
+        self._pw: pq.ParquetWriter | None = None
+        # the data file is written here (else hard-linked from another part);
+        # its writer is opened by the first chunk, which decides the encodings
+        self._writes_data = DATA_FILE not in reuse
+        #: columns written dictionary-encoded (None: not decided / not known)
+        self.dictionary_columns: list[str] | None = None
+        self._linked_from: str | None = None
+        if DATA_FILE in reuse:
+            self._linked_from = reuse.pop(DATA_FILE)
+            _link(self._linked_from, self._data_path)
+        self._linked: dict[str, bool] = {}
+        self._iw: dict[str, _IndexWriter] = {}
+        for im in self.indexes:
+            fname = index_file_name(im.name)
+            if fname in reuse:
+                _link(reuse.pop(fname), os.path.join(part_dir, fname))
+                self._linked[im.name] = True
+            else:
+                col = meta.column(im.definition.column)
+                self._iw[im.name] = _IndexWriter(os.path.join(part_dir, fname), part_name, im, col.type.arrow_type)
+
+    def _open_data(self, sample: pa.Table | None) -> None:
+        """Open the Parquet writer, the encodings chosen from `sample` (the first chunk)."""
+        meta = self.meta
+        sorting = [pq.SortingColumn(meta.column_names.index(k), nulls_first=False) for k in meta.order_by]
+        # per column: its CODEC, else the table's compression setting
+        comp, level = meta.parquet_compression()
+        self.dictionary_columns = (choose_dictionary_columns(meta, sample, self.G)
+                                   if sample is not None else [])
+        self._pw = pq.ParquetWriter(self._data_path, meta.arrow_schema(),
+                                    compression=comp, compression_level=level or None,
+                                    use_dictionary=self.dictionary_columns,
+                                    write_statistics=True,
+                                    store_schema=True, sorting_columns=sorting or None)
+
+    def chunk_multiple(self) -> int:
+        """Rows per chunk must be a multiple of this (but for the last chunk)."""
+        m = 1
+        for im in self.indexes:
+            m = math.lcm(m, im.definition.granularity)
+        return self.G * m
+
+    def write(self, chunk: pa.Table) -> None:
+        n = chunk.num_rows
+        if n == 0:
+            return
+        if self._last:
+            raise AssertionError("a chunk after a short chunk would split granules")
+        if n % self.chunk_multiple():
+            self._last = True
+        if self._writes_data:
+            if self._pw is None:
+                self._open_data(chunk)
+            self._pw.write_table(chunk, row_group_size=self.G)
+        for name, iw in self._iw.items():
+            im = iw.im
+            arr = chunk.column(im.definition.column)
+            arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
+            zl_rows = self.G * im.definition.granularity
+            zs = np.arange(0, n, zl_rows, dtype=np.int64)
+            zl = np.minimum(zs + zl_rows, n) - zs
+            iw.write(index_values(im, arr), zs, zl, self.rows)
+        self.rows += n
+
+    def abort(self) -> None:
+        for iw in self._iw.values():
+            try:
+                iw.close()
+            except Exception:
+                pass
+        if self._pw is not None:
+            try:
+                self._pw.close()
+            except Exception:
+                pass
+            self._pw = None
+
+    def finish(self) -> dict:
+        """Close the files, fsync them, write the manifest last, fsync the dir."""
+        if self._writes_data and self._pw is None:
+            self._open_data(None)   # no rows: an empty file (refused below)
+        if self._pw is not None:
+            self._pw.close()
+            self._pw = None
+        crash_point("part:data_written")
+        for iw in self._iw.values():
+            iw.close()
+        if self._linked_from is not None:
+            self.dictionary_columns = linked_dictionary_columns(self._linked_from)
+        if self._pw is None and self._reuse_layout is not None:
+            # a linked data file: its layout is the source part's (never
+            # re-read from bytes that may have been damaged since)
+            marks = np.asarray(self._reuse_layout[0], dtype=np.int64)
+            spans = [list(x) for x in self._reuse_layout[1]]
+        else:
+            md = pq.read_metadata(self._data_path)
+            rg_rows = np.array([md.row_group(i).num_rows for i in range(md.num_row_groups)], dtype=np.int64)
+            marks = np.zeros(rg_rows.shape[0] + 1, dtype=np.int64)
+            np.cumsum(rg_rows, out=marks[1:])
+            if int(marks[-1]) != md.num_rows:
+                raise AssertionError("row groups do not add up to the file's rows")
+            spans = _row_group_spans(md)
+        n_rows = int(marks[-1])
+        if n_rows == 0:
+            raise AssertionError("a part needs at least one row")
+        if self._iw and self.rows != n_rows:
+            raise AssertionError(f"indexes saw {self.rows} rows, the data file has {n_rows}")
+        for name, iw in self._iw.items():
+            zs, _ = zones(marks, iw.im.definition.granularity)
+            if iw.zones != zs.shape[0]:
+                raise AssertionError(f"index {name}: {iw.zones} zones written, {zs.shape[0]} expected")
+        crash_point("part:indexes_written")
+        index_entries = {im.name: {"file": index_file_name(im.name), "fingerprint": im.fingerprint(),
+                                   "granularity": im.definition.granularity} for im in self.indexes}
+        files = {}
+        for fname in sorted(os.listdir(self.dir)):
+            if fname.startswith("."):
+                continue
+            path = os.path.join(self.dir, fname)
+            fsync_file(path)
+            if fname in self._reuse_sums:
+                # a hard link of an immutable file: its recorded checksums
+                # stay the reference (never re-derived from bytes that may
+                # have rotted since)
+                prev = FileSum.from_json(self._reuse_sums[fname], path)
+                if os.path.getsize(path) != prev.size:
+                    raise CorruptionError(f"file size {os.path.getsize(path)} differs from the manifest's {prev.size}",
+                                          path=path)
+                files[fname] = prev.to_json()
+            else:
+                files[fname] = file_sum(path).to_json()
+        manifest = {
+            "format_version": FORMAT_VERSION,
+            "part": self.name,
+            "level": self.level,
+            "rows": int(marks[-1]),
+            "index_granularity": self.G,
+            "marks": marks.tolist(),
+            "row_groups": spans,
+            "columns": [[c.name, c.type.name] for c in self.meta.columns],
+            "order_by": list(self.meta.order_by),
+            "indexes": index_entries,
+            "files": files,
+            "created_unix": time.time(),
+        }
+        if self.dictionary_columns is not None:
+            # a read hint (Part.read can return these as Arrow dictionaries);
+            # absent in parts written before: read decoded
+            manifest["dictionary"] = list(self.dictionary_columns)
+        raw = json.dumps(manifest, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+        crash_point("part:before_manifest")
+        _commit.write_file_durably(os.path.join(self.dir, MANIFEST), raw)
+        fsync_dir(self.dir)
+        crash_point("part:manifest_written")
+        return manifest
+
+
+def write_part(part_dir: str, meta: TableMeta, data: pa.Table | None, part_name: str, *, level: int = 0,
+               indexes: Sequence[IndexMeta] | None = None, reuse: dict[str, str] | None = None) -> dict:
+    """Write a complete part from one table of rows (conformed and sorted)
+    into the empty directory `part_dir`, in chunks of ~INDEX_CHUNK_ROWS rows.
+    See :class:`PartWriter` for `indexes` and `reuse`. Returns the manifest."""
+    w = PartWriter(part_dir, meta, part_name, level=level, indexes=indexes, reuse=reuse)
+    try:
+        if data is not None and data.num_rows:
+            m = w.chunk_multiple()
+            step = max(1, INDEX_CHUNK_ROWS // m) * m
+            for off in range(0, data.num_rows, step):
+                w.write(data.slice(off, step))
+        return w.finish()
+    except BaseException:
+        w.abort()
+        raise
+
+
+def _link(src: str, dst: str) -> None:
+    """Hard-link an immutable file of another part (copy where links fail)."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        import shutil
+
+        shutil.copyfile(src, dst)
+
+
+def build_part(table_dir: str, meta: TableMeta, data: pa.Table, part_name: str | None = None, *,
+               level: int = 0, detached: bool = False, prepare: bool = True) -> StagedPart:
+    """Write `data` as a new staged part of the table at `table_dir`.
+
+    With ``prepare`` the rows are conformed (checked, cast) and sorted here;
+    pass ``prepare=False`` for rows that already are. ``detached=True`` is for
+    parts written by a process that will not live until the commit (a Spark
+    task): cleanup then keeps the staged dir for a day instead of removing it
+    as soon as its writer is gone. Publish with
+    :func:`skipidx.store.commit.commit_parts`. Needs no Catalog.
+    """
+    if prepare:
+        data = sort_rows(meta, conform(meta, data))
+    if data.num_rows == 0:
+        raise SkipidxError("cannot build a part of zero rows")
+    name = part_name or new_part_name(level)
+    staged = _commit.stage_dir(table_dir, name, detached=detached)
+    try:
+        write_part(staged.path, meta, data, name, level=level)
+    except BaseException:
+        staged.discard()
+        raise
+    staged.rows = data.num_rows
+    return staged
+
