@@ -94,6 +94,7 @@ KEYWORDS = frozenset(
     FALSE FINAL FIRST FORMAT FROM GRANULARITY GROUP HAVING IF ILIKE IN INDEX INFILE INSERT INTO
     IS LAST LIKE LIMIT MATERIALIZE NOT NULL NULLS OFFSET OPTIMIZE OR ORDER PLAN REFRESH SELECT SETTINGS SHOW
     TABLE TABLES TRUE TYPE VALUES WHERE INF INFINITY NAN
+    AFTER COLUMN DEFAULT KEY MODIFY OUTFILE PREWHERE PRIMARY SET SETTING TRUNCATE
     """.split()
 )
 
@@ -226,6 +227,23 @@ class Column(Expr):
         if self.table is not None:
             text = quote_identifier(self.table) + "." + text
         return text, LEVEL_ATOM
+
+    def to_sql(self) -> str:
+        return self._sql_level()[0]
+
+
+@dataclass(frozen=True)
+class Param(Expr):
+    """A query parameter ``{name:Type}`` (ClickHouse's placeholder): bound to a
+    value of `type_name` before binding (:mod:`skipidx.sql.params`); with the
+    type ``Identifier`` it stands for a column name."""
+
+    name: str
+    type_name: str
+    pos: Pos = _pos_field()
+
+    def _sql_level(self) -> tuple[str, int]:
+        return "{" + self.name + ":" + self.type_name + "}", LEVEL_ATOM
 
     def to_sql(self) -> str:
         return self._sql_level()[0]
@@ -417,13 +435,31 @@ class Between(Expr):
 
 @dataclass(frozen=True)
 class TableRef(Node):
-    """The name of a table, where it was written."""
+    """The name of a table, where it was written; `param` names the query
+    parameter ``{param:Identifier}`` written in its place (then `name` is '')."""
 
     name: str
+    param: str | None = None
     pos: Pos = _pos_field()
 
     def to_sql(self) -> str:
+        if self.param is not None:
+            return "{" + self.param + ":Identifier}"
         return quote_identifier(self.name)
+
+
+@dataclass(frozen=True)
+class TableFunction(Node):
+    """A table function in FROM: ``file('data/*.csv', CSVWithNames)``,
+    ``numbers(10)``. Arguments are expressions as written (a bare name such as
+    a format is a :class:`Column`)."""
+
+    name: str
+    args: tuple[Expr, ...] = ()
+    pos: Pos = _pos_field()
+
+    def to_sql(self) -> str:
+        return f"{quote_identifier(self.name)}({', '.join(a.to_sql() for a in self.args)})"
 
 
 @dataclass(frozen=True)
@@ -461,16 +497,24 @@ class CodecSpec(Node):
 
 @dataclass(frozen=True)
 class ColumnDef(Node):
-    """``name Type [CODEC(codec, ...)]`` in CREATE TABLE; `codec` is empty when
-    no CODEC clause is written."""
+    """``name Type [NULL | NOT NULL] [DEFAULT expr] [CODEC(codec, ...)]`` in CREATE
+    TABLE or ALTER ... ADD COLUMN; `codec` is empty when no CODEC clause is written,
+    `default` None without DEFAULT; `null` is True for NULL, False for NOT NULL,
+    None when not written."""
 
     name: str
     type: TypeExpr
     codec: tuple[CodecSpec, ...] = ()
+    default: Expr | None = None
+    null: bool | None = None
     pos: Pos = _pos_field()
 
     def to_sql(self) -> str:
         text = f"{quote_identifier(self.name)} {self.type.to_sql()}"
+        if self.null is not None:
+            text += " NULL" if self.null else " NOT NULL"
+        if self.default is not None:
+            text += f" DEFAULT {self.default.to_sql()}"
         if self.codec:
             text += f" CODEC({', '.join(c.to_sql() for c in self.codec)})"
         return text
@@ -479,10 +523,11 @@ class ColumnDef(Node):
 @dataclass(frozen=True)
 class KeywordArg(Node):
     """``name = value``: an index-type argument (``n = 4``), a SETTINGS entry or an
-    EXPLAIN option. `value` is a literal (string values are bytes)."""
+    EXPLAIN option. `value` is a literal (string values are bytes), or in a
+    SETTINGS clause a :class:`Param`."""
 
     name: str
-    value: Literal
+    value: Literal | Param
     pos: Pos = _pos_field()
 
     def to_sql(self) -> str:
@@ -562,7 +607,10 @@ class CreateTable(Statement):
     [ORDER BY key] [SETTINGS k = v, ...]``.
 
     `order_by` is None when not written, ``()`` for ``ORDER BY tuple()``, else the
-    key expressions (``ORDER BY (a, b)`` gives two). Column and index names are unique."""
+    key expressions (``ORDER BY (a, b)`` gives two); `primary_key` likewise for
+    ``PRIMARY KEY``. Column and index names are unique. `as_select` is the query of
+    ``CREATE TABLE t [(...)] ENGINE = ... AS SELECT ...`` (then `columns` may be
+    empty); `engine_args` the literals of ``ENGINE = E(args)``."""
 
     table: TableRef
     columns: tuple[ColumnDef, ...]
@@ -571,6 +619,8 @@ class CreateTable(Statement):
     order_by: tuple[Expr, ...] | None = None
     settings: tuple[KeywordArg, ...] = ()
     if_not_exists: bool = False
+    primary_key: tuple[Expr, ...] | None = None
+    as_select: "Select | None" = None
     pos: Pos = _pos_field()
     #: the engine's arguments: ``ENGINE = ParquetFiles('lake/**/*.parquet')``
     engine_args: tuple[Literal, ...] = ()
@@ -589,13 +639,17 @@ class CreateTable(Statement):
             text += f" ENGINE = {quote_identifier(self.engine)}"
             if self.engine_args:
                 text += f"({', '.join(a.to_sql() for a in self.engine_args)})"
-        if self.order_by is not None:
-            if len(self.order_by) == 1 and not isinstance(self.order_by[0], TupleLiteral):
-                text += f" ORDER BY {self.order_by[0].to_sql()}"
+        for word, key in (("ORDER BY", self.order_by), ("PRIMARY KEY", self.primary_key)):
+            if key is None:
+                continue
+            if len(key) == 1 and not isinstance(key[0], TupleLiteral):
+                text += f" {word} {key[0].to_sql()}"
             else:
-                text += f" ORDER BY tuple({', '.join(e.to_sql() for e in self.order_by)})"
+                text += f" {word} tuple({', '.join(e.to_sql() for e in key)})"
         if self.settings:
             text += " SETTINGS " + ", ".join(s.to_sql() for s in self.settings)
+        if self.as_select is not None:
+            text += " AS " + self.as_select.to_sql()
         return text
 
 
@@ -623,11 +677,32 @@ class InsertValues(Statement):
     table: TableRef
     columns: tuple[str, ...] | None
     rows: tuple[tuple[Expr, ...], ...]
+    settings: tuple[KeywordArg, ...] = ()
     pos: Pos = _pos_field()
 
     def to_sql(self) -> str:
         rows = ", ".join("(" + ", ".join(e.to_sql() for e in r) + ")" for r in self.rows)
-        return f"INSERT INTO {_table_sql(self.table)}{_columns_sql(self.columns)} VALUES {rows}"
+        return (f"INSERT INTO {_table_sql(self.table)}{_columns_sql(self.columns)}{_settings_sql(self.settings)}"
+                f" VALUES {rows}")
+
+
+def _settings_sql(settings: tuple[KeywordArg, ...]) -> str:
+    return " SETTINGS " + ", ".join(s.to_sql() for s in settings) if settings else ""
+
+
+@dataclass(frozen=True)
+class InsertSelect(Statement):
+    """``INSERT INTO t [(cols)] [SETTINGS ...] SELECT ...``: the query's rows, all or none."""
+
+    table: TableRef
+    columns: tuple[str, ...] | None
+    select: "Select"
+    settings: tuple[KeywordArg, ...] = ()
+    pos: Pos = _pos_field()
+
+    def to_sql(self) -> str:
+        return (f"INSERT INTO {_table_sql(self.table)}{_columns_sql(self.columns)}{_settings_sql(self.settings)} "
+                + self.select.to_sql())
 
 
 #: Formats accepted by ``INSERT ... FROM INFILE ... FORMAT f`` (names as ClickHouse spells them).
@@ -721,7 +796,11 @@ class Optimize(Statement):
 class Select(Statement):
     """``SELECT [DISTINCT] items [FROM t] [WHERE e] [GROUP BY ...] [HAVING e]
     [ORDER BY ...] [LIMIT n [OFFSET m]]``; ``LIMIT m, n`` reads as offset m, limit n.
-    `table` is None without FROM; `limit`/`offset` are None when not written."""
+    `table` is None without FROM (and for a table function, which is
+    `table_function`); `limit`/`offset` are None when not written (a
+    :class:`Param` where written as one). `prewhere` is ``PREWHERE e``;
+    `settings` the query-level ``SETTINGS`` (those after FORMAT included);
+    `format` and `outfile` ClickHouse's ``FORMAT name`` and ``INTO OUTFILE 'p'``."""
 
     items: tuple[SelectItem, ...]
     table: TableRef | None = None
@@ -729,15 +808,28 @@ class Select(Statement):
     group_by: tuple[Expr, ...] = ()
     having: Expr | None = None
     order_by: tuple[OrderItem, ...] = ()
-    limit: int | None = None
-    offset: int | None = None
+    limit: int | Param | None = None
+    offset: int | Param | None = None
     distinct: bool = False
+    table_function: TableFunction | None = None
+    prewhere: Expr | None = None
+    settings: tuple[KeywordArg, ...] = ()
+    format: str | None = None
+    outfile: str | None = None
     pos: Pos = _pos_field()
+
+    def settings_dict(self) -> dict[str, Literal | Param]:
+        """SETTINGS as a dict (name -> literal)."""
+        return {s.name: s.value for s in self.settings}
 
     def to_sql(self) -> str:
         text = "SELECT " + ("DISTINCT " if self.distinct else "") + ", ".join(i.to_sql() for i in self.items)
         if self.table is not None:
             text += f" FROM {_table_sql(self.table)}"
+        elif self.table_function is not None:
+            text += f" FROM {self.table_function.to_sql()}"
+        if self.prewhere is not None:
+            text += f" PREWHERE {self.prewhere.to_sql()}"
         if self.where is not None:
             text += f" WHERE {self.where.to_sql()}"
         if self.group_by:
@@ -753,6 +845,11 @@ class Select(Statement):
         elif self.offset is not None:
             # No bare OFFSET in the dialect; an offset without a limit is "LIMIT all".
             text += f" LIMIT {2**64 - 1} OFFSET {self.offset}"
+        text += _settings_sql(self.settings)
+        if self.outfile is not None:
+            text += f" INTO OUTFILE {quote_string(self.outfile.encode('utf-8'))}"
+        if self.format is not None:
+            text += f" FORMAT {quote_identifier(self.format)}"
         return text
 
 
@@ -766,6 +863,118 @@ class Explain(Statement):
 
     def to_sql(self) -> str:
         return "EXPLAIN " + ("indexes = 1 " if self.indexes else "") + self.select.to_sql()
+
+
+@dataclass(frozen=True)
+class Truncate(Statement):
+    """``TRUNCATE [TABLE] [IF EXISTS] t``: remove every row, keep the table."""
+
+    table: TableRef
+    if_exists: bool = False
+    pos: Pos = _pos_field()
+
+    def to_sql(self) -> str:
+        return "TRUNCATE TABLE " + ("IF EXISTS " if self.if_exists else "") + _table_sql(self.table)
+
+
+@dataclass(frozen=True)
+class AlterAddColumn(Statement):
+    """``ALTER TABLE t ADD COLUMN [IF NOT EXISTS] c Type [DEFAULT e] [AFTER x | FIRST]``."""
+
+    table: TableRef
+    column: ColumnDef
+    if_not_exists: bool = False
+    after: str | None = None
+    first: bool = False
+    pos: Pos = _pos_field()
+
+    def to_sql(self) -> str:
+        text = (f"ALTER TABLE {_table_sql(self.table)} ADD COLUMN " + ("IF NOT EXISTS " if self.if_not_exists else "")
+                + self.column.to_sql())
+        if self.after is not None:
+            text += f" AFTER {quote_identifier(self.after)}"
+        elif self.first:
+            text += " FIRST"
+        return text
+
+
+@dataclass(frozen=True)
+class AlterDropColumn(Statement):
+    """``ALTER TABLE t DROP COLUMN [IF EXISTS] c``."""
+
+    table: TableRef
+    name: str
+    if_exists: bool = False
+    pos: Pos = _pos_field()
+
+    def to_sql(self) -> str:
+        return (f"ALTER TABLE {_table_sql(self.table)} DROP COLUMN " + ("IF EXISTS " if self.if_exists else "")
+                + quote_identifier(self.name))
+
+
+@dataclass(frozen=True)
+class AlterModifySetting(Statement):
+    """``ALTER TABLE t MODIFY SETTING k = v, ...``."""
+
+    table: TableRef
+    settings: tuple[KeywordArg, ...]
+    pos: Pos = _pos_field()
+
+    def to_sql(self) -> str:
+        return f"ALTER TABLE {_table_sql(self.table)} MODIFY SETTING " + ", ".join(s.to_sql() for s in self.settings)
+
+
+@dataclass(frozen=True)
+class Alter(Statement):
+    """``ALTER TABLE t cmd, cmd, ...`` with two or more commands (one command
+    parses as its own statement node). Each command is an Alter* statement
+    naming the same table; they run in order."""
+
+    table: TableRef
+    commands: tuple[Statement, ...]
+    pos: Pos = _pos_field()
+
+    def to_sql(self) -> str:
+        prefix = f"ALTER TABLE {_table_sql(self.table)} "
+        return prefix + ", ".join(c.to_sql()[len(prefix):] for c in self.commands)
+
+
+#: Statement types that may be one command of an :class:`Alter`.
+ALTER_COMMANDS = (AlterAddIndex, AlterDropIndex, AlterMaterializeIndex, AlterAddColumn, AlterDropColumn,
+                  AlterModifySetting, AlterRefresh)
+
+
+@dataclass(frozen=True)
+class ShowCreate(Statement):
+    """``SHOW CREATE [TABLE] t``."""
+
+    table: TableRef
+    pos: Pos = _pos_field()
+
+    def to_sql(self) -> str:
+        return f"SHOW CREATE TABLE {_table_sql(self.table)}"
+
+
+@dataclass(frozen=True)
+class ExistsTable(Statement):
+    """``EXISTS [TABLE] t``: one row, column `result` (UInt8), 1 if the table exists."""
+
+    table: TableRef
+    pos: Pos = _pos_field()
+
+    def to_sql(self) -> str:
+        return f"EXISTS TABLE {_table_sql(self.table)}"
+
+
+@dataclass(frozen=True)
+class SetStatement(Statement):
+    """``SET k = v, ...``: session settings of the database connection."""
+
+    settings: tuple[KeywordArg, ...]
+    pos: Pos = _pos_field()
+
+    def to_sql(self) -> str:
+        return "SET " + ", ".join(s.to_sql() for s in self.settings)
 
 
 @dataclass(frozen=True)
@@ -795,6 +1004,8 @@ __all__ = [
     "TableRef", "TypeExpr", "CodecSpec", "ColumnDef", "KeywordArg", "IndexClause", "SelectItem", "OrderItem",
     "CreateTable", "DropTable", "InsertValues", "InsertFile", "AlterAddIndex", "AlterDropIndex",
     "AlterMaterializeIndex", "AlterRefresh", "Optimize", "Select", "Explain", "ShowTables", "Describe",
+    "Param", "TableFunction", "InsertSelect", "Truncate", "AlterAddColumn", "AlterDropColumn", "AlterModifySetting",
+    "Alter", "ALTER_COMMANDS", "ShowCreate", "ExistsTable", "SetStatement",
     "COMPARISON_OPS", "ADDITIVE_OPS", "MULTIPLICATIVE_OPS", "INFILE_FORMATS", "KEYWORDS",
     "quote_identifier", "quote_string",
 ]

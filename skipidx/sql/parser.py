@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import bisect
 import copy
+import dataclasses
 import re
 import threading
 from collections import OrderedDict
@@ -79,6 +80,7 @@ _KEYWORD_TERMINALS = {
     FALSE FINAL FIRST FORMAT FROM GRANULARITY GROUP HAVING IF ILIKE IN INDEX INFILE INSERT INTO
     IS LAST LIKE LIMIT MATERIALIZE NOT NULL NULLS OFFSET OPTIMIZE OR ORDER PLAN REFRESH SELECT SETTINGS SHOW
     TABLE TABLES TRUE TYPE VALUES WHERE
+    AFTER COLUMN DEFAULT KEY MODIFY OUTFILE PREWHERE PRIMARY SET SETTING TRUNCATE
     """.split()
 }
 # The logical operators are keywords wherever they stand: read as names, a
@@ -252,6 +254,8 @@ def _scan(text: str, i: int) -> tuple[str, int, int, Any] | None:
         except UnicodeDecodeError:
             raise _LexError("quoted identifier is not valid UTF-8", i) from None
         return "ident", i, end, name
+    if c == "{":
+        return _scan_param(text, i)
     m = _WORD.match(text, i)
     if m:
         return "word", i, m.end(), m.group().upper()
@@ -286,6 +290,20 @@ def _scan(text: str, i: int) -> tuple[str, int, int, Any] | None:
     if c in _PUNCT:
         return _PUNCT[c], i, i + 1, None
     raise _LexError(f"unexpected character {c!r}", i)
+
+
+_PARAM = re.compile(r"\{\s*([A-Za-z_][A-Za-z_0-9]*)\s*:\s*([^{}]*?)\s*\}")
+
+
+def _scan_param(text: str, i: int) -> tuple[str, int, int, Any]:
+    """A query parameter ``{name:Type}`` at offset `i` (ClickHouse's placeholder);
+    payload: (name, type text)."""
+    m = _PARAM.match(text, i)
+    if m is None:
+        raise _LexError("invalid query parameter: expected {name:Type}", i)
+    if not m.group(2):
+        raise _LexError(f"query parameter '{m.group(1)}' has no type: expected {{{m.group(1)}:Type}}", i)
+    return "param", i, m.end(), (m.group(1), m.group(2))
 
 
 class SqlLexer(Lexer):
@@ -327,6 +345,8 @@ class SqlLexer(Lexer):
                         kind = "INT"
                     elif kind == "float":
                         kind = "FLOAT"
+                    elif kind == "param":
+                        kind = "IDENT_PARAM" if payload[1] == "Identifier" else "PARAM"
                 p, q = lines.pos(start), lines.pos(end)
                 tok = SqlToken(kind, text[start:end], start, p.line, p.column, q.line, q.column, end)
                 tok.decoded = decoded
@@ -335,6 +355,31 @@ class SqlLexer(Lexer):
         except _LexError as e:
             p = lines.pos(e.offset)
             raise ParseError(e.message, line=p.line, column=p.column) from None
+
+
+#: Restricted alias words that open a clause right after a select item.
+_CLAUSE_OPENERS = frozenset({"FORMAT", "SETTINGS", "INTO", "PREWHERE"})
+
+
+def _opens_clause(text: str, word: str, end: int) -> bool:
+    """Whether `word` at `end` is followed by what its clause needs (FORMAT name,
+    SETTINGS name =, INTO OUTFILE, PREWHERE expression)."""
+    try:
+        nxt = _scan(text, end)
+        if nxt is None:
+            return False
+        if word == "INTO":
+            return nxt[0] == "word" and nxt[3] == "OUTFILE"
+        if word == "PREWHERE":
+            return not (nxt[0] == "word" and nxt[3] in _CLAUSE_WORDS) and nxt[0] not in ("COMMA", "SEMI", "RPAR")
+        if nxt[0] not in ("word", "ident") or (nxt[0] == "word" and nxt[3] in _CLAUSE_WORDS):
+            return False
+        if word == "SETTINGS":
+            after = _scan(text, nxt[2])
+            return after is not None and after[0] == "EQ"
+        return True
+    except _LexError:
+        return True
 
 
 def _really_accepts(parser_state: Any, terminal: str) -> bool:
@@ -378,6 +423,11 @@ def _classify_word(text: str, word: str, start: int, end: int, accepts: dict,
                 ctx.implicit_alias = (text[start:end], end)
             return "IDENT", end, text[start:end]
     term = _KEYWORD_TERMINALS.get(word)
+    if term is not None and word in _CLAUSE_OPENERS and "AS" in accepts and term in accepts \
+            and not _opens_clause(text, word, end):
+        # `SELECT count() SETTINGS FROM t`: a word that could open a clause but is
+        # not followed by one reads as a (refused) alias, as ClickHouse reports it
+        return "RESTRICTED_ALIAS", end, text[start:end]
     if term is not None:
         if word in _ALWAYS_KEYWORDS or "IDENT" not in accepts:
             return term, end, None
@@ -512,7 +562,19 @@ class _AstBuilder(Transformer):
         minus, t = c
         return _negative_literal(t.decoded, "int" if t.type == "INT" else "float", minus)
 
-    def column(self, c: list) -> A.Column:
+    def param(self, c: list) -> A.Param:
+        name, type_name = c[0].decoded
+        return self._expr(A.Param(name, type_name, pos=_pos(c[0])))
+
+    def table_name(self, c: list) -> A.TableRef:
+        t = c[0]
+        if t.type == "IDENT_PARAM":
+            return A.TableRef("", t.decoded[0], pos=_pos(t))
+        return A.TableRef(t.decoded, pos=_pos(t))
+
+    def column(self, c: list) -> A.Expr:
+        if len(c) == 1 and c[0].type == "IDENT_PARAM":
+            return self._expr(A.Param(c[0].decoded[0], "Identifier", pos=_pos(c[0])))
         if len(c) == 1:
             return self._expr(A.Column(c[0].decoded, pos=_pos(c[0])))
         return self._expr(A.Column(c[2].decoded, c[0].decoded, pos=_pos(c[0])))
@@ -605,8 +667,8 @@ class _AstBuilder(Transformer):
     def _opt(self, c: list) -> Any:
         return c[0]
 
-    opt_from = opt_where = opt_group = opt_having = opt_order = opt_limit = _opt
-    opt_engine = opt_key = opt_settings = _opt
+    opt_from = opt_prewhere = opt_where = opt_group = opt_having = opt_order = opt_limit = _opt
+    opt_engine = opt_settings = _opt
 
     # -- SELECT
 
@@ -623,7 +685,15 @@ class _AstBuilder(Transformer):
         return A.SelectItem(expr, alias.decoded, pos=_pos(expr))
 
     def from_clause(self, c: list) -> _Clause:
-        return _Clause("from", A.TableRef(c[1].decoded, pos=_pos(c[1])), _pos(c[0]))
+        return _Clause("from", c[1], _pos(c[0]))
+
+    def from_function(self, c: list) -> _Clause:
+        name = c[1]
+        args = _exprs(c[2:])
+        return _Clause("from_function", A.TableFunction(name.decoded, args, pos=_pos(name)), _pos(c[0]))
+
+    def prewhere_clause(self, c: list) -> _Clause:
+        return _Clause("prewhere", c[1], _pos(c[0]))
 
     def where_clause(self, c: list) -> _Clause:
         return _Clause("where", c[1], _pos(c[0]))
@@ -645,13 +715,19 @@ class _AstBuilder(Transformer):
         desc = direction is not None and direction.type == "DESC"
         return A.OrderItem(expr, desc, None if nulls is None else nulls.value, pos=_pos(expr))
 
+    def limit_value(self, c: list) -> Any:
+        t = c[0]
+        if t.type == "PARAM":
+            return A.Param(t.decoded[0], t.decoded[1], pos=_pos(t))
+        return t.decoded
+
     def limit_clause(self, c: list) -> _Clause:
         _limit, n, _offset, m = c
-        return _Clause("limit", (n.decoded, None if m is None else m.decoded), _pos(c[0]))
+        return _Clause("limit", (n, m), _pos(c[0]))
 
     def limit_comma(self, c: list) -> _Clause:
         _limit, m, _comma, n = c  # ClickHouse's LIMIT offset, count
-        return _Clause("limit", (n.decoded, m.decoded), _pos(c[0]))
+        return _Clause("limit", (n, m), _pos(c[0]))
 
     def select(self, c: list) -> A.Select:
         cl = _clauses(c)
@@ -659,6 +735,9 @@ class _AstBuilder(Transformer):
         return A.Select(
             items=tuple(x for x in c if isinstance(x, A.SelectItem)),
             table=cl["from"].value if "from" in cl else None,
+            table_function=cl["from_function"].value if "from_function" in cl else None,
+            prewhere=cl["prewhere"].value if "prewhere" in cl else None,
+            settings=cl["settings"].value if "settings" in cl else (),
             where=cl["where"].value if "where" in cl else None,
             group_by=cl["group"].value if "group" in cl else (),
             having=cl["having"].value if "having" in cl else None,
@@ -668,6 +747,35 @@ class _AstBuilder(Transformer):
             distinct=c[1] is not None,
             pos=_pos(c[0]),
         )
+
+    def outfile_clause(self, c: list) -> _Clause:
+        path = c[2]
+        try:
+            text = path.decoded.decode("utf-8")
+        except UnicodeDecodeError:
+            raise _error("OUTFILE path is not valid UTF-8", path) from None
+        if "\x00" in text or not text:
+            raise _error("OUTFILE path must be a non-empty path without NUL characters", path)
+        return _Clause("outfile", text, _pos(c[0]))
+
+    def format_clause(self, c: list) -> _Clause:
+        return _Clause("format", c[1].decoded, _pos(c[0]))
+
+    def output_clause(self, c: list) -> _Clause:
+        return _Clause("output", _clauses(c), _pos(next(x for x in c if x is not None)))
+
+    def select_query(self, c: list) -> A.Select:
+        sel, out = c
+        if out is None:
+            return sel
+        cl = out.value
+        settings = sel.settings
+        if "settings" in cl:
+            settings = settings + cl["settings"].value
+            _check_unique([(k.name, k) for k in settings], "setting")
+        return dataclasses.replace(sel, settings=settings,
+                                   format=cl["format"].value if "format" in cl else None,
+                                   outfile=cl["outfile"].value if "outfile" in cl else None)
 
     def explain_options(self, c: list) -> _Clause:
         opts = [k for k in c if isinstance(k, A.KeywordArg)]
@@ -699,11 +807,23 @@ class _AstBuilder(Transformer):
         return _Clause("codec", tuple(x for x in c if isinstance(x, A.CodecSpec)), _pos(c[0]))
 
     def column_def(self, c: list) -> A.ColumnDef:
-        codec = c[2].value if len(c) > 2 and c[2] is not None else ()
-        return A.ColumnDef(c[0].decoded, c[1], codec, pos=_pos(c[0]))
+        name, type_, null, default, codec = c
+        return A.ColumnDef(name.decoded, type_, () if codec is None else codec.value,
+                           default=None if default is None else default.value,
+                           null=None if null is None else null.value, pos=_pos(name))
+
+    def null_modifier(self, c: list) -> _Clause:
+        return _Clause("null", len(c) == 1, _pos(c[0]))
+
+    def default_clause(self, c: list) -> _Clause:
+        return _Clause("default", c[1], _pos(c[0]))
 
     def kwarg(self, c: list) -> A.KeywordArg:
         return A.KeywordArg(c[0].decoded, c[2], pos=_pos(c[0]))
+
+    def kwarg_param(self, c: list) -> A.KeywordArg:
+        name, type_name = c[2].decoded
+        return A.KeywordArg(c[0].decoded, A.Param(name, type_name, pos=_pos(c[2])), pos=_pos(c[0]))
 
     def granularity(self, c: list) -> _Clause:
         n = c[1]
@@ -739,8 +859,9 @@ class _AstBuilder(Transformer):
         args = tuple(x for x in c if isinstance(x, A.Literal))
         return _Clause("engine", (name.decoded, args), _pos(c[0]))
 
-    def table_elements(self, c: list) -> _Clause:
-        return _Clause("elements", tuple(x for x in c if isinstance(x, (A.ColumnDef, A.IndexClause))), _pos(c[0]))
+    def primary_key_clause(self, c: list) -> _Clause:
+        cl = self.key_clause(c)
+        return _Clause("primary_key", cl.value, cl.pos)
 
     def key_clause(self, c: list) -> _Clause:
         key = c[2]
@@ -765,60 +886,123 @@ class _AstBuilder(Transformer):
     def if_exists(self, c: list) -> _Clause:
         return _Clause("if_exists", True, _pos(c[0]))
 
+    def table_elements(self, c: list) -> _Clause:
+        return _Clause("elements", tuple(x for x in c if isinstance(x, (A.ColumnDef, A.IndexClause))), _pos(c[0]))
+
+    def as_select(self, c: list) -> _Clause:
+        return _Clause("as_select", c[1], _pos(c[0]))
+
     def create_table(self, c: list) -> A.CreateTable:
-        name = c[3]
+        table = c[3]
         cl = _clauses(c)
         elements = cl["elements"].value if "elements" in cl else ()
         columns = tuple(x for x in elements if isinstance(x, A.ColumnDef))
         indexes = tuple(x for x in elements if isinstance(x, A.IndexClause))
         _check_unique([(x.name, x) for x in columns], "column")
         _check_unique([(x.name, x) for x in indexes], "index")
+        seen: set[str] = set()
+        for x in c:
+            if isinstance(x, _Clause) and x.kind in ("key", "primary_key", "settings"):
+                if x.kind in seen:
+                    raise _error(f"duplicate {x.kind.replace('_', ' ').replace('key', 'ORDER BY') if x.kind == 'key' else x.kind.upper().replace('_', ' ')} clause", x)
+                seen.add(x.kind)
+        engine, engine_args = cl["engine"].value if "engine" in cl else (None, ())
         return A.CreateTable(
-            table=A.TableRef(name.decoded, pos=_pos(name)),
+            table=table,
             columns=columns,
             indexes=indexes,
-            engine=cl["engine"].value[0] if "engine" in cl else None,
-            engine_args=cl["engine"].value[1] if "engine" in cl else (),
-            has_elements="elements" in cl,
+            engine=engine,
             order_by=cl["key"].value if "key" in cl else None,
             settings=cl["settings"].value if "settings" in cl else (),
             if_not_exists="if_not_exists" in cl,
+            primary_key=cl["primary_key"].value if "primary_key" in cl else None,
+            as_select=cl["as_select"].value if "as_select" in cl else None,
+            engine_args=engine_args,
+            has_elements="elements" in cl,
             pos=_pos(c[0]),
         )
 
     def drop_table(self, c: list) -> A.DropTable:
-        name = c[3]
-        return A.DropTable(A.TableRef(name.decoded, pos=_pos(name)), if_exists=c[2] is not None, pos=_pos(c[0]))
+        return A.DropTable(c[3], if_exists=c[2] is not None, pos=_pos(c[0]))
+
+    def truncate(self, c: list) -> A.Truncate:
+        _truncate, _table, ie, table = c
+        return A.Truncate(table, if_exists=ie is not None, pos=_pos(c[0]))
+
+    # ALTER commands are built with a placeholder table; `alter` fills it in.
+    _NO_TABLE = A.TableRef("")
 
     def alter_add_index(self, c: list) -> A.AlterAddIndex:
-        _alter, _table, table, _add, index_kw, ine, name, expr, _type, itype, gran = c
-        return A.AlterAddIndex(A.TableRef(table.decoded, pos=_pos(table)),
-                               self._index(name, expr, itype, gran, index_kw),
+        _add, index_kw, ine, name, expr, _type, itype, gran = c
+        return A.AlterAddIndex(self._NO_TABLE, self._index(name, expr, itype, gran, index_kw),
                                if_not_exists=ine is not None, pos=_pos(c[0]))
 
     def alter_drop_index(self, c: list) -> A.AlterDropIndex:
-        _alter, _table, table, _drop, _index, ie, name = c
-        return A.AlterDropIndex(A.TableRef(table.decoded, pos=_pos(table)), name.decoded,
-                                if_exists=ie is not None, pos=_pos(c[0]))
+        _drop, _index, ie, name = c
+        return A.AlterDropIndex(self._NO_TABLE, name.decoded, if_exists=ie is not None, pos=_pos(c[0]))
 
     def alter_materialize_index(self, c: list) -> A.AlterMaterializeIndex:
-        table, name = c[2], c[5]
-        return A.AlterMaterializeIndex(A.TableRef(table.decoded, pos=_pos(table)), name.decoded, pos=_pos(c[0]))
+        return A.AlterMaterializeIndex(self._NO_TABLE, c[2].decoded, pos=_pos(c[0]))
+
+    def column_place(self, c: list) -> _Clause:
+        if c[0].type == "FIRST":
+            return _Clause("first", True, _pos(c[0]))
+        return _Clause("after", c[1].decoded, _pos(c[0]))
+
+    def alter_add_column(self, c: list) -> A.AlterAddColumn:
+        _add, _column, ine, cdef, place = c
+        return A.AlterAddColumn(self._NO_TABLE, cdef, if_not_exists=ine is not None,
+                                after=place.value if place is not None and place.kind == "after" else None,
+                                first=place is not None and place.kind == "first", pos=_pos(c[0]))
+
+    def alter_drop_column(self, c: list) -> A.AlterDropColumn:
+        _drop, _column, ie, name = c
+        return A.AlterDropColumn(self._NO_TABLE, name.decoded, if_exists=ie is not None, pos=_pos(c[0]))
+
+    def alter_modify_setting(self, c: list) -> A.AlterModifySetting:
+        items = tuple(x for x in c if isinstance(x, A.KeywordArg))
+        _check_unique([(k.name, k) for k in items], "setting")
+        return A.AlterModifySetting(self._NO_TABLE, items, pos=_pos(c[0]))
+
+    def alter(self, c: list) -> A.Statement:
+        table = c[2]
+        cmds: list[A.Statement] = []
+        for x in c[3:]:
+            if isinstance(x, A.Statement):
+                cmds.append(dataclasses.replace(x, table=table))
+            elif isinstance(x, A.KeywordArg):
+                if not cmds or not isinstance(cmds[-1], A.AlterModifySetting):
+                    raise _error("a setting 'name = value' in ALTER must follow MODIFY SETTING", x)
+                items = cmds[-1].settings + (x,)
+                _check_unique([(k.name, k) for k in items], "setting")
+                cmds[-1] = dataclasses.replace(cmds[-1], settings=items)
+        commands = tuple(cmds)
+        if len(commands) == 1:
+            return dataclasses.replace(commands[0], pos=_pos(c[0]))
+        return A.Alter(table, commands, pos=_pos(c[0]))
 
     def alter_refresh(self, c: list) -> A.AlterRefresh:
-        table = c[2]
-        return A.AlterRefresh(A.TableRef(table.decoded, pos=_pos(table)), pos=_pos(c[0]))
+        return A.AlterRefresh(self._NO_TABLE, pos=_pos(c[0]))
 
     def optimize(self, c: list) -> A.Optimize:
-        table = c[2]
-        return A.Optimize(A.TableRef(table.decoded, pos=_pos(table)), final=c[3] is not None, pos=_pos(c[0]))
+        return A.Optimize(c[2], final=c[3] is not None, pos=_pos(c[0]))
 
     def show_tables(self, c: list) -> A.ShowTables:
         return A.ShowTables(pos=_pos(c[0]))
 
+    def show_create(self, c: list) -> A.ShowCreate:
+        return A.ShowCreate(c[-1], pos=_pos(c[0]))
+
+    def exists_table(self, c: list) -> A.ExistsTable:
+        return A.ExistsTable(c[-1], pos=_pos(c[0]))
+
+    def set_stmt(self, c: list) -> A.SetStatement:
+        items = tuple(x for x in c if isinstance(x, A.KeywordArg))
+        _check_unique([(k.name, k) for k in items], "setting")
+        return A.SetStatement(items, pos=_pos(c[0]))
+
     def describe(self, c: list) -> A.Describe:
-        table = c[-1]
-        return A.Describe(A.TableRef(table.decoded, pos=_pos(table)), pos=_pos(c[0]))
+        return A.Describe(c[-1], pos=_pos(c[0]))
 
     # -- INSERT
 
@@ -831,13 +1015,18 @@ class _AstBuilder(Transformer):
         return _Clause("row", _exprs(c), _pos(c[0]))
 
     def insert_values(self, c: list) -> A.InsertValues:
-        table, cols = c[2], c[3]
+        table, cols, settings = c[3], c[4], c[5]
         rows = tuple(x.value for x in c if isinstance(x, _Clause) and x.kind == "row")
-        return A.InsertValues(A.TableRef(table.decoded, pos=_pos(table)),
-                              None if cols is None else cols.value, rows, pos=_pos(c[0]))
+        return A.InsertValues(table, None if cols is None else cols.value, rows,
+                              settings=() if settings is None else settings.value, pos=_pos(c[0]))
+
+    def insert_select(self, c: list) -> A.InsertSelect:
+        table, cols, settings, sel = c[3], c[4], c[5], c[6]
+        return A.InsertSelect(table, None if cols is None else cols.value, sel,
+                              settings=() if settings is None else settings.value, pos=_pos(c[0]))
 
     def insert_file(self, c: list) -> A.InsertFile:
-        table, cols, path, fmt = c[2], c[3], c[6], c[8]
+        table, cols, path, fmt = c[3], c[4], c[7], c[9]
         try:
             path_text = path.decoded.decode("utf-8")
         except UnicodeDecodeError:
@@ -846,8 +1035,7 @@ class _AstBuilder(Transformer):
             raise _error("INFILE path must be a non-empty path without NUL characters", path)
         if fmt is not None and fmt.decoded not in A.INFILE_FORMATS:
             raise _error(f"unknown format '{fmt.decoded}'; expected one of: {', '.join(A.INFILE_FORMATS)}", fmt)
-        return A.InsertFile(A.TableRef(table.decoded, pos=_pos(table)),
-                            None if cols is None else cols.value, path_text,
+        return A.InsertFile(table, None if cols is None else cols.value, path_text,
                             None if fmt is None else fmt.decoded, pos=_pos(c[0]))
 
 
@@ -897,6 +1085,7 @@ _DISPLAY = {
     "EQ": "'='", "NE": "'!='", "LT": "'<'", "LE": "'<='", "GT": "'>'", "GE": "'>='", "PLUS": "'+'",
     "MINUS": "'-'", "STAR": "'*'", "SLASH": "'/'", "PERCENT": "'%'",
     "NOT_LIKE": "NOT LIKE", "NOT_ILIKE": "NOT ILIKE", "NOT_IN": "NOT IN", "NOT_BETWEEN": "NOT BETWEEN",
+    "PARAM": "query parameter", "IDENT_PARAM": "{name:Identifier}",
     "$END": "end of input",
 }
 _ORDER = ["IDENT", "STRING", "INT", "FLOAT", "LPAR", "RPAR", "LSQB", "RSQB", "COMMA", "DOT", "EQ", "NE", "LT",
@@ -914,7 +1103,7 @@ def describe_expected(terminals: set[str] | frozenset[str]) -> tuple[str, ...]:
     rest = set(terminals)
     head: list[str] = []
     if _EXPR_START <= rest:
-        rest -= _EXPR_START | {"NOT"}
+        rest -= _EXPR_START | {"NOT", "PARAM", "IDENT_PARAM"}
         head.append("expression")
     if _OPERATORS <= rest:
         rest -= _OPERATORS | _OPERATOR_WORDS
