@@ -48,6 +48,7 @@ __all__ = [
     "parse_bloom_filter",
     "serialize_bloom_filter",
     "bloom_filter_options",
+    "read_column_chunk_filters",
 ]
 
 # Thrift compact protocol type ids.
@@ -359,6 +360,15 @@ def read_bloom_filters(path: str | os.PathLike, column: str | int) -> list[SBBF 
             return [_read_one(fh, size, md, rg, col, where) for rg in range(md.num_row_groups)]
     except OSError as e:
         raise SkipidxError(f"cannot read bloom filters: {e}", path=where) from None
+
+
+def read_column_chunk_filters(fh, md: pq.FileMetaData, column: int, where: str) -> list[SBBF | None]:
+    """The bloom filters of leaf `column` in every row group, read through the open binary
+    file `fh` (closed afterwards) whose parsed footer is `md`: for callers that hold the
+    file open and its footer already (no second parse, and the bytes of the version they checked)."""
+    with fh:
+        size = os.fstat(fh.fileno()).st_size
+        return [_read_one(fh, size, md, rg, int(column), where) for rg in range(md.num_row_groups)]
 
 
 def bloom_filter_options(columns: Iterable[str] | Mapping[str, Mapping[str, float]], ndv: int | None = None,

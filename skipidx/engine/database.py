@@ -108,6 +108,27 @@ class Database:
         self._check_open()
         return int(self.catalog.table(table).insert(data))
 
+    def prune(self, table: str, where: str | None = None) -> list[tuple[str, list[int]]]:
+        """The data files and row groups a query with `where` must read: ``[(path, [row
+        groups])]``, for readers that take a file list (pyarrow, DuckDB, Spark). Pruned
+        by every index of the table (for external tables also the files' footers, Bloom
+        filters and partitions); the rows of those row groups still need `where` applied."""
+        self._check_open()
+        from skipidx.planner.query import prune_where
+
+        t = self.catalog.table(table)
+        with t.snapshot() as snap:
+            sels, _stats, _bound = prune_where(snap, where, self.index_cache)
+            out = []
+            for sel in sels:
+                p = sel.part
+                path = getattr(p, "data_path", None)
+                if path is None:
+                    from skipidx.store.part import DATA_FILE
+                    path = os.path.join(p.path, DATA_FILE)
+                out.append((path, [g for a, b in sel.ranges for g in range(a, b)]))
+            return out
+
     def tables(self) -> list[str]:
         self._check_open()
         return self.catalog.list_tables()
@@ -123,6 +144,20 @@ class Database:
             return self._select(s)
         if isinstance(s, A.Explain):
             return self._explain(s)
+        if isinstance(s, A.CreateTable) and s.engine == "ParquetFiles":
+            from skipidx.planner.external import external_meta_from_ast
+
+            meta, src, pcols = external_meta_from_ast(s)
+            t, rep = self.catalog.create_external_table(meta, src, pcols, if_not_exists=s.if_not_exists)
+            return Result(message="table exists" if t is None else f"created external table: {rep.message()}")
+        if isinstance(s, A.AlterRefresh):
+            t = self._table(s.table)
+            if not hasattr(t, "refresh"):
+                raise BindError(f"ALTER TABLE ... REFRESH applies to external tables (ENGINE = ParquetFiles); "
+                                f"{s.table.name!r} is a MergeTree table",
+                                line=s.pos.line or None, column=s.pos.column or None)
+            rep = t.refresh()
+            return Result(_refresh_table(rep), message=f"refreshed: {rep.message()}")
         if isinstance(s, A.CreateTable):
             from skipidx.planner.ddl import table_meta_from_ast
 
@@ -224,6 +259,14 @@ class Database:
         with snap:
             lines, stats = explain_lines(plan, indexes=s.indexes)
         return Result(pa.table({"explain": pa.array(lines, pa.string())}), stats)
+
+
+def _refresh_table(rep) -> pa.Table:
+    rows = ([("indexed", p, "") for p in rep.indexed] + [("rebuilt", p, "") for p in rep.rebuilt]
+            + [("removed", p, "") for p in rep.removed] + [("skipped", x["path"], x["reason"]) for x in rep.skipped])
+    return pa.table({"action": pa.array([r[0] for r in rows], pa.string()),
+                     "path": pa.array([r[1] for r in rows], pa.string()),
+                     "detail": pa.array([r[2] for r in rows], pa.string())})
 
 
 def connect(path: str | os.PathLike | None = None) -> Database:

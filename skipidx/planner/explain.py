@@ -37,6 +37,9 @@ def explain_lines(plan: QueryPlan, indexes: bool = True) -> tuple[list[str], Que
     bs = plan.select
     stats = QueryStats(table=bs.table)
     prune_plan(plan, stats)
+    # an external table's parts are data files and its granules row groups
+    ext = getattr(plan.snapshot, "kind", None) == "external"
+    P, G = ("Files", "Row groups") if ext else ("Parts", "Granules")
     lines = ["Expression"]
     if bs.distinct:
         lines.append("  Distinct")
@@ -50,10 +53,12 @@ def explain_lines(plan: QueryPlan, indexes: bool = True) -> tuple[list[str], Que
         lines.append(f"  Limit {bs.limit}" + (f" offset {bs.offset}" if bs.offset else ""))
     if bs.where is not None:
         lines.append(f"  Filter: {_where_text(bs)}")
-    lines.append(f"  ReadFromMergeTree ({bs.table})")
+    lines.append(f"  {'ReadFromParquetFiles' if ext else 'ReadFromMergeTree'} ({bs.table})")
     lines.append(f"    Columns: {', '.join(plan.columns) if plan.columns else '(none: row counts from marks)'}")
-    lines.append(f"    Parts: {stats.parts_selected}/{stats.parts_total} | "
-                 f"Granules: {stats.granules_selected}/{stats.granules_total}")
+    lines.append(f"    {P}: {stats.parts_selected}/{stats.parts_total} | "
+                 f"{G}: {stats.granules_selected}/{stats.granules_total}")
+    for n in stats.notes:
+        lines.append(f"    Note: {n}")
     if not indexes:
         return lines, stats
     used = [u for u in plan.uses if u.useful]
@@ -71,16 +76,16 @@ def explain_lines(plan: QueryPlan, indexes: bool = True) -> tuple[list[str], Que
             lines.append(f"        Description: {u.description}")
         for c in s.conditions:
             lines.append(f"        Condition: {c}")
-        lines.append(f"        Parts: {s.parts_after}/{s.parts_before}")
-        lines.append(f"        Granules: {s.granules_after}/{s.granules_before}")
+        lines.append(f"        {P}: {s.parts_after}/{s.parts_before}")
+        lines.append(f"        {G}: {s.granules_after}/{s.granules_before}")
         if s.note:
             lines.append(f"        Note: {s.note}")
     if len(used) > 1:
         lines.append("      Skip")
         lines.append("        Name: <Combined skip indexes>")
         lines.append("        Description: Final set of granules after AND/OR processing")
-        lines.append(f"        Parts: {stats.parts_selected}/{stats.parts_total}")
-        lines.append(f"        Granules: {stats.granules_selected}/{stats.granules_total}")
+        lines.append(f"        {P}: {stats.parts_selected}/{stats.parts_total}")
+        lines.append(f"        {G}: {stats.granules_selected}/{stats.granules_total}")
     lines.append(f"      Ranges: {stats.ranges}")
     unused = [u for u in plan.uses if not u.useful]
     if unused:

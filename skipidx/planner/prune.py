@@ -49,13 +49,17 @@ class IndexUse:
     useful: bool = False
     note: str | None = None
     stats: IndexStats | None = None
+    #: what a derived index (one with a loader) is, for EXPLAIN (None: the ORDER BY key)
+    label: str | None = None
 
     @property
     def is_primary_key(self) -> bool:
-        return self.loader is not None
+        return self.loader is not None and self.label is None
 
     @property
     def description(self) -> str:
+        if self.label is not None:
+            return self.label
         if self.loader is not None and self.itype is not None:
             return f"ORDER BY {self.itype.definition.column}: min/max of each granule (row-group statistics)"
         return f"{self.type_name} GRANULARITY {self.granularity}"
@@ -197,7 +201,8 @@ class PartSelection:
     ranges: list[tuple[int, int]]          # [start, end) granule ranges
 
 
-def plan_indexes(rpn: RPN, table_meta: Any, cache: IndexCache | None = None) -> list[IndexUse]:
+def plan_indexes(rpn: RPN, table_meta: Any, cache: IndexCache | None = None,
+                 derived: Callable[[RPN, Any, list[IndexUse]], list[IndexUse]] | None = None) -> list[IndexUse]:
     """Bind each index of the table to the RPN's atoms and decide whether to read it.
 
     An index is read iff one of its answers can matter
@@ -231,6 +236,9 @@ def plan_indexes(rpn: RPN, table_meta: Any, cache: IndexCache | None = None) -> 
             use.conditions[i] = cond
             use.stats.conditions.append(cond.describe())
     uses.extend(_primary_key_uses(rpn, table_meta, uses, cache))
+    if derived is not None:
+        # indexes the table's data gives for free (external tables: footers, Bloom filters, partitions)
+        uses.extend(derived(rpn, cache, list(uses)))
     refute_any: dict[int, bool] = {}
     confirm_any: dict[int, bool] = {}
     caps: dict[str, tuple[dict[int, bool], dict[int, bool]]] = {}

@@ -32,7 +32,13 @@ def plan_query(snapshot: Any, bs: BoundSelect, cache: IndexCache | None = None) 
     """The RPN of the WHERE clause, the indexes that can answer it, the columns to read."""
     meta = snapshot.meta
     rpn = build_rpn(bs.where)
-    uses = plan_indexes(rpn, meta, cache)
+    derived = None
+    if getattr(snapshot, "kind", None) == "external":
+        from skipidx.planner.external import external_uses
+
+        def derived(rpn_: RPN, cache_: Any, declared: list) -> list:
+            return external_uses(snapshot, rpn_, cache_, declared)
+    uses = plan_indexes(rpn, meta, cache, derived)
     need = columns_of(bs.where) | bs.output_columns()
     columns = [c for c in meta.column_names if c in need]
     return QueryPlan(snapshot, bs, rpn, uses, columns, cache)
@@ -42,6 +48,7 @@ def prune_plan(plan: QueryPlan, stats: QueryStats) -> list[PartSelection]:
     t0 = time.perf_counter()
     sel = prune(plan.snapshot.parts, plan.rpn, plan.uses, stats, plan.cache)
     stats.prune_ms = (time.perf_counter() - t0) * 1000
+    stats.notes.extend(getattr(plan.snapshot, "notes", ()))
     return sel
 
 

@@ -115,6 +115,8 @@ class QueryStats:
     indexes: list[IndexStats] = field(default_factory=list)
     prune_ms: float = 0.0
     scan_ms: float = 0.0
+    #: what the query could not read or trust (external tables: files skipped, stale sidecars)
+    notes: list[str] = field(default_factory=list)
 
     def index(self, name: str) -> IndexStats:
         """The figures of the index called `name` (KeyError if the table has none)."""

@@ -16,6 +16,7 @@ import shutil
 from skipidx.core.errors import SkipidxError
 from skipidx.store import commit as _commit
 from skipidx.store.commit import TableState, fsync_dir, write_state
+from skipidx.store.external import EXTERNAL_STATE, ExternalTable, create_external_table
 from skipidx.store.metadata import TableMeta, check_identifier
 from skipidx.store.reader_pool import release_readers
 from skipidx.store.table import Table
@@ -70,12 +71,12 @@ class Catalog:
                 check_identifier(n, "table")
             except SkipidxError:
                 continue
-            if os.path.isfile(os.path.join(self.path, n, _commit.STATE_FILE)):
+            if _is_table(os.path.join(self.path, n)):
                 out.append(n)
         return sorted(out)
 
     def exists(self, name: str) -> bool:
-        return os.path.isfile(os.path.join(self._dir(name), _commit.STATE_FILE))
+        return _is_table(self._dir(name))
 
     def create_table(self, meta: TableMeta, if_not_exists: bool = False) -> Table | None:
         """Create a table from validated `meta`; returns it (None when it
@@ -101,11 +102,36 @@ class Catalog:
                 raise
         return self.table(meta.name)
 
+    def create_external_table(self, meta: TableMeta, source: str, partition_columns: list[str],
+                              if_not_exists: bool = False, builder=None):
+        """Create an external table (ENGINE = ParquetFiles) over the files of glob `source`
+        and index them; (table, refresh report), or (None, None) when it existed and
+        `if_not_exists`. Only metadata and sidecars are written, into the table directory."""
+        meta.validate()
+        target = self._dir(meta.name)
+        with _CatalogLock(self.path):
+            if os.path.exists(target):
+                if if_not_exists:
+                    return None, None
+                raise SkipidxError(f"table {meta.name!r} already exists")
+            tmp = os.path.join(self.path, f".tmp-{meta.name}-{secrets.token_hex(4)}")
+            os.mkdir(tmp)
+            try:
+                report = create_external_table(tmp, meta, source, partition_columns, builder)
+                fsync_dir(tmp)
+                os.rename(tmp, target)
+                fsync_dir(self.path)
+            except BaseException:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
+        return self.table(meta.name), report
+
     def drop_table(self, name: str, if_exists: bool = False) -> bool:
-        """Drop a table; False if it did not exist and `if_exists`."""
+        """Drop a table; False if it did not exist and `if_exists` (an external
+        table's data files stay where they are: only its directory goes)."""
         target = self._dir(name)
         with _CatalogLock(self.path):
-            if not os.path.isfile(os.path.join(target, _commit.STATE_FILE)):
+            if not _is_table(target):
                 if if_exists:
                     return False
                 raise self._unknown(name)
@@ -125,7 +151,12 @@ class Catalog:
         """Open table `name`; SkipidxError listing the known tables if unknown."""
         d = self._dir(name)
         t = self._tables.get(name)
-        if t is not None and os.path.isfile(os.path.join(d, _commit.STATE_FILE)):
+        if t is not None and os.path.isfile(os.path.join(d, EXTERNAL_STATE if isinstance(t, ExternalTable)
+                                                         else _commit.STATE_FILE)):
+            return t
+        if os.path.isfile(os.path.join(d, EXTERNAL_STATE)):
+            t = ExternalTable(d)
+            self._tables[name] = t
             return t
         if not os.path.isfile(os.path.join(d, _commit.STATE_FILE)):
             raise self._unknown(name)
@@ -139,3 +170,7 @@ class Catalog:
 
     def __repr__(self) -> str:
         return f"Catalog({self.path!r})"
+
+
+def _is_table(d: str) -> bool:
+    return os.path.isfile(os.path.join(d, _commit.STATE_FILE)) or os.path.isfile(os.path.join(d, EXTERNAL_STATE))

@@ -1,0 +1,139 @@
+"""Index uses of external tables that come from the data files themselves.
+
+Besides the declared indexes (sidecars, loaded like a part's index files),
+an external table's files prune with what they already hold: per column,
+the row groups' footer min/max (``FooterStats(col)``, a minmax index), the
+Parquet Bloom filters the writer stored (``ParquetBloom(col)``, answered by
+the ``bloom_filter`` condition: Parquet hashes values exactly as it does),
+and Hive partition values (``Partition(col)``, constant per file). They are
+ordinary :class:`~skipidx.planner.prune.IndexUse` objects with a loader, so
+the pruner probes, narrows and reports them like any index; a file that
+cannot answer (no statistics, no filter) stays UNKNOWN for them.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from skipidx.indexes.base import IndexDef, get_index_type
+from skipidx.planner.rpn import RPN
+from skipidx.planner.stats import IndexStats
+
+__all__ = ["external_uses"]
+
+
+def _use(name: str, type_label: str, description: str, d: IndexDef, col_type: Any, cache: Any, loader: Any, rpn: RPN):
+    from skipidx.planner.prune import IndexUse
+
+    itype = cache.index_type(d, col_type) if cache is not None else get_index_type(d.type_name)(d, col_type)
+    use = IndexUse(name, type_label, 1, itype, loader=loader)
+    use.label = description
+    use.stats = IndexStats(name=name, type=type_label, description=description)
+    for i, atom in enumerate(rpn.atoms):
+        cond = itype.condition(atom)
+        if cond is not None:
+            use.conditions[i] = cond
+            use.stats.conditions.append(cond.describe())
+    return use if use.conditions else None
+
+
+def external_uses(snapshot: Any, rpn: RPN, cache: Any, declared: list) -> list:
+    """The footer, Bloom-filter and partition uses of `snapshot` (an ExternalSnapshot)
+    for the columns the RPN's atoms read. A column whose declared minmax index of
+    GRANULARITY 1 already answers is not given a second one."""
+    from skipidx.store.lake_stats import bloom_granules, stats_granules, stats_type_ok
+
+    meta = snapshot.meta
+    wanted = []
+    for a in rpn.atoms:
+        if a.expr_func is None and a.column not in wanted:
+            wanted.append(a.column)
+    covered = {u.itype.definition.column for u in declared
+               if u.itype is not None and u.type_name == "minmax" and u.granularity == 1
+               and u.itype.definition.expr_func is None}
+    parts = set(getattr(snapshot.state, "partition_columns", ()))
+    blooms = snapshot.bloom_columns() if wanted else set()
+    out = []
+    for col in wanted:
+        try:
+            ct = meta.column(col).type.arrow_type
+        except Exception:
+            continue
+        if col not in covered and stats_type_ok(ct):
+            d = IndexDef(name=f"Partition({col})" if col in parts else f"FooterStats({col})", column=col,
+                         expr_func=None, type_name="minmax")
+            desc = ("Hive partition value of each file" if col in parts
+                    else f"min/max of {col} in each row group's Parquet footer")
+
+            def load(f: Any, col: str = col, ct: Any = ct) -> Any:
+                return stats_granules(f, col, ct)
+            u = _use(d.name, "partition" if col in parts else "footer stats", desc, d, ct, cache, load, rpn)
+            if u is not None:
+                out.append(u)
+        if col in blooms:
+            d = IndexDef(name=f"ParquetBloom({col})", column=col, expr_func=None, type_name="bloom_filter")
+            itype = cache.index_type(d, ct) if cache is not None else get_index_type("bloom_filter")(d, ct)
+
+            def loadb(f: Any, col: str = col, ct: Any = ct, itype: Any = itype) -> Any:
+                return bloom_granules(f, col, ct, itype)
+            u = _use(d.name, "parquet bloom filter", f"the data files' own Parquet Bloom filters of {col}",
+                     d, ct, cache, loadb, rpn)
+            if u is not None:
+                out.append(u)
+    return out
+
+
+def external_meta_from_ast(s: Any) -> tuple[Any, str, list[str]]:
+    """``CREATE TABLE t [(columns, INDEX ...)] ENGINE = ParquetFiles('glob')``: (TableMeta,
+    absolute glob, partition columns). Columns omitted: inferred from the files' footers
+    (Nullable where Parquet says optional) and the Hive ``key=value`` directories."""
+    from skipidx.core.errors import SkipidxError
+    from skipidx.core.types import parse_type
+    from skipidx.planner.ddl import _at, _err, _literal_value, index_def_from_ast
+    from skipidx.store.external import lake_columns, resolve_source
+    from skipidx.store.metadata import ColumnMeta, TableMeta, make_index_meta
+
+    if len(s.engine_args) != 1 or s.engine_args[0].kind != "string":
+        raise _err("ENGINE = ParquetFiles takes one string: the path or glob of the data files", s)
+    if s.order_by is not None:
+        raise _err("an external table has no ORDER BY (its files are never rewritten)", s)
+    for kv in s.settings:
+        raise _err(f"an external table takes no SETTINGS ({kv.name})", kv)
+    try:
+        src = resolve_source(_literal_value(s.engine_args[0]))
+        found, left_out, ptypes, _half = lake_columns(src)
+    except SkipidxError as e:
+        raise _at(e, s.engine_args[0]) from None
+    if s.columns:
+        known = {n for n, _ in found} | set(ptypes)
+        cols = []
+        for c in s.columns:
+            if c.codec:
+                raise _err(f"column {c.name!r}: CODEC does not apply to an external table", c)
+            try:
+                ctype = parse_type(c.type.to_sql())
+            except SkipidxError as e:
+                raise _at(e, c.type) from None
+            if (found or ptypes) and c.name not in known:
+                raise _err(f"column {c.name!r} is in no data file of {src!r} and is no partition key; "
+                           f"the files hold: {', '.join(sorted(known))}", c)
+            cols.append(ColumnMeta(c.name, ctype))
+    else:
+        if not found and not ptypes:
+            raise _err(f"ENGINE = ParquetFiles({src!r}): no readable Parquet file matches, so the columns "
+                       "cannot be inferred; declare them", s.engine_args[0])
+        cols = [ColumnMeta(n, t) for n, t in found] + [ColumnMeta(k, t) for k, t in ptypes.items()]
+    names = [c.name for c in cols]
+    by_name = {c.name: c for c in cols}
+    indexes = []
+    for ic in s.indexes:
+        defn = index_def_from_ast(ic, names)
+        try:
+            indexes.append(make_index_meta(defn, by_name[defn.column].type))
+        except SkipidxError as e:
+            raise _at(e, ic) from None
+    meta = TableMeta(name=s.table.name, columns=cols, order_by=[], indexes=indexes)
+    try:
+        meta.validate()
+    except SkipidxError as e:
+        raise _at(e, s) from None
+    return meta, src, [c for c in names if c in ptypes]

@@ -1,0 +1,728 @@
+"""External tables: ``ENGINE = ParquetFiles('glob')`` over Parquet files skipidx never writes.
+
+The table directory holds only::
+
+    external.json        the table: columns, indexes, the glob, and per data
+                         file its identity (path, size, mtime, footer XXH64),
+                         row-group sizes and sidecar entries (file, XXH64,
+                         index fingerprint); skipped files with the reason
+    sidecars/            <identity key>.<index>.arrow (skipidx.store.sidecar)
+    write.lock           REFRESH serializes on it (queries never lock)
+
+A data granule is one row group of a data file; an :class:`ExternalFile`
+plays the part of a MergeTree part for the planner and the scan (``marks``,
+``n_granules``, ``read``, ``index_entry``/``load_index``, ``granule_bytes``),
+so queries go through the same plan -> prune -> scan. Besides the declared
+indexes (sidecars), every file prunes by what its footer already holds:
+
+* min/max statistics of every column with exact statistics (integers, dates,
+  strings, bools), as a minmax index per column;
+* the Parquet Bloom filters the writer put in the file (``=`` / ``IN``), read
+  with the same code as ``read_bloom_filter`` and answered by the
+  ``bloom_filter`` index condition (values hashed as Parquet hashes them);
+* Hive ``key=value`` partition values, as a constant min/max per file.
+
+Every query re-reads each file's identity through a descriptor it keeps
+until the end of the query (a file renamed over, or deleted, while the query
+runs is still read as it was); a file whose identity differs from what its
+sidecars were built for is read with its footer's own pruning only (answers
+exact), new files too; a file whose footer does not parse is skipped and
+named in the query's notes; a file that vanished is not read.
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import xxhash
+
+from skipidx.core.errors import CorruptionError, SkipidxError
+from skipidx.core.types import ColumnType, cast_to, parse_type
+from skipidx.indexes.base import IndexDef, get_index_type
+from skipidx.store.commit import WriteLock, fsync_dir, write_file_durably
+from skipidx.store.lake import (FileIdentity, HalfWritten, discover, glob_base, hive_partition, infer_columns,
+                                partition_types, probe)
+from skipidx.store.metadata import ColumnMeta, IndexMeta, TableMeta
+from skipidx.store.part import index_fingerprint
+from skipidx.store.sidecar import SIDECAR_DIR, build_file_sidecars, load_sidecar
+
+__all__ = ["EXTERNAL_STATE", "ENGINE", "ExternalTable", "ExternalFile", "ExternalSnapshot", "RefreshReport",
+           "create_external_table", "is_external", "BuildJob", "run_build_job"]
+
+ENGINE = "ParquetFiles"
+EXTERNAL_STATE = "external.json"
+FORMAT = 1
+
+
+def is_external(table_dir: str) -> bool:
+    return os.path.isfile(os.path.join(table_dir, EXTERNAL_STATE))
+
+
+# ------------------------------------------------------------------ state
+@dataclass
+class FileRecord:
+    identity: FileIdentity
+    row_groups: list[int]
+    sidecars: dict[str, dict] = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {"identity": self.identity.to_json(), "row_groups": self.row_groups, "sidecars": self.sidecars}
+
+    @staticmethod
+    def from_json(o: Any, where: str) -> "FileRecord":
+        if not isinstance(o, dict) or not isinstance(o.get("row_groups"), list) or not isinstance(o.get("sidecars"), dict):
+            raise CorruptionError(f"{where}: bad file record")
+        return FileRecord(FileIdentity.from_json(o.get("identity"), where), [int(x) for x in o["row_groups"]],
+                          {str(k): dict(v) for k, v in o["sidecars"].items()})
+
+
+@dataclass
+class ExternalState:
+    version: int
+    meta: TableMeta
+    source: str                               # absolute glob
+    partition_columns: list[str]
+    files: dict[str, FileRecord]              # absolute path -> record
+    skipped: list[dict] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {"format": FORMAT, "engine": ENGINE, "version": self.version, "meta": self.meta.to_json(),
+                "source": self.source, "partition_columns": self.partition_columns,
+                "files": {p: r.to_json() for p, r in sorted(self.files.items())}, "skipped": self.skipped}
+
+    @staticmethod
+    def from_json(o: Any, where: str) -> "ExternalState":
+        if not isinstance(o, dict) or o.get("format") != FORMAT or o.get("engine") != ENGINE:
+            raise CorruptionError(f"{where}: not an external table state of format {FORMAT}")
+        try:
+            files = {str(p): FileRecord.from_json(r, f"{where}: {p}") for p, r in o["files"].items()}
+            return ExternalState(int(o["version"]), TableMeta.from_json(o["meta"], where), str(o["source"]),
+                                 [str(c) for c in o["partition_columns"]], files, list(o.get("skipped", [])))
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise CorruptionError(f"{where}: damaged external table state ({type(e).__name__}: {e})") from None
+
+
+def _read_state(table_dir: str) -> ExternalState:
+    path = os.path.join(table_dir, EXTERNAL_STATE)
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+        doc = json.loads(raw)
+    except (OSError, ValueError) as e:
+        raise CorruptionError(f"unreadable external table state: {e}", path=path) from None
+    if not isinstance(doc, dict) or "state" not in doc or doc.get("xxh64") != xxhash.xxh64_hexdigest(
+            json.dumps(doc["state"], sort_keys=True, separators=(",", ":")).encode()):
+        raise CorruptionError("external table state checksum mismatch", path=path)
+    return ExternalState.from_json(doc["state"], path)
+
+
+def _write_state(table_dir: str, st: ExternalState) -> None:
+    body = st.to_json()
+    doc = {"state": body, "xxh64": xxhash.xxh64_hexdigest(json.dumps(body, sort_keys=True, separators=(",", ":")).encode())}
+    tmp = os.path.join(table_dir, f".{EXTERNAL_STATE}.{secrets.token_hex(6)}.tmp")
+    write_file_durably(tmp, json.dumps(doc, indent=1, sort_keys=True).encode())
+    os.replace(tmp, os.path.join(table_dir, EXTERNAL_STATE))
+    fsync_dir(table_dir)
+
+
+# ------------------------------------------------------------------ partitions
+def _partition_values(meta: TableMeta, part: dict[str, str | None], columns: Sequence[str]) -> dict[str, Any]:
+    """The typed partition values of one file (cast to the declared types)."""
+    out: dict[str, Any] = {}
+    for c in columns:
+        v = part.get(c)
+        ct = meta.column(c).type
+        if v is None:
+            if not ct.nullable:
+                raise SkipidxError(f"partition column {c!r} is NULL in a file but declared {ct.name}")
+            out[c] = None
+            continue
+        try:
+            # a directory name is text: parsed as the declared type (Arrow's string cast), range-checked
+            out[c] = cast_to(ct, pa.array([v], pa.string()).cast(ct.arrow_type), c)[0].as_py()
+        except SkipidxError as e:
+            raise SkipidxError(f"partition value {c}={v!r}: {e.message}") from None
+        except (pa.ArrowException, ValueError) as e:
+            raise SkipidxError(f"partition value {c}={v!r} is no {ct.name}: {e}") from None
+    return out
+
+
+# ------------------------------------------------------------------ build jobs
+@dataclass
+class BuildJob:
+    """Build the sidecars of `indexes` for one data file (picklable: Spark ships it to a task)."""
+
+    path: str
+    identity: dict
+    meta: dict               # TableMeta JSON
+    indexes: list[str]
+    partition: dict
+    out_dir: str
+
+
+def run_build_job(job: BuildJob) -> dict:
+    """Run one build job: ``{"path", "sidecars": {...}}`` or ``{"path", "changed": reason}``
+    when the file is no longer the version the driver saw (it is then left unindexed)."""
+    meta = TableMeta.from_json(job.meta, "build job")
+    want = FileIdentity.from_json(job.identity, "build job")
+    try:
+        fd = os.open(job.path, os.O_RDONLY)
+    except FileNotFoundError:
+        return {"path": job.path, "changed": "vanished"}
+    try:
+        try:
+            ident, md = probe(job.path, fd)
+        except HalfWritten as e:
+            return {"path": job.path, "changed": e.message}
+        if ident != want:
+            return {"path": job.path, "changed": "changed since discovery"}
+        with pa.OSFile(_fd_path(fd, job.path)) as src:
+            entries = build_file_sidecars(job.path, ident, md, meta, [meta.index(n) for n in job.indexes],
+                                          job.partition, job.out_dir, source=src)
+        # the descriptor read the version checked above; say so if the path moved on meanwhile
+        st = os.fstat(fd)
+        if (st.st_size, st.st_mtime_ns) != (ident.size, ident.mtime_ns):
+            return {"path": job.path, "changed": "changed while indexed"}
+        return {"path": job.path, "sidecars": entries}
+    finally:
+        os.close(fd)
+
+
+def _fd_path(fd: int, path: str) -> str:
+    """A path that opens the same file as `fd` (Linux /proc), else `path`."""
+    p = f"/proc/self/fd/{fd}"
+    return p if os.path.exists(p) else path
+
+
+def local_builder(jobs: list[BuildJob], threads: int | None = None) -> list[dict]:
+    """Run build jobs in this process (a few threads: Parquet decoding and the kernels release the GIL)."""
+    if not jobs:
+        return []
+    n = threads or max(1, min(4, os.cpu_count() or 1))
+    if n == 1 or len(jobs) == 1:
+        return [run_build_job(j) for j in jobs]
+    with ThreadPoolExecutor(max_workers=n, thread_name_prefix="skipidx-sidecar") as ex:
+        return list(ex.map(run_build_job, jobs))
+
+
+@dataclass
+class RefreshReport:
+    """What a CREATE or REFRESH did."""
+
+    indexed: list[str] = field(default_factory=list)      # new files, sidecars built
+    rebuilt: list[str] = field(default_factory=list)      # changed files (or new indexes), sidecars rebuilt
+    removed: list[str] = field(default_factory=list)      # files gone: their sidecars dropped
+    unchanged: int = 0
+    skipped: list[dict] = field(default_factory=list)     # {"path", "reason"}: half-written / changed meanwhile
+    sidecars_written: int = 0
+    seconds: float = 0.0
+
+    def message(self) -> str:
+        s = (f"indexed {len(self.indexed)} new files, rebuilt {len(self.rebuilt)}, removed {len(self.removed)}, "
+             f"unchanged {self.unchanged}, skipped {len(self.skipped)}")
+        if self.skipped:
+            s += " (" + "; ".join(f"{os.path.basename(x['path'])}: {x['reason']}" for x in self.skipped[:5]) + ")"
+        return s
+
+    def as_dict(self) -> dict:
+        return {"indexed": self.indexed, "rebuilt": self.rebuilt, "removed": self.removed,
+                "unchanged": self.unchanged, "skipped": self.skipped, "sidecars_written": self.sidecars_written,
+                "seconds": self.seconds}
+
+
+# ------------------------------------------------------------------ the table
+class ExternalTable:
+    """An external table (ENGINE = ParquetFiles)."""
+
+    kind = "external"
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._state: ExternalState | None = None
+        self._state_key: tuple | None = None
+        self._lock = threading.Lock()
+
+    # ---- state -----------------------------------------------------------
+    def state(self) -> ExternalState:
+        p = os.path.join(self.path, EXTERNAL_STATE)
+        try:
+            st = os.stat(p)
+        except FileNotFoundError:
+            raise SkipidxError(f"table {os.path.basename(self.path)!r} was dropped") from None
+        key = (st.st_ino, st.st_size, st.st_mtime_ns)
+        with self._lock:
+            if self._state is None or self._state_key != key:
+                self._state = _read_state(self.path)
+                self._state_key = key
+            return self._state
+
+    @property
+    def meta(self) -> TableMeta:
+        return self.state().meta
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+    @property
+    def source(self) -> str:
+        return self.state().source
+
+    def __repr__(self) -> str:
+        return f"ExternalTable({self.path!r})"
+
+    # ---- refusals --------------------------------------------------------
+    def _read_only(self, what: str) -> SkipidxError:
+        return SkipidxError(f"table {self.name!r} is an external table (ENGINE = ParquetFiles): {what} is not "
+                            "supported; its data files are never written")
+
+    def insert(self, data: Any, **_: Any) -> int:
+        raise self._read_only("INSERT")
+
+    def insert_file(self, path: str, format: str | None = None, **_: Any) -> int:
+        raise self._read_only("INSERT")
+
+    def optimize(self, final: bool = False, **_: Any) -> int:
+        raise self._read_only("OPTIMIZE")
+
+    # ---- indexes ---------------------------------------------------------
+    def add_index(self, defn: IndexDef, *, if_not_exists: bool = False) -> bool:
+        """Declare an index; REFRESH (or MATERIALIZE INDEX) builds its sidecars."""
+        from skipidx.store.metadata import make_index_meta
+
+        with WriteLock(self.path):
+            st = _read_state(self.path)
+            if any(i.name == defn.name for i in st.meta.indexes):
+                if if_not_exists:
+                    return False
+                raise SkipidxError(f"table {st.meta.name!r} already has an index {defn.name!r}")
+            im = make_index_meta(defn, st.meta.column(defn.column).type)
+            st.meta = st.meta.with_indexes(list(st.meta.indexes) + [im]).validate()
+            st.version += 1
+            _write_state(self.path, st)
+        return True
+
+    def drop_index(self, name: str, *, if_exists: bool = False) -> bool:
+        with WriteLock(self.path):
+            st = _read_state(self.path)
+            if not any(i.name == name for i in st.meta.indexes):
+                if if_exists:
+                    return False
+                st.meta.index(name)   # raises, listing the indexes
+            st.meta = st.meta.with_indexes([i for i in st.meta.indexes if i.name != name])
+            for r in st.files.values():
+                r.sidecars.pop(name, None)
+            st.version += 1
+            _write_state(self.path, st)
+            self._collect_garbage(st, None)
+        return True
+
+    def materialize_index(self, name: str) -> int:
+        self.meta.index(name)
+        return len(self.refresh().rebuilt)
+
+    # ---- REFRESH ---------------------------------------------------------
+    def refresh(self, builder: Callable[[list[BuildJob]], list[dict]] | None = None) -> RefreshReport:
+        """Index new data files, rebuild the sidecars of changed ones (and of indexes
+        they lack), drop removed ones; publish the new state atomically.
+
+        `builder` runs the build jobs (default: this process; the Spark
+        pipeline passes one that runs a task per file). Every sidecar goes to
+        a staging directory first; the state is published only when every job
+        came back, so a failed build changes nothing (all or nothing). A file
+        that changed while it was indexed is left unindexed and reported."""
+        t0 = time.perf_counter()
+        with WriteLock(self.path):
+            st = _read_state(self.path)
+            rep = RefreshReport()
+            base = glob_base(st.source)
+            found = discover(st.source)
+            jobs: list[BuildJob] = []
+            new_files: dict[str, FileRecord] = {}
+            kinds: dict[str, str] = {}
+            staging = os.path.join(self.path, f".staging-{secrets.token_hex(6)}")
+            meta_json = st.meta.to_json()
+            fps = {im.name: index_fingerprint(im) for im in st.meta.indexes}
+            for p in found:
+                try:
+                    ident, md = probe(p)
+                except FileNotFoundError:
+                    continue
+                except HalfWritten as e:
+                    rep.skipped.append({"path": p, "reason": e.message})
+                    continue
+                except OSError as e:
+                    rep.skipped.append({"path": p, "reason": f"unreadable: {e.strerror or e}"})
+                    continue
+                old = st.files.get(p)
+                rgs = [md.row_group(i).num_rows for i in range(md.num_row_groups)]
+                keep: dict[str, dict] = {}
+                if old is not None and old.identity == ident:
+                    keep = {n: e for n, e in old.sidecars.items() if fps.get(n) == e.get("fingerprint")
+                            and os.path.isfile(os.path.join(self.path, SIDECAR_DIR, e["file"]))}
+                todo = [n for n in fps if n not in keep]
+                new_files[p] = FileRecord(ident, rgs, keep)
+                if not todo:
+                    rep.unchanged += 1
+                    continue
+                try:
+                    part = _partition_values(st.meta, hive_partition(p, base), st.partition_columns)
+                except SkipidxError as e:
+                    rep.skipped.append({"path": p, "reason": e.message})
+                    new_files.pop(p)
+                    continue
+                kinds[p] = "indexed" if old is None else "rebuilt"
+                jobs.append(BuildJob(p, ident.to_json(), meta_json, todo, part, staging))
+            os.makedirs(staging, exist_ok=True)
+            try:
+                results = (builder or local_builder)(jobs)
+                if len(results) != len(jobs) or {r.get("path") for r in results} != {j.path for j in jobs}:
+                    raise SkipidxError("sidecar build returned an incomplete result; nothing was committed")
+                sdir = os.path.join(self.path, SIDECAR_DIR)
+                os.makedirs(sdir, exist_ok=True)
+                for r in results:
+                    p = r["path"]
+                    if "changed" in r:
+                        rep.skipped.append({"path": p, "reason": r["changed"]})
+                        new_files.pop(p, None)
+                        continue
+                    for n, e in r["sidecars"].items():
+                        os.replace(os.path.join(staging, e["file"]), os.path.join(sdir, e["file"]))
+                        new_files[p].sidecars[n] = e
+                        rep.sidecars_written += 1
+                    (rep.indexed if kinds[p] == "indexed" else rep.rebuilt).append(p)
+                fsync_dir(sdir)
+                rep.removed = sorted(set(st.files) - set(new_files))
+                prev = st.files
+                st.files = new_files
+                st.skipped = rep.skipped
+                st.version += 1
+                _write_state(self.path, st)
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)
+            self._collect_garbage(st, prev)
+        rep.seconds = time.perf_counter() - t0
+        return rep
+
+    def _collect_garbage(self, st: ExternalState, prev: dict[str, FileRecord] | None) -> None:
+        """Delete sidecars neither the new state nor the one before references (a query
+        that started before this refresh may still load the previous ones; one that
+        finds a sidecar gone answers without it)."""
+        sdir = os.path.join(self.path, SIDECAR_DIR)
+        live = {e["file"] for r in st.files.values() for e in r.sidecars.values()}
+        if prev:
+            live |= {e["file"] for r in prev.values() for e in r.sidecars.values()}
+        try:
+            names = os.listdir(sdir)
+        except FileNotFoundError:
+            return
+        for n in names:
+            if n not in live:
+                try:
+                    os.unlink(os.path.join(sdir, n))
+                except OSError:
+                    pass
+
+    # ---- reading ---------------------------------------------------------
+    def snapshot(self) -> "ExternalSnapshot":
+        return ExternalSnapshot(self, self.state())
+
+    def num_rows(self) -> int:
+        with self.snapshot() as s:
+            return int(sum(p.num_rows for p in s.parts))
+
+    def read(self, columns: list[str] | None = None) -> pa.Table:
+        with self.snapshot() as s:
+            cols = s.meta.column_names if columns is None else columns
+            ts = [p.read(cols) for p in s.parts]
+            return pa.concat_tables(ts) if ts else s.meta.arrow_schema().empty_table().select(cols)
+
+
+def resolve_source(source: Any) -> str:
+    """The absolute glob of ``ParquetFiles(source)`` (a directory means all ``*.parquet`` under it)."""
+    if not isinstance(source, str) or not source.strip():
+        raise SkipidxError("ENGINE = ParquetFiles needs a path or glob of Parquet files, e.g. ParquetFiles('lake/**/*.parquet')")
+    src = os.path.abspath(os.path.expanduser(source))
+    if os.path.isdir(src):
+        src = os.path.join(src, "**", "*.parquet")
+    return src
+
+
+def lake_columns(src: str) -> tuple[list[tuple[str, ColumnType]], list[str], dict[str, ColumnType], list[str]]:
+    """What the files under glob `src` hold: (inferred file columns, columns left out for want of
+    a type, Hive partition keys with their inferred types, half-written files)."""
+    files = discover(src)
+    schemas = []
+    half = []
+    for p in files:
+        try:
+            _, md = probe(p)
+            schemas.append(md.schema.to_arrow_schema())
+        except HalfWritten:
+            half.append(p)
+        except OSError:
+            pass
+    ptypes = partition_types(hive_partition(p, glob_base(src)) for p in files)
+    cols, left_out = infer_columns(schemas)
+    return [(n, t) for n, t in cols if n not in ptypes], left_out, ptypes, half
+
+
+def create_external_table(table_dir_tmp: str, meta: TableMeta, src: str, partition_columns: list[str],
+                          builder: Callable[[list[BuildJob]], list[dict]] | None = None) -> RefreshReport:
+    """Write a new external table (validated `meta`, absolute glob `src`) into the empty
+    directory `table_dir_tmp` and build the sidecars of its files."""
+    meta.validate()
+    st = ExternalState(0, meta, src, list(partition_columns), {}, [])
+    os.makedirs(os.path.join(table_dir_tmp, SIDECAR_DIR), exist_ok=True)
+    _write_state(table_dir_tmp, st)
+    return ExternalTable(table_dir_tmp).refresh(builder)
+
+
+# ------------------------------------------------------------------ the files of one query
+class ExternalFile:
+    """One data file in one query: the granule source the planner and the scan read
+    (a MergeTree Part's interface; a granule is a row group)."""
+
+    def __init__(self, snap: "ExternalSnapshot", path: str, fd: int, ident: FileIdentity, md: pq.FileMetaData,
+                 record: FileRecord | None, partition: dict[str, Any]) -> None:
+        self.snap = snap
+        self.meta = snap.meta
+        self.data_path = path
+        self.name = os.path.relpath(path, snap.base) if snap.base != os.sep else path
+        #: cache key of this version of the file (IndexCache keys on it)
+        self.path = f"{path}@{ident.key}"
+        self.fd = fd
+        self.identity = ident
+        self.md = md
+        self.record = record if record is not None and record.identity == ident else None
+        self.partition = partition
+        rg = np.fromiter((md.row_group(i).num_rows for i in range(md.num_row_groups)), dtype=np.int64,
+                         count=md.num_row_groups)
+        self.marks = np.zeros(rg.shape[0] + 1, dtype=np.int64)
+        np.cumsum(rg, out=self.marks[1:])
+        self.marks.setflags(write=False)
+        self.num_rows = int(self.marks[-1])
+        self._arrow_schema = md.schema.to_arrow_schema()
+        self._file_cols = set(self._arrow_schema.names)
+        self._col_bytes: dict[str, float] = {}
+
+    def __repr__(self) -> str:
+        return f"ExternalFile({self.name!r}, rows={self.num_rows}, row_groups={self.n_granules})"
+
+    @property
+    def n_granules(self) -> int:
+        return int(self.marks.shape[0] - 1)
+
+    @property
+    def dictionary_columns(self) -> frozenset:
+        return frozenset()
+
+    @property
+    def stale(self) -> bool:
+        """The table recorded another version of this file (its sidecars are not used)."""
+        rec = self.snap.state.files.get(self.data_path)
+        return rec is not None and rec.identity != self.identity
+
+    def granule_bytes(self, columns: Sequence[str]) -> float:
+        md = self.md
+        pos = None
+        out = 0.0
+        for c in columns:
+            v = self._col_bytes.get(c)
+            if v is None:
+                if pos is None:
+                    pos = {md.schema.column(j).path.split(".")[0]: j for j in range(md.num_columns)}
+                j = pos.get(c)
+                n = md.num_row_groups
+                v = (sum(md.row_group(i).column(j).total_compressed_size for i in range(n)) / max(n, 1)
+                     if j is not None and n else 0.0)
+                self._col_bytes[c] = v
+            out += v
+        return out
+
+    def _open(self) -> pq.ParquetFile:
+        # the descriptor opened when the query checked the identity: the bytes read are that version's
+        src = pa.OSFile(_fd_path(self.fd, self.data_path))
+        return pq.ParquetFile(src, metadata=self.md, pre_buffer=True)
+
+    def _open_data(self) -> pq.ParquetFile:
+        return self._open()
+
+    def read(self, columns: Sequence[str] | None = None, mark_ranges: Sequence[tuple[int, int]] | None = None, *,
+             use_threads: bool | None = None, dictionary: Iterable[str] = ()) -> pa.Table:
+        """Rows of row groups [a, b) per range, `columns` as the table declares them."""
+        meta = self.meta
+        cols = meta.column_names if columns is None else list(columns)
+        ranges = [(0, self.n_granules)] if mark_ranges is None else list(mark_ranges)
+        rgs = [g for a, b in ranges for g in range(a, b)]
+        n = int(sum(int(self.marks[b] - self.marks[a]) for a, b in ranges))
+        file_cols = [c for c in cols if c in self._file_cols and c not in self.partition]
+        if rgs and file_cols:
+            try:
+                with self._open() as pf:
+                    t = pf.read_row_groups(rgs, columns=file_cols,
+                                           use_threads=len(file_cols) > 1 if use_threads is None else use_threads)
+            except (OSError, pa.ArrowException) as e:
+                raise self._changed(f"unreadable: {e}") from None
+            if t.num_rows != n:
+                raise self._changed(f"read {t.num_rows} rows where the footer says {n}")
+        else:
+            t = None
+        st = os.fstat(self.fd)
+        if (st.st_size, st.st_mtime_ns) != (self.identity.size, self.identity.mtime_ns):
+            raise self._changed("changed while the query read it")
+        arrays = []
+        for c in cols:
+            ct = meta.column(c).type
+            if c in self.partition:
+                v = self.partition[c]
+                arr = pa.nulls(n, ct.arrow_type) if v is None else pa.array(np.full(n, v) if not isinstance(v, str)
+                                                                              else [v] * n, ct.arrow_type)
+            elif t is not None and c in t.column_names:
+                col = t.column(c)
+                arr = col if col.type == ct.arrow_type and (ct.nullable or col.null_count == 0) else cast_to(ct, col, c)
+            else:
+                if not ct.nullable and n:
+                    raise SkipidxError(f"data file {self.name} has no column {c!r} (declared {ct.name}, not Nullable)")
+                arr = pa.nulls(n, ct.arrow_type)
+            arrays.append(arr)
+        schema = pa.schema([pa.field(c, meta.column(c).type.arrow_type, nullable=meta.column(c).type.nullable)
+                            for c in cols])
+        if not cols:
+            return pa.table({"__n": pa.nulls(n)}).drop_columns(["__n"])
+        return pa.Table.from_arrays([a if isinstance(a, pa.ChunkedArray) else pa.chunked_array([a]) for a in arrays],
+                                    schema=schema)
+
+    def _changed(self, why: str) -> SkipidxError:
+        return SkipidxError(f"data file {self.data_path} changed during the query ({why}); run the query again")
+
+    def bloom_columns(self) -> set[str]:
+        """Top-level columns with a Bloom filter in some row group of this file."""
+        md = self.md
+        out = set()
+        for j in range(md.num_columns):
+            name = md.schema.column(j).path
+            if "." in name:
+                continue
+            if any(md.row_group(i).column(j).bloom_filter_offset is not None for i in range(md.num_row_groups)):
+                out.add(name)
+        return out
+
+    # ---- sidecar indexes ---------------------------------------------------
+    def index_entry(self, name: str) -> dict | None:
+        if self.record is None:
+            return None
+        e = self.record.sidecars.get(name)
+        if e is None:
+            return None
+        try:
+            im = self.meta.index(name)
+        except SkipidxError:
+            return None
+        if e.get("fingerprint") != index_fingerprint(im):
+            return None
+        return {**e, "file": os.path.join(self.snap.table.path, SIDECAR_DIR, e["file"])}
+
+    def has_index(self, name: str) -> bool:
+        return self.index_entry(name) is not None
+
+    def load_index(self, name: str):
+        e = self.index_entry(name)
+        if e is None:
+            raise SkipidxError(f"data file {self.name} has no sidecar of index {name!r}")
+        try:
+            return load_sidecar(e["file"], e, self.meta, self.meta.index(name), self.identity, self.marks)
+        except FileNotFoundError:
+            raise CorruptionError("sidecar removed by a REFRESH meanwhile", path=e["file"]) from None
+
+
+class ExternalSnapshot:
+    """The data files of an external table as one query sees them (a TableSnapshot)."""
+
+    kind = "external"
+
+    def __init__(self, table: ExternalTable, state: ExternalState) -> None:
+        self.table = table
+        self.state = state
+        self.meta = state.meta
+        self.base = glob_base(state.source)
+        self.parts: list[ExternalFile] = []
+        #: files not read, with why (half-written, unreadable partition value)
+        self.skipped: list[dict] = []
+        self._fds: list[int] = []
+        ok = False
+        try:
+            for p in discover(state.source):
+                try:
+                    fd = os.open(p, os.O_RDONLY)
+                except (FileNotFoundError, NotADirectoryError):
+                    continue        # vanished since the listing
+                except OSError as e:
+                    self.skipped.append({"path": p, "reason": f"unreadable: {e.strerror or e}"})
+                    continue
+                self._fds.append(fd)
+                try:
+                    ident, md = probe(p, fd)
+                    part = _partition_values(self.meta, hive_partition(p, self.base), state.partition_columns)
+                except SkipidxError as e:
+                    self.skipped.append({"path": p, "reason": e.message})
+                    continue
+                self.parts.append(ExternalFile(self, p, fd, ident, md, state.files.get(p), part))
+            ok = True
+        finally:
+            if not ok:
+                self.close()
+
+    @property
+    def notes(self) -> list[str]:
+        out = [f"skipped {os.path.relpath(s['path'], self.base)}: {s['reason']}" for s in self.skipped]
+        stale = [f.name for f in self.parts if f.stale]
+        if stale:
+            out.append(f"{len(stale)} changed file(s) read without their stale sidecars "
+                       f"(ALTER TABLE {self.meta.name} REFRESH rebuilds them): {', '.join(stale[:5])}")
+        new = [f.name for f in self.parts if f.data_path not in self.state.files]
+        if new:
+            out.append(f"{len(new)} file(s) not yet indexed (ALTER TABLE {self.meta.name} REFRESH): "
+                       f"{', '.join(new[:5])}")
+        return out
+
+    def num_rows(self) -> int:
+        return int(sum(p.num_rows for p in self.parts))
+
+    def close(self) -> None:
+        fds, self._fds = self._fds, []
+        for fd in fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def __enter__(self) -> "ExternalSnapshot":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    # ---- what the footers give for free ------------------------------------
+    def bloom_columns(self) -> set[str]:
+        """Columns some file holds Parquet Bloom filters of."""
+        out: set[str] = set()
+        for f in self.parts:
+            out |= f.bloom_columns()
+        return out

@@ -1,0 +1,247 @@
+"""Existing Parquet files as a table: discovery, file identity, footers, Hive partitions.
+
+Nothing here writes, moves or locks a data file: files are opened read-only,
+and only their footers are read to discover them.
+
+* :func:`discover` expands the table's glob (``**`` recursive) to data files,
+  sorted by path; hidden files and Spark/Hadoop markers (``.``/``_`` names,
+  ``*.crc``) are left out.
+* :class:`FileIdentity` is what a sidecar records of its data file: absolute
+  path, size, modification time (ns) and the XXH64 of the footer bytes (the
+  Thrift FileMetaData + its length + the trailing magic). A file replaced in
+  place, appended to or rewritten changes at least one of them (a rewrite
+  with the same size and mtime still changes the footer: its offsets,
+  statistics or ``created_by``), so a stale sidecar is detected without
+  hashing the data.
+* :func:`probe` reads a file's identity and parsed footer through one file
+  descriptor; a file whose footer does not parse (still being written, or
+  truncated) raises :class:`HalfWritten`.
+* Hive partitions: directories ``key=value`` between the glob's fixed prefix
+  and the file become columns (values URL-decoded as Spark writes them;
+  ``__HIVE_DEFAULT_PARTITION__`` is NULL); their type is Int64 when every
+  value is an integer, else String, unless the table declares it.
+"""
+from __future__ import annotations
+
+import glob as _glob
+import os
+import re
+import struct
+import threading
+from dataclasses import dataclass
+from typing import Any, Iterable
+from urllib.parse import unquote
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import xxhash
+
+from skipidx.core.errors import SkipidxError
+from skipidx.core.lru import LRU
+from skipidx.core.types import ColumnType, parse_type
+
+__all__ = [
+    "FileIdentity", "HalfWritten", "discover", "glob_base", "probe", "identity_of",
+    "hive_partition", "partition_types", "infer_columns", "column_type_of", "HIVE_NULL",
+]
+
+MAGIC = b"PAR1"
+HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+_WILD = re.compile(r"[*?\[]")
+
+
+class HalfWritten(SkipidxError):
+    """A data file whose footer does not parse (being written, truncated, not Parquet)."""
+
+
+@dataclass(frozen=True)
+class FileIdentity:
+    """What identifies one version of a data file."""
+
+    path: str           # absolute
+    size: int
+    mtime_ns: int
+    footer_xxh64: str   # hex digest of the footer bytes (FileMetaData + length + magic)
+
+    def to_json(self) -> dict:
+        return {"path": self.path, "size": self.size, "mtime_ns": self.mtime_ns, "footer_xxh64": self.footer_xxh64}
+
+    @staticmethod
+    def from_json(o: Any, where: str) -> "FileIdentity":
+        if (not isinstance(o, dict) or not isinstance(o.get("path"), str) or not isinstance(o.get("size"), int)
+                or not isinstance(o.get("mtime_ns"), int) or not isinstance(o.get("footer_xxh64"), str)):
+            raise SkipidxError(f"{where}: bad data file identity")
+        return FileIdentity(o["path"], o["size"], o["mtime_ns"], o["footer_xxh64"])
+
+    @property
+    def key(self) -> str:
+        """A short name for this version of the file (sidecar file names, cache keys)."""
+        h = xxhash.xxh64_hexdigest(f"{self.path}\0{self.size}\0{self.mtime_ns}\0{self.footer_xxh64}".encode())
+        return h
+
+
+def glob_base(pattern: str) -> str:
+    """The directory part of `pattern` before its first wildcard (where Hive keys start)."""
+    parts = pattern.split(os.sep)
+    fixed = []
+    for p in parts[:-1]:
+        if _WILD.search(p):
+            break
+        fixed.append(p)
+    base = os.sep.join(fixed)
+    return base if base else (os.sep if pattern.startswith(os.sep) else ".")
+
+
+def _skipped_name(name: str) -> bool:
+    return name.startswith((".", "_")) or name.endswith(".crc")
+
+
+def discover(pattern: str) -> list[str]:
+    """The data files `pattern` names (absolute paths, sorted); a plain directory means
+    every ``*.parquet`` under it."""
+    pat = os.path.abspath(pattern)
+    if os.path.isdir(pat):
+        pat = os.path.join(pat, "**", "*.parquet")
+    base = glob_base(pat)
+    out = []
+    for p in _glob.glob(pat, recursive=True):
+        rel = os.path.relpath(p, base)
+        if any(_skipped_name(c) for c in rel.split(os.sep)):
+            continue
+        if os.path.isfile(p):
+            out.append(p)
+    return sorted(out)
+
+
+def _tail(fd: int, size: int, where: str) -> bytes:
+    if size < 12:
+        raise HalfWritten("too short for a Parquet file", path=where)
+    head = os.pread(fd, 4, 0)
+    end = os.pread(fd, 8, size - 8)
+    if head != MAGIC or len(end) != 8 or end[4:] != MAGIC:
+        raise HalfWritten("no Parquet magic at both ends (being written, truncated or not Parquet)", path=where)
+    n = struct.unpack("<I", end[:4])[0]
+    if n <= 0 or n > size - 12:
+        raise HalfWritten("footer length out of range", path=where)
+    return os.pread(fd, n, size - 8 - n) + end
+
+
+#: parsed footers by file identity: a query re-checks every file's identity but
+#: parses only footers it has not seen
+_FOOTERS = LRU(4096)
+_lock = threading.Lock()
+
+
+def identity_of(fd: int, path: str) -> tuple[FileIdentity, bytes]:
+    """The identity of the file open as `fd` and its footer bytes."""
+    st = os.fstat(fd)
+    tail = _tail(fd, st.st_size, path)
+    return FileIdentity(path, int(st.st_size), int(st.st_mtime_ns), xxhash.xxh64_hexdigest(tail)), tail
+
+
+def probe(path: str, fd: int | None = None) -> tuple[FileIdentity, pq.FileMetaData]:
+    """(identity, parsed footer) of data file `path` (through `fd` when given).
+
+    HalfWritten when the footer does not parse; FileNotFoundError when the file is gone."""
+    own = fd is None
+    if own:
+        fd = os.open(path, os.O_RDONLY)
+    try:
+        ident, tail = identity_of(fd, path)
+        md = _FOOTERS.get(ident)
+        if md is None:
+            try:
+                # the footer bytes are self-contained: parse them without the file
+                md = pq.read_metadata(pa.BufferReader(MAGIC + tail))
+            except (OSError, pa.ArrowException, ValueError) as e:
+                raise HalfWritten(f"unreadable Parquet footer: {e}", path=path) from None
+            if md.num_rows < 0 or any(md.row_group(i).num_rows < 0 for i in range(md.num_row_groups)):
+                raise HalfWritten("negative row counts in the footer", path=path)
+            _FOOTERS.put(ident, md)
+        return ident, md
+    finally:
+        if own:
+            os.close(fd)
+
+
+# ------------------------------------------------------------------ partitions
+def hive_partition(path: str, base: str) -> dict[str, str | None]:
+    """``key=value`` directories of `path` below `base` (values decoded; NULL as None)."""
+    rel = os.path.relpath(os.path.dirname(path), base)
+    out: dict[str, str | None] = {}
+    if rel in (".", ""):
+        return out
+    for comp in rel.split(os.sep):
+        if "=" in comp:
+            k, v = comp.split("=", 1)
+            if k:
+                v = unquote(v)
+                out[k] = None if v == HIVE_NULL else v
+    return out
+
+
+_INT = re.compile(r"^-?[0-9]{1,18}$")
+
+
+def partition_types(parts: Iterable[dict[str, str | None]]) -> dict[str, ColumnType]:
+    """Inferred type of each partition key: Int64 when every value is an integer, else String
+    (Nullable when a file has no value for it or the NULL partition)."""
+    parts = list(parts)
+    keys: list[str] = []
+    for p in parts:
+        for k in p:
+            if k not in keys:
+                keys.append(k)
+    out = {}
+    for k in keys:
+        vals = [p.get(k) for p in parts]
+        nullable = any(v is None for v in vals)
+        vs = [v for v in vals if v is not None]
+        base = "Int64" if vs and all(_INT.match(v) for v in vs) else "String"
+        out[k] = parse_type(f"Nullable({base})" if nullable else base)
+    return out
+
+
+# ------------------------------------------------------------------ columns
+def column_type_of(field: pa.Field) -> ColumnType | None:
+    """The skipidx type of a Parquet column as Arrow reads it, or None when there is none
+    (nested, decimal, sub-second timestamps, ...: such columns are not exposed)."""
+    t = field.type
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    if pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        t = pa.string()
+    names = {pa.uint8(): "UInt8", pa.uint16(): "UInt16", pa.uint32(): "UInt32", pa.uint64(): "UInt64",
+             pa.int8(): "Int8", pa.int16(): "Int16", pa.int32(): "Int32", pa.int64(): "Int64",
+             pa.float32(): "Float32", pa.float64(): "Float64", pa.bool_(): "Bool", pa.string(): "String",
+             pa.date32(): "Date", pa.timestamp("s"): "DateTime"}
+    name = names.get(t)
+    if name is None:
+        return None
+    return parse_type(f"Nullable({name})" if field.nullable else name)
+
+
+def infer_columns(schemas: list[pa.Schema]) -> tuple[list[tuple[str, ColumnType]], list[str]]:
+    """Columns of the files (union, first appearance order; Nullable when some file
+    lacks one) and the names left out for want of a type."""
+    order: list[str] = []
+    first: dict[str, pa.Field] = {}
+    seen_in: dict[str, int] = {}
+    for s in schemas:
+        for f in s:
+            if f.name not in first:
+                first[f.name] = f
+                order.append(f.name)
+            seen_in[f.name] = seen_in.get(f.name, 0) + 1
+    cols: list[tuple[str, ColumnType]] = []
+    skipped: list[str] = []
+    for n in order:
+        f = first[n]
+        if seen_in[n] < len(schemas):
+            f = f.with_nullable(True)
+        ct = column_type_of(f)
+        if ct is None:
+            skipped.append(f"{n} ({f.type})")
+        else:
+            cols.append((n, ct))
+    return cols, skipped

@@ -1,0 +1,342 @@
+"""External tables (ENGINE = ParquetFiles) over lakes written by pyarrow and DuckDB.
+
+Oracles: DuckDB reading the same files (rows) and chDB's file() (hasToken/LIKE
+semantics). Every test checks that the data files' bytes and modification
+times are unchanged afterwards, except where a test changes the lake on
+purpose (it then checks the files it did not touch).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import threading
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import skipidx
+from skipidx.core.errors import SkipidxError
+
+duckdb = pytest.importorskip("duckdb")
+
+WORDS = np.array(["alpha", "beta", "gamma", "delta", "error", "timeout", "disk", "user", "login", "cache"])
+INDEXES = ("INDEX tok msg TYPE tokenbf_v1(2048, 3, 0), INDEX ng msg TYPE ngrambf_v1(3, 4096, 2, 0), "
+           "INDEX ad msg TYPE sbbf('ngram', n = 4), INDEX tr trace_id TYPE bloom_filter(0.01), "
+           "INDEX st status TYPE set(10), INDEX ts_mm ts TYPE minmax GRANULARITY 2")
+
+
+def _rows(seed: int, start: int, n: int) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    msg = np.char.add(np.char.add(rng.choice(WORDS, n), " "), rng.choice(WORDS, n))
+    msg = msg.astype(object)
+    rare = rng.choice(n, 3, replace=False)
+    for k, i in enumerate(rare):
+        msg[i] = f"kraken{k} rare event {i}"
+    nulls = rng.random(n) < 0.05
+    status = rng.choice(np.array([200, 404, 500]), n)
+    return pa.table({
+        "id": pa.array(np.arange(start, start + n, dtype=np.int64)),
+        "ts": pa.array(np.arange(start, start + n, dtype=np.int64) * 10),
+        "msg": pa.array(msg, pa.string()),
+        "trace_id": pa.array([f"tr{x:08d}" for x in rng.integers(0, 10**8, n)], pa.string()),
+        "status": pa.array(status.astype(np.int32)),
+        "note": pa.array([None if z else f"n{i % 7}" for i, z in enumerate(nulls)], pa.string()),
+    })
+
+
+def _write_pyarrow_lake(root: str) -> None:
+    """Several files, Hive-partitioned by region, row groups from 8k to one of 150k rows."""
+    specs = [("eu", 0, 40_000, 8192, True), ("eu", 1, 25_000, 10_000, False),
+             ("us", 2, 150_000, 1_000_000, True), ("us", 3, 16_384, 8192, True)]
+    start = 0
+    for region, seed, n, rg, bloom in specs:
+        d = os.path.join(root, f"region={region}")
+        os.makedirs(d, exist_ok=True)
+        kw = {"bloom_filter_options": {"trace_id": {"ndv": 50_000, "fpp": 0.01}}} if bloom else {}
+        pq.write_table(_rows(seed, start, n), os.path.join(d, f"part-{seed}.parquet"), row_group_size=rg, **kw)
+        start += n
+
+
+def _fingerprints(root: str) -> dict[str, tuple[str, int]]:
+    out = {}
+    for dp, _, fs in os.walk(root):
+        for f in fs:
+            p = os.path.join(dp, f)
+            with open(p, "rb") as fh:
+                out[p] = (hashlib.sha256(fh.read()).hexdigest(), os.stat(p).st_mtime_ns)
+    return out
+
+
+@pytest.fixture(scope="module")
+def lake(tmp_path_factory):
+    root = str(tmp_path_factory.mktemp("lake"))
+    _write_pyarrow_lake(root)
+    before = _fingerprints(root)
+    db = skipidx.connect(str(tmp_path_factory.mktemp("db")))
+    db.sql(f"CREATE TABLE logs ({INDEXES}) ENGINE = ParquetFiles('{root}/**/*.parquet')")
+    yield root, db
+    db.close()
+    assert _fingerprints(root) == before, "a data file was written"
+
+
+def _duck(root: str, where: str, cols: str = "id") -> list:
+    q = (f"SELECT {cols} FROM read_parquet('{root}/**/*.parquet', hive_partitioning = true) "
+         f"WHERE {where} ORDER BY id")
+    return duckdb.sql(q).fetchall()
+
+
+# predicate (skipidx, DuckDB)
+PREDICATES = [
+    ("hasToken(msg, 'kraken1')", "regexp_matches(msg, '(^|[^A-Za-z0-9])kraken1([^A-Za-z0-9]|$)')"),
+    ("hasToken(msg, 'absentword')", "false"),
+    ("msg LIKE '%raken2%'", "msg LIKE '%raken2%'"),
+    ("msg LIKE '%rare event 1%'", "msg LIKE '%rare event 1%'"),
+    ("trace_id = 'tr00001234'", "trace_id = 'tr00001234'"),
+    ("trace_id IN ('tr00001234', 'tr55555555', 'tr00000000')", "trace_id IN ('tr00001234', 'tr55555555', 'tr00000000')"),
+    ("id BETWEEN 41000 AND 41100", "id BETWEEN 41000 AND 41100"),
+    ("ts >= 2000000 AND ts < 2000500", "ts >= 2000000 AND ts < 2000500"),
+    ("id > 230000 OR id < 3", "id > 230000 OR id < 3"),
+    ("note IS NULL AND id < 20000", "note IS NULL AND id < 20000"),
+    ("note IS NOT NULL AND id > 231000", "note IS NOT NULL AND id > 231000"),
+    ("region = 'us' AND id < 65010", "region = 'us' AND id < 65010"),
+    ("region IN ('eu') AND status = 500 AND id < 1000", "region IN ('eu') AND status = 500 AND id < 1000"),
+    ("status IN (404) AND hasToken(msg, 'kraken0')", "status IN (404) AND regexp_matches(msg, '(^|[^A-Za-z0-9])kraken0([^A-Za-z0-9]|$)')"),
+    ("NOT (id >= 5)", "NOT (id >= 5)"),
+]
+
+
+@pytest.mark.parametrize("where,duck_where", PREDICATES, ids=[p[0][:40] for p in PREDICATES])
+def test_rows_equal_duckdb(lake, where, duck_where):
+    root, db = lake
+    res = db.sql(f"SELECT id, msg, region FROM logs WHERE {where} ORDER BY id")
+    assert res.fetchall() == _duck(root, duck_where, "id, msg, region")
+    assert res.stats.granules_selected <= res.stats.granules_total
+
+
+def test_existing_trace_ids_equal_duckdb(lake):
+    root, db = lake
+    ids = [r[0] for r in duckdb.sql(f"SELECT trace_id FROM read_parquet('{root}/**/*.parquet') "
+                                    "WHERE id % 9973 = 5 ORDER BY id").fetchall()]
+    assert len(ids) > 10
+    for where in (f"trace_id = '{ids[3]}'", f"trace_id IN ({', '.join(repr(x) for x in ids)})"):
+        r = db.sql(f"SELECT id, trace_id FROM logs WHERE {where} ORDER BY id")
+        assert r.fetchall() == _duck(root, where, "id, trace_id")
+        assert r.stats.granules_selected < r.stats.granules_total
+
+
+def test_selective_queries_prune(lake):
+    root, db = lake
+    r = db.sql("SELECT count() FROM logs WHERE hasToken(msg, 'kraken1')")
+    assert r.stats.granules_selected <= 4 < r.stats.granules_total
+    r = db.sql("SELECT count() FROM logs WHERE region = 'eu'")
+    assert r.fetchall() == [(65_000,)]
+    assert r.stats.parts_selected == 2 and r.stats.parts_total == 4
+    # the files' own Bloom filters answer = (trace ids are random: min/max cannot)
+    r = db.sql("SELECT count() FROM logs WHERE trace_id = 'tr99999999x'")
+    assert r.fetchall() == [(0,)]
+    bloom = r.stats.index("ParquetBloom(trace_id)")
+    assert bloom.granules_after < bloom.granules_before
+
+
+def test_explain_shows_files_and_row_groups(lake):
+    _, db = lake
+    text = "\n".join(x[0] for x in db.sql(
+        "EXPLAIN indexes = 1 SELECT * FROM logs WHERE hasToken(msg, 'kraken1') AND region = 'us'").fetchall())
+    assert "ReadFromParquetFiles (logs)" in text
+    assert "Files: " in text and "Row groups: " in text
+    assert "Name: tok" in text and "Name: Partition(region)" in text
+
+
+def test_chdb_file_agrees(lake):
+    root, db = lake
+    from skipidx.apps.research import chdb_session
+
+    for where in ("hasToken(msg, 'kraken2')", "msg LIKE '%rare event%'", "hasToken(msg, 'error')",
+                  "trace_id IN ('tr00001234', 'tr55555555')", "note IS NULL"):
+        ch = chdb_session.query(f"SELECT count() FROM file('{root}/*/*.parquet', Parquet) WHERE {where}")
+        got = db.sql(f"SELECT count() FROM logs WHERE {where}").fetchall()[0][0]
+        assert int(str(ch).strip()) == got, where
+
+
+def test_prune_and_scan_api(lake):
+    root, db = lake
+    kept = db.prune("logs", "hasToken(msg, 'kraken1') OR id = 7")
+    assert kept and all(os.path.isabs(p) and rgs for p, rgs in kept)
+    # the pairs hold every matching row: read them with pyarrow and filter
+    got = []
+    for p, rgs in kept:
+        t = pq.ParquetFile(p).read_row_groups(rgs, columns=["id", "msg"])
+        got += [i for i, m in zip(t["id"].to_pylist(), t["msg"].to_pylist())
+                if i == 7 or "kraken1 " in m]
+    assert sorted(got) == [r[0] for r in _duck(root, "regexp_matches(msg, 'kraken1 ') OR id = 7")]
+
+
+def test_inferred_columns_and_errors(lake, tmp_path):
+    root, _ = lake
+    db = skipidx.connect(str(tmp_path / "db"))
+    db.sql(f"CREATE TABLE l ENGINE = ParquetFiles('{root}')")
+    desc = dict((n, t) for n, t, _ in db.sql("DESCRIBE TABLE l").fetchall())
+    assert desc == {"id": "Nullable(Int64)", "ts": "Nullable(Int64)", "msg": "Nullable(String)",
+                    "trace_id": "Nullable(String)", "status": "Nullable(Int32)", "note": "Nullable(String)",
+                    "region": "String"}
+    assert db.sql("SELECT count() FROM l WHERE region = 'eu'").fetchall() == [(65_000,)]
+    with pytest.raises(SkipidxError, match="read-only|never written"):
+        db.sql("INSERT INTO l (id) VALUES (1)")
+    with pytest.raises(SkipidxError, match="no data file"):
+        db.sql(f"CREATE TABLE bad (nope String) ENGINE = ParquetFiles('{root}/**/*.parquet')")
+    with pytest.raises(SkipidxError, match="no readable Parquet"):
+        db.sql(f"CREATE TABLE bad ENGINE = ParquetFiles('{tmp_path}/none/*.parquet')")
+    with pytest.raises(SkipidxError, match="MergeTree"):
+        db.sql("CREATE TABLE m (a Int64) ENGINE = MergeTree; ALTER TABLE m REFRESH")
+    db.sql("DROP TABLE l")
+    assert os.path.isdir(root) and len(_fingerprints(root)) == 4
+    db.close()
+
+
+def test_sidecars_in_table_dir_only(lake):
+    root, db = lake
+    tdir = os.path.join(db.path, "logs")
+    names = sorted(os.listdir(os.path.join(tdir, "sidecars")))
+    assert len(names) == 4 * 6
+    t = pa.ipc.open_file(os.path.join(tdir, "sidecars", names[0])).read_all()
+    md = t.schema.metadata
+    assert {b"skipidx.data_file", b"skipidx.data_size", b"skipidx.data_mtime_ns",
+            b"skipidx.data_footer_xxh64"} <= set(md)
+    assert t.column_names[:5] == ["part", "zone_start", "zone_length", "has_null", "null_count"]
+    assert not any(n.endswith(".parquet") for n in os.listdir(tdir))
+
+
+# ------------------------------------------------------------------ a changing lake
+@pytest.fixture()
+def small(tmp_path):
+    root = tmp_path / "lake"
+    root.mkdir()
+    for i in range(3):
+        pq.write_table(_rows(10 + i, i * 20_000, 20_000), root / f"f{i}.parquet", row_group_size=8192)
+    db = skipidx.connect(str(tmp_path / "db"))
+    db.sql(f"CREATE TABLE logs (INDEX tok msg TYPE tokenbf_v1(2048, 3, 0)) ENGINE = ParquetFiles('{root}/*.parquet')")
+    yield str(root), db
+    db.close()
+
+
+def _count(db, where):
+    return db.sql(f"SELECT count() FROM logs WHERE {where}").fetchall()[0][0]
+
+
+def _dcount(root, where):
+    return duckdb.sql(f"SELECT count(*) FROM read_parquet('{root}/*.parquet') WHERE {where}").fetchall()[0][0]
+
+
+def test_replaced_file_is_detected_and_refreshed(small):
+    root, db = small
+    other = _fingerprints(root)
+    p = os.path.join(root, "f1.parquet")
+    t = _rows(99, 20_000, 20_000)
+    msg = t["msg"].to_pylist()
+    msg[5] = "zebra stripes"
+    t = t.set_column(t.schema.get_field_index("msg"), "msg", pa.array(msg))
+    tmp = p + ".tmp"
+    pq.write_table(t, tmp, row_group_size=5000)
+    os.replace(tmp, p)
+    # the stale sidecar says nothing about zebra: it must not be trusted
+    r = db.sql("SELECT count() FROM logs WHERE hasToken(msg, 'zebra')")
+    assert r.fetchall() == [(1,)]
+    assert any("changed file" in n for n in r.stats.notes)
+    assert _count(db, "hasToken(msg, 'kraken0')") == _dcount(root, "msg LIKE 'kraken0 %'")
+    rep = db.sql("ALTER TABLE logs REFRESH").fetchall()
+    assert rep == [("rebuilt", p, "")]
+    r = db.sql("SELECT count() FROM logs WHERE hasToken(msg, 'zebra')")
+    assert r.fetchall() == [(1,)] and not r.stats.notes and r.stats.granules_selected == 1
+    del other[p]
+    assert {k: v for k, v in _fingerprints(root).items() if k != p} == other
+
+
+def test_appended_deleted_half_written(small):
+    root, db = small
+    pq.write_table(_rows(50, 60_000, 9000), os.path.join(root, "f3.parquet"), row_group_size=3000)
+    # a file still being written: magic and some bytes, no footer
+    with open(os.path.join(root, "f4.parquet"), "wb") as f:
+        f.write(b"PAR1" + os.urandom(5000))
+    os.unlink(os.path.join(root, "f0.parquet"))
+    where = "hasToken(msg, 'kraken2') OR id BETWEEN 60100 AND 60200"
+    r = db.sql(f"SELECT count() FROM logs WHERE {where}")
+    exp = duckdb.sql(f"SELECT count(*) FROM read_parquet({[os.path.join(root, f'f{i}.parquet') for i in (1, 2, 3)]}) "
+                     f"WHERE msg LIKE 'kraken2 %' OR id BETWEEN 60100 AND 60200").fetchall()[0][0]
+    assert r.fetchall() == [(exp,)]
+    assert any("f4.parquet" in n for n in r.stats.notes)
+    assert any("not yet indexed" in n for n in r.stats.notes)
+    rep = db.sql("ALTER TABLE logs REFRESH")
+    acts = sorted((a, os.path.basename(p)) for a, p, _ in rep.fetchall())
+    assert acts == [("indexed", "f3.parquet"), ("removed", "f0.parquet"), ("skipped", "f4.parquet")]
+    r = db.sql(f"SELECT count() FROM logs WHERE {where}")
+    assert r.fetchall() == [(exp,)]
+    assert [n for n in r.stats.notes if "not yet indexed" in n] == []
+    # the removed file's sidecar is gone after the next refresh (one refresh of grace)
+    db.sql("ALTER TABLE logs REFRESH")
+    sc = os.listdir(os.path.join(db.path, "logs", "sidecars"))
+    assert len(sc) == 3
+
+
+def test_file_truncated_or_replaced_while_query_runs(small):
+    root, db = small
+    from skipidx.planner.binder import bind_select
+    from skipidx.planner.query import plan_query, run_query
+    from skipidx.sql.parser import parse
+
+    def start(sql):
+        t = db.catalog.table("logs")
+        snap = t.snapshot()
+        return snap, plan_query(snap, bind_select(snap.meta, parse(sql)[0]), db.index_cache)
+
+    sql = "SELECT count() FROM logs WHERE id >= 0"
+    # renamed over while the query runs: the query reads the version it started with
+    snap, plan = start(sql)
+    p = os.path.join(root, "f2.parquet")
+    pq.write_table(_rows(7, 0, 10), p + ".tmp")
+    os.replace(p + ".tmp", p)
+    with snap:
+        assert run_query(plan)[0].to_pylist() == [{"count()": 60_000}]
+    assert _count(db, "id >= 0") == 40_010
+    # truncated while the query runs: a clear error, never wrong rows or a crash
+    snap, plan = start(sql)
+    with open(os.path.join(root, "f1.parquet"), "r+b") as f:
+        f.truncate(1000)
+    with snap, pytest.raises(SkipidxError, match="changed during the query"):
+        run_query(plan)
+    # afterwards the truncated file is a half-written one: skipped and reported
+    r = db.sql(sql)
+    assert r.fetchall() == [(20_010,)] and any("f1.parquet" in n for n in r.stats.notes)
+
+
+def test_concurrent_refresh_and_queries(small):
+    root, db = small
+    expected = _count(db, "hasToken(msg, 'kraken1') OR id < 100")
+    stop = threading.Event()
+    errors: list = []
+
+    def churn():
+        try:
+            for k in range(6):
+                p = os.path.join(root, f"f{k % 3}.parquet")
+                shutil.copyfile(p, p + ".tmp")      # same bytes, a new file (new mtime)
+                os.replace(p + ".tmp", p)
+                db.sql("ALTER TABLE logs REFRESH")
+        except Exception as e:   # noqa: BLE001 - reported by the assertion below
+            errors.append(e)
+        finally:
+            stop.set()
+
+    th = threading.Thread(target=churn)
+    th.start()
+    n = 0
+    while not stop.is_set() or n < 3:
+        with skipidx.connect(db.path) as other:
+            assert other.sql("SELECT count() FROM logs WHERE hasToken(msg, 'kraken1') OR id < 100").fetchall() \
+                == [(expected,)]
+        assert _count(db, "hasToken(msg, 'kraken1') OR id < 100") == expected
+        n += 1
+    th.join()
+    assert not errors
