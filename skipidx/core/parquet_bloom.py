@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -67,16 +67,17 @@ _COMPRESSIONS = {1: "UNCOMPRESSED"}
 class _Reader:
     """A cursor over bytes that raises SkipidxError instead of running past the end."""
 
-    __slots__ = ("buf", "pos", "end", "where")
+    __slots__ = ("buf", "pos", "end", "where", "kind")
 
-    def __init__(self, buf: bytes, pos: int, where: str) -> None:
+    def __init__(self, buf: bytes, pos: int, where: str, kind: str = "BloomFilterHeader") -> None:
         self.buf = buf
         self.pos = pos
         self.end = len(buf)
         self.where = where
+        self.kind = kind
 
     def fail(self, msg: str) -> SkipidxError:
-        return SkipidxError(f"malformed Parquet BloomFilterHeader at byte {self.pos}: {msg}", path=self.where)
+        return SkipidxError(f"malformed Parquet {self.kind} at byte {self.pos}: {msg}", path=self.where)
 
     def byte(self) -> int:
         if self.pos >= self.end:
@@ -166,6 +167,55 @@ class _Reader:
             if t == _T_STOP:
                 return
             self.skip(t, depth)
+            last = fid
+
+    def value(self, t: int, depth: int):
+        """Decode one value of compact type `t`: ints, bools, bytes, lists, structs (dict by field id)."""
+        if depth > _MAX_DEPTH:
+            raise self.fail("nesting too deep")
+        if t in (_T_TRUE, _T_FALSE):
+            return t == _T_TRUE
+        if t == _T_BYTE:
+            return self.take(1)[0]
+        if t in (_T_I16, _T_I32, _T_I64):
+            return self.zigzag(64)
+        if t == _T_DOUBLE:
+            return self.take(8)
+        if t == _T_UUID:
+            return self.take(16)
+        if t == _T_BINARY:
+            return self.take(self.varint(5))
+        if t in (_T_LIST, _T_SET):
+            h = self.byte()
+            size, et = h >> 4, h & 0x0F
+            if size == 15:
+                size = self.varint(5)
+            if size > self.end - self.pos:
+                raise self.fail(f"list of {size} elements in {self.end - self.pos} bytes")
+            if et in (_T_TRUE, _T_FALSE):
+                return [self.take(1)[0] == 1 for _ in range(size)]
+            return [self.value(et, depth + 1) for _ in range(size)]
+        if t == _T_MAP:
+            size = self.varint(5)
+            if not size:
+                return {}
+            kv = self.byte()
+            if 2 * size > self.end - self.pos:
+                raise self.fail(f"map of {size} entries in {self.end - self.pos} bytes")
+            return {self.value(kv >> 4, depth + 1): self.value(kv & 0x0F, depth + 1) for _ in range(size)}
+        if t == _T_STRUCT:
+            return self.struct(depth + 1)
+        raise self.fail(f"unknown compact type {t}")
+
+    def struct(self, depth: int = 0) -> dict:
+        """A struct as {field id: value}."""
+        out: dict = {}
+        last = 0
+        while True:
+            t, fid = self.field(last)
+            if t == _T_STOP:
+                return out
+            out[fid] = self.value(t, depth)
             last = fid
 
     def union(self, names: Mapping[int, str], what: str, depth: int) -> str:
@@ -332,34 +382,271 @@ def _read_one(fh, size: int, md: pq.FileMetaData, row_group: int, col: int, wher
     return SBBF.from_bytes(_read_at(fh, offset + used, header.num_bytes, size, where))
 
 
-def read_bloom_filter(path: str | os.PathLike, row_group: int, column: str | int) -> SBBF | None:
+# ------------------------------------------------------- encrypted files
+#
+# An encrypted file (Parquet modular encryption) is read here, not by pyarrow:
+# pyarrow exposes neither the filters' offsets of an encrypted-footer file
+# without handing it the keys, nor any data key to Python, and it aborts the
+# process when asked for an encrypted column's metadata without its key. The
+# footer (Thrift compact) is decoded by _Reader.struct; the field ids are
+# parquet.thrift's.
+
+_MAGIC_PLAIN, _MAGIC_ENC = b"PAR1", b"PARE"
+
+
+@dataclass
+class _Footer:
+    """A decoded FileMetaData plus what decrypting its modules needs."""
+
+    md: dict                  # FileMetaData {field id: value}
+    file_aad: bytes | None    # aad_prefix + aad_file_unique (None: not encrypted)
+    footer_key: bytes | None  # the footer's data key (encrypted files, when known)
+    where: str
+
+
+def _read_tail(fh, size: int, where: str) -> tuple[bytes, bytes]:
+    if size < 12:
+        raise SkipidxError(f"not a Parquet file ({size} bytes)", path=where)
+    fh.seek(size - 8)
+    tail = fh.read(8)
+    n = int.from_bytes(tail[:4], "little")
+    magic = tail[4:]
+    if magic not in (_MAGIC_PLAIN, _MAGIC_ENC):
+        raise SkipidxError("not a Parquet file (bad magic)", path=where)
+    if n <= 0 or n > size - 12:
+        raise SkipidxError(f"footer length {n} does not fit the file", path=where)
+    fh.seek(size - 8 - n)
+    buf = fh.read(n)
+    if len(buf) != n:
+        raise SkipidxError("file shorter than its footer length says", path=where)
+    return magic, buf
+
+
+def _file_aad(alg: Any, where: str) -> bytes:
+    if not isinstance(alg, dict) or len(alg) != 1:
+        raise SkipidxError("malformed encryption algorithm", path=where)
+    (kind, a), = alg.items()
+    if kind not in (1, 2) or not isinstance(a, dict):
+        raise SkipidxError(f"unknown encryption algorithm (union member {kind})", path=where)
+    if a.get(3) and not a.get(1):
+        raise SkipidxError("the file was encrypted with an AAD prefix it does not store; "
+                           "reading it needs that prefix", path=where)
+    return bytes(a.get(1, b"")) + bytes(a.get(2, b""))
+
+
+def _read_footer(fh, size: int, where: str, kms: Any) -> _Footer:
+    from skipidx.core import crypto
+    from skipidx.core.kms import unwrap_key_metadata
+
+    magic, buf = _read_tail(fh, size, where)
+    if magic == _MAGIC_ENC:
+        r = _Reader(buf, 0, where, "FileCryptoMetaData")
+        fcm = r.struct()
+        file_aad = _file_aad(fcm.get(1), where)
+        if 2 not in fcm:
+            raise SkipidxError("encrypted footer without key metadata: its key cannot come from a KMS", path=where)
+        key, _ = unwrap_key_metadata(fcm[2], kms, where)
+        plain, end = crypto.decrypt_module(crypto.cipher(key), buf, r.pos,
+                                           crypto.module_aad(file_aad, crypto.FOOTER), "footer", where)
+        if end != len(buf):
+            raise SkipidxError("bytes after the encrypted footer", path=where)
+        return _Footer(_Reader(plain, 0, where, "FileMetaData").struct(), file_aad, key, where)
+    md = _Reader(buf, 0, where, "FileMetaData").struct()
+    if 8 not in md:
+        return _Footer(md, None, None, where)
+    # plaintext footer mode: the footer key (for footer-key columns) from field 9
+    key = None
+    if 9 in md and kms is not None:
+        key, _ = unwrap_key_metadata(md[9], kms, where)
+    return _Footer(md, _file_aad(md[8], where), key, where)
+
+
+def _leaf_paths(footer: _Footer) -> list[str]:
+    """Dotted paths of the leaf columns, from the flattened schema (depth-first)."""
+    schema = footer.md.get(2)
+    if not isinstance(schema, list) or not schema:
+        raise SkipidxError("footer has no schema", path=footer.where)
+    paths: list[str] = []
+
+    def walk(i: int, prefix: list[str]) -> int:
+        if i >= len(schema) or not isinstance(schema[i], dict):
+            raise SkipidxError("malformed schema in the footer", path=footer.where)
+        el = schema[i]
+        name = bytes(el.get(4, b"")).decode("utf-8", "replace")
+        kids = el.get(5, 0)
+        i += 1
+        if not kids:
+            paths.append(".".join(prefix + [name]))
+            return i
+        for _ in range(kids):
+            i = walk(i, prefix + [name])
+        return i
+
+    root = schema[0]
+    i = 1
+    for _ in range(root.get(5, 0) if isinstance(root, dict) else 0):
+        i = walk(i, [])
+    return paths
+
+
+def _resolve_column(paths: list[str], column: str | int, where: str) -> int:
+    if isinstance(column, bool):
+        raise SkipidxError(f"bad column {column!r}", path=where)
+    if isinstance(column, (int, np.integer)):
+        if not 0 <= column < len(paths):
+            raise SkipidxError(f"column index {column} out of range ({len(paths)} leaf columns)", path=where)
+        return int(column)
+    if not isinstance(column, str):
+        raise SkipidxError(f"column must be a name or a leaf index, got {type(column).__name__}", path=where)
+    if column in paths:
+        return paths.index(column)
+    under = [i for i, p in enumerate(paths) if p.split(".", 1)[0] == column]
+    if len(under) == 1:
+        return under[0]
+    if under:
+        raise SkipidxError(f"column {column!r} has {len(under)} leaves; name one of: "
+                           f"{', '.join(paths[i] for i in under)}", path=where)
+    raise SkipidxError(f"no column {column!r}; columns: {', '.join(paths)}", path=where)
+
+
+def _read_one_encrypted(fh, size: int, footer: _Footer, row_group: int, col: int, kms: Any) -> SBBF | None:
+    from skipidx.core import crypto
+    from skipidx.core.kms import KeyUnavailableError, unwrap_key_metadata
+
+    where = footer.where
+    rgs = footer.md.get(4) or []
+    if not 0 <= row_group < len(rgs):
+        raise SkipidxError(f"row group {row_group!r} out of range ({len(rgs)} row groups)", path=where)
+    rg = rgs[row_group]
+    chunks = rg.get(1) if isinstance(rg, dict) else None
+    if not isinstance(chunks, list) or not 0 <= col < len(chunks) or not isinstance(chunks[col], dict):
+        raise SkipidxError(f"row group {row_group} has no column chunk {col}", path=where)
+    cc = chunks[col]
+    rg_ordinal = rg.get(7, row_group)
+    crypto_md = cc.get(8)
+    key = None
+    if crypto_md is None:
+        cmd = cc.get(3)       # a plaintext column of an encrypted file
+    elif isinstance(crypto_md, dict) and 1 in crypto_md:
+        key = footer.footer_key
+        if key is None:
+            raise KeyUnavailableError("<footer key>", "the column is encrypted with the footer key; pass kms=",
+                                      path=where)
+        cmd = cc.get(3)
+    elif isinstance(crypto_md, dict) and isinstance(crypto_md.get(2), dict):
+        km = crypto_md[2].get(2)
+        if km is None:
+            raise SkipidxError("column key without key metadata: its key cannot come from a KMS", path=where)
+        key, _ = unwrap_key_metadata(km, kms, where)
+        enc = cc.get(9)
+        if enc is None:
+            raise SkipidxError("encrypted column without encrypted column metadata", path=where)
+        plain, end = crypto.decrypt_module(
+            crypto.cipher(key), enc, 0,
+            crypto.module_aad(footer.file_aad, crypto.COLUMN_META_DATA, rg_ordinal, col),
+            "column metadata", where)
+        cmd = _Reader(plain, 0, where, "ColumnMetaData").struct()
+    else:
+        raise SkipidxError("malformed column crypto metadata", path=where)
+    if not isinstance(cmd, dict):
+        raise SkipidxError("column chunk without metadata", path=where)
+    offset = cmd.get(14)
+    if offset is None:
+        return None
+    if key is None:
+        length = cmd.get(15)
+        if length is not None:
+            return parse_bloom_filter(_read_at(fh, offset, length, size, where), where)
+        probe = _read_at(fh, offset, min(_HEADER_PROBE, max(0, size - offset)), size, where)
+        header, used = BloomFilterHeader.parse(probe, 0, where)
+        return SBBF.from_bytes(_read_at(fh, offset + used, header.num_bytes, size, where))
+    # Encrypted filter: header module (8) then bitset module (9), each length-prefixed.
+    aes = crypto.cipher(key)
+    head = _read_at(fh, offset, 4, size, where)
+    n = int.from_bytes(head, "little")
+    hmod = _read_at(fh, offset, 4 + n, size, where)
+    hb, _ = crypto.decrypt_module(aes, hmod, 0, crypto.module_aad(footer.file_aad, crypto.BLOOM_FILTER_HEADER,
+                                                                 rg_ordinal, col), "bloom filter header", where)
+    header, used = BloomFilterHeader.parse(hb, 0, where)
+    pos = offset + 4 + n
+    m = int.from_bytes(_read_at(fh, pos, 4, size, where), "little")
+    bmod = _read_at(fh, pos, 4 + m, size, where)
+    bits, _ = crypto.decrypt_module(aes, bmod, 0, crypto.module_aad(footer.file_aad, crypto.BLOOM_FILTER_BITSET,
+                                                                   rg_ordinal, col), "bloom filter bitset", where)
+    if len(bits) != header.num_bytes:
+        raise SkipidxError(f"bloom filter bitset has {len(bits)} bytes, header says {header.num_bytes}", path=where)
+    return SBBF.from_bytes(bits)
+
+
+def _is_encrypted(fh, size: int, where: str) -> bool:
+    """True for a file with Parquet modular encryption (either footer mode)."""
+    magic, buf = _read_tail(fh, size, where)
+    if magic == _MAGIC_ENC:
+        return True
+    r = _Reader(buf, 0, where, "FileMetaData")
+    last = 0
+    while True:
+        t, fid = r.field(last)
+        if t == _T_STOP:
+            return False
+        if fid == 8:
+            return True
+        r.skip(t, 1)
+        last = fid
+
+
+def _check_row_group(row_group: Any, n: int, where: str) -> int:
+    if isinstance(row_group, bool) or not isinstance(row_group, (int, np.integer)) or not 0 <= row_group < n:
+        raise SkipidxError(f"row group {row_group!r} out of range ({n} row groups)", path=where)
+    return int(row_group)
+
+
+def _read_filters(path: str | os.PathLike, column: str | int, row_groups: Sequence[int] | None,
+                  kms: Any) -> list[SBBF | None]:
+    where = os.fspath(path)
+    try:
+        with open(where, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            # pyarrow must never see an encrypted file's column metadata (it
+            # aborts the process without the key): those files are read here.
+            if kms is not None or _is_encrypted(fh, size, where):
+                footer = _read_footer(fh, size, where, kms)
+                if footer.file_aad is None and kms is not None:
+                    footer = None   # a plaintext file: pyarrow's path below
+                else:
+                    col = _resolve_column(_leaf_paths(footer), column, where)
+                    n = len(footer.md.get(4) or [])
+                    rgs = range(n) if row_groups is None else [_check_row_group(g, n, where) for g in row_groups]
+                    return [_read_one_encrypted(fh, size, footer, g, col, kms) for g in rgs]
+            md, _ = _open_metadata(where)
+            col = _column_index(md, column, where)
+            n = md.num_row_groups
+            rgs = range(n) if row_groups is None else [_check_row_group(g, n, where) for g in row_groups]
+            return [_read_one(fh, size, md, g, col, where) for g in rgs]
+    except OSError as e:
+        raise SkipidxError(f"cannot read bloom filter: {e}", path=where) from None
+
+
+def read_bloom_filter(path: str | os.PathLike, row_group: int, column: str | int, *,
+                      kms: Any = None) -> SBBF | None:
     """The bloom filter of one column chunk of a Parquet file, or None if that chunk has none.
 
     `column` is a leaf's dotted path (``"a.b"``), a top-level name with a
     single leaf, or a leaf index. Bad files, offsets, headers, row groups or
     column names raise SkipidxError naming the file.
+
+    Encrypted files (Parquet modular encryption, e.g. Spark / parquet-java
+    with ``parquet.crypto.factory.class``): pass the KMS client (pyarrow's
+    KmsClient interface); each key is recovered from the file's own key
+    material through it, and the filter's modules are decrypted and
+    authenticated. A refused key is a SkipidxError naming the key id.
     """
-    md, where = _open_metadata(path)
-    if isinstance(row_group, bool) or not isinstance(row_group, (int, np.integer)) or not 0 <= row_group < md.num_row_groups:
-        raise SkipidxError(f"row group {row_group!r} out of range ({md.num_row_groups} row groups)", path=where)
-    col = _column_index(md, column, where)
-    try:
-        with open(where, "rb") as fh:
-            return _read_one(fh, os.fstat(fh.fileno()).st_size, md, int(row_group), col, where)
-    except OSError as e:
-        raise SkipidxError(f"cannot read bloom filter: {e}", path=where) from None
+    return _read_filters(path, column, [row_group], kms)[0]
 
 
-def read_bloom_filters(path: str | os.PathLike, column: str | int) -> list[SBBF | None]:
+def read_bloom_filters(path: str | os.PathLike, column: str | int, *, kms: Any = None) -> list[SBBF | None]:
     """`read_bloom_filter` for every row group of the file, in order."""
-    md, where = _open_metadata(path)
-    col = _column_index(md, column, where)
-    try:
-        with open(where, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            return [_read_one(fh, size, md, rg, col, where) for rg in range(md.num_row_groups)]
-    except OSError as e:
-        raise SkipidxError(f"cannot read bloom filters: {e}", path=where) from None
+    return _read_filters(path, column, None, kms)
 
 
 def read_column_chunk_filters(fh, md: pq.FileMetaData, column: int, where: str) -> list[SBBF | None]:
