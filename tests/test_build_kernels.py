@@ -16,7 +16,9 @@ import pytest
 import xxhash
 
 import skipidx.indexes.bloom as bloom
+from skipidx.core import sizing
 from skipidx.core._kernels import build as kb
+from skipidx_tokenizers import _filters as tk
 from skipidx.indexes.base import IndexDef, get_index_type
 from skipidx.indexes.bloom import SBBFAggregator
 from skipidx.core.sbbf import SBBF, exact_num_bytes, optimal_num_bytes
@@ -122,11 +124,11 @@ def test_into_kernels_reuse_scratch_and_hand_back_a_clean_set(n):
         r0 = 0 if lo == 0 else int(zend[lo - 1])
         offs, ze = offsets[r0:int(zend[hi - 1]) + 1], zend[lo:hi] - r0
         if n == 0:
-            want_u, want_o = kb.token_distinct(data, offs, validity, voff + r0, ze, np.uint64(7))
-            u, o, table = kb.token_distinct_into(data, offs, validity, voff + r0, ze, np.uint64(7), table, uniq)
+            want_u, want_o = tk.token_distinct(data, offs, validity, voff + r0, ze, np.uint64(7))
+            u, o, table = tk.token_distinct_into(data, offs, validity, voff + r0, ze, np.uint64(7), table, uniq)
         else:
-            want_u, want_o = kb.ngram_distinct(data, offs, validity, voff + r0, n, ze, np.uint64(7))
-            u, o, table = kb.ngram_distinct_into(data, offs, validity, voff + r0, n, ze, np.uint64(7), table, uniq)
+            want_u, want_o = tk.ngram_distinct(data, offs, validity, voff + r0, n, ze, np.uint64(7))
+            u, o, table = tk.ngram_distinct_into(data, offs, validity, voff + r0, n, ze, np.uint64(7), table, uniq)
         assert np.array_equal(o, want_o), f"zones {lo}..{hi}: offsets differ"
         assert np.array_equal(uniq[:u], want_u), f"zones {lo}..{hi}: distinct hashes differ"
         assert not table.any(), f"zones {lo}..{hi}: the set was not handed back empty"
@@ -178,15 +180,15 @@ def test_exact_num_blocks_memo_equals_exact_num_bytes(fpp, monkeypatch):
     """The remembered block counts are exact_num_bytes's, on first and later asks, from several threads."""
     from concurrent.futures import ThreadPoolExecutor
 
-    monkeypatch.setattr(kb, "_exact_memo", {})
+    monkeypatch.setattr(sizing, "_exact_memo", {})
     rng = np.random.default_rng(11)
     asks = [rng.integers(0, 40_000, size=300) for _ in range(6)]
-    asks += [np.array([0, 1, 2, 2, 3]), np.zeros(0, np.int64), np.array([kb._MEMO_NDV - 1, kb._MEMO_NDV, 3_000_000]),
+    asks += [np.array([0, 1, 2, 2, 3]), np.zeros(0, np.int64), np.array([sizing._MEMO_NDV - 1, sizing._MEMO_NDV, 3_000_000]),
              rng.integers(0, 80_000, size=(4, 5))]
     for _ in range(2):   # the second round answers from the memo
         with ThreadPoolExecutor(4) as ex:
-            got = list(ex.map(lambda a: kb.exact_num_blocks(a, fpp), asks))
+            got = list(ex.map(lambda a: sizing.exact_num_blocks(a, fpp), asks))
         for a, g in zip(asks, got):
             want = exact_num_bytes(a, fpp) // 32
             assert g.shape == np.shape(a) and np.array_equal(g, want), f"ndv {np.ravel(a)[:5]}..."
-    assert kb.num_bytes_for_rule(asks[0], fpp, "exact").tolist() == (exact_num_bytes(asks[0], fpp)).tolist()
+    assert sizing.num_bytes(asks[0], fpp, "exact").tolist() == (exact_num_bytes(asks[0], fpp)).tolist()

@@ -17,7 +17,7 @@ from hypothesis import given, settings, strategies as st
 from skipidx.core.errors import CorruptionError, SkipidxError
 from skipidx.indexes.base import INDEX_TYPES, IndexDef, get_index_type
 from skipidx.indexes.bloom import SATURATION_FPP, SBBFAggregator
-from skipidx.core._kernels.build import num_bytes_for_ndv
+from skipidx.core.sizing import num_bytes as num_bytes_for_ndv
 from skipidx.apps.research.indexes import putze_min_bytes
 from skipidx.core.sbbf import SBBF, optimal_num_bytes
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import skipidx.core.sbbf as sbbf_mod
+import skipidx.core.sizing as sbbf_mod
 from skipidx.core.errors import SkipidxError
 from skipidx.core.sbbf import MAX_BYTES, SALT, SBBF, SBBFBank, optimal_num_bytes, sizing_table
 

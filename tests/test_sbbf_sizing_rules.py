@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from skipidx.core._kernels.build import num_bytes_for_ndv, num_bytes_for_rule
+from skipidx.core.sizing import num_bytes as num_bytes_for_ndv, num_bytes as num_bytes_for_rule
 from skipidx.core.errors import CorruptionError, SkipidxError
 from skipidx.indexes.base import IndexDef, get_index_type
 from skipidx.apps.research.indexes import putze_min_bytes

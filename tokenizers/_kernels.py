@@ -238,16 +238,66 @@ def token_tokens_into(data, offsets, validity, voff, rows, offs, out, edges, i0,
 
 
 @njit(inline="always", cache=True)
-def _gram_end(data, p, e, n, sl):
-    """End of the n code points from p (the last clamped to e), or -1 if fewer than n start before e."""
+def gram_end(data, p, e, n):
+    """End of the n code points from p, not clamped (past e when e cuts the last one
+    off), or -1 if fewer than n start before e. n ASCII bytes ahead are n code points."""
+    end = p + n
+    if end <= e:
+        ascii_run = True
+        for k in range(p, end):
+            if data[k] >= 0x80:
+                ascii_run = False
+                break
+        if ascii_run:
+            return end
     q = p
     cnt = 0
     while cnt < n and q < e:
-        q += sl[data[q]]
+        q += SEQ_LEN[data[q]]
         cnt += 1
-    if cnt < n:
-        return -1
-    return q if q < e else e
+    return q if cnt == n else -1
+
+
+@njit(inline="always", cache=True)
+def gram_at(data, p, e, n, pend, at_end):
+    """One step of THE n-gram walk (every n-gram path calls it): (end of the gram
+    starting at byte p, or -1; `pend` for p + 1).
+
+    `pend` (uint32) holds the reached positions ahead of p as bits; start a
+    value with 1 (its first byte starts a gram) or, for a substring of an
+    unknown value, 0 (its first byte starts one only if it can begin a code
+    point). `at_end`: a gram whose last code point e cuts off counts (clamped
+    to e) -- true for whole values; a substring's may be longer in the value.
+    Fewer than n code points from p gives no gram, but a later start still may
+    (a long lead byte here can swallow several short ones).
+    """
+    c = data[p]
+    end = -1
+    if (pend & np.uint32(1)) or c < 0x80 or c >= 0xC0:
+        pend |= np.uint32(1) << np.uint32(SEQ_LEN[c])
+        q = gram_end(data, p, e, n)
+        if q > e:
+            end = e if at_end else -1
+        else:
+            end = q
+    return end, pend >> np.uint32(1)
+
+
+@njit(cache=True)
+def gram_bounds(data, n, at_start, at_end):
+    """(starts, ends) of the n-grams of one value or substring `data` (the query side; see `gram_at`)."""
+    e = data.shape[0]
+    starts = np.empty(e, dtype=np.int64)
+    ends = np.empty(e, dtype=np.int64)
+    k = 0
+    pend = np.uint32(1) if at_start else np.uint32(0)
+    for p in range(e):
+        end, pend = gram_at(data, p, e, n, pend, at_end)
+        if end >= 0:
+            starts[k] = p
+            ends[k] = end
+            k += 1
+    return starts[:k], ends[:k]
 
 
 @njit(inline="always", cache=True)
@@ -335,14 +385,10 @@ def ngram_count(data, offsets, validity, voff, n, with_bytes):
             continue
         pend = np.uint32(1)
         for p in range(s, e):
-            c = data[p]
-            if (pend & np.uint32(1)) or c < 0x80 or c >= 0xC0:
-                pend |= np.uint32(1) << np.uint32(sl[c])
-                end = _gram_end(data, p, e, n, sl)
-                if end >= 0:
-                    k += 1
-                    nbytes += end - p
-            pend >>= np.uint32(1)
+            end, pend = gram_at(data, p, e, n, pend, True)
+            if end >= 0:
+                k += 1
+                nbytes += end - p
     return k, nbytes, longest
 
 
@@ -379,20 +425,14 @@ def ngram_hashes_into(data, offsets, validity, voff, n, seed, rows, hashes, star
             continue
         pend = np.uint32(1)
         for p in range(s, e):
-            c = data[p]
-            if (pend & np.uint32(1)) or c < 0x80 or c >= 0xC0:
-                pend |= np.uint32(1) << np.uint32(sl[c])
-                # Fewer than n code points from p gives no gram, but a later start
-                # still may (a long lead byte here can swallow several short ones).
-                end = _gram_end(data, p, e, n, sl)
-                if end >= 0:
-                    rows[k] = i
-                    if end - p < 32:
-                        hashes[k] = xxh64_short(data, p, end - p, seed)
-                    else:
-                        hashes[k] = xxh64_span(data, p, end - p, seed)
-                    k += 1
-            pend >>= np.uint32(1)
+            end, pend = gram_at(data, p, e, n, pend, True)
+            if end >= 0:
+                rows[k] = i
+                if end - p < 32:
+                    hashes[k] = xxh64_short(data, p, end - p, seed)
+                else:
+                    hashes[k] = xxh64_span(data, p, end - p, seed)
+                k += 1
     return k
 
 
@@ -431,18 +471,14 @@ def ngram_tokens_into(data, offsets, validity, voff, n, rows, offs, out, starts)
             continue
         pend = np.uint32(1)
         for p in range(s, e):
-            c = data[p]
-            if (pend & np.uint32(1)) or c < 0x80 or c >= 0xC0:
-                pend |= np.uint32(1) << np.uint32(sl[c])
-                end = _gram_end(data, p, e, n, sl)
-                if end >= 0:
-                    for q in range(p, end):
-                        out[j] = data[q]
-                        j += 1
-                    rows[k] = i
-                    k += 1
-                    offs[k] = j
-            pend >>= np.uint32(1)
+            end, pend = gram_at(data, p, e, n, pend, True)
+            if end >= 0:
+                for q in range(p, end):
+                    out[j] = data[q]
+                    j += 1
+                rows[k] = i
+                k += 1
+                offs[k] = j
     return k
 
 

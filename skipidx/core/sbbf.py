@@ -28,60 +28,27 @@ their bits, because the kernel ORs them in one after another.
 
 Sizing
 ------
-``SBBF.for_ndv(ndv, fpp)`` sizes as Arrow C++ ``OptimalNumOfBits`` does:
-``m = -8 * ndv / ln(1 - fpp ** (1/8))`` bits, truncated, raised to the
-256-bit minimum, rounded up to a power of two and clamped to 128 MiB.
+``SBBF.for_ndv(ndv, fpp, sizing)`` sizes a filter by one of the rules of
+:mod:`skipidx.core.sizing` (default ``"parquet"``: Arrow C++'s power of two).
 Since Arrow 26 (and in arrow-rs) a writer then *folds* each column chunk's
 filter before writing it: `SBBF.fold_to_target_fpp` reproduces that rule, and
 `SBBF.fold` is exact (the folded filter equals the one built at the smaller
 size), so the filter pyarrow writes is
 ``SBBF.for_ndv(ndv, fpp)`` + inserts + ``fold_to_target_fpp(fpp)``.
-``sizing="parquet-java"`` reproduces parquet-java (Spark) instead, whose
-``optimalNumOfBits`` rounds with ``(bits + 255) & ~256`` and whose writer then
-rounds the byte count up to a power of two; the two differ only when ``m``
-lies within 256 bits of a power of two (then either may be the larger).
-``sizing="lance"`` (Lance-style) picks the smallest power of two whose
-estimated FPP (`SBBF.fpp_estimate`) meets the target.
-
-Sizes chosen by ``for_ndv`` for the two power-of-two rules, and the FPP each
-filter is then expected to give (`SBBF.fpp_estimate`: Putze et al. with
-Poisson block loads; `sizing_table()` recomputes this table and the tests
-compare)::
-
-    |       NDV | target FPP | parquet bytes | expected FPP | lance bytes | expected FPP |
-    |-----------|------------|---------------|--------------|-------------|--------------|
-    |     1_000 |        0.1 |         1_024 |     0.030103 |       1_024 |     0.030103 |
-    |     1_000 |       0.01 |         2_048 |     0.001167 |       2_048 |     0.001167 |
-    |     1_000 |      0.001 |         2_048 |     0.001167 |       4_096 |     0.000032 |
-    |    10_000 |        0.1 |         8_192 |     0.072424 |       8_192 |     0.072424 |
-    |    10_000 |       0.01 |        16_384 |     0.003541 |      16_384 |     0.003541 |
-    |    10_000 |      0.001 |        32_768 |     0.000103 |      32_768 |     0.000103 |
-    |   100_000 |        0.1 |       131_072 |     0.010192 |     131_072 |     0.010192 |
-    |   100_000 |       0.01 |       131_072 |     0.010192 |     262_144 |     0.000328 |
-    |   100_000 |      0.001 |       262_144 |     0.000328 |     262_144 |     0.000328 |
-    | 1_000_000 |        0.1 |     1_048_576 |     0.027256 |   1_048_576 |     0.027256 |
-    | 1_000_000 |       0.01 |     2_097_152 |     0.001035 |   2_097_152 |     0.001035 |
-    | 1_000_000 |      0.001 |     2_097_152 |     0.001035 |   4_194_304 |     0.000028 |
-
-The power-of-two rounding makes the realized FPP a step function of NDV: up
-to one doubling better than the target, and slightly worse where the
-formula lands just under a power of two (100_000 at 0.01 expects 1.02 %),
-because the formula ignores the uneven block loads. Lance sizing never misses
-the target and costs at most one doubling more.
-
-Bits per distinct value and FPP (the Parquet spec's table, reproduced by the
-tests): 6.0 bits ~ 10 %, 10.5 bits ~ 1 %, 16.9 bits ~ 0.1 %.
 """
 from __future__ import annotations
 
-import math
 from typing import Iterable, Sequence
 
 import numpy as np
 import pyarrow as pa
 
+from skipidx.core import sizing as _sizing
 from skipidx.core._kernels import sbbf as _k
 from skipidx.core.errors import SkipidxError
+from skipidx.core.sizing import (  # noqa: F401  (public names of this module since the first release)
+    BYTES_PER_BLOCK, MAX_BYTES, MIN_BYTES, exact_num_bytes, optimal_num_bytes, sizing_table,
+)
 
 __all__ = [
     "SBBF",
@@ -92,46 +59,17 @@ __all__ = [
     "MAX_BYTES",
     "optimal_num_bytes",
     "exact_num_bytes",
+    "sizing_table",
 ]
 
 #: The eight odd salts of the Parquet spec (one per 32-bit word of a block).
 SALT: np.ndarray = _k.SALT
-BYTES_PER_BLOCK = 32
 WORDS_PER_BLOCK = 8
-#: Smallest filter: one block.
-MIN_BYTES = 32
-#: Largest filter: 128 MiB, the bound Arrow C++ and parquet-java use.
-MAX_BYTES = 128 * 1024 * 1024
-
-_SIZINGS = ("parquet", "parquet-java", "lance")
 
 
 # ---------------------------------------------------------------- validation
 
-def _check_num_bytes(num_bytes: object, what: str = "num_bytes") -> int:
-    if isinstance(num_bytes, (bool, np.bool_)) or not isinstance(num_bytes, (int, np.integer)):
-        raise SkipidxError(f"SBBF {what} must be an integer, got {type(num_bytes).__name__}")
-    n = int(num_bytes)
-    if n < MIN_BYTES:
-        raise SkipidxError(f"SBBF {what} must be at least {MIN_BYTES} (one block), got {n}")
-    if n > MAX_BYTES:
-        raise SkipidxError(f"SBBF {what} must be at most {MAX_BYTES} (128 MiB), got {n}")
-    if n % BYTES_PER_BLOCK:
-        raise SkipidxError(f"SBBF {what} must be a multiple of {BYTES_PER_BLOCK} (whole blocks), got {n}")
-    return n
-
-
-def _check_ndv_fpp(ndv: object, fpp: object) -> tuple[int, float]:
-    if isinstance(ndv, (bool, np.bool_)) or not isinstance(ndv, (int, np.integer)):
-        raise SkipidxError(f"ndv must be a positive integer, got {ndv!r}")
-    if int(ndv) <= 0:
-        raise SkipidxError(f"ndv must be a positive integer, got {int(ndv)}")
-    if isinstance(fpp, (bool, np.bool_)) or not isinstance(fpp, (int, float, np.integer, np.floating)):
-        raise SkipidxError(f"fpp must be a number in (0, 1), got {fpp!r}")
-    p = float(fpp)
-    if not (0.0 < p < 1.0):
-        raise SkipidxError(f"fpp must lie strictly between 0 and 1, got {p}")
-    return int(ndv), p
+_check_num_bytes = _sizing.check_num_bytes
 
 
 def _as_hashes(h: object, what: str = "hashes") -> np.ndarray:
@@ -175,126 +113,6 @@ def _words_from_buffer(b: object, what: str) -> np.ndarray:
     return raw.view("<u4").astype(np.uint32)  # astype copies: aligned, native order
 
 
-# ------------------------------------------------------------------- sizing
-
-def _parquet_bits(ndv: int, fpp: float) -> float:
-    return -8.0 * ndv / math.log(1.0 - fpp ** (1.0 / 8.0))
-
-
-def _next_pow2(x: int) -> int:
-    return 1 << (x - 1).bit_length() if x > 1 else 1
-
-
-def optimal_num_bytes(ndv: int, fpp: float, sizing: str = "parquet", max_bytes: int = MAX_BYTES) -> int:
-    """Bytes of the SBBF `for_ndv` builds (see the module docstring for the three rules).
-
-    `max_bytes` caps the result (parquet-java's writer caps at
-    ``parquet.bloom.filter.max.bytes``, 1 MiB by default).
-    """
-    ndv, fpp = _check_ndv_fpp(ndv, fpp)
-    max_bytes = _check_num_bytes(max_bytes, "max_bytes")
-    if sizing == "parquet":
-        # Arrow C++ OptimalNumOfBits: truncate, clamp, next power of two, clamp.
-        m = _parquet_bits(ndv, fpp)
-        bits = MAX_BYTES * 8 if (m < 0 or m > MAX_BYTES * 8) else int(m)
-        bits = max(bits, MIN_BYTES * 8)
-        bits = min(_next_pow2(bits), MAX_BYTES * 8)
-        nbytes = bits // 8
-    elif sizing == "parquet-java":
-        # BlockSplitBloomFilter.optimalNumOfBits (int arithmetic, including its
-        # `& ~BITS_PER_BLOCK` mask, which clears bit 8 rather than the low bits)...
-        m = _parquet_bits(ndv, fpp)
-        bits = int(m) if m < 2**31 else 2**31 - 1  # Java's (int) cast saturates
-        if bits > MAX_BYTES * 8 or m < 0:
-            bits = MAX_BYTES * 8
-        bits = (bits + 255) & ~256
-        bits = max(bits, MIN_BYTES * 8)
-        # ...then the constructor's initBitset on bits / 8 bytes.
-        nbytes = max(bits // 8, MIN_BYTES)
-        if nbytes & (nbytes - 1):
-            nbytes = 1 << nbytes.bit_length()  # Integer.highestOneBit(n) << 1
-        nbytes = min(nbytes, MAX_BYTES)
-    elif sizing == "lance":
-        nbytes = MAX_BYTES
-        size = MIN_BYTES
-        while size <= MAX_BYTES:
-            if SBBF.fpp_estimate(size, ndv) <= fpp:
-                nbytes = size
-                break
-            size *= 2
-    else:
-        raise SkipidxError(f"unknown SBBF sizing {sizing!r}; expected one of {', '.join(_SIZINGS)}")
-    return min(nbytes, max_bytes)
-
-
-def exact_num_bytes(ndv: np.ndarray | Sequence[int], fpp: float, max_bytes: int = MAX_BYTES) -> np.ndarray:
-    """The fewest whole 32-byte blocks whose `SBBF.fpp_estimate` at ``ndv[i]`` is <= `fpp`, in bytes.
-
-    The "exact" sizing rule, vectorized: no power-of-two rounding (the block
-    choice ``((h >> 32) * z) >> 32`` works for any block count z), and the
-    target is met by the Putze/Poisson estimate rather than by the uniform
-    approximation behind Arrow's formula (which underestimates the FPP of an
-    SBBF near a power of two). ``ndv == 0`` gives one block; results are
-    capped at `max_bytes` (rounded down to whole blocks). Each distinct ndv is
-    solved once: a bracket around the uniform approximation's block count,
-    then bisection on all of them at once (the estimate grows with
-    ndv / blocks, so the smallest passing count is well defined).
-    int64 array of the shape of `ndv`.
-    """
-    nd = np.asarray(ndv)
-    if nd.size and not (np.issubdtype(nd.dtype, np.integer) or np.issubdtype(nd.dtype, np.floating)):
-        raise SkipidxError(f"ndv must be a numeric array, got {nd.dtype}")
-    ndf = nd.astype(np.float64)
-    if nd.size and ((~np.isfinite(ndf)).any() or (ndf < 0).any()):
-        raise SkipidxError("ndv must be finite and >= 0")
-    if isinstance(fpp, bool) or not isinstance(fpp, (int, float, np.integer, np.floating)) or not 0.0 < float(fpp) < 1.0:
-        raise SkipidxError(f"fpp must be a number in (0, 1), got {fpp!r}")
-    fpp = float(fpp)
-    max_blocks = _check_num_bytes(max_bytes, "max_bytes") // BYTES_PER_BLOCK
-    uniq, inv = np.unique(ndf.reshape(-1), return_inverse=True)
-    out = np.ones(uniq.shape[0], dtype=np.int64)
-    todo = np.flatnonzero(uniq > 0)
-    if todo.size:
-        d = uniq[todo]
-
-        def passes(blocks: np.ndarray, sel: np.ndarray) -> np.ndarray:
-            return _k.fpp_poisson(blocks.astype(np.float64), d[sel]) <= fpp
-
-        # start at the uniform approximation's count: the bracket then costs a
-        # few estimates of O(lam) terms each, never one at lam = ndv (one block)
-        lam_u = math.log(1.0 - fpp ** 0.125) / math.log(31.0 / 32.0)
-        hi = np.clip(np.ceil(d / lam_u), 1, max_blocks).astype(np.int64)
-        ok = passes(hi, np.arange(d.shape[0]))
-        while True:   # double hi until it passes (or is the cap)
-            grow = np.flatnonzero(~ok & (hi < max_blocks))
-            if not grow.size:
-                break
-            hi[grow] = np.minimum(hi[grow] * 2, max_blocks)
-            ok[grow] = passes(hi[grow], grow)
-        lo = hi // 2  # invariant once bracketed: lo fails (or is 0), hi passes
-        open_lo = ok & (lo >= 1)
-        while True:   # halve lo while it still passes
-            shrink = np.flatnonzero(open_lo)
-            if not shrink.size:
-                break
-            p = passes(lo[shrink], shrink)
-            open_lo[shrink[~p]] = False
-            shrink = shrink[p]
-            hi[shrink] = lo[shrink]
-            lo[shrink] //= 2
-            open_lo[shrink] = lo[shrink] >= 1
-        while True:   # bisection on the open gaps
-            gap = np.flatnonzero(ok & (hi - lo > 1))
-            if not gap.size:
-                break
-            mid = (lo[gap] + hi[gap]) // 2
-            p = passes(mid, gap)
-            hi[gap[p]] = mid[p]
-            lo[gap[~p]] = mid[~p]
-        out[todo] = hi   # a count that never passes stays at the cap
-    return (out[inv] * BYTES_PER_BLOCK).reshape(nd.shape)
-
-
 # ---------------------------------------------------------------- one filter
 
 class SBBF:
@@ -326,10 +144,9 @@ class SBBF:
     ) -> "SBBF":
         """An empty filter sized for `ndv` distinct values at false-positive rate `fpp`.
 
-        ``sizing="parquet"`` (default) is Arrow C++'s rule, ``"parquet-java"``
-        parquet-java's (Spark), ``"lance"`` the smallest power of two whose
-        estimated FPP meets `fpp`. `ndv` <= 0 or `fpp` outside (0, 1) raise
-        SkipidxError.
+        `sizing` is a rule of :mod:`skipidx.core.sizing`: ``"parquet"`` (default,
+        Arrow C++), ``"parquet-java"`` (Spark), ``"lance"`` or ``"exact"``.
+        `ndv` <= 0 or `fpp` outside (0, 1) raise SkipidxError.
         """
         return cls(optimal_num_bytes(ndv, fpp, sizing, max_bytes))
 
@@ -423,7 +240,7 @@ class SBBF:
         ``fill**8``. Fold while that estimate stays <= `target_fpp`, at most
         as many times as the block count has factors of two.
         """
-        _, p = _check_ndv_fpp(1, target_fpp)
+        p = _sizing.check_fpp(target_fpp)
         blocks = self.num_blocks
         max_folds = (blocks & -blocks).bit_length() - 1  # trailing zero bits
         unset = 1.0 - self.fill_ratio()
@@ -461,18 +278,9 @@ class SBBF:
 
     @staticmethod
     def fpp_estimate(num_bytes: int, ndv: int | float) -> float:
-        """Expected false-positive rate of a `num_bytes` filter holding `ndv` distinct hashes.
-
-        Putze et al. with Poisson-distributed block loads: with
-        ``lam = ndv / blocks``, ``sum_k Poisson(k; lam) * (1 - (31/32)**k) ** 8``.
-        """
-        n = _check_num_bytes(num_bytes)
-        if not isinstance(ndv, (int, float, np.integer, np.floating)) or isinstance(ndv, (bool, np.bool_)):
-            raise SkipidxError(f"ndv must be a number >= 0, got {ndv!r}")
-        if not (float(ndv) >= 0.0) or math.isinf(float(ndv)):
-            raise SkipidxError(f"ndv must be a finite number >= 0, got {ndv!r}")
-        blocks = np.array([n // BYTES_PER_BLOCK], dtype=np.float64)
-        return float(_k.fpp_poisson(blocks, np.array([float(ndv)], dtype=np.float64))[0])
+        """Expected false-positive rate of a `num_bytes` filter holding `ndv` distinct hashes
+        (:func:`skipidx.core.sizing.fpp_estimate`)."""
+        return _sizing.fpp_estimate(num_bytes, ndv)
 
     # -- dunder
     def __eq__(self, other: object) -> bool:
@@ -694,22 +502,3 @@ class SBBFBank:
     def __repr__(self) -> str:
         return f"SBBFBank({len(self)} filters, {self.nbytes} bytes)"
 
-
-def sizing_table(
-    ndvs: Sequence[int] = (1_000, 10_000, 100_000, 1_000_000),
-    fpps: Sequence[float] = (0.1, 0.01, 0.001),
-) -> str:
-    """The sizing table of the module docstring, recomputed (the tests compare the two)."""
-    lines = [
-        "    |       NDV | target FPP | parquet bytes | expected FPP | lance bytes | expected FPP |",
-        "    |-----------|------------|---------------|--------------|-------------|--------------|",
-    ]
-    for ndv in ndvs:
-        for fpp in fpps:
-            pb = optimal_num_bytes(ndv, fpp, "parquet")
-            lb = optimal_num_bytes(ndv, fpp, "lance")
-            lines.append(
-                f"    | {ndv:>9_} | {fpp:>10} | {pb:>13_} | {SBBF.fpp_estimate(pb, ndv):>12.6f} "
-                f"| {lb:>11_} | {SBBF.fpp_estimate(lb, ndv):>12.6f} |"
-            )
-    return "\n".join(lines)

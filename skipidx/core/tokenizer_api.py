@@ -32,12 +32,15 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
 
 from skipidx.core.errors import SkipidxError
+
+if TYPE_CHECKING:
+    from skipidx.core._kernels.build import DistinctScratch
 
 ENTRY_POINT_GROUP = "skipidx.tokenizers"
 
@@ -111,6 +114,39 @@ class Tokenizer(abc.ABC):
 
         toks = self.tokenize(values)
         return toks.rows, xxh64_offsets(toks.data, toks.offsets, np.uint64(seed))
+
+    # -- fast path (optional) ---------------------------------------------
+    # As ClickHouse's ITokenExtractor fills a bloom filter itself
+    # (stringToBloomFilter), a tokenizer may fill the filters of a run of index
+    # granules ("zones") in one compiled pass. Without these (the defaults) an
+    # index is built from hash_column, with the same filters.
+
+    def insert_zones(self, values: pa.Array, zone_end: np.ndarray, seed: int,
+                     words: np.ndarray, block_offset: np.ndarray, num_blocks: np.ndarray) -> bool:
+        """Insert ``xxh64(token, seed)`` of every token of `values` into its zone's filter; True if done.
+
+        `values` is a plain (non-dictionary) array; zone z holds rows
+        ``[zone_end[z - 1], zone_end[z])`` (zone 0 from row 0); filter z is
+        blocks ``block_offset[z] .. block_offset[z] + num_blocks[z]`` of
+        `words` (:class:`skipidx.core.sbbf.SBBFBank`'s layout; insert with
+        ``skipidx.core._kernels.sbbf.insert_one`` and the spec's ``SALT``).
+        False: no fast path for these values (the caller uses hash_column).
+        """
+        return False
+
+    def distinct_zones(self, values: pa.Array, zone_end: np.ndarray, seed: int,
+                       scratch: "DistinctScratch") -> np.ndarray | None:
+        """The distinct ``xxh64(token, seed)`` of every zone (as :meth:`insert_zones`), into
+        ``scratch.uniq`` (``scratch.reserve(slots)`` makes room; the set ``scratch.table``
+        must come back all zero). Returns the offsets (int64, ``len(zone_end) + 1``:
+        zone z's hashes are ``uniq[offsets[z]:offsets[z + 1]]``), or None: no fast path."""
+        return None
+
+    def tokens_repeat(self) -> bool:
+        """True when a value's tokens repeat a lot within an index granule (short
+        n-grams of text): a fixed-size filter then takes each granule's distinct
+        hashes, found first, which is cheaper than inserting every token."""
+        return False
 
     # -- query side -------------------------------------------------------
     @abc.abstractmethod

@@ -36,7 +36,6 @@ all saturated.
 """
 from __future__ import annotations
 
-import inspect
 import json
 import os
 import threading
@@ -45,6 +44,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pyarrow as pa
 
+from skipidx.core import sizing
 from skipidx.core._kernels import build as kb
 from skipidx.core.lru import LRU
 from skipidx.core._kernels.sbbf import SALT, bank_check_any_of
@@ -255,7 +255,7 @@ class SBBFGranules(IndexGranules):
             offs = np.frombuffer(obuf, dtype=np.int64 if large else np.int32, count=len(arr) + 1,
                                  offset=arr.offset * (8 if large else 4)).astype(np.int64)
             sizes = np.diff(offs)
-        if np.any(sizes < kb.MIN_BYTES) or np.any(sizes % 32):
+        if np.any(sizes < sizing.MIN_BYTES) or np.any(sizes % 32):
             raise zones.CorruptionError("index table: a filter is not a whole number of 32-byte blocks")
         ndv_col = zones.column(table, "ndv", pa.uint64(), nullable=True)
         ndv = None if ndv_col.null_count == len(ndv_col) and len(ndv_col) else ndv_col.to_numpy(zero_copy_only=False)
@@ -298,14 +298,14 @@ def _same_params(built: dict[str, Any], declared: dict[str, Any]) -> bool:
 def _expected_sizes(params: dict[str, Any], ndv: np.ndarray | None, n: int) -> np.ndarray | None:
     if params.get("sizing") == "fixed":
         b = params.get("bytes")
-        return np.full(n, b, dtype=np.int64) if isinstance(b, int) and b >= kb.MIN_BYTES and b % 32 == 0 else None
+        return np.full(n, b, dtype=np.int64) if isinstance(b, int) and b >= sizing.MIN_BYTES and b % 32 == 0 else None
     fpp = params.get("fpp")
     if ndv is None or not isinstance(fpp, float) or not 0 < fpp < 1:
         return None
     rule = size_rule(params)
-    if rule not in kb.SIZE_RULES:
+    if rule not in sizing.INDEX_RULES:
         return None
-    return kb.num_bytes_for_rule(ndv, fpp, rule).astype(np.int64)
+    return sizing.num_bytes(ndv, fpp, rule)
 
 
 class SBBFAggregator(IndexAggregator):
@@ -313,32 +313,34 @@ class SBBFAggregator(IndexAggregator):
 
     Two paths produce the same filters (tested):
 
-    * fused (built-in ``token`` / ``ngram`` tokenizers of the version the
-      kernels implement): one compiled pass per slice tokenizes, hashes and
-      inserts (fixed sizing) or collects each zone's distinct hashes
-      (adaptive sizing) straight from the Arrow buffers;
-    * generic (any tokenizer): ``tokenizer.hash_column`` on the slice, then the
-      zone walk / per-zone distinct set over its (row, hash) arrays.
+    * the tokenizer's fast path (:meth:`Tokenizer.insert_zones` /
+      :meth:`Tokenizer.distinct_zones`; the built-ins run one compiled pass
+      per slice straight from the Arrow buffers): fixed sizing inserts every
+      token, adaptive sizing collects each zone's distinct hashes;
+    * the generic path (any tokenizer): ``tokenizer.hash_column`` on the
+      slice, then the zone walk / per-zone distinct set over its (row, hash)
+      arrays.
 
     Adaptive sizing then sizes every zone's filter from its distinct count
-    (``num_bytes_for_rule`` with the params' size rule) and inserts only the
-    distinct hashes -- slice by slice in the worker threads, straight from the
-    build's reused scratch buffers (`_ScratchPool`); the slices' filters are
+    (:func:`skipidx.core.sizing.num_bytes` with the params' size rule) and
+    inserts only the distinct hashes -- slice by slice in the worker threads,
+    straight from the build's reused scratch buffers; the slices' filters are
     concatenated into the part's bank at the end. Slices are whole zones of
-    about CHUNK_BYTES of text, so memory stays bounded; they run on
-    BUILD_THREADS threads (the kernels release the GIL).
+    about CHUNK_BYTES of text, so memory stays bounded; they run on `threads`
+    threads (default :data:`BUILD_THREADS`; the kernels release the GIL).
+
+    `fused`: None takes the tokenizer's fast path where it has one, False
+    never, True always (ValueError where it has none: the tests compare paths).
     """
 
     def __init__(self, type_name: str, params: dict[str, Any], tokenizer: Tokenizer,
-                 fused: bool | None = None) -> None:
+                 fused: bool | None = None, *, threads: int | None = None) -> None:
         self.type_name = type_name
         self.params = params
         self.tokenizer = tokenizer
         self.seed = np.uint64(params["seed"])
-        kind = _fused_kind(tokenizer)
-        self.fused = kind if (fused is None or fused) else None
-        if fused and kind is None:
-            raise ValueError(f"no fused kernel for tokenizer {tokenizer.name!r} version {tokenizer.version}")
+        self.fused = fused
+        self.threads = threads
 
     @staticmethod
     def _slices(weight: np.ndarray, limit: int) -> list[tuple[int, int]]:
@@ -361,58 +363,53 @@ class SBBFAggregator(IndexAggregator):
         nulls = null_counts(vals, zs, zl)
         ends = zs + zl
         fixed = self.params["sizing"] == "fixed"
-        fused = self.fused is not None and _binary_like(vals.type)
-        if fused:
-            from skipidx_tokenizers._arrow import buffer_views
-
-            data, offsets, validity, voff = buffer_views(vals)
-            offsets = offsets.astype(np.int64) if offsets.dtype != np.int64 else offsets
-            weight, limit = offsets[ends] - offsets[zs], CHUNK_BYTES
-        elif _binary_like(vals.type) and not pa.types.is_fixed_size_binary(vals.type):
-            o = np.frombuffer(vals.buffers()[1], dtype=np.int64 if _large(vals.type) else np.int32,
-                              count=len(vals) + 1, offset=vals.offset * (8 if _large(vals.type) else 4))
+        tok = self.tokenizer
+        fast = self.fused is not False
+        t = vals.type
+        if pa.types.is_fixed_size_binary(t):
+            weight, limit = zl * t.byte_width, CHUNK_BYTES
+        elif _binary_like(t):
+            o = np.frombuffer(vals.buffers()[1], dtype=np.int64 if _large(t) else np.int32,
+                              count=len(vals) + 1, offset=vals.offset * (8 if _large(t) else 4))
             weight, limit = (o[ends] - o[zs]).astype(np.int64), CHUNK_BYTES
         else:
             weight, limit = zl, CHUNK_ROWS
         slices = self._slices(weight, limit) if n else []
         bank = SBBFBank.fixed(n, self.params["bytes"]) if fixed else None
-        direct = fixed and not _dedup_first(self.tokenizer)
+        direct = fixed and not tok.tokens_repeat()
         scratch = _ScratchPool()
         fpp, rule = self.params.get("fpp"), size_rule(self.params)
+
+        def no_fast_path() -> None:
+            if self.fused:
+                raise ValueError(f"tokenizer {tok.name!r} has no fast path for {t}")
 
         def run(z0: int, z1: int) -> tuple | None:
             r0, r1 = int(zs[z0]), int(ends[z1 - 1])
             zend = ends[z0:z1] - r0
             if fixed:
                 words, boff, nblk = bank.words, bank.block_offset[z0:z1], bank.num_blocks[z0:z1]
-            if fused:
-                kind, ng = self.fused
-                # the kernels count rows from 0 at r0: offsets and the validity
-                # bit offset are shifted, zone ends made relative
-                offs, vo = offsets[r0:r1 + 1], voff + r0
-                if direct:
-                    if kind == "token":
-                        kb.token_fixed(data, offs, validity, vo, zend, words, boff, nblk, self.seed, SALT)
-                    else:
-                        kb.ngram_fixed(data, offs, validity, vo, ng, zend, words, boff, nblk, self.seed, SALT)
-                    return None
-                sc = scratch.take(int(offs[-1] - offs[0]) + 1)
-                if kind == "token":
-                    _, uoffs, sc.table = kb.token_distinct_into(data, offs, validity, vo, zend, self.seed,
-                                                                sc.table, sc.uniq)
-                else:
-                    _, uoffs, sc.table = kb.ngram_distinct_into(data, offs, validity, vo, ng, zend, self.seed,
-                                                                sc.table, sc.uniq)
-            else:
-                rows, hashes = self.tokenizer.hash_column(raw.slice(r0, r1 - r0), int(self.seed))
-                rows = np.ascontiguousarray(rows, dtype=np.int64)
-                hashes = np.ascontiguousarray(hashes, dtype=np.uint64)
-                if direct:
-                    kb.insert_by_row(words, boff, nblk, zend, rows, hashes, SALT)
-                    return None
-                sc = scratch.take(hashes.shape[0] + 1)
-                _, uoffs, sc.table = kb.dedup_by_zone_into(zend, rows, hashes, sc.table, sc.uniq)
+            sc = scratch.take()
             try:
+                uoffs = None
+                if fast:
+                    piece = vals.slice(r0, r1 - r0)
+                    if direct:
+                        if tok.insert_zones(piece, zend, int(self.seed), words, boff, nblk):
+                            return None
+                    else:
+                        uoffs = tok.distinct_zones(piece, zend, int(self.seed), sc)
+                    if uoffs is None:
+                        no_fast_path()
+                if uoffs is None:
+                    rows, hashes = tok.hash_column(raw.slice(r0, r1 - r0), int(self.seed))
+                    rows = np.ascontiguousarray(rows, dtype=np.int64)
+                    hashes = np.ascontiguousarray(hashes, dtype=np.uint64)
+                    if direct:
+                        kb.insert_by_row(words, boff, nblk, zend, rows, hashes, SALT)
+                        return None
+                    _, uoffs, sc.table = kb.dedup_by_zone_into(zend, rows, hashes, sc.table,
+                                                               sc.reserve(hashes.shape[0] + 1))
                 ndv = np.diff(uoffs)
                 if fixed:
                     # fixed size known up front: insert this slice's distinct hashes now (in the worker)
@@ -420,7 +417,7 @@ class SBBFAggregator(IndexAggregator):
                     return (ndv,)
                 # adaptive: size, fill and measure this slice's filters here, in the
                 # worker, while its distinct hashes are still in the scratch buffer
-                nblk = kb.num_bytes_for_rule(ndv, fpp, rule).astype(np.int64) // 32
+                nblk = sizing.num_bytes(ndv, fpp, rule) // 32
                 boff = np.zeros(nblk.shape[0], dtype=np.int64)
                 np.cumsum(nblk[:-1], out=boff[1:])
                 words = np.zeros(int(nblk.sum()) * 8, dtype=np.uint32)
@@ -430,7 +427,7 @@ class SBBFAggregator(IndexAggregator):
             finally:
                 scratch.give(sc)
 
-        results = _run_slices(run, slices)
+        results = _run_slices(run, slices, self.threads or BUILD_THREADS)
         fill = est = None
         if direct:
             ndv = None
@@ -443,63 +440,31 @@ class SBBFAggregator(IndexAggregator):
             boff = np.zeros(nblk.shape[0], dtype=np.int64)
             np.cumsum(nblk[:-1], out=boff[1:])
             bank = SBBFBank(words, boff, nblk)
-        return SBBFGranules(self.type_name, self.params, self.tokenizer.name, str(self.tokenizer.version),
+        return SBBFGranules(self.type_name, self.params, tok.name, str(tok.version),
                             zs, zl, nulls, bank, ndv, fill, est)
 
 
-def _dedup_first(tok: Tokenizer) -> bool:
-    """Fixed-size filters: collect each zone's distinct hashes first, then insert them?
-
-    Pays off when tokens repeat a lot within a zone: short n-grams of text
-    (measured on log lines, ngram(3): ~1M n-grams but ~10-20k distinct per
-    8192 rows; dedup + insert took 1.9 s vs 2.7 s CPU per 1M rows for direct
-    insertion into 64 KiB filters) -- and it yields the zone's ndv for free.
-    Word tokens repeat ~5x only; direct insertion stays faster for them.
-    """
-    return tok.name == "ngram" and int(tok.params.get("n", 99)) <= 4
-
-
-class _Scratch:
-    """One thread's buffers for the distinct kernels: the set (``table``) and the distinct hashes (``uniq``)."""
-
-    __slots__ = ("table", "uniq")
-
-    def __init__(self) -> None:
-        self.table = np.zeros(kb.SET_MIN, dtype=np.uint64)
-        self.uniq = np.zeros(0, dtype=np.uint64)
-
-
 class _ScratchPool:
-    """Scratch buffers of one build, reused by every slice it runs.
-
-    A fresh distinct-hash buffer per slice paid its page faults (and a copy of
-    the hashes out) on every slice -- about 15 % of an adaptive token build; a
-    reused one is faulted in once per thread and build. At most one buffer per
-    build thread exists; all are dropped with the build.
-    """
+    """Scratch buffers (:class:`DistinctScratch`) of one build, reused by every slice it runs:
+    a fresh distinct-hash buffer per slice paid its page faults on every slice; a
+    reused one is faulted in once per thread and build. At most one per build thread."""
 
     def __init__(self) -> None:
-        self._free: list[_Scratch] = []
+        self._free: list[kb.DistinctScratch] = []
         self._lock = threading.Lock()
 
-    def take(self, slots: int) -> _Scratch:
-        """A scratch whose ``uniq`` holds at least `slots` hashes (its table is all zero)."""
+    def take(self) -> kb.DistinctScratch:
         with self._lock:
-            sc = self._free.pop() if self._free else _Scratch()
-        if sc.uniq.shape[0] < slots:
-            # a power of two, so slightly bigger slices later reuse it (np.empty
-            # is virtual: only the pages the distinct hashes touch are real)
-            sc.uniq = np.empty(1 << max(12, (slots - 1).bit_length()), dtype=np.uint64)
-        return sc
+            return self._free.pop() if self._free else kb.DistinctScratch()
 
-    def give(self, sc: _Scratch) -> None:
+    def give(self, sc: kb.DistinctScratch) -> None:
         with self._lock:
             self._free.append(sc)
 
 
-def _run_slices(run, slices: list[tuple[int, int]]) -> list:
-    """run(z0, z1) for every slice, on up to BUILD_THREADS threads, results in slice order."""
-    threads = min(BUILD_THREADS, len(slices))
+def _run_slices(run, slices: list[tuple[int, int]], threads: int) -> list:
+    """run(z0, z1) for every slice, on up to `threads` threads, results in slice order."""
+    threads = min(threads, len(slices))
     if threads <= 1:
         return [run(z0, z1) for z0, z1 in slices]
     from concurrent.futures import ThreadPoolExecutor
@@ -510,31 +475,11 @@ def _run_slices(run, slices: list[tuple[int, int]]) -> list:
 
 def _binary_like(t: pa.DataType) -> bool:
     return (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
-            or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t))
+            or pa.types.is_large_binary(t))
 
 
 def _large(t: pa.DataType) -> bool:
     return pa.types.is_large_string(t) or pa.types.is_large_binary(t)
-
-
-#: (module, class name, version) of the tokenizers the fused kernels implement.
-_FUSED = {
-    ("skipidx_tokenizers.token", "TokenTokenizer", "1"): "token",
-    ("skipidx_tokenizers.ngram", "NgramTokenizer", "1"): "ngram",
-}
-
-
-def _fused_kind(tok: Tokenizer) -> tuple[str, int] | None:
-    """("token", 0) / ("ngram", n) when a fused kernel implements exactly this tokenizer."""
-    if not kb.FUSED_AVAILABLE:
-        return None
-    cls = type(tok)
-    kind = _FUSED.get((cls.__module__, cls.__name__, str(getattr(tok, "version", ""))))
-    if kind is None:
-        return None
-    if kind == "ngram":
-        return ("ngram", int(tok.params["n"]))
-    return ("token", 0)
 
 
 class SBBFCondition(IndexCondition):
@@ -641,8 +586,6 @@ class _SBBFIndexType(IndexType):
         if (stored_params is not None and "size_rule" in self.params and "size_rule" not in stored_params):
             self.params = {k: v for k, v in self.params.items() if k != "size_rule"}
         self.tokenizer = get_tokenizer(self.params["tokenizer"], **self.params["tokenizer_params"])
-        # tokenizers written against the first API take no `expr` keyword
-        self._pass_expr = "expr" in inspect.signature(self.tokenizer.requirement).parameters
 
     @classmethod
     def _make_tokenizer(cls, definition: IndexDef, name: str, params: dict[str, Any],
@@ -689,7 +632,7 @@ class _SBBFIndexType(IndexType):
                 # `params` is empty is configured by the DDL's (n = 3 vs n = 5)
                 json.dumps([getattr(self.tokenizer, "params", None) or {}, self.params.get("tokenizer_params")],
                            sort_keys=True, default=repr),
-                str(self.column_type), int(self.params["seed"]), self._pass_expr)
+                str(self.column_type), int(self.params["seed"]))
         try:
             # repr: equal but differently typed constants (1, 1.0, True; 0.0, -0.0) are
             # equal atoms to Python, not to the encoder
@@ -722,10 +665,7 @@ class _SBBFIndexType(IndexType):
             return _NullCondition(atom)
         if func in ("in", "notIn") and args and isinstance(args[0], tuple):
             args = (tuple(v for v in args[0] if v is not None),) + tuple(args[1:])
-        if self._pass_expr:
-            req = self.tokenizer.requirement(func, args, self.column_type, expr=d.expr_func)
-        else:
-            req = self.tokenizer.requirement(func, args, self.column_type)
+        req = self.tokenizer.requirement(func, args, self.column_type, expr=d.expr_func)
         if req is not None and any(len(group) == 0 for group in req.any_of):
             req = None   # an alternative that needs no token: always maybe
         if req is None:
@@ -774,7 +714,7 @@ def _no_kwargs(definition: IndexDef) -> None:
 
 
 def _round_bytes(definition: IndexDef, b: Any) -> int:
-    b = int_arg(definition, b, "the size of bloom filter (bytes)", minimum=1, maximum=kb.MAX_BYTES)
+    b = int_arg(definition, b, "the size of bloom filter (bytes)", minimum=1, maximum=sizing.MAX_BYTES)
     return (b + 31) // 32 * 32
 
 
@@ -883,8 +823,8 @@ class AdaptiveSBBFIndex(_SBBFIndexType):
         rule = kwargs.pop("size_rule", "exact")
         if isinstance(rule, bytes):
             rule = rule.decode("utf-8", "replace")
-        if rule not in kb.SIZE_RULES:
-            raise index_error(definition, f"size_rule must be one of {', '.join(repr(r) for r in kb.SIZE_RULES)}, "
+        if rule not in sizing.INDEX_RULES:
+            raise index_error(definition, f"size_rule must be one of {', '.join(repr(r) for r in sizing.INDEX_RULES)}, "
                                           f"got {rule!r}")
         tok_params = {k: (v.decode("utf-8") if isinstance(v, bytes) else v) for k, v in kwargs.items()}
         tok = cls._make_tokenizer(definition, name, tok_params, column_type)

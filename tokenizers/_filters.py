@@ -1,0 +1,248 @@
+"""Fused tokenize -> hash -> filter kernels of the built-in tokenizers: their fast path
+(:meth:`skipidx.core.tokenizer_api.Tokenizer.insert_zones` / ``distinct_zones``).
+
+They walk one binary-like Arrow array (``_arrow.buffer_views``: data,
+offsets, validity, voff) zone by zone and never materialize (row, hash)
+arrays: each token is hashed where it lies in the data buffer and goes
+straight into its zone's filter (fixed sizing) or into the per-zone distinct
+set (adaptive sizing, :mod:`skipidx.core._kernels.build`). Tokenization is
+the tokenizers' own (the same byte table, the same code-point walk); the tests
+check that both paths build identical filters.
+
+Word tokens hash with xxh64_short (branch-light for varying lengths), n-grams
+with xxh64_inline (steady lengths). The fixed and distinct variants share the
+row tokenizer (`_row_token_hashes`) but keep separate sinks on purpose: both
+sinks behind a runtime switch in one loop kept the insert from being
+optimized (bench/bench_build.py).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+from numba import njit
+
+from skipidx.core._kernels.build import SET_MIN, close_zone_set, grown_set, set_add
+from skipidx.core._kernels.sbbf import insert_one
+from skipidx.core._kernels.xxh64 import xxh64_inline, xxh64_short, xxh64_span
+
+from ._arrow import buffer_views
+from ._kernels import TOKEN_BYTE, _valid, gram_at
+
+__all__ = ["views", "token_fixed", "token_distinct", "token_distinct_into",
+           "ngram_fixed", "ngram_distinct", "ngram_distinct_into"]
+
+
+def views(values: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray, int] | None:
+    """(data, int64 offsets, validity, voff) of a plain binary-like array for these
+    kernels; None for any other type (the caller takes the generic path)."""
+    t = values.type
+    if not (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
+            or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t)):
+        return None
+    data, offsets, validity, voff = buffer_views(values)
+    return data, offsets.astype(np.int64, copy=False), validity, voff
+
+
+@njit(cache=True, inline="always")
+def _row_token_hashes(tb, data, p, e, seed, hbuf):
+    """Hash every splitByNonAlpha token of data[p:e] into hbuf[0:m]; returns m.
+
+    Shared by the fixed and the distinct token kernels (inlined at the Numba
+    IR level, so each kernel still compiles to its own tight loop).
+    """
+    m = 0
+    while p < e:
+        while p < e and not tb[data[p]]:
+            p += 1
+        if p >= e:
+            break
+        q = p + 1
+        while q < e and tb[data[q]]:
+            q += 1
+        if q - p < 32:
+            hbuf[m] = xxh64_short(data, p, q - p, seed)
+        else:
+            hbuf[m] = xxh64_span(data, p, q - p, seed)
+        m += 1
+        p = q
+    return m
+
+
+@njit(cache=True, nogil=True)
+def token_fixed(data, offsets, validity, voff, zone_end, words, block_offset, num_blocks, seed, salt):
+    """splitByNonAlpha tokens of every valid row, each hash inserted into its zone's filter.
+
+    Row by row: tokenize and hash into a buffer, then insert (two tight loops
+    measured 13 % faster than inserting token by token).
+    """
+    seed = np.uint64(seed)
+    tb = TOKEN_BYTE
+    hbuf = np.empty(_max_row_tokens(offsets), dtype=np.uint64)
+    i = 0
+    for z in range(zone_end.shape[0]):
+        bo = block_offset[z]
+        nb = num_blocks[z]
+        while i < zone_end[z]:
+            if _valid(validity, voff, i):
+                m = _row_token_hashes(tb, data, np.int64(offsets[i]), np.int64(offsets[i + 1]), seed, hbuf)
+                for k in range(m):
+                    insert_one(words, bo, nb, hbuf[k], salt)
+            i += 1
+
+
+@njit(cache=True)
+def _max_row_tokens(offsets):
+    """Room for the tokens of the longest row: (L + 1) // 2 at most in L bytes (plus one)."""
+    longest = 0
+    for r in range(offsets.shape[0] - 1):
+        longest = max(longest, np.int64(offsets[r + 1]) - np.int64(offsets[r]))
+    return (longest + 1) // 2 + 1
+
+
+@njit(cache=True, nogil=True)
+def token_distinct(data, offsets, validity, voff, zone_end, seed):
+    """splitByNonAlpha tokens of every valid row: the distinct hashes of every zone (uniq, offsets)."""
+    uniq = np.empty(np.int64(offsets[-1]) - np.int64(offsets[0]) + 1, dtype=np.uint64)
+    u, offs, _ = _distinct_driver(data, offsets, validity, voff, 0, zone_end, seed,
+                                  np.zeros(SET_MIN, dtype=np.uint64), uniq)
+    return uniq[:u].copy(), offs
+
+
+@njit(cache=True, nogil=True)
+def token_distinct_into(data, offsets, validity, voff, zone_end, seed, table, uniq):
+    """`token_distinct` into caller-owned buffers (as `dedup_by_zone_into`): returns (u, offsets, table).
+
+    ``uniq`` needs ``offsets[-1] - offsets[0] + 1`` slots (a token starts at a
+    distinct byte, so the slice's bytes bound its distinct count).
+    """
+    return _distinct_driver(data, offsets, validity, voff, 0, zone_end, seed, table, uniq)
+
+
+@njit(cache=True)
+def _token_rows_into_set(data, offsets, validity, voff, i, stop, seed, table, uniq, u, first, zero_seen, hbuf):
+    """Tokens of rows i..stop into the zone's set, row by row, until a row might overfill the table.
+
+    A row of L bytes adds at most L distinct hashes, so before each row the
+    table must keep 2 * (distinct + L) <= slots; otherwise return (i, ..., need).
+    Each row is tokenized and hashed into ``hbuf`` (room for (L + 1) // 2
+    tokens, the most a row of L bytes holds) before its hashes meet the set:
+    two tight loops measured 10-14 % faster than probing token by token, whose
+    mispredicted "new token?" branches stall the tokenizer too.
+    """
+    tb = TOKEN_BYTE
+    mask = table.shape[0] - 1
+    cap = table.shape[0]
+    while i < stop:
+        s = np.int64(offsets[i])
+        e = np.int64(offsets[i + 1])
+        if 2 * (u - first + (e - s) + 1) > cap:
+            return i, u, zero_seen, 2 * (u - first + (e - s) + 1)
+        if _valid(validity, voff, i):
+            m = _row_token_hashes(tb, data, s, e, seed, hbuf)
+            for k in range(m):
+                h = hbuf[k]
+                if h == 0:
+                    if not zero_seen:
+                        zero_seen = True
+                        uniq[u] = h
+                        u += 1
+                elif set_add(table, mask, h):
+                    uniq[u] = h
+                    u += 1
+        i += 1
+    return i, u, zero_seen, 0
+
+
+@njit(cache=True, nogil=True)
+def ngram_fixed(data, offsets, validity, voff, n, zone_end, words, block_offset, num_blocks, seed, salt):
+    """ngram(n) of every valid row (the ngram tokenizer's code-point walk) into each zone's filter."""
+    seed = np.uint64(seed)
+    i = 0
+    for z in range(zone_end.shape[0]):
+        bo = block_offset[z]
+        nb = num_blocks[z]
+        while i < zone_end[z]:
+            if _valid(validity, voff, i):
+                s = np.int64(offsets[i])
+                e = np.int64(offsets[i + 1])
+                pend = np.uint32(1)
+                for p in range(s, e):
+                    end, pend = gram_at(data, p, e, n, pend, True)
+                    if end >= 0:
+                        insert_one(words, bo, nb, xxh64_inline(data, p, end - p, seed), salt)
+            i += 1
+
+
+@njit(cache=True, nogil=True)
+def ngram_distinct(data, offsets, validity, voff, n, zone_end, seed):
+    """ngram(n) of every valid row: the distinct hashes of every zone (uniq, offsets)."""
+    uniq = np.empty(np.int64(offsets[-1]) - np.int64(offsets[0]) + 1, dtype=np.uint64)
+    u, offs, _ = _distinct_driver(data, offsets, validity, voff, n, zone_end, seed,
+                                  np.zeros(SET_MIN, dtype=np.uint64), uniq)
+    return uniq[:u].copy(), offs
+
+
+@njit(cache=True, nogil=True)
+def ngram_distinct_into(data, offsets, validity, voff, n, zone_end, seed, table, uniq):
+    """`ngram_distinct` into caller-owned buffers (as `token_distinct_into`)."""
+    return _distinct_driver(data, offsets, validity, voff, n, zone_end, seed, table, uniq)
+
+
+@njit(cache=True)
+def _ngram_rows_into_set(data, offsets, validity, voff, n, i, stop, seed, table, uniq, u, first, zero_seen):
+    """N-grams of rows i..stop into the zone's set (as _token_rows_into_set)."""
+    mask = table.shape[0] - 1
+    cap = table.shape[0]
+    while i < stop:
+        s = np.int64(offsets[i])
+        e = np.int64(offsets[i + 1])
+        if 2 * (u - first + (e - s) + 1) > cap:
+            return i, u, zero_seen, 2 * (u - first + (e - s) + 1)
+        if _valid(validity, voff, i):
+            pend = np.uint32(1)
+            for p in range(s, e):
+                end, pend = gram_at(data, p, e, n, pend, True)
+                if end >= 0:
+                    h = xxh64_inline(data, p, end - p, seed)
+                    if h == 0:
+                        if not zero_seen:
+                            zero_seen = True
+                            uniq[u] = h
+                            u += 1
+                    elif set_add(table, mask, h):
+                        uniq[u] = h
+                        u += 1
+        i += 1
+    return i, u, zero_seen, 0
+
+
+@njit(cache=True, nogil=True)
+def _distinct_driver(data, offsets, validity, voff, n, zone_end, seed, table, uniq):
+    """Zone loop of the *_distinct kernels (n == 0: token, n > 0: ngram(n)); grows the set between rows.
+
+    Returns (u, offsets, table): zone z's distinct hashes are
+    ``uniq[offsets[z]:offsets[z+1]]``; the table comes back all zero.
+    """
+    seed = np.uint64(seed)
+    nz = zone_end.shape[0]
+    offs_out = np.zeros(nz + 1, dtype=np.int64)
+    hbuf = np.empty(_max_row_tokens(offsets) if n == 0 else 1, dtype=np.uint64)   # the token loop's row buffer
+    u = 0
+    i = 0
+    for z in range(nz):
+        first = u
+        zero_seen = False
+        stop = zone_end[z]
+        while True:
+            if n == 0:
+                i, u, zero_seen, need = _token_rows_into_set(data, offsets, validity, voff, i, stop, seed,
+                                                             table, uniq, u, first, zero_seen, hbuf)
+            else:
+                i, u, zero_seen, need = _ngram_rows_into_set(data, offsets, validity, voff, n, i, stop, seed,
+                                                             table, uniq, u, first, zero_seen)
+            if need == 0:
+                break
+            table = grown_set(table, uniq, first, u, need)
+        close_zone_set(table, table.shape[0] - 1, uniq, first, u)
+        offs_out[z + 1] = u
+    return u, offs_out, table
