@@ -17,35 +17,12 @@ import pyarrow as pa
 
 from skipidx.core.errors import SkipidxError
 from skipidx.core.text_patterns import like_has_wildcards, like_unescape
+from skipidx.core.hashing import plain_fixed_width
 from skipidx.core.tokenizer_api import NEGATED_FUNCTIONS, TokenRequirement, Tokenizer, Tokens, canonical_function
 
 from ._arrow import buffer_views, concat_tokens, empty_tokens, _is_binary_like, _is_list, _list_parents
 from ._common import check_no_params, check_seed
 from . import _kernels as K
-
-
-def _fixed_width_plain(values: pa.Array) -> tuple[np.ndarray, int] | None:
-    """PLAIN bytes of a fixed-width column as an (n, width) uint8 matrix, or None.
-
-    Uses the physical-type mapping of :mod:`skipidx.core.hashing` (the one
-    ``parquet_xxh64`` hashes), so the tokens are exactly the hashed bytes;
-    None when that mapping is not available, and the caller encodes value by value.
-    """
-    from skipidx.core import hashing
-
-    physical = getattr(hashing, "_physical", None)
-    if physical is None:
-        return None
-    phys = physical(values)
-    n = len(values)
-    if phys[0] == "u32":
-        return np.ascontiguousarray(phys[1], dtype="<u4").view(np.uint8).reshape(n, 4), 4
-    if phys[0] == "u64":
-        return np.ascontiguousarray(phys[1], dtype="<u8").view(np.uint8).reshape(n, 8), 8
-    if phys[0] == "fixed":
-        w = int(phys[2])
-        return np.asarray(phys[1]).reshape(n, w), w
-    return None
 
 
 def _binary_like(t: pa.DataType) -> bool:
@@ -113,7 +90,7 @@ class ValueTokenizer(Tokenizer):
             return Tokens(rows, offs, out)
         valid = values.is_valid().to_numpy(zero_copy_only=False)
         rows = np.flatnonzero(valid).astype(np.int64)
-        fixed = _fixed_width_plain(values)
+        fixed = plain_fixed_width(values)
         if fixed is not None:
             # Fixed-width physical types: one (n, width) byte matrix, rows picked at once.
             mat, w = fixed
@@ -198,7 +175,7 @@ class ValueTokenizer(Tokenizer):
         if arr.null_count:
             return None
         try:
-            fixed = _fixed_width_plain(arr)
+            fixed = plain_fixed_width(arr)
         except (SkipidxError, pa.ArrowException, TypeError, ValueError):
             return None
         if fixed is None:

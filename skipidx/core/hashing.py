@@ -71,6 +71,7 @@ __all__ = [
     "xxh64_bytes",
     "plain_encode",
     "physical_type",
+    "plain_fixed_width",
     "cityhash64",
 ]
 
@@ -194,6 +195,22 @@ def _physical(arr: pa.Array) -> tuple:
             raise SkipidxError("malformed Arrow array: offsets run past the data buffer")
         return ("var", raw, offsets)
     raise SkipidxError(f"no Parquet bloom-filter hashing for Arrow type {t}")
+
+
+def plain_fixed_width(values: pa.Array) -> tuple[np.ndarray, int] | None:
+    """The PLAIN bytes ``parquet_xxh64`` hashes of a fixed-width column, as an (n, width)
+    uint8 matrix with the width; None for variable-length types (strings, binary).
+    Rows at NULLs hold arbitrary bytes. SkipidxError for a type Parquet cannot hash."""
+    phys = _physical(values)
+    n = len(values)
+    if phys[0] == "u32":
+        return np.ascontiguousarray(phys[1], dtype="<u4").view(np.uint8).reshape(n, 4), 4
+    if phys[0] == "u64":
+        return np.ascontiguousarray(phys[1], dtype="<u8").view(np.uint8).reshape(n, 8), 8
+    if phys[0] == "fixed":
+        w = int(phys[2])
+        return np.asarray(phys[1]).reshape(n, w), w
+    return None
 
 
 def _hash_physical(phys: tuple, seed: int) -> np.ndarray:

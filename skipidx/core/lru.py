@@ -1,29 +1,42 @@
-"""A small thread-safe LRU map for the process-wide caches of parsed or derived values.
+"""The process's caches of parsed or derived values: one bounded LRU map, one registry.
 
-Parsed Parquet footers and manifests (store/part.py), bound index conditions
-(indexes/bloom.py) and prepared IN lists (execution/functions.py) are each
-costly to build and immutable once built, so they are kept by key in one of
-these and shared across queries and threads; the least recently used entry
-goes first when a cache holds more than `size` entries.
+Every such cache is an :class:`LRU` with a name: parsed Parquet footers,
+manifests and table states (store), bound index conditions (indexes),
+prepared IN lists (execution), ... Each value is costly to build and
+immutable once built, so it is kept by key and shared across queries,
+Databases and threads; the least recently used entry goes first beyond the
+cache's bound. :func:`caches` lists them with their bounds (the registry is
+the one place that says what the process keeps); :func:`clear_caches` forgets
+them all, as a new process would.
 """
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import OrderedDict
 from typing import Any, Hashable
+
+__all__ = ["LRU", "caches", "clear_caches"]
+
+_REGISTRY: "weakref.WeakValueDictionary[str, LRU]" = weakref.WeakValueDictionary()
 
 
 class LRU:
     """A bounded map with least-recently-used eviction; every method takes one lock.
 
     ``size`` may be changed at any time (it bounds the next :meth:`put`; 0
-    keeps nothing).
+    keeps nothing). With a `name` the cache joins the process registry
+    (:func:`caches`); `what` says what it holds and why.
     """
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, name: str | None = None, what: str = "") -> None:
         self.size = size
+        self.name = name
+        self.what = what
         self._d: OrderedDict[Hashable, Any] = OrderedDict()
         self._lock = threading.Lock()
+        if name is not None:
+            _REGISTRY[name] = self
 
     def get(self, key: Hashable) -> Any:
         """The value of `key` (marked most recently used), or None."""
@@ -47,3 +60,14 @@ class LRU:
 
     def __len__(self) -> int:
         return len(self._d)
+
+
+def caches() -> dict[str, tuple[int, int, str]]:
+    """Every named cache of the process: name -> (entries, bound, what it holds)."""
+    return {name: (len(c), c.size, c.what) for name, c in sorted(_REGISTRY.items())}
+
+
+def clear_caches() -> None:
+    """Empty every named cache (tests and benchmarks: as a new process would start)."""
+    for c in list(_REGISTRY.values()):
+        c.clear()

@@ -160,7 +160,9 @@ class IndexType(abc.ABC):
         Raises SkipidxError naming the index and the bad parameter."""
 
     @abc.abstractmethod
-    def aggregator(self) -> IndexAggregator: ...
+    def aggregator(self, threads: int | None = None) -> IndexAggregator:
+        """A builder of this index's granules; `threads`: how many threads one build
+        may use (None: the index type's default; only passed when set)."""
 
     @abc.abstractmethod
     def condition(self, atom: Atom) -> IndexCondition | None:

@@ -566,7 +566,7 @@ class SBBFCondition(IndexCondition):
 #: on one column share one condition, and a repeated lookup reuses it.
 #: Conditions are immutable once built (``mask`` reads them only), so sharing
 #: them across queries and threads is safe.
-_CONDITIONS = LRU(1024)
+_CONDITIONS = LRU(1024, "indexes.sbbf_conditions", "bound SBBF conditions, by (subject, tokenizer, type, seed, atom)")
 
 
 class _SBBFIndexType(IndexType):
@@ -606,8 +606,8 @@ class _SBBFIndexType(IndexType):
             raise index_error(definition, f"tokenizer {name!r} cannot index column type {column_type}: {msg}") from None
         return tok
 
-    def aggregator(self) -> SBBFAggregator:
-        return SBBFAggregator(self.name, self.params, self.tokenizer)
+    def aggregator(self, threads: int | None = None) -> SBBFAggregator:
+        return SBBFAggregator(self.name, self.params, self.tokenizer, threads=threads)
 
     def granules_from_arrow(self, table: pa.Table) -> SBBFGranules:
         g = SBBFGranules.from_arrow(table, self.name, json.loads(json.dumps(self.params)))

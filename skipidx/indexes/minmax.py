@@ -278,7 +278,7 @@ class MinMaxIndex(IndexType):
         super().__init__(definition, column_type)
         self.params = self.validate(definition, column_type)
 
-    def aggregator(self) -> MinMaxAggregator:
+    def aggregator(self, threads: int | None = None) -> MinMaxAggregator:
         return MinMaxAggregator(self.params)
 
     def condition(self, atom: Atom) -> IndexCondition | None:

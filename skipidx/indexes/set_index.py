@@ -205,7 +205,7 @@ class SetIndex(IndexType):
         super().__init__(definition, column_type)
         self.params = self.validate(definition, column_type)
 
-    def aggregator(self) -> SetAggregator:
+    def aggregator(self, threads: int | None = None) -> SetAggregator:
         return SetAggregator(self.params)
 
     def condition(self, atom: Atom) -> IndexCondition | None:

@@ -41,15 +41,14 @@ import os
 import re
 import secrets
 import shutil
-import threading
 import time
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
 import xxhash
 
 from skipidx.core.errors import CorruptionError, SkipidxError
+from skipidx.core.lru import LRU
 from skipidx.store.metadata import FORMAT_VERSION, TableMeta
 
 __all__ = [
@@ -164,9 +163,7 @@ def _canonical(body: dict) -> bytes:
 #: snapshot). Keyed by content, not by mtime/inode, so it cannot be fooled by
 #: an inode reused within the file system's timestamp resolution. Bounded: a
 #: process touching many tables keeps the most recent ones.
-_STATE_CACHE: "OrderedDict[str, tuple[bytes, TableState]]" = OrderedDict()
-_STATE_CACHE_MAX = 256
-_STATE_CACHE_LOCK = threading.Lock()
+_STATE_CACHE = LRU(256, "store.states", "parsed table states with the bytes they were parsed from, by path")
 
 
 def _read_state_bytes(table_dir: str) -> tuple[str, bytes]:
@@ -184,24 +181,17 @@ def read_state(table_dir: str) -> TableState:
     The file is read on every call; the parse of bytes already parsed (and
     validated) is reused -- a TableState is immutable."""
     path, raw = _read_state_bytes(table_dir)
-    with _STATE_CACHE_LOCK:
-        hit = _STATE_CACHE.get(path)
-        if hit is not None and hit[0] == raw:
-            _STATE_CACHE.move_to_end(path)
-            return hit[1]
+    hit = _STATE_CACHE.get(path)
+    if hit is not None and hit[0] == raw:
+        return hit[1]
     st = _parse_state(path, raw)
-    with _STATE_CACHE_LOCK:
-        _STATE_CACHE[path] = (raw, st)
-        _STATE_CACHE.move_to_end(path)
-        while len(_STATE_CACHE) > _STATE_CACHE_MAX:
-            _STATE_CACHE.popitem(last=False)
+    _STATE_CACHE.put(path, (raw, st))
     return st
 
 
 def clear_state_cache() -> None:
     """Forget parsed states (as a new process would)."""
-    with _STATE_CACHE_LOCK:
-        _STATE_CACHE.clear()
+    _STATE_CACHE.clear()
 
 
 def _parse_state(path: str, raw: bytes) -> TableState:

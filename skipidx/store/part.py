@@ -8,15 +8,13 @@ reader pool (:mod:`skipidx.store.reader_pool`). Writing a part is
 from __future__ import annotations
 
 import os
-import threading
-from collections import OrderedDict
 from typing import Iterable, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from skipidx.core.lru import LRU
+from skipidx.core.lru import LRU, clear_caches as clear_lru_caches
 from skipidx.core.errors import CorruptionError, SkipidxError
 from skipidx.indexes.base import IndexGranules, index_from_meta
 from skipidx.store import commit as _commit
@@ -31,35 +29,27 @@ __all__ = ["Part", "normalize_ranges", "index_fingerprint", "clear_caches", "rel
 
 #: Parsed Parquet footers by file identity: parsing a footer with many row
 #: groups costs ~ms; a part's footer is parsed once per process.
-_FOOTERS = LRU(512)
+_FOOTERS = LRU(512, "store.footers", "parsed Parquet footers of part data files, by file identity")
 
 #: Reads of at least this many row groups use pyarrow's pre-buffering (the
-#: column chunks fetched ahead on its I/O threads while earlier ones decode:
-#: ~15 % faster for a 16-granule read of a wide column); smaller ones do not
-#: (measured on the id lookups' reads of 3-7 scattered granules: 20 % more
-#: CPU with it -- the hand-off to the I/O threads costs more than it overlaps).
+#: column chunks fetched ahead on its I/O threads while earlier ones decode);
+#: smaller reads do not: the hand-off to the I/O threads costs more than it
+#: overlaps (bench/bench_store.py).
 PRE_BUFFER_MIN_ROW_GROUPS = 8
 
 #: Per TableMeta object (id, with the object held so the id is not reused
-#: while cached): its column names as a set and its Arrow schema. Building
-#: them costs ~0.1 ms, once per read otherwise; metas are frozen and the
-#: table state cache hands the same object to every snapshot of a state.
-_META_DERIVED: "OrderedDict[int, tuple[TableMeta, frozenset, pa.Schema]]" = OrderedDict()
-_META_DERIVED_LOCK = threading.Lock()
+#: while cached): its column names as a set and its Arrow schema, built once
+#: per meta instead of once per read; metas are frozen and the table state
+#: cache hands the same object to every snapshot of a state.
+_META_DERIVED = LRU(256, "store.table_meta", "column-name set and Arrow schema per TableMeta object")
 
 
 def _meta_derived(meta: TableMeta) -> tuple[frozenset, pa.Schema]:
-    k = id(meta)
-    with _META_DERIVED_LOCK:
-        hit = _META_DERIVED.get(k)
-        if hit is not None and hit[0] is meta:
-            _META_DERIVED.move_to_end(k)
-            return hit[1], hit[2]
+    hit = _META_DERIVED.get(id(meta))
+    if hit is not None and hit[0] is meta:
+        return hit[1], hit[2]
     names, schema = frozenset(meta.column_names), meta.arrow_schema()
-    with _META_DERIVED_LOCK:
-        _META_DERIVED[k] = (meta, names, schema)
-        while len(_META_DERIVED) > 256:
-            _META_DERIVED.popitem(last=False)
+    _META_DERIVED.put(id(meta), (meta, names, schema))
     return names, schema
 
 
@@ -67,40 +57,30 @@ def _meta_derived(meta: TableMeta) -> tuple[frozenset, pa.Schema]:
 #: parts are immutable, so a snapshot does not re-parse or re-validate the
 #: manifests an earlier one already read; a different manifest (another
 #: checksum in the table state) is another key.
-_MANIFESTS = LRU(4096)
+_MANIFESTS = LRU(4096, "store.manifests", "parsed part manifests, by (part dir, manifest checksum)")
 
 #: Index fingerprints by IndexMeta object (id), with the object itself held so
 #: the id cannot be reused while the entry lives: a fingerprint is a SHA-256
 #: over the index's JSON, and every granule of every part asks for it.
-_FINGERPRINTS: "OrderedDict[int, tuple[IndexMeta, str]]" = OrderedDict()
-_FINGERPRINTS_LOCK = threading.Lock()
+_FINGERPRINTS = LRU(1024, "store.fingerprints", "index fingerprints per IndexMeta object")
 
 
 def index_fingerprint(im: IndexMeta) -> str:
     """``im.fingerprint()``, computed once per IndexMeta object (metas are frozen)."""
-    k = id(im)
-    with _FINGERPRINTS_LOCK:
-        hit = _FINGERPRINTS.get(k)
-        if hit is not None and hit[0] is im:
-            _FINGERPRINTS.move_to_end(k)
-            return hit[1]
+    hit = _FINGERPRINTS.get(id(im))
+    if hit is not None and hit[0] is im:
+        return hit[1]
     fp = im.fingerprint()
-    with _FINGERPRINTS_LOCK:
-        _FINGERPRINTS[k] = (im, fp)
-        while len(_FINGERPRINTS) > 1024:
-            _FINGERPRINTS.popitem(last=False)
+    _FINGERPRINTS.put(id(im), (im, fp))
     return fp
 
 
 def clear_caches() -> None:
-    """Forget verified checksums, parsed footers and manifests (as a new process would)."""
+    """Forget verified checksums, pooled readers and every parsed or derived value
+    (:func:`skipidx.core.lru.clear_caches`), as a new process would."""
     VERIFIER.forget()
-    _FOOTERS.clear()
-    _MANIFESTS.clear()
     READERS.clear()
-    _commit.clear_state_cache()
-    with _FINGERPRINTS_LOCK:
-        _FINGERPRINTS.clear()
+    clear_lru_caches()
 
 
 def normalize_ranges(mark_ranges: Iterable[tuple[int, int]], n_granules: int) -> list[tuple[int, int]]:

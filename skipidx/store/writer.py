@@ -67,8 +67,11 @@ class _IndexWriter:
     """Builds one index chunk by chunk (whole index granules at a time) into
     an Arrow IPC file: one record batch group per chunk."""
 
-    def __init__(self, path: str, part_name: str, im: IndexMeta, arrow_type: pa.DataType) -> None:
-        self.agg = index_from_meta(im.definition, arrow_type, im.params).aggregator()
+    def __init__(self, path: str, part_name: str, im: IndexMeta, arrow_type: pa.DataType,
+                 threads: int | None = None) -> None:
+        idx = index_from_meta(im.definition, arrow_type, im.params)
+        # an index type written before `threads` existed is asked only when a count is set
+        self.agg = idx.aggregator() if threads is None else idx.aggregator(threads=threads)
         self.im = im
         self.path = path
         self.part_name = part_name
@@ -106,12 +109,15 @@ class PartWriter:
     chunks. Rows must arrive in the part's final order. `reuse` maps file
     names to files of another part to hard-link instead of writing (data
     file: then chunks only carry the columns the new indexes read).
+    `build_threads`: threads each index build may use (None: the index
+    type's default, e.g. ``SKIPIDX_BUILD_THREADS`` or the machine's cores).
     """
 
     def __init__(self, part_dir: str, meta: TableMeta, part_name: str, *, level: int = 0,
                  indexes: Sequence[IndexMeta] | None = None, reuse: dict[str, str] | None = None,
                  reuse_sums: dict[str, dict] | None = None,
-                 reuse_layout: tuple[list[int], list[list[int]]] | None = None) -> None:
+                 reuse_layout: tuple[list[int], list[list[int]]] | None = None,
+                 build_threads: int | None = None) -> None:
         self.dir = part_dir
         self._reuse_layout = reuse_layout
         self._reuse_sums = dict(reuse_sums or {})
@@ -143,7 +149,8 @@ class PartWriter:
                 self._linked[im.name] = True
             else:
                 col = meta.column(im.definition.column)
-                self._iw[im.name] = _IndexWriter(os.path.join(part_dir, fname), part_name, im, col.type.arrow_type)
+                self._iw[im.name] = _IndexWriter(os.path.join(part_dir, fname), part_name, im, col.type.arrow_type,
+                                                build_threads)
 
     def _open_data(self, sample: pa.Table | None) -> None:
         """Open the Parquet writer, the encodings chosen from `sample` (the first chunk)."""
@@ -282,11 +289,13 @@ class PartWriter:
 
 
 def write_part(part_dir: str, meta: TableMeta, data: pa.Table | None, part_name: str, *, level: int = 0,
-               indexes: Sequence[IndexMeta] | None = None, reuse: dict[str, str] | None = None) -> dict:
+               indexes: Sequence[IndexMeta] | None = None, reuse: dict[str, str] | None = None,
+               build_threads: int | None = None) -> dict:
     """Write a complete part from one table of rows (conformed and sorted)
     into the empty directory `part_dir`, in chunks of ~INDEX_CHUNK_ROWS rows.
-    See :class:`PartWriter` for `indexes` and `reuse`. Returns the manifest."""
-    w = PartWriter(part_dir, meta, part_name, level=level, indexes=indexes, reuse=reuse)
+    See :class:`PartWriter` for `indexes`, `reuse` and `build_threads`. Returns the manifest."""
+    w = PartWriter(part_dir, meta, part_name, level=level, indexes=indexes, reuse=reuse,
+                   build_threads=build_threads)
     try:
         if data is not None and data.num_rows:
             m = w.chunk_multiple()
@@ -310,7 +319,8 @@ def _link(src: str, dst: str) -> None:
 
 
 def build_part(table_dir: str, meta: TableMeta, data: pa.Table, part_name: str | None = None, *,
-               level: int = 0, detached: bool = False, prepare: bool = True) -> StagedPart:
+               level: int = 0, detached: bool = False, prepare: bool = True,
+               build_threads: int | None = None) -> StagedPart:
     """Write `data` as a new staged part of the table at `table_dir`.
 
     With ``prepare`` the rows are conformed (checked, cast) and sorted here;
@@ -318,7 +328,8 @@ def build_part(table_dir: str, meta: TableMeta, data: pa.Table, part_name: str |
     parts written by a process that will not live until the commit (a Spark
     task): cleanup then keeps the staged dir for a day instead of removing it
     as soon as its writer is gone. Publish with
-    :func:`skipidx.store.commit.commit_parts`. Needs no Catalog.
+    :func:`skipidx.store.commit.commit_parts`. Needs no Catalog. `build_threads`
+    as :class:`PartWriter`'s.
     """
     if prepare:
         data = sort_rows(meta, conform(meta, data))
@@ -327,7 +338,7 @@ def build_part(table_dir: str, meta: TableMeta, data: pa.Table, part_name: str |
     name = part_name or new_part_name(level)
     staged = _commit.stage_dir(table_dir, name, detached=detached)
     try:
-        write_part(staged.path, meta, data, name, level=level)
+        write_part(staged.path, meta, data, name, level=level, build_threads=build_threads)
     except BaseException:
         staged.discard()
         raise
