@@ -340,3 +340,32 @@ def test_concurrent_refresh_and_queries(small):
         n += 1
     th.join()
     assert not errors
+
+
+def test_duckdb_written_lake(tmp_path):
+    """A lake written by DuckDB COPY (its own row groups, statistics and Bloom filters),
+    Hive-partitioned by DuckDB."""
+    root = tmp_path / "dlake"
+    src = _rows(77, 0, 60_000)
+    con = duckdb.connect()
+    con.register("src", src)
+    con.sql("CREATE TABLE t AS SELECT *, CASE WHEN id % 2 = 0 THEN 'a' ELSE 'b' END AS shard FROM src")
+    con.sql(f"COPY t TO '{root}' (FORMAT parquet, PARTITION_BY (shard), ROW_GROUP_SIZE 10000)")
+    before = _fingerprints(str(root))
+    db = skipidx.connect(str(tmp_path / "db"))
+    db.sql(f"CREATE TABLE d (INDEX tok msg TYPE tokenbf_v1(2048, 3, 0), INDEX tr trace_id TYPE bloom_filter) "
+           f"ENGINE = ParquetFiles('{root}/**/*.parquet')")
+    tid = src["trace_id"][1234].as_py()
+    for where, dw in [("hasToken(msg, 'kraken1')", "msg LIKE 'kraken1 %'"), (f"trace_id = '{tid}'", f"trace_id = '{tid}'"),
+                      ("shard = 'b' AND id < 50", "shard = 'b' AND id < 50"), ("note IS NULL AND id < 2000", "note IS NULL AND id < 2000"),
+                      ("msg LIKE '%aken0 rare%'", "msg LIKE '%aken0 rare%'")]:
+        r = db.sql(f"SELECT id FROM d WHERE {where} ORDER BY id")
+        exp = duckdb.sql(f"SELECT id FROM read_parquet('{root}/**/*.parquet', hive_partitioning = true) "
+                         f"WHERE {dw} ORDER BY id").fetchall()
+        assert r.fetchall() == exp, where
+        if "LIKE" not in where:
+            assert r.stats.granules_selected < r.stats.granules_total, where
+    r = db.sql(f"SELECT count() FROM d WHERE trace_id = '{tid}'")
+    assert r.stats.index("tr").granules_after < r.stats.granules_total
+    db.close()
+    assert _fingerprints(str(root)) == before

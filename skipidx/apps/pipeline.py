@@ -2,6 +2,7 @@
 
 ::
 
+    skipidx build DBDIR TABLE --external [--from 'GLOB'] [--engine embedded|spark] [--index ...]
     skipidx build DBDIR TABLE --from PATH [--format parquet|csv|csvwithnames|json]
                   [--engine embedded|spark] [--master URL] [--partitions N]
                   [--order-by KEY] [--index "INDEX ..."]... [--index-granularity N]
@@ -167,7 +168,7 @@ def _read_with_spark(spark: Any, path: str, fmt: str, meta: Any) -> Any:
 def build(dbdir: str, table: str, source: str, *, fmt: str | None = None, engine: str = "embedded",
           master: str = "local[*]", partitions: int | None = None, order_by: str | None = None,
           indexes: list[str] | None = None, index_granularity: int | None = None,
-          columns: str | None = None, quiet: bool = False) -> BuildSummary:
+          columns: str | None = None, quiet: bool = False, external: bool = False) -> BuildSummary:
     """Build (append to) `table` of database `dbdir` from `source`; see the module docstring."""
     from skipidx.sql.parser import parse
     from skipidx.store.catalog import Catalog
@@ -176,6 +177,15 @@ def build(dbdir: str, table: str, source: str, *, fmt: str | None = None, engine
 
     if engine not in ("embedded", "spark"):
         raise SkipidxError(f"--engine must be embedded or spark, got {engine!r}")
+    from skipidx.store.catalog import Catalog as _Catalog
+    from skipidx.store.external import ExternalTable
+
+    _cat = _Catalog(dbdir)
+    if external or (_cat.exists(table) and isinstance(_cat.table(table), ExternalTable)):
+        return build_external(dbdir, table, source, engine=engine, master=master, indexes=indexes,
+                              columns=columns, quiet=quiet)
+    if source is None:
+        raise SkipidxError("--from PATH is needed (only an external table's sidecars build without it)")
     if partitions is not None and partitions < 1:
         raise SkipidxError(f"--partitions must be >= 1, got {partitions}")
     source = os.path.abspath(source)
@@ -238,12 +248,78 @@ def build(dbdir: str, table: str, source: str, *, fmt: str | None = None, engine
     return s
 
 
+def build_external(dbdir: str, table: str, source: str | None, *, engine: str = "embedded",
+                   master: str = "local[*]", indexes: list[str] | None = None, columns: str | None = None,
+                   quiet: bool = False) -> BuildSummary:
+    """Build the sidecar indexes of an external table: create it over glob `source` when it
+    does not exist (``--index``, ``--columns`` as for CREATE TABLE), else REFRESH it. With
+    ``--engine spark`` one Spark task per data file builds its sidecars; the table's state
+    takes all of them or, if a task fails, none."""
+    from skipidx.apps.spark.lake import spark_builder
+    from skipidx.planner.external import external_meta_from_ast
+    from skipidx.sql.ast import quote_identifier, quote_string
+    from skipidx.sql.parser import parse
+    from skipidx.store.catalog import Catalog
+    from skipidx.store.external import ExternalTable
+
+    cat = Catalog(dbdir)
+    spark = owned = None
+    builder = None
+    if engine == "spark":
+        spark, owned = _spark_session(master)
+        builder = spark_builder(spark)
+    t0 = time.perf_counter()
+    try:
+        try:
+            if not cat.exists(table):
+                if source is None:
+                    raise SkipidxError(f"table {table!r} does not exist: give --from 'GLOB' to create it")
+                body = ", ".join(([columns] if columns else []) + list(indexes or []))
+                sql = (f"CREATE TABLE {quote_identifier(table)}" + (f" ({body})" if body else "")
+                       + f" ENGINE = ParquetFiles({quote_string(source.encode())})")
+                meta, src, pcols = external_meta_from_ast(parse(sql)[0])
+                t, rep = cat.create_external_table(meta, src, pcols, builder=builder)
+            else:
+                t = cat.table(table)
+                if not isinstance(t, ExternalTable):
+                    raise SkipidxError(f"table {table!r} is not an external table")
+                if source is not None and os.path.abspath(source) != t.source and source != t.source:
+                    raise SkipidxError(f"table {table!r} reads {t.source!r}; --from names another source")
+                if indexes or columns:
+                    raise SkipidxError(f"table {table!r} exists: --index/--columns only apply when the build creates it")
+                rep = t.refresh(builder)
+        except SkipidxError:
+            raise
+        except Exception as e:   # Py4J / PySpark errors: one line, not a JVM stack trace
+            raise _spark_error(e) from None
+    finally:
+        if owned:
+            spark.stop()
+    seconds = time.perf_counter() - t0
+    sdir = os.path.join(t.path, "sidecars")
+    idx = sum(os.path.getsize(os.path.join(sdir, f)) for f in os.listdir(sdir)) if os.path.isdir(sdir) else 0
+    with t.snapshot() as snap:
+        rows = snap.num_rows()
+        nfiles = len(snap.parts)
+    s = BuildSummary(table=table, rows=rows, parts=nfiles, index_bytes=idx, data_bytes=0, seconds=seconds,
+                     engine=engine if engine == "embedded" else f"spark {master}", files=nfiles,
+                     report=rep.as_dict())
+    if not quiet:
+        print(f"indexed {table}: {rep.message()}; {rows:,} rows in {nfiles} files, sidecar bytes {idx:,}, "
+              f"{seconds:.2f} s ({s['engine']})")
+    return s
+
+
 def build_main(argv: list[str]) -> int:
     """Entry point of ``skipidx build``; returns the exit code."""
     p = argparse.ArgumentParser(prog="skipidx build", description="Build a table from files (embedded or Spark).")
     p.add_argument("dbdir")
     p.add_argument("table")
-    p.add_argument("--from", dest="source", required=True, help="a file or a directory of files")
+    p.add_argument("--from", dest="source", default=None,
+                   help="a file or a directory of files (with --external: a glob of Parquet files)")
+    p.add_argument("--external", action="store_true",
+                   help="an external table (ENGINE = ParquetFiles): index the files where they are "
+                        "(sidecars; the data is never copied); an existing external table is refreshed")
     p.add_argument("--format", choices=["parquet", "csv", "csvwithnames", "json", "jsoneachrow"], default=None,
                    help="input format (default: from the file extension; parquet for a directory)")
     p.add_argument("--engine", choices=["embedded", "spark"], default="embedded")
@@ -259,5 +335,5 @@ def build_main(argv: list[str]) -> int:
         return int(e.code or 0) if not isinstance(e.code, str) else 2
     build(args.dbdir, args.table, args.source, fmt=args.format, engine=args.engine, master=args.master,
           partitions=args.partitions, order_by=args.order_by, indexes=args.index,
-          index_granularity=args.index_granularity, columns=args.columns)
+          index_granularity=args.index_granularity, columns=args.columns, external=args.external)
     return 0

@@ -434,8 +434,8 @@ class ExternalTable:
                     pass
 
     # ---- reading ---------------------------------------------------------
-    def snapshot(self) -> "ExternalSnapshot":
-        return ExternalSnapshot(self, self.state())
+    def snapshot(self, only: Iterable[str] | None = None) -> "ExternalSnapshot":
+        return ExternalSnapshot(self, self.state(), only)
 
     def num_rows(self) -> int:
         with self.snapshot() as s:
@@ -651,7 +651,8 @@ class ExternalSnapshot:
 
     kind = "external"
 
-    def __init__(self, table: ExternalTable, state: ExternalState) -> None:
+    def __init__(self, table: ExternalTable, state: ExternalState, only: Iterable[str] | None = None) -> None:
+        """`only`: open just these data files (a Spark task reading planned row groups)."""
         self.table = table
         self.state = state
         self.meta = state.meta
@@ -662,7 +663,7 @@ class ExternalSnapshot:
         self._fds: list[int] = []
         ok = False
         try:
-            for p in discover(state.source):
+            for p in (discover(state.source) if only is None else list(only)):
                 try:
                     fd = os.open(p, os.O_RDONLY)
                 except (FileNotFoundError, NotADirectoryError):

@@ -56,6 +56,10 @@ def resolve_table_dir(path: Any) -> str:
     if path.startswith("file://"):
         path = path[len("file://"):]
     d = os.path.abspath(path)
+    from skipidx.store.external import is_external
+
+    if is_external(d):
+        return d
     if not os.path.isfile(os.path.join(d, STATE_FILE)):
         raise SkipidxError("not a skipidx table (no state.json); write to it once or CREATE TABLE it", path=d)
     return d

@@ -201,7 +201,7 @@ class SkipidxDataSource(DataSource):
         from skipidx.apps.spark.filters import spark_schema_of
         from skipidx.store.commit import read_state
 
-        schema = spark_schema_of(read_state(resolve_table_dir(self._path())).meta)
+        schema = spark_schema_of(_table_meta(resolve_table_dir(self._path())))
         _settle_worker()
         return schema
 
@@ -211,7 +211,7 @@ class SkipidxDataSource(DataSource):
         from skipidx.store.commit import read_state
 
         table_dir = resolve_table_dir(self._path())
-        meta = read_state(table_dir).meta
+        meta = _table_meta(table_dir)
         expected = spark_schema_of(meta)
         if schema is not None and schema != expected:
             raise SkipidxError(f"a skipidx table has the schema of its metadata ({expected.simpleString()}); "
@@ -236,6 +236,11 @@ class SkipidxDataSource(DataSource):
 
     def writer(self, schema: Any, overwrite: bool) -> "SkipidxWriter":
         from skipidx.store.commit import STATE_FILE, read_state
+        from skipidx.store.external import is_external
+
+        if is_external(os.path.abspath(self._path().removeprefix("file://"))):
+            raise SkipidxError("an external table (ENGINE = ParquetFiles) is read-only: its data files are "
+                               "never written", path=self._path())
 
         path = self._path()
         if not path:
@@ -394,9 +399,15 @@ class SkipidxReader(DataSourceReader):
 
     def partitions(self) -> list:
         from skipidx.apps.spark._plan import DEFAULT_INDEX_CACHE_MB, plan_scan, planner_cache, split_tasks
+        from skipidx.store.external import is_external
 
         mb = DEFAULT_INDEX_CACHE_MB if self.index_cache_mb is None else self.index_cache_mb
-        plan = plan_scan(self.table_dir, self._prune_expr(), planner_cache(mb))
+        if is_external(self.table_dir):
+            from skipidx.apps.spark.lake import plan_external_scan
+
+            plan = plan_external_scan(self.table_dir, self._prune_expr(), planner_cache(mb))
+        else:
+            plan = plan_scan(self.table_dir, self._prune_expr(), planner_cache(mb))
         # read with the snapshot's metadata (an ALTER may have run since reader())
         self.meta_json = plan.meta_json
         tasks = split_tasks(plan.slices, self.granules_per_task, self.parallelism, self.min_granules_per_task)
@@ -416,7 +427,24 @@ class SkipidxReader(DataSourceReader):
         slices = getattr(partition, "slices", None)
         if not slices:
             return
+        from skipidx.store.external import is_external
+
+        if is_external(self.table_dir):
+            from skipidx.apps.spark.lake import read_external_slices
+
+            _task_threads(self.task_threads)
+            _settle_worker()
+            yield from read_external_slices(self, slices)
+            return
         yield from _read_slices(self, partition.gen, slices)
+
+
+def _table_meta(table_dir: str) -> Any:
+    """The metadata of a table directory (MergeTree or external)."""
+    from skipidx.store.commit import read_state
+    from skipidx.store.external import ExternalTable, is_external
+
+    return ExternalTable(table_dir).meta if is_external(table_dir) else read_state(table_dir).meta
 
 
 def _spark_arrow_schema(meta: Any) -> pa.Schema:

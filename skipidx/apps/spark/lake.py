@@ -1,0 +1,111 @@
+"""External tables on Spark: sidecar builds as Spark tasks, and scans of external tables.
+
+* :func:`spark_builder` runs the build jobs of a REFRESH (one per data file)
+  as one Spark job, a task per file. Each task writes its sidecars into the
+  refresh's staging directory and returns their entries; the driver commits
+  them all in one state change after the job succeeded, or none (a failed
+  task fails the job, and the staging directory is removed). The table
+  directory must be on a file system every executor sees (as for writes).
+* :func:`plan_external_scan` / :func:`read_external_slices`: the ``skipidx``
+  data source on an external table's directory prunes with the same
+  pipeline as the embedded engine (sidecars, footer min/max, the files' own
+  Bloom filters, partitions) and reads only the kept row groups; a task
+  re-checks each file's identity and fails ("run the query again") if the
+  file changed since planning.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import asdict
+from typing import Any, Callable, Iterator
+
+import numpy as np
+import pyarrow as pa
+
+from skipidx.core.errors import SkipidxError
+
+__all__ = ["spark_builder", "plan_external_scan", "read_external_slices"]
+
+
+def _run_job(d: dict) -> dict:
+    from skipidx.store.external import BuildJob, run_build_job
+
+    return run_build_job(BuildJob(**d))
+
+
+def spark_builder(spark: Any) -> Callable[[list], list[dict]]:
+    """A REFRESH builder that runs one Spark task per data file."""
+    def run(jobs: list) -> list[dict]:
+        if not jobs:
+            return []
+        sc = spark.sparkContext
+        rdd = sc.parallelize([asdict(j) for j in jobs], len(jobs))
+        return rdd.map(_run_job).collect()
+    return run
+
+
+def plan_external_scan(table_dir: str, where: Any, cache: Any = None):
+    """Prune an external table's files with `where` (unbound AST, None: all): a
+    :class:`skipidx.apps.spark._plan.ScanPlan` whose slices name data files (``part``),
+    their identity key (``manifest_hash``) and the kept row groups (``ranges``)."""
+    from skipidx.apps.spark._plan import ScanPlan, TaskSlice
+    from skipidx.planner.binder import bind_where
+    from skipidx.planner.bound import BoundSelect
+    from skipidx.planner.query import plan_query, prune_plan
+    from skipidx.planner.stats import QueryStats
+    from skipidx.store.external import ExternalTable
+
+    t = ExternalTable(table_dir)
+    with t.snapshot() as snap:
+        meta = snap.meta
+        bound = bind_where(meta, where) if where is not None else None
+        plan = plan_query(snap, BoundSelect(meta.name, [], bound), cache)
+        qs = QueryStats(table=meta.name)
+        sels = prune_plan(plan, qs)
+        slices = []
+        rows = 0
+        for sel in sels:
+            f = sel.part
+            marks = np.asarray(f.marks, dtype=np.int64)
+            rows += int(sum(int(marks[b] - marks[a]) for a, b in sel.ranges))
+            slices.append(TaskSlice(f.data_path, f.num_rows, f.identity.key, tuple(sel.ranges)))
+        stats = qs.as_dict()
+        stats["rows_selected"] = rows
+        stats["where"] = where.to_sql() if where is not None else None
+        return ScanPlan(snap.state.version, slices, meta.to_json(), stats)
+
+
+def read_external_slices(reader: Any, slices: list) -> Iterator[pa.RecordBatch]:
+    """The rows of the planned row groups passing the reader's exact filter."""
+    from skipidx.apps.spark.filters import conjunction
+    from skipidx.apps.spark.source import _filtered, _mask, _read_filter_first, _spark_arrow_schema, _to_spark
+    from skipidx.execution.scan import split_ranges
+    from skipidx.planner.binder import bind_where
+    from skipidx.planner.bound import columns_of
+    from skipidx.store.external import ExternalTable
+
+    meta = reader._meta()
+    schema = _spark_arrow_schema(meta)
+    exact = conjunction((reader.pushed if reader.prefilter else []) + ([reader.where] if reader.where else []))
+    bound = bind_where(meta, exact) if exact is not None else None
+    used = columns_of(bound) if bound is not None else set()
+    first = [c for c in meta.column_names if c in used]
+    rest = [c for c in meta.column_names if c not in used]
+    t = ExternalTable(reader.table_dir)
+    with t.snapshot(only=[sl.part for sl in slices]) as snap:
+        files = {f.data_path: f for f in snap.parts}
+        for sl in slices:
+            f = files.get(sl.part)
+            if f is None or f.identity.key != sl.manifest_hash:
+                raise SkipidxError(f"data file {sl.part} changed or vanished after the scan was planned; "
+                                   "run the query again")
+            for batch in split_ranges(list(sl.ranges), reader.read_granules):
+                if bound is None:
+                    tab = f.read(meta.column_names, batch)
+                elif first and rest:
+                    tab = _read_filter_first(f, batch, bound, first, rest, meta.column_names)
+                else:
+                    tab = f.read(meta.column_names, batch)
+                    tab = _filtered(tab, _mask(bound, tab))
+                if tab is not None and tab.num_rows:
+                    yield from _to_spark(tab, schema).to_batches()
