@@ -477,6 +477,8 @@ def _combined_granules(parts: list[Any], ns: np.ndarray, use: IndexUse, cache: I
     parts builds another one, and every part's index file was loaded and
     verified through the cache first.
     """
+    if cache is not None and use.loader is not None and use.label is not None and use.conditions:
+        return _combined_derived(parts, ns, use, cache)
     if cache is None or use.loader is not None or not use.conditions or not hasattr(parts[0], "index_entry"):
         return None
     live = [p for p, n in zip(parts, ns) if n > 0]
@@ -512,6 +514,53 @@ def _combined_granules(parts: list[Any], ns: np.ndarray, use: IndexUse, cache: I
         if g is None or len(g) != int(ns.sum()):
             return None
         comb = _Combined(g, size)
+        cache._put(key, comb)
+    use.zones_read += comb.zones
+    use.zones_saturated += comb.saturated
+    return comb.granules
+
+
+def _concat_minmax(gs: list[Any]) -> Any | None:
+    """MinMax granules of several parts as one (granule order kept), or None if their types differ."""
+    import pyarrow as pa
+
+    from skipidx.indexes.minmax import MinMaxGranules
+
+    if not all(type(g) is MinMaxGranules for g in gs) or len({str(g.min.type) for g in gs}) != 1:
+        return None
+    return MinMaxGranules(np.concatenate([g.zone_start for g in gs]), np.concatenate([g.zone_length for g in gs]),
+                          np.concatenate([g.null_count for g in gs]), np.concatenate([g.nan_count for g in gs]),
+                          pa.concat_arrays([g.min for g in gs]), pa.concat_arrays([g.max for g in gs]), gs[0].params)
+
+
+def _combined_derived(parts: list[Any], ns: np.ndarray, use: IndexUse, cache: IndexCache) -> Any | None:
+    """A derived index's granules (computed from each part itself, e.g. an external
+    file's footer statistics or Bloom filters) of all `parts` as one, so many small
+    files cost one check instead of one per file; cached under the parts' keys
+    (their paths carry the files' identities). None: the caller goes part by part
+    (and reports the parts that cannot answer)."""
+    live = [p for p, n in zip(parts, ns) if n > 0]
+    if len(live) < 2:
+        return None
+    key = ("combined-derived", use.name, tuple(p.path for p in live))
+    comb = cache._get(key)
+    if comb is None:
+        gs = []
+        for p in live:
+            try:
+                li = cache.loaded_derived(p, use.name, use.loader)
+            except CorruptionError:
+                return None
+            if li.data_to_index is not None:
+                return None
+            gs.append(li.granules)
+        from skipidx.indexes.bloom import SBBFGranules
+
+        g = _concat_sbbf(gs) if all(type(x) is SBBFGranules for x in gs) else _concat_minmax(gs)
+        if g is None or len(g) != int(ns.sum()):
+            return None
+        comb = _Combined(g, sum(getattr(x, "nbytes", 64 * len(x)) if isinstance(getattr(x, "nbytes", None), int)
+                                else 64 * len(x) for x in gs))
         cache._put(key, comb)
     use.zones_read += comb.zones
     use.zones_saturated += comb.saturated

@@ -47,6 +47,7 @@ import pyarrow.parquet as pq
 import xxhash
 
 from skipidx.core.errors import CorruptionError, SkipidxError
+from skipidx.core.lru import LRU
 from skipidx.core.types import ColumnType, cast_to, parse_type
 from skipidx.indexes.base import IndexDef, get_index_type
 from skipidx.store.commit import WriteLock, fsync_dir, write_file_durably
@@ -489,6 +490,33 @@ def create_external_table(table_dir_tmp: str, meta: TableMeta, src: str, partiti
 
 
 # ------------------------------------------------------------------ the files of one query
+class _FileInfo:
+    """What a query needs of one version of a data file, derived from its footer once."""
+
+    __slots__ = ("marks", "schema", "columns", "blooms", "col_bytes")
+
+    def __init__(self, md: pq.FileMetaData) -> None:
+        rg = np.fromiter((md.row_group(i).num_rows for i in range(md.num_row_groups)), dtype=np.int64,
+                         count=md.num_row_groups)
+        self.marks = np.zeros(rg.shape[0] + 1, dtype=np.int64)
+        np.cumsum(rg, out=self.marks[1:])
+        self.marks.setflags(write=False)
+        self.schema = md.schema.to_arrow_schema()
+        self.columns = frozenset(self.schema.names)
+        blooms = set()
+        for j in range(md.num_columns):
+            name = md.schema.column(j).path
+            if "." not in name and any(md.row_group(i).column(j).bloom_filter_offset is not None
+                                       for i in range(md.num_row_groups)):
+                blooms.add(name)
+        self.blooms = frozenset(blooms)
+        self.col_bytes: dict[str, float] = {}
+
+
+#: per file identity (a new version of a file is a new key)
+_FILE_INFO = LRU(4096)
+
+
 class ExternalFile:
     """One data file in one query: the granule source the planner and the scan read
     (a MergeTree Part's interface; a granule is a row group)."""
@@ -506,15 +534,16 @@ class ExternalFile:
         self.md = md
         self.record = record if record is not None and record.identity == ident else None
         self.partition = partition
-        rg = np.fromiter((md.row_group(i).num_rows for i in range(md.num_row_groups)), dtype=np.int64,
-                         count=md.num_row_groups)
-        self.marks = np.zeros(rg.shape[0] + 1, dtype=np.int64)
-        np.cumsum(rg, out=self.marks[1:])
-        self.marks.setflags(write=False)
+        info = _FILE_INFO.get(ident)
+        if info is None:
+            info = _FileInfo(md)
+            _FILE_INFO.put(ident, info)
+        self._info = info
+        self.marks = info.marks
         self.num_rows = int(self.marks[-1])
-        self._arrow_schema = md.schema.to_arrow_schema()
-        self._file_cols = set(self._arrow_schema.names)
-        self._col_bytes: dict[str, float] = {}
+        self._arrow_schema = info.schema
+        self._file_cols = info.columns
+        self._col_bytes = info.col_bytes
 
     def __repr__(self) -> str:
         return f"ExternalFile({self.name!r}, rows={self.num_rows}, row_groups={self.n_granules})"
@@ -606,17 +635,9 @@ class ExternalFile:
     def _changed(self, why: str) -> SkipidxError:
         return SkipidxError(f"data file {self.data_path} changed during the query ({why}); run the query again")
 
-    def bloom_columns(self) -> set[str]:
+    def bloom_columns(self) -> frozenset:
         """Top-level columns with a Bloom filter in some row group of this file."""
-        md = self.md
-        out = set()
-        for j in range(md.num_columns):
-            name = md.schema.column(j).path
-            if "." in name:
-                continue
-            if any(md.row_group(i).column(j).bloom_filter_offset is not None for i in range(md.num_row_groups)):
-                out.add(name)
-        return out
+        return self._info.blooms
 
     # ---- sidecar indexes ---------------------------------------------------
     def index_entry(self, name: str) -> dict | None:

@@ -215,6 +215,10 @@ def column_type_of(field: pa.Field) -> ColumnType | None:
              pa.int8(): "Int8", pa.int16(): "Int16", pa.int32(): "Int32", pa.int64(): "Int64",
              pa.float32(): "Float32", pa.float64(): "Float64", pa.bool_(): "Bool", pa.string(): "String",
              pa.date32(): "Date", pa.timestamp("s"): "DateTime"}
+    if pa.types.is_timestamp(t) and t.tz is None:
+        # Parquet has no second unit (pyarrow writes timestamp[s] as ms): any unit reads as
+        # DateTime; a sub-second value is an error when read, never silently truncated
+        t = pa.timestamp("s")
     name = names.get(t)
     if name is None:
         return None

@@ -1,0 +1,213 @@
+"""External tables over a Parquet lake: index build and selective queries vs DuckDB and Spark.
+
+    flock /tmp/bench.lock python bench/bench_lake.py                 # 10M rows, 20 files
+    flock /tmp/bench.lock python bench/bench_lake.py --rows 2000000  # smaller
+    python bench/bench_lake.py --dir /tmp/lakebench --reuse          # keep / reuse the lake
+    python bench/bench_lake.py --no-spark                            # skip the Spark parts
+
+The lake: the seeded log table of ``skipidx.apps.datagen`` written by pyarrow
+into 20 files of 64k-row row groups, with pyarrow's Parquet Bloom filters on
+the id columns (trace_id, user_id). No copy is made for skipidx: the external
+table indexes the files where they are (sidecars).
+
+Measured:
+
+* index build: ``CREATE TABLE ... ENGINE = ParquetFiles`` (embedded, sidecars
+  of the adaptive token and 4-gram ``sbbf`` indexes and a ``bloom_filter`` on
+  trace_id), the same with Spark ``local[2]`` tasks (``build_external``), and,
+  as the baseline, rewriting the same rows with the same indexes into a
+  MergeTree table (``ORDER BY ts``, the lake's own order);
+* queries (median of interleaved runs, warm): hasToken rare / absent,
+  ``LIKE '%rare%'``, trace_id =, trace_id IN (5), user_id = -- skipidx on the
+  external table vs DuckDB on the same files (its Bloom-filter path serves
+  =/IN: DuckDB reads Parquet Bloom filters for equality constants), vs
+  Spark SQL on the same files (parquet-java, its own row-group stats and
+  Bloom filters) and Spark through the skipidx source;
+* row groups kept vs the ideal (row groups holding a match, from DuckDB's
+  ``file_row_number``).
+
+Prints ``uptime`` load with the figures.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+import skipidx  # noqa: E402
+from skipidx.apps import datagen  # noqa: E402
+
+FILES = 20
+ROW_GROUP = 65_536
+INDEXES = ("INDEX tok msg TYPE sbbf('token', fpp = 0.01), INDEX ng msg TYPE sbbf('ngram', n = 4, fpp = 0.01), "
+           "INDEX tr trace_id TYPE bloom_filter(0.01)")
+
+
+def load() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+def write_lake(root: str, rows: int) -> float:
+    t0 = time.perf_counter()
+    os.makedirs(root, exist_ok=True)
+    per = -(-rows // FILES)
+    it = datagen.generate(rows, seed=42, batch_rows=per)
+    for i, batch in enumerate(it):
+        t = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
+        pq.write_table(t, os.path.join(root, f"part-{i:03d}.parquet"), row_group_size=ROW_GROUP,
+                       bloom_filter_options={"trace_id": {"ndv": ROW_GROUP, "fpp": 0.01},
+                                             "user_id": {"ndv": ROW_GROUP, "fpp": 0.01}})
+    return time.perf_counter() - t0
+
+
+def timed(fn, repeat: int) -> tuple[float, object]:
+    ts = []
+    out = None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = fn()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts), out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=10_000_000)
+    ap.add_argument("--dir", default=None)
+    ap.add_argument("--reuse", action="store_true")
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--no-spark", action="store_true")
+    ap.add_argument("--no-mergetree", action="store_true")
+    args = ap.parse_args()
+    import duckdb
+
+    work = args.dir or tempfile.mkdtemp(prefix="skipidx-lake-")
+    lake = os.path.join(work, "lake")
+    glob = f"{lake}/*.parquet"
+    print(f"# {args.rows:,} rows, {FILES} files, {ROW_GROUP}-row row groups; {load()}")
+    if not (args.reuse and os.path.isdir(lake)):
+        shutil.rmtree(lake, ignore_errors=True)
+        print(f"lake written by pyarrow in {write_lake(lake, args.rows):.1f} s")
+    size = sum(os.path.getsize(os.path.join(lake, f)) for f in os.listdir(lake))
+    print(f"lake: {size / 2**20:.0f} MiB")
+
+    # ---- build: embedded sidecars vs MergeTree rewrite -------------------------------------
+    dbdir = os.path.join(work, "db")
+    shutil.rmtree(dbdir, ignore_errors=True)
+    db = skipidx.connect(dbdir)
+    t0 = time.perf_counter()
+    msg = db.sql(f"CREATE TABLE logs ({INDEXES}) ENGINE = ParquetFiles('{glob}')").message
+    build_ext = time.perf_counter() - t0
+    sdir = os.path.join(dbdir, "logs", "sidecars")
+    sbytes = sum(os.path.getsize(os.path.join(sdir, f)) for f in os.listdir(sdir))
+    print(f"build embedded (sidecars): {build_ext:.1f} s, {sbytes / 2**20:.1f} MiB of sidecars; {msg}; {load()}")
+    build_mt = None
+    if not args.no_mergetree:
+        cols = ", ".join(f"{n} {t}" for n, t, _ in db.sql("DESCRIBE TABLE logs").fetchall())
+        db.sql(f"CREATE TABLE mt ({cols}, {INDEXES}) ENGINE = MergeTree ORDER BY ts")
+        t0 = time.perf_counter()
+        mt = db.catalog.table("mt")
+        for f in sorted(os.listdir(lake)):
+            mt.insert(pq.read_table(os.path.join(lake, f)))
+        build_mt = time.perf_counter() - t0
+        print(f"rewrite into MergeTree (same indexes): {build_mt:.1f} s; sidecar build / MergeTree insert = "
+              f"{build_ext / build_mt:.2f}; {load()}")
+        db.sql("DROP TABLE mt")
+
+    spark = None
+    if not args.no_spark:
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        from pyspark.sql import SparkSession
+
+        t0 = time.perf_counter()
+        spark = (SparkSession.builder.master("local[2]").appName("bench_lake")
+                 .config("spark.ui.enabled", "false").config("spark.driver.memory", "2g")
+                 .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+        spark.sparkContext.setLogLevel("ERROR")
+        from skipidx.apps.spark import register
+
+        register(spark)
+        print(f"spark local[2] started in {time.perf_counter() - t0:.1f} s")
+        from skipidx.apps.pipeline import build_external
+
+        sdb = os.path.join(work, "sparkdb")
+        shutil.rmtree(sdb, ignore_errors=True)
+        s = build_external(sdb, "logs", glob, engine="spark", master="local[2]", quiet=True,
+                           indexes=[x.strip() for x in INDEXES.split(", INDEX ")])
+        print(f"build on spark local[2] (one task per file): {s['seconds']:.1f} s"
+              + (f"; / MergeTree insert = {s['seconds'] / build_mt:.2f}" if build_mt else "") + f"; {load()}")
+
+    # ---- queries ---------------------------------------------------------------------------
+    ids = duckdb.sql(f"SELECT trace_id, user_id FROM read_parquet('{glob}') WHERE id % {max(args.rows // 11, 7)} = 17").fetchall()
+    tr = ids[0][0]
+    trs = [x[0] for x in ids[:5]]
+    uid = ids[1][1]
+    in_list = ", ".join(f"'{x}'" for x in trs)
+    queries = [
+        ("hasToken rare", f"hasToken(msg, '{datagen.RARE_TOKEN}')", f"msg LIKE '%{datagen.RARE_TOKEN}%'"),
+        ("hasToken absent", f"hasToken(msg, '{datagen.ABSENT_TOKEN}')", f"msg LIKE '%{datagen.ABSENT_TOKEN}%'"),
+        ("LIKE '%rare%'", f"msg LIKE '%{datagen.RARE_TOKEN}%'", f"msg LIKE '%{datagen.RARE_TOKEN}%'"),
+        ("trace_id =", f"trace_id = '{tr}'", f"trace_id = '{tr}'"),
+        ("trace_id IN (5)", f"trace_id IN ({in_list})", f"trace_id IN ({in_list})"),
+        ("user_id =", f"user_id = {uid}", f"user_id = {uid}"),
+    ]
+    con = duckdb.connect()
+    con.sql("SET threads = 2")
+    print(f"\n{'query':<17}{'skipidx ms':>11}{'duckdb ms':>10}{'ratio':>7}{'spark ms':>10}{'sp+skipidx':>11}"
+          f"{'rg kept':>8}{'ideal':>6}{'total':>6}  rows")
+    for name, where, dwhere in queries:
+        sk = lambda: db.sql(f"SELECT count() FROM logs WHERE {where}")   # noqa: E731
+        dk = lambda: con.sql(f"SELECT count(*) FROM read_parquet('{glob}') WHERE {dwhere}").fetchall()  # noqa: E731
+        sk()
+        dk()
+        st, dt = [], []
+        for _ in range(args.repeat):      # interleaved
+            t0 = time.perf_counter()
+            r = sk()
+            st.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            d = dk()
+            dt.append(time.perf_counter() - t0)
+        n = r.fetchall()[0][0]
+        assert n == d[0][0], (name, n, d)
+        ideal = con.sql(f"SELECT count(DISTINCT (filename, file_row_number // {ROW_GROUP})) FROM "
+                        f"read_parquet('{glob}', filename = true, file_row_number = true) WHERE {dwhere}"
+                        ).fetchall()[0][0]
+        sms = "-"
+        ssk = "-"
+        if spark is not None:
+            df = spark.read.parquet(glob)
+            sq = dwhere.replace("msg LIKE", "msg LIKE")
+            df.filter(sq).count()
+            sp, c = timed(lambda: df.filter(sq).count(), max(2, args.repeat // 3))
+            assert c == n, (name, c, n)
+            sms = f"{sp * 1000:.0f}"
+            src = spark.read.format("skipidx").option("where", where).load(os.path.join(dbdir, "logs"))
+            src.count()
+            sp2, c2 = timed(lambda: src.count(), max(2, args.repeat // 3))
+            assert c2 == n, (name, c2, n)
+            ssk = f"{sp2 * 1000:.0f}"
+        sm, dm = statistics.median(st) * 1000, statistics.median(dt) * 1000
+        print(f"{name:<17}{sm:>11.1f}{dm:>10.1f}{dm / sm:>6.1f}x{sms:>10}{ssk:>11}"
+              f"{r.stats.granules_selected:>8}{ideal:>6}{r.stats.granules_total:>6}  {n}")
+    print(f"# ratio = DuckDB ms / skipidx ms; {load()}")
+    if spark is not None:
+        spark.stop()
+    db.close()
+    if args.dir is None:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
