@@ -28,6 +28,28 @@ class SkipidxError(Exception):
         self.path = path
         super().__init__(self._render())
 
+    def show_in(self, sql: str) -> None:
+        """Add the SQL line this error points at, with a caret under the column, to
+        the error's text (``str(e)``); `message` stays as it was."""
+        if self.line is None or getattr(self, "sql_context", None) is not None or not isinstance(sql, str):
+            return
+        lines = sql.split("\n")
+        if not 1 <= self.line <= len(lines):
+            return
+        text = lines[self.line - 1].rstrip("\r")
+        col = max(1, min(self.column or 1, len(text) + 1))
+        shown, start = text, 0
+        if len(text) > 120:     # long line: the part around the column
+            start = max(0, col - 60)
+            shown = ("..." if start else "") + text[start:start + 120] + ("..." if start + 120 < len(text) else "")
+            col = col - start + (3 if start else 0)
+        caret = "".join("\t" if ch == "\t" else " " for ch in shown[: col - 1]) + "^"
+        self.sql_context = f"{shown}\n{caret}"
+        self.args = (self._render() + "\n" + self.sql_context,)
+
+    def __str__(self) -> str:
+        return self.args[0] if self.args else self._render()
+
     def _render(self) -> str:
         where = []
         if self.path is not None:

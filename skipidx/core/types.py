@@ -53,6 +53,33 @@ _SCALARS: dict[str, pa.DataType] = {
 }
 # ClickHouse spells some types in several ways; canonical spelling wins.
 _ALIASES = {"Boolean": "Bool", "Float": "Float32", "Double": "Float64"}
+#: ClickHouse's case-insensitive type names and aliases (system.data_type_families,
+#: alias_to; one-word names), upper-cased -> canonical type. A length argument
+#: (VARCHAR(255)) is accepted and ignored, as ClickHouse does.
+_CI_ALIASES = {
+    "BOOL": "Bool", "BOOLEAN": "Bool", "DATE": "Date", "DATETIME": "DateTime", "TIMESTAMP": "DateTime",
+    "FLOAT": "Float32", "REAL": "Float32", "SINGLE": "Float32", "DOUBLE": "Float64",
+    "TINYINT": "Int8", "INT1": "Int8", "BYTE": "Int8", "SMALLINT": "Int16",
+    "INT": "Int32", "INTEGER": "Int32", "MEDIUMINT": "Int32", "BIGINT": "Int64", "SIGNED": "Int64",
+    "YEAR": "UInt16", "UNSIGNED": "UInt64", "BIT": "UInt64", "SET": "UInt64",
+    **{w: "String" for w in ("BLOB", "BYTEA", "CHAR", "CHARACTER", "CLOB", "LONGBLOB", "LONGTEXT", "MEDIUMBLOB",
+                             "MEDIUMTEXT", "NCHAR", "NVARCHAR", "TEXT", "TINYBLOB", "TINYTEXT", "VARBINARY",
+                             "VARCHAR", "VARCHAR2")},
+}
+_ALIAS_WITH_ARGS = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*(\(\s*[0-9]*\s*(,\s*[0-9]+\s*)?\))?$")
+
+
+def _canonical_base(text: str) -> str:
+    base = _ALIASES.get(text, text)
+    if base in _SCALARS:
+        return base
+    m = _ALIAS_WITH_ARGS.match(text)
+    if m:
+        alias = _CI_ALIASES.get(m.group(1).upper())
+        # only the String aliases take a (length) argument
+        if alias is not None and (m.group(2) is None or alias == "String"):
+            return alias
+    return base
 
 DATE_MIN = _dt.date(1970, 1, 1)
 DATE_MAX = _dt.date(2149, 6, 6)          # UInt16 days
@@ -113,12 +140,14 @@ def parse_type(name: str) -> ColumnType:
                 raise SkipidxError(f"nested LowCardinality in type {name!r}")
             low_card = True
         text = inner
-    base = _ALIASES.get(text, text)
+    base = _canonical_base(text)
     if base.startswith("Array"):
         raise SkipidxError(f"type {name!r}: Array types are not supported")
     if base not in _SCALARS:
+        from skipidx.core.hints import did_you_mean
+
         raise SkipidxError(
-            f"unknown type {name!r}; supported: {', '.join(_SCALARS)}, "
+            f"unknown type {name!r}{did_you_mean(text, list(_SCALARS) + list(_ALIASES))}; supported: {', '.join(_SCALARS)}, "
             "LowCardinality(String), Nullable(T)"
         )
     if low_card and base != "String":

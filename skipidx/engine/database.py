@@ -76,21 +76,30 @@ class Database:
         return f"Database({self.path!r}{', temporary' if self._temp else ''})"
 
     # -- API ----------------------------------------------------------------
-    def sql(self, text: str) -> Result:
-        """Run the statements of `text` in order; the Result of the last one."""
-        return self.sql_all(text)[-1]
+    def sql(self, text: str, params: dict | None = None) -> Result:
+        """Run the statements of `text` in order; the Result of the last one.
+        `params` binds the query parameters ``{name:Type}`` (skipidx.sql.params)."""
+        return self.sql_all(text, params)[-1]
 
-    def sql_all(self, text: str) -> list[Result]:
+    def sql_all(self, text: str, params: dict | None = None) -> list[Result]:
         """Run the statements of `text` in order; one Result per statement."""
         self._check_open()
         from skipidx.sql.parser import parse
+        from skipidx.sql.params import bind_params
 
         if not isinstance(text, str):
             raise SkipidxError(f"SQL text must be a str, got {type(text).__name__}")
-        statements = parse(text)
-        if not statements:
-            raise SkipidxError("empty statement: the SQL text holds no statement")
-        return [self.execute(s) for s in statements]
+        try:
+            statements = parse(text)
+            if not statements:
+                raise SkipidxError("empty statement: the SQL text holds no statement")
+            out = []
+            for s in statements:
+                out.append(self.execute(bind_params(s, params)))
+            return out
+        except SkipidxError as e:
+            e.show_in(text)
+            raise
 
     def execute(self, stmt: A.Statement) -> Result:
         """Run one parsed statement."""
@@ -140,6 +149,11 @@ class Database:
 
     # -- dispatch -----------------------------------------------------------
     def _dispatch(self, s: A.Statement) -> Result:
+        from skipidx.engine import statements
+
+        handled = statements.run(self, s)
+        if handled is not None:
+            return handled
         if isinstance(s, A.Select):
             return self._select(s)
         if isinstance(s, A.Explain):

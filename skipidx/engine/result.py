@@ -16,7 +16,13 @@ __all__ = ["Result", "QueryStats", "IndexStats"]
 
 
 class Result:
-    """The result of one statement: rows as Arrow, plus stats for a SELECT."""
+    """The result of one statement: rows as Arrow, plus stats for a SELECT.
+
+    `format_name` and `outfile` are a SELECT's ``FORMAT name`` and ``INTO OUTFILE
+    'path'`` (None when not written); whoever prints or writes the result uses them."""
+
+    format_name: str | None = None
+    outfile: str | None = None
 
     def __init__(self, table: pa.Table | None = None, stats: QueryStats | None = None,
                  message: str | None = None) -> None:

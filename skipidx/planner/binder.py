@@ -433,7 +433,10 @@ class Binder:
         if c is None:
             where = f"table {self.meta.name!r}" if self.meta is not None else "a SELECT without FROM"
             known = ", ".join(self._columns) or "none"
-            raise _err(f"unknown column {node.name!r} in {where}; columns: {known}", node)
+            from skipidx.core.hints import did_you_mean
+
+            hint = did_you_mean(node.name, list(self._columns) + list(getattr(self, "_aliases", {}) or {}))
+            raise _err(f"unknown column {node.name!r} in {where}{hint}; columns: {known}", node)
         return self._table_column(c)
 
     @staticmethod
@@ -764,7 +767,10 @@ class Binder:
         if key in _ARITH_FUNCS:
             self._arity(n, 2)
             return self._arith(_ARITH_FUNCS[key], self._expr(n.args[0], agg), self._expr(n.args[1], agg), n)
-        raise _err(f"unknown function {n.name!r}; known: {', '.join(KNOWN_FUNCTIONS)}", n)
+        from skipidx.core.hints import did_you_mean
+
+        hint = did_you_mean(n.name, KNOWN_FUNCTIONS)
+        raise _err(f"unknown function {n.name!r}{hint}; known: {', '.join(KNOWN_FUNCTIONS)}", n)
 
     @staticmethod
     def _arity(n: A.FunctionCall, k: int) -> None:

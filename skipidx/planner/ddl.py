@@ -100,24 +100,20 @@ def table_meta_from_ast(s: A.CreateTable):
                 codec = normalize_codec((x.name, [_literal_value(a) for a in x.args]) for x in c.codec)
             except SkipidxError as e:
                 raise _at(e, at) from None
-        columns.append(ColumnMeta(c.name, ctype, codec))
+        columns.append(ColumnMeta(c.name, ctype, codec, default_text(c, columns)))
     names = [c.name for c in columns]
-    order_by: list[str] = []
-    for k in s.order_by or ():
-        if isinstance(k, A.Column) and k.table is None:
-            order_by.append(k.name)
-        elif isinstance(k, A.TupleLiteral) and all(isinstance(x, A.Column) for x in k.items):
-            order_by.extend(x.name for x in k.items)
-        elif isinstance(k, A.FunctionCall) and k.name == "tuple" and all(isinstance(x, A.Column) for x in k.args):
-            order_by.extend(x.name for x in k.args)
-        else:
-            raise _err(f"ORDER BY key must be columns, got {k.to_sql()}", k)
-    for k, node in zip(order_by, s.order_by or ()):
-        if k not in names:
-            raise _err(f"ORDER BY: unknown column {k!r}; columns: {', '.join(names)}", node)
+    order_by = _key_columns(s.order_by, names, "ORDER BY")
+    if s.primary_key is not None:
+        primary_key = _key_columns(s.primary_key, names, "PRIMARY KEY")
+        if s.order_by is None:
+            order_by = list(primary_key)      # ClickHouse: the sorting key defaults to the primary key
+        _check_prefix(primary_key, order_by, s.primary_key[0] if s.primary_key else s)
+    else:
+        primary_key = None
     granularity = 8192
     settings: dict[str, Any] = {}
     for kv in s.settings:
+        check_table_setting(kv)
         v = _literal_value(kv.value)
         if kv.name == "index_granularity":
             if isinstance(v, bool) or not isinstance(v, int):
@@ -134,11 +130,74 @@ def table_meta_from_ast(s: A.CreateTable):
         except SkipidxError as e:
             raise _at(e, ic) from None
     meta = TableMeta(name=s.table.name, columns=columns, order_by=order_by, index_granularity=granularity,
-                     indexes=indexes, settings=settings)
+                     indexes=indexes, settings=settings,
+                     primary_key=None if primary_key is None or primary_key == order_by else primary_key)
     try:
         return meta.validate()
     except SkipidxError as e:
         raise _at(e, s) from None
+
+
+def _key_columns(key: tuple | None, names: list[str], what: str) -> list[str]:
+    out: list[str] = []
+    for k in key or ():
+        if isinstance(k, A.Column) and k.table is None:
+            items = [k]
+        elif isinstance(k, A.TupleLiteral) and all(isinstance(x, A.Column) for x in k.items):
+            items = list(k.items)
+        elif isinstance(k, A.FunctionCall) and k.name == "tuple" and all(isinstance(x, A.Column) for x in k.args):
+            items = list(k.args)
+        else:
+            raise _err(f"{what} key must be columns, got {k.to_sql()}", k)
+        for x in items:
+            if x.name not in names:
+                from skipidx.core.hints import did_you_mean
+
+                raise _err(f"{what}: unknown column {x.name!r}{did_you_mean(x.name, names)}; "
+                           f"columns: {', '.join(names)}", x)
+            out.append(x.name)
+    return out
+
+
+def _check_prefix(primary_key: list[str], order_by: list[str], node: Any) -> None:
+    """ClickHouse's rule, with its message: the primary key is a prefix of the sorting key."""
+    if len(primary_key) > len(order_by):
+        raise _err(f"Primary key must be a prefix of the sorting key, but its length: {len(primary_key)} is "
+                   f"greater than the sorting key length: {len(order_by)}", node)
+    for i, (p, o) in enumerate(zip(primary_key, order_by)):
+        if p != o:
+            raise _err(f"Primary key must be a prefix of the sorting key, but the column in the position {i} "
+                       f"is {o}, not {p}", node)
+
+
+def check_table_setting(kv: A.KeywordArg) -> None:
+    """A CREATE/ALTER ... MODIFY SETTING name must be a table setting (else: error with a hint, at its place)."""
+    from skipidx.core.hints import did_you_mean
+    from skipidx.store.metadata import CLICKHOUSE_ONLY_SETTINGS, KNOWN_SETTINGS
+
+    known = ["index_granularity", *KNOWN_SETTINGS, *sorted(CLICKHOUSE_ONLY_SETTINGS)]
+    if kv.name not in known:
+        raise _err(f"unknown setting '{kv.name}' for a MergeTree table{did_you_mean(kv.name, known)} "
+                   "(table settings: docs/settings.md)", kv)
+    if not isinstance(kv.value, A.Literal) or kv.value.kind not in ("int", "float", "string", "bool"):
+        raise _err(f"setting {kv.name} needs a number or a string", kv)
+
+
+def default_text(c: A.ColumnDef, earlier: list) -> str | None:
+    """The DEFAULT expression of a column as SQL text, checked to bind over the
+    columns declared before it (None without DEFAULT)."""
+    if c.default is None:
+        return None
+    from skipidx.core.types import parse_type
+    from skipidx.store.metadata import ColumnMeta, TableMeta
+
+    cols = [x for x in earlier if isinstance(x, ColumnMeta)] + [ColumnMeta(c.name, parse_type(c.type.to_sql()))]
+    probe = TableMeta(name="t", columns=cols)
+    try:
+        Binder(probe).expr(c.default)
+    except SkipidxError as e:
+        raise _at(e, c.default) from None
+    return c.default.to_sql()
 
 
 def _default(ctype) -> Any:

@@ -52,11 +52,16 @@ def prune_plan(plan: QueryPlan, stats: QueryStats) -> list[PartSelection]:
     return sel
 
 
-def run_query(plan: QueryPlan) -> tuple[pa.Table, QueryStats]:
-    """Prune, scan the kept mark ranges, and compute the result."""
+def run_query(plan: QueryPlan, before_scan: Any = None) -> tuple[pa.Table, QueryStats]:
+    """Prune, scan the kept mark ranges, and compute the result.
+
+    `before_scan(selections, stats)`, if given, sees the pruning's outcome before
+    any row is read (query limits such as max_rows_to_read raise there)."""
     bs = plan.select
     stats = QueryStats(table=bs.table)
     selections = prune_plan(plan, stats)
+    if before_scan is not None:
+        before_scan(selections, stats)
     t0 = time.perf_counter()
     stream = bs.limit is not None and not bs.order_by and not bs.aggregate
     out_cols = bs.output_columns()

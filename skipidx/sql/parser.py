@@ -647,7 +647,7 @@ class _AstBuilder(Transformer):
     def in_op(self, c: list) -> A.Expr:
         left, op, lst = c
         # `x IN [1, 2]`: the array is the list's one item (the binder unwraps it)
-        items = (lst,) if isinstance(lst, A.ArrayLiteral) else lst.value
+        items = (lst,) if isinstance(lst, (A.ArrayLiteral, A.Param)) else lst.value
         node = A.InList(left, items, negated=op.type == "NOT_IN", pos=_pos(left))
         return self._expr(node, left, *items)
 

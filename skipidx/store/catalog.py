@@ -165,8 +165,11 @@ class Catalog:
         return t
 
     def _unknown(self, name: str) -> SkipidxError:
-        known = ", ".join(self.list_tables()) or "none"
-        return SkipidxError(f"unknown table {name!r}; tables: {known}")
+        from skipidx.core.hints import did_you_mean
+
+        tables = self.list_tables()
+        known = ", ".join(tables) or "none"
+        return SkipidxError(f"unknown table {name!r}{did_you_mean(name, tables)}; tables: {known}")
 
     def __repr__(self) -> str:
         return f"Catalog({self.path!r})"

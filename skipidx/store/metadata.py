@@ -39,6 +39,25 @@ KNOWN_SETTINGS: dict[str, tuple[type, int, int]] = {
     "compression": (str, 0, 0),
 }
 _COMPRESSIONS = ("zstd", "snappy", "lz4", "none", "gzip")
+#: ClickHouse MergeTree settings that only shape ClickHouse's own files, merges or
+#: checks: accepted, recorded (SHOW CREATE prints them) and without effect here;
+#: docs/settings.md says why for each.
+CLICKHOUSE_ONLY_SETTINGS = frozenset("""
+    index_granularity_bytes min_index_granularity_bytes enable_mixed_granularity_parts
+    min_bytes_for_wide_part min_rows_for_wide_part min_bytes_for_compact_part min_rows_for_compact_part
+    vertical_merge_algorithm_min_rows_to_activate vertical_merge_algorithm_min_columns_to_activate
+    vertical_merge_algorithm_min_bytes_to_activate enable_vertical_merge_algorithm
+    allow_nullable_key storage_policy compress_marks compress_primary_key
+    merge_max_block_size parts_to_delay_insert parts_to_throw_insert max_parts_in_total
+    old_parts_lifetime ratio_of_defaults_for_sparse_serialization replace_long_file_name_to_hash
+    min_age_to_force_merge_seconds min_age_to_force_merge_on_partition_only
+    add_minmax_index_for_numeric_columns add_minmax_index_for_string_columns
+    use_const_adaptive_granularity write_marks_for_substreams_in_compact_parts
+    auto_statistics_types serialization_info_version string_serialization_version
+    max_suspicious_broken_parts allow_experimental_replacing_merge_with_cleanup
+    cache_populated_by_fetch primary_key_lazy_load index_granularity_bytes_for_wide_part
+    marks_compress_block_size primary_key_compress_block_size
+""".split())
 
 # ---- column codecs (ClickHouse's ``CODEC(...)``) ----------------------------
 #
@@ -133,6 +152,8 @@ class ColumnMeta:
     name: str
     type: ColumnType
     codec: str | None = None
+    #: the ``DEFAULT expr`` as SQL text (None: the type's default value)
+    default: str | None = None
 
 
 @dataclass(frozen=True)
@@ -249,6 +270,8 @@ class TableMeta:
     indexes: list[IndexMeta] = field(default_factory=list)
     settings: dict = field(default_factory=dict)
     format_version: int = FORMAT_VERSION
+    #: ``PRIMARY KEY`` when written apart from ORDER BY (a prefix of it); None otherwise
+    primary_key: list[str] | None = None
 
     # ---- lookups -------------------------------------------------------
     @property
@@ -309,7 +332,8 @@ class TableMeta:
 
     def with_indexes(self, indexes: Iterable[IndexMeta]) -> "TableMeta":
         return TableMeta(self.name, list(self.columns), list(self.order_by), self.index_granularity,
-                         list(indexes), dict(self.settings), self.format_version)
+                         list(indexes), dict(self.settings), self.format_version,
+                         None if self.primary_key is None else list(self.primary_key))
 
     # ---- validation ----------------------------------------------------
     def validate(self) -> "TableMeta":
@@ -350,10 +374,24 @@ class TableMeta:
             if im.definition.column not in seen:
                 raise SkipidxError(f"table {self.name!r}: index {im.name!r} reads unknown column "
                                    f"{im.definition.column!r}")
+        if self.primary_key is not None:
+            if self.primary_key != self.order_by[: len(self.primary_key)]:
+                raise SkipidxError(f"table {self.name!r}: PRIMARY KEY must be a prefix of ORDER BY")
+        for c in self.columns:
+            if c.default is not None and not isinstance(c.default, str):
+                raise SkipidxError(f"table {self.name!r}: column {c.name!r}: default must be SQL text")
         for k, v in self.settings.items():
+            if k in CLICKHOUSE_ONLY_SETTINGS:
+                if not isinstance(v, (int, float, str)):
+                    raise SkipidxError(f"table {self.name!r}: setting {k} must be a number or a string")
+                continue
             if k not in KNOWN_SETTINGS:
-                raise SkipidxError(f"table {self.name!r}: unknown setting {k!r}; known: "
-                                   f"index_granularity, {', '.join(KNOWN_SETTINGS)}")
+                from skipidx.core.hints import did_you_mean
+
+                known = ["index_granularity", *KNOWN_SETTINGS, *sorted(CLICKHOUSE_ONLY_SETTINGS)]
+                raise SkipidxError(f"table {self.name!r}: unknown setting {k!r}{did_you_mean(k, known)}; known: "
+                                   f"index_granularity, {', '.join(KNOWN_SETTINGS)} and ClickHouse's file-layout "
+                                   "settings (docs/settings.md)")
             typ, lo, hi = KNOWN_SETTINGS[k]
             if typ is int and (not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi):
                 raise SkipidxError(f"table {self.name!r}: setting {k} must be an integer in [{lo}, {hi}]")
@@ -368,12 +406,14 @@ class TableMeta:
             "name": self.name,
             # "codec" only where declared: metadata without it (older tables) means
             # the table-wide compression setting, so it stays readable both ways.
-            "columns": [{"name": c.name, "type": c.type.name, **({"codec": c.codec} if c.codec else {})}
+            "columns": [{"name": c.name, "type": c.type.name, **({"codec": c.codec} if c.codec else {}),
+                         **({"default": c.default} if c.default is not None else {})}
                         for c in self.columns],
             "order_by": list(self.order_by),
             "index_granularity": self.index_granularity,
             "indexes": [i.to_json() for i in self.indexes],
             "settings": dict(self.settings),
+            **({"primary_key": list(self.primary_key)} if self.primary_key is not None else {}),
         }
 
     @staticmethod
@@ -384,7 +424,8 @@ class TableMeta:
             w = f"{where}: columns[{i}]"
             co = _obj(c, w)
             codec = _get(co, "codec", str, w) if "codec" in co else None
-            cols.append(ColumnMeta(_get(co, "name", str, w), parse_type(_get(co, "type", str, w)), codec))
+            default = _get(co, "default", str, w) if "default" in co else None
+            cols.append(ColumnMeta(_get(co, "name", str, w), parse_type(_get(co, "type", str, w)), codec, default))
         order_by = _get(o, "order_by", list, where)
         if not all(isinstance(k, str) for k in order_by):
             raise SkipidxError(f"{where}: order_by must be a list of column names")
@@ -396,6 +437,7 @@ class TableMeta:
             indexes=[IndexMeta.from_json(x, where) for x in _get(o, "indexes", list, where)],
             settings=_get(o, "settings", dict, where),
             format_version=_get(o, "format_version", int, where),
+            primary_key=_get(o, "primary_key", list, where) if "primary_key" in o else None,
         )
         return meta.validate()
 

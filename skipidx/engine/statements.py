@@ -1,0 +1,547 @@
+"""Running the second-round statements for :class:`~skipidx.engine.database.Database`.
+
+Kept apart from database.py: SELECT with query SETTINGS, PREWHERE, table
+functions and output clauses; ``INSERT ... SELECT``; ``CREATE TABLE ... AS
+SELECT``; ``TRUNCATE``; multi-command ``ALTER`` with ADD/DROP COLUMN and
+MODIFY SETTING; ``SHOW CREATE TABLE``; ``EXISTS``; ``SET``.
+
+:func:`run` returns a Result for the statements it handles and None for
+those the database runs itself.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from skipidx.core.errors import BindError, SkipidxError
+from skipidx.engine.result import Result
+from skipidx.engine.settings import QuerySettings, resolve_settings, setting_value
+from skipidx.sql import ast as A
+
+__all__ = ["run", "session_settings", "select_result", "show_create_text"]
+
+INDEX_NOT_USED = 277
+TOO_MANY_ROWS = 158
+TOO_MANY_BYTES = 307
+
+
+class QueryLimitError(SkipidxError):
+    """A query setting's limit or requirement that the query does not meet
+    (ClickHouse's TOO_MANY_ROWS, TOO_MANY_BYTES, INDEX_NOT_USED); `code` is
+    ClickHouse's error code."""
+
+    def __init__(self, message: str, code: int, name: str) -> None:
+        self.code = code
+        self.code_name = name
+        super().__init__(f"{message} ({name})")
+
+
+def _err(msg: str, node: Any = None) -> BindError:
+    pos = getattr(node, "pos", None)
+    if pos is not None and pos.line > 0:
+        return BindError(msg, line=pos.line, column=pos.column)
+    return BindError(msg)
+
+
+def session_settings(db: Any) -> dict[str, Any]:
+    """The settings `SET` gave this database connection."""
+    s = getattr(db, "_session_settings", None)
+    if s is None:
+        s = {}
+        db._session_settings = s
+    return s
+
+
+def run(db: Any, s: A.Statement) -> Result | None:
+    """Run `s` if it is one of this module's statements; None otherwise."""
+    if isinstance(s, A.Select):
+        return select_result(db, s)
+    if isinstance(s, A.InsertSelect):
+        return _insert_select(db, s)
+    if isinstance(s, A.InsertValues):
+        resolve_settings(session_settings(db), s.settings)    # validated; none changes an insert here
+        return _insert_values_with_defaults(db, s)
+    if isinstance(s, A.CreateTable) and s.as_select is not None:
+        return _create_as_select(db, s)
+    if isinstance(s, A.Truncate):
+        return _truncate(db, s)
+    if isinstance(s, A.Alter):
+        return _alter(db, s)
+    if isinstance(s, (A.AlterAddColumn, A.AlterDropColumn, A.AlterModifySetting)):
+        return _alter_command(db, s)
+    if isinstance(s, A.ShowCreate):
+        meta = db._table(s.table).meta
+        return Result(pa.table({"statement": pa.array([show_create_text(meta)], pa.string())}))
+    if isinstance(s, A.ExistsTable):
+        name = s.table.name
+        exists = db.catalog.exists(name) if _is_name(name) else False
+        return Result(pa.table({"result": pa.array([1 if exists else 0], pa.uint8())}))
+    if isinstance(s, A.SetStatement):
+        sess = session_settings(db)
+        new = {kv.name: setting_value(kv.name, kv.value, kv) for kv in s.settings}
+        sess.update(new)
+        return Result(message="set")
+    return None
+
+
+def _is_name(name: str) -> bool:
+    from skipidx.store.metadata import check_identifier
+
+    try:
+        check_identifier(name, "table")
+    except SkipidxError:
+        return False
+    return True
+
+
+# ---------------------------------------------------------------------------- SELECT
+
+def _with_prewhere(s: A.Select) -> A.Select:
+    """PREWHERE p WHERE w reads as WHERE p AND w (same rows; the read order is the
+    performance engineer's)."""
+    if s.prewhere is None:
+        return s
+    where = s.prewhere if s.where is None else A.BoolOp("and", (s.prewhere, s.where), pos=s.prewhere.pos)
+    return dataclasses.replace(s, where=where, prewhere=None)
+
+
+def select_result(db: Any, s: A.Select) -> Result:
+    """Run a SELECT (any source) under its settings; the Result carries FORMAT/INTO OUTFILE."""
+    table, stats = select_table(db, s)
+    res = Result(table, stats)
+    res.format_name = s.format
+    res.outfile = s.outfile
+    return res
+
+
+def select_table(db: Any, s: A.Select):
+    """(Arrow table, stats) of a SELECT."""
+    from skipidx.planner.binder import bind_select
+    from skipidx.planner.query import plan_query, run_constant_select, run_query
+
+    qs = resolve_settings(session_settings(db), s.settings)
+    q = _with_prewhere(s)
+    if q.table_function is not None:
+        return _select_table_function(q, qs)
+    if q.table is None:
+        return run_constant_select(bind_select(None, q)), None
+    table = db._table(q.table)
+    with table.snapshot() as snap:
+        bs = bind_select(snap.meta, q)
+        plan = plan_query(snap, bs, db.index_cache)
+        _apply_index_settings(plan, qs)
+
+        def before_scan(selections: list, stats: Any) -> None:
+            _check_forced_indexes(plan, qs)
+            _check_read_limits(selections, plan, qs, bs)
+
+        out, stats = run_query(plan, before_scan=before_scan)
+    limit = qs.get("max_result_rows")
+    if limit and out.num_rows > limit:
+        raise QueryLimitError(f"Limit for result exceeded, max rows: {_quantity(limit)}, "
+                              f"current rows: {_quantity(out.num_rows)}", 396, "TOO_MANY_ROWS_OR_BYTES")
+    return out, stats
+
+
+def _apply_index_settings(plan: Any, qs: QuerySettings) -> None:
+    """use_skip_indexes = 0 drops every skip index (the ORDER BY key's min/max stays,
+    as ClickHouse's primary key); ignore_data_skipping_indices drops the named ones."""
+    if not qs.get("use_skip_indexes"):
+        plan.uses = [u for u in plan.uses if u.is_primary_key]
+        return
+    ignored = set(qs.index_names("ignore_data_skipping_indices"))
+    if ignored:
+        plan.uses = [u for u in plan.uses if u.is_primary_key or u.name not in ignored]
+
+
+def _check_forced_indexes(plan: Any, qs: QuerySettings) -> None:
+    """ClickHouse's force_data_skipping_indices: each named index must be usable for
+    the WHERE clause (it may still keep every granule); skipped when use_skip_indexes = 0."""
+    if not qs.get("use_skip_indexes"):
+        return
+    used = {u.name for u in plan.uses if not u.is_primary_key and _index_used(u)}
+    for name in qs.index_names("force_data_skipping_indices"):
+        if name not in used:
+            raise QueryLimitError(f"Index `{name}` is not used and setting 'force_data_skipping_indices' "
+                                  "contains it", INDEX_NOT_USED, "INDEX_NOT_USED")
+    if qs.get("force_primary_key") and plan.select.where is not None:
+        if not any(u.is_primary_key and _index_used(u) for u in plan.uses):
+            raise QueryLimitError("Primary key is not used and setting 'force_primary_key' is set",
+                                  277, "INDEX_NOT_USED")
+
+
+def _index_used(use: Any) -> bool:
+    """Whether an index can answer the WHERE in a way that prunes (the planner
+    reads exactly those; ClickHouse's 'useful' index: `s != 'x'` makes a bloom
+    filter useless)."""
+    return bool(use.useful)
+
+
+def _quantity(n: float) -> str:
+    """ClickHouse's formatReadableQuantity."""
+    units = ["", " thousand", " million", " billion", " trillion", " quadrillion"]
+    i = 0
+    v = float(n)
+    while abs(v) >= 1000 and i < len(units) - 1:
+        v /= 1000
+        i += 1
+    return f"{v:.2f}{units[i]}"
+
+
+def _size(n: float) -> str:
+    """ClickHouse's formatReadableSizeWithBinarySuffix."""
+    units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"]
+    i = 0
+    v = float(n)
+    while abs(v) >= 1024 and i < len(units) - 1:
+        v /= 1024
+        i += 1
+    return f"{v:.2f} {units[i]}"
+
+
+def _trivial_count(bs: Any) -> bool:
+    """``SELECT count() FROM t`` without WHERE: ClickHouse answers it from part
+    metadata, reading no rows (so no read limit applies)."""
+    from skipidx.planner.bound import BAgg
+
+    return (bs.where is None and bs.aggregate and not bs.group_by
+            and all(isinstance(i.expr, BAgg) and i.expr.func == "count" and i.expr.arg is None for i in bs.items))
+
+
+def _row_bytes(meta: Any, columns: list[str]) -> int:
+    """Uncompressed bytes per row of `columns` as ClickHouse counts them for
+    max_bytes_to_read (fixed width; a String as its 8-byte offset plus 8 bytes of text)."""
+    total = 0
+    for name in columns:
+        t = meta.column(name).type
+        at = t.arrow_type
+        if pa.types.is_string(at) or pa.types.is_binary(at):
+            w = 16
+        elif pa.types.is_boolean(at):
+            w = 1
+        else:
+            w = max(1, at.bit_width // 8)
+        total += w + (1 if t.nullable else 0)
+    return total
+
+
+def _check_read_limits(selections: list, plan: Any, qs: QuerySettings, bs: Any) -> None:
+    max_rows, max_bytes = qs.get("max_rows_to_read"), qs.get("max_bytes_to_read")
+    if not (max_rows or max_bytes) or _trivial_count(bs):
+        return
+    from skipidx.execution.scan import rows_in_ranges
+
+    rows = sum(rows_in_ranges(sel.part, sel.ranges) for sel in selections)
+    if max_rows and rows > max_rows:
+        raise QueryLimitError(f"Limit for rows or bytes to read exceeded, max rows: {_quantity(max_rows)}, "
+                              f"current rows: {_quantity(rows)}", TOO_MANY_ROWS, "TOO_MANY_ROWS")
+    if max_bytes:
+        nbytes = rows * _row_bytes(plan.snapshot.meta, plan.columns)
+        if nbytes > max_bytes:
+            raise QueryLimitError(f"Limit for rows or bytes to read exceeded, max bytes: {_size(max_bytes)}, "
+                                  f"current bytes: {_size(nbytes)}", TOO_MANY_BYTES, "TOO_MANY_BYTES")
+
+
+def _select_table_function(q: A.Select, qs: QuerySettings):
+    from skipidx.engine.table_functions import run_table_function
+    from skipidx.execution.evaluate import where_mask
+    from skipidx.execution.select import run_select
+    from skipidx.planner.binder import bind_select
+    from skipidx.planner.stats import QueryStats
+
+    data, meta = run_table_function(q.table_function)
+    bs = bind_select(meta, q)
+    if q.table_function.name.lower() == "numbers":
+        # ClickHouse limits the rows numbers() produces (file() is not limited)
+        max_rows = qs.get("max_rows_to_read")
+        if max_rows and data.num_rows > max_rows and not _trivial_count(bs):
+            raise QueryLimitError(f"Limit for rows (controlled by 'max_rows_to_read' setting) exceeded, max rows: "
+                                  f"{_quantity(max_rows)}, current rows: {_quantity(data.num_rows)}",
+                                  TOO_MANY_ROWS, "TOO_MANY_ROWS")
+    stats = QueryStats(table=q.table_function.to_sql(), rows_total=data.num_rows, rows_read=data.num_rows)
+    mask = where_mask(bs.where, data)
+    filtered = data if mask is None else data.filter(mask)
+    stats.rows_matched = filtered.num_rows
+    return run_select(bs, iter([filtered])), stats
+
+
+# ---------------------------------------------------------------------------- INSERT
+
+def _target_columns(meta: Any, columns: tuple[str, ...] | None, node: Any) -> list[str]:
+    from skipidx.core.hints import did_you_mean
+
+    names = meta.column_names
+    if columns is None:
+        return list(names)
+    for c in columns:
+        if c not in names:
+            raise _err(f"unknown column '{c}' in table '{meta.name}'{did_you_mean(c, names)}", node)
+    return list(columns)
+
+
+def fill_defaults(meta: Any, data: dict[str, pa.Array], n: int) -> pa.Table:
+    """A table with every column of `meta`: those in `data`, the rest from their
+    DEFAULT expression (over the given columns) or their type's default."""
+    from skipidx.core.types import cast_to
+    from skipidx.execution.evaluate import evaluate
+    from skipidx.planner.binder import Binder
+    from skipidx.planner.ddl import _column_array, _default
+    from skipidx.sql.parser import parse_expression
+
+    arrays = []
+    given = pa.table(data) if data else None
+    for cm in meta.columns:
+        if cm.name in data:
+            arrays.append(data[cm.name])
+            continue
+        if cm.default is not None:
+            from skipidx.store.metadata import TableMeta
+
+            sub = TableMeta(name=meta.name, columns=[c for c in meta.columns if c.name in data])
+            e = Binder(sub).expr(parse_expression(cm.default))
+            base = given if given is not None else pa.table({"_": pa.nulls(n)})
+            v = evaluate(e, base)
+            if isinstance(v, pa.Scalar):
+                v = pa.array([v.as_py()] * n, v.type)
+            arrays.append(cast_to(cm.type, v, cm.name))
+            continue
+        arrays.append(_column_array(cm.type, [_default(cm.type)] * n, cm.name, [None] * n))
+    return pa.Table.from_arrays(arrays, names=meta.column_names)
+
+
+def _insert_values_with_defaults(db: Any, s: A.InsertValues) -> Result | None:
+    """INSERT ... VALUES with a column list that leaves out a column with a DEFAULT
+    expression; None (the database's own path) otherwise."""
+    t = db._table(s.table)
+    meta = t.meta
+    if s.columns is None or not any(c.default is not None and c.name not in s.columns for c in meta.columns):
+        return None
+    from skipidx.planner.ddl import values_table
+
+    full = values_table(meta, s)
+    data = {c: full.column(c) for c in s.columns}
+    n = t.insert(fill_defaults(meta, data, full.num_rows))
+    return Result(message=f"inserted {n} rows")
+
+
+def _insert_select(db: Any, s: A.InsertSelect) -> Result:
+    resolve_settings(session_settings(db), s.settings)
+    t = db._table(s.table)
+    meta = t.meta
+    cols = _target_columns(meta, s.columns, s)
+    rows, _stats = select_table(db, s.select)
+    if rows.num_columns != len(cols):
+        raise _err(f"INSERT ... SELECT: the SELECT gives {rows.num_columns} columns, the INSERT expects "
+                   f"{len(cols)} ({', '.join(cols)})", s.select)
+    # ClickHouse maps the SELECT's columns to the target columns by position
+    data = {c: rows.column(i) for i, c in enumerate(cols)}
+    full = fill_defaults(meta, data, rows.num_rows)
+    n = t.insert(full) if full.num_rows else t.insert(full.slice(0, 0))
+    return Result(message=f"inserted {n} rows")
+
+
+def _ch_type_of_output(e: Any) -> str:
+    from skipidx.core.types import ch_type_of
+
+    ch = getattr(e, "ch_type", "") or ch_type_of(e.type)
+    if getattr(e, "nullable", False) and not ch.startswith("Nullable") and not ch.startswith("LowCardinality"):
+        ch = f"Nullable({ch})"
+    return ch
+
+
+def _create_as_select(db: Any, s: A.CreateTable) -> Result:
+    from skipidx.planner.binder import bind_select
+    from skipidx.planner.ddl import table_meta_from_ast
+
+    if db.catalog.exists(s.table.name):
+        if s.if_not_exists:
+            return Result(message="table exists")
+        raise _err(f"table {s.table.name!r} already exists", s.table)
+    q = _with_prewhere(s.as_select)
+    # the column types: the query's output types (bound, not run), unless columns are given
+    if s.has_elements and s.columns:
+        ddl = dataclasses.replace(s, as_select=None)
+    else:
+        if q.table_function is not None:
+            from skipidx.engine.table_functions import run_table_function
+
+            _data, src_meta = run_table_function(q.table_function)
+        elif q.table is not None:
+            src_meta = db._table(q.table).meta
+        else:
+            src_meta = None
+        bs = bind_select(src_meta, q)
+        coldefs = tuple(A.ColumnDef(i.name, _type_expr(_ch_type_of_output(i.expr))) for i in bs.items)
+        ddl = dataclasses.replace(s, columns=coldefs + tuple(s.columns), as_select=None, has_elements=True)
+    meta = table_meta_from_ast(ddl)
+    db.catalog.create_table(meta)
+    try:
+        res = _insert_select(db, A.InsertSelect(s.table, None, s.as_select, pos=s.pos))
+    except BaseException:
+        db.catalog.drop_table(s.table.name, if_exists=True)    # all or nothing
+        raise
+    return Result(message=f"created table, {res.message}")
+
+
+def _type_expr(ch: str) -> A.TypeExpr:
+    from skipidx.sql.parser import parse
+
+    [stmt] = parse(f"CREATE TABLE t (c {ch})")
+    return stmt.columns[0].type
+
+
+# ---------------------------------------------------------------------------- TRUNCATE / ALTER
+
+def _truncate(db: Any, s: A.Truncate) -> Result:
+    from skipidx.store.schema_change import truncate
+
+    if s.if_exists and not db.catalog.exists(s.table.name):
+        return Result(message="no such table")
+    t = db._table(s.table)
+    n = truncate(t)
+    db.index_cache.clear()
+    return Result(message=f"truncated {n} rows")
+
+
+def _alter(db: Any, s: A.Alter) -> Result:
+    db._table(s.table)       # an unknown table fails before any command runs
+    # validate what can be checked up front, so a bad later command changes nothing
+    for c in s.commands:
+        if isinstance(c, A.AlterModifySetting):
+            from skipidx.planner.ddl import check_table_setting
+
+            for kv in c.settings:
+                check_table_setting(kv)
+    messages = []
+    for c in s.commands:
+        r = db.execute(c)
+        if r.message:
+            messages.append(r.message)
+    return Result(message="; ".join(messages))
+
+
+def _alter_command(db: Any, s: A.Statement) -> Result:
+    from skipidx.store import schema_change as sc
+
+    t = db._table(s.table)
+    try:
+        if isinstance(s, A.AlterAddColumn):
+            return _add_column(t, s)
+        if isinstance(s, A.AlterDropColumn):
+            done = sc.drop_column(t, s.name, if_exists=s.if_exists)
+            return Result(message=f"dropped column {s.name}" if done else "no such column")
+        from skipidx.planner.ddl import _literal_value, check_table_setting
+
+        values: dict[str, Any] = {}
+        gran = None
+        for kv in s.settings:
+            check_table_setting(kv)
+            if kv.name == "index_granularity":
+                gran = _literal_value(kv.value)
+            else:
+                values[kv.name] = _literal_value(kv.value)
+        sc.modify_settings(t, values, gran)
+        return Result(message="modified settings")
+    except BindError:
+        raise
+    except SkipidxError as e:
+        if e.line is None and s.pos.line:
+            raise BindError(e.message, line=s.pos.line, column=s.pos.column) from None
+        raise
+
+
+def _add_column(t: Any, s: A.AlterAddColumn) -> Result:
+    from skipidx.core.types import cast_to, parse_type
+    from skipidx.execution.evaluate import evaluate
+    from skipidx.planner.binder import Binder
+    from skipidx.planner.ddl import _at, _column_array, _default, default_text
+    from skipidx.store import schema_change as sc
+    from skipidx.store.metadata import ColumnMeta
+
+    meta = t.meta
+    c = s.column
+    try:
+        ctype = parse_type(c.type.to_sql())
+    except SkipidxError as e:
+        raise _at(e, c.type) from None
+    if c.codec:
+        raise _err("ADD COLUMN ... CODEC: declare codecs in CREATE TABLE", c.codec[0])
+    default = default_text(c, list(meta.columns))
+    cm = ColumnMeta(c.name, ctype, None, default)
+    bound = Binder(meta).expr(c.default) if c.default is not None else None
+
+    def fill(part_data: pa.Table) -> pa.Array:
+        n = part_data.num_rows
+        if bound is None:
+            return _column_array(ctype, [_default(ctype)] * n, c.name, [None] * n).cast(ctype.arrow_type) \
+                if n else pa.array([], ctype.arrow_type)
+        v = evaluate(bound, part_data)
+        if isinstance(v, pa.Scalar):
+            v = pa.array([v.as_py()] * n, v.type)
+        if isinstance(v, pa.ChunkedArray):
+            v = v.combine_chunks()
+        return cast_to(ctype, v, c.name)
+
+    done = sc.add_column(t, cm, after=s.after, first=s.first, if_not_exists=s.if_not_exists, fill=fill)
+    return Result(message=f"added column {c.name}" if done else "column exists")
+
+
+# ---------------------------------------------------------------------------- SHOW CREATE
+
+def show_create_text(meta: Any) -> str:
+    """CREATE TABLE as ClickHouse's SHOW CREATE TABLE prints it (database `default`)."""
+    from skipidx.sql.parser import parse_expression
+
+    lines = []
+    for c in meta.columns:
+        line = f"    `{c.name}` {c.type.name}"
+        if c.default is not None:
+            line += f" DEFAULT {parse_expression(c.default).to_sql()}"
+        if c.codec:
+            line += f" CODEC({c.codec})"
+        lines.append(line)
+    for im in meta.indexes:
+        lines.append(f"    INDEX {im.name} {_index_expr_sql(im)} TYPE {_index_type_sql(im)} "
+                     f"GRANULARITY {im.definition.granularity}")
+    text = f"CREATE TABLE default.{A.quote_identifier(meta.name)}\n(\n" + ",\n".join(lines) + "\n)\nENGINE = MergeTree"
+    if meta.primary_key is not None:
+        text += "\nPRIMARY KEY " + _key_sql(meta.primary_key)
+    text += "\nORDER BY " + _key_sql(meta.order_by)
+    settings = [f"index_granularity = {meta.index_granularity}"]
+    for k, v in meta.settings.items():
+        settings.append(f"{k} = {_setting_sql(v)}")
+    text += "\nSETTINGS " + ", ".join(settings)
+    return text
+
+
+def _key_sql(cols: list[str]) -> str:
+    if not cols:
+        return "tuple()"
+    if len(cols) == 1:
+        return cols[0]
+    return "(" + ", ".join(cols) + ")"
+
+
+def _setting_sql(v: Any) -> str:
+    if isinstance(v, bool):
+        return "1" if v else "0"
+    if isinstance(v, (int, float)):
+        return str(v)
+    return "'" + str(v).replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _index_expr_sql(im: Any) -> str:
+    d = im.definition
+    expr_sql = getattr(d, "expr_sql", None)
+    if expr_sql:
+        return expr_sql
+    return f"{d.expr_func}({d.column})" if d.expr_func else d.column
+
+
+def _index_type_sql(im: Any) -> str:
+    d = im.definition
+    parts = [_setting_sql(a) for a in d.args] + [f"{k} = {_setting_sql(v)}" for k, v in d.kwargs]
+    return d.type_name + (f"({', '.join(parts)})" if parts else "")

@@ -1,0 +1,411 @@
+"""Table functions in FROM: ``numbers(N)``, ``numbers(offset, N)`` and
+``file('path or glob'[, Format[, 'structure']])``.
+
+Each gives an Arrow table and the column types to bind the query against
+(a :class:`~skipidx.store.metadata.TableMeta` without indexes). Files are
+only read, never written.
+
+``file()`` as ClickHouse's: the format comes from the extension when not
+given (.parquet, .csv, .tsv, .jsonl/.ndjson/.json); a glob (``*``, ``?``,
+``**``, ``{a,b}``) reads every matching file, in name order, with the first
+file's schema. Without a structure the schema is inferred as ClickHouse's
+schema inference does (checked against chDB's ``DESCRIBE file(...)``):
+Parquet keeps its types (Nullable where the field is optional); text
+formats give every column a ``Nullable`` type -- Int64 for integers,
+Float64 for other numbers, Bool for true/false, Date for YYYY-MM-DD,
+DateTime for 'YYYY-MM-DD hh:mm:ss', else String; headerless CSV/TSV columns
+are named c1, c2, ...; a ``.csv``/``.tsv`` whose first row is all text above
+typed rows takes it as the header, as ClickHouse's header detection does.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import re
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from skipidx.core.errors import BindError, SkipidxError
+from skipidx.core.hints import did_you_mean
+from skipidx.core.types import ColumnType, cast_to, ch_type_of, parse_type
+from skipidx.sql import ast as A
+from skipidx.store.metadata import ColumnMeta, TableMeta
+
+__all__ = ["TABLE_FUNCTIONS", "run_table_function", "FILE_FORMATS", "parse_structure"]
+
+TABLE_FUNCTIONS = ("file", "numbers")
+#: Formats of file() (case-insensitive spellings ClickHouse accepts) -> canonical name.
+FILE_FORMATS = {
+    "parquet": "Parquet", "csv": "CSV", "csvwithnames": "CSVWithNames", "tsv": "TSV", "tabseparated": "TSV",
+    "tsvwithnames": "TSVWithNames", "tabseparatedwithnames": "TSVWithNames", "jsoneachrow": "JSONEachRow",
+    "jsonlines": "JSONEachRow", "ndjson": "JSONEachRow",
+}
+_BY_EXT = {".parquet": "Parquet", ".pq": "Parquet", ".csv": "CSV", ".tsv": "TSV", ".tab": "TSV",
+           ".jsonl": "JSONEachRow", ".ndjson": "JSONEachRow", ".json": "JSONEachRow"}
+#: Largest numbers(N) materialized at once.
+MAX_NUMBERS = 200_000_000
+
+
+def _err(msg: str, node: Any) -> BindError:
+    pos = getattr(node, "pos", None)
+    if pos is not None and pos.line > 0:
+        return BindError(msg, line=pos.line, column=pos.column)
+    return BindError(msg)
+
+
+def _meta(name: str, columns: list[tuple[str, ColumnType]]) -> TableMeta:
+    return TableMeta(name=name, columns=[ColumnMeta(n, t) for n, t in columns])
+
+
+def run_table_function(tf: A.TableFunction) -> tuple[pa.Table, TableMeta]:
+    """The rows and column types of a table function call."""
+    name = tf.name.lower()
+    if name == "numbers":
+        return _numbers(tf)
+    if name == "file":
+        return _file(tf)
+    raise _err(f"unknown table function '{tf.name}'{did_you_mean(tf.name, TABLE_FUNCTIONS)}; "
+               f"supported: {', '.join(TABLE_FUNCTIONS)}", tf)
+
+
+def _const(node: A.Expr, what: str) -> Any:
+    from skipidx.planner.binder import Binder
+    from skipidx.planner.bound import BConst
+
+    e = Binder(None).expr(node)
+    if not isinstance(e, BConst):
+        raise _err(f"{what} must be a constant, got {node.to_sql()}", node)
+    return e.value
+
+
+def _numbers(tf: A.TableFunction) -> tuple[pa.Table, TableMeta]:
+    if len(tf.args) not in (1, 2):
+        raise _err(f"numbers() takes 1 or 2 arguments (N or offset, N), got {len(tf.args)}", tf)
+    vals = []
+    for a in tf.args:
+        v = _const(a, "an argument of numbers()")
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise _err(f"numbers() needs non-negative integers, got {a.to_sql()}", a)
+        vals.append(v)
+    offset, n = (0, vals[0]) if len(vals) == 1 else vals
+    if n > MAX_NUMBERS:
+        raise _err(f"numbers({n}): at most {MAX_NUMBERS} rows here", tf)
+    if offset + n > 2**64:
+        raise _err("numbers(): the numbers would pass UInt64's range", tf)
+    arr = pa.array(np.arange(n, dtype=np.uint64) + np.uint64(offset), pa.uint64())
+    return pa.table({"number": arr}), _meta("numbers", [("number", parse_type("UInt64"))])
+
+
+# ---------------------------------------------------------------------------- file()
+
+def _text_arg(node: A.Expr, what: str) -> str:
+    if isinstance(node, A.Literal) and node.kind == "string":
+        try:
+            return node.value.decode("utf-8")
+        except UnicodeDecodeError:
+            raise _err(f"{what} is not valid UTF-8", node) from None
+    raise _err(f"{what} must be a string literal, got {node.to_sql()}", node)
+
+
+def _format_arg(node: A.Expr) -> str:
+    if isinstance(node, A.Column) and node.table is None:
+        text = node.name
+    else:
+        text = _text_arg(node, "the format of file()")
+    canon = FILE_FORMATS.get(text.lower())
+    if canon is None:
+        names = sorted(set(FILE_FORMATS.values()))
+        raise _err(f"unknown format '{text}'{did_you_mean(text, names)}; supported: {', '.join(names)}", node)
+    return canon
+
+
+def parse_structure(text: str, node: Any = None) -> list[tuple[str, ColumnType]]:
+    """ClickHouse's structure string ``'a UInt8, b Nullable(String)'`` as (name, type) pairs."""
+    parts, depth, cur = [], 0, []
+    for ch in text:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    parts.append("".join(cur))
+    out = []
+    for p in parts:
+        m = re.match(r"\s*(`[^`]+`|\"[^\"]+\"|[A-Za-z_][A-Za-z_0-9]*)\s+(.+?)\s*$", p, re.S)
+        if m is None:
+            raise _err(f"structure: expected 'name Type, ...', got {p.strip()!r}", node)
+        name = m.group(1).strip("`\"")
+        try:
+            out.append((name, parse_type(m.group(2))))
+        except SkipidxError as e:
+            raise _err(f"structure: column {name!r}: {e.message}", node) from None
+    names = [n for n, _ in out]
+    if len(set(names)) != len(names):
+        raise _err("structure: a column name is repeated", node)
+    return out
+
+
+def _expand_braces(pattern: str) -> list[str]:
+    m = re.search(r"\{([^{}]*)\}", pattern)
+    if m is None:
+        return [pattern]
+    body = m.group(1)
+    rng = re.fullmatch(r"(-?\d+)\.\.(-?\d+)", body)
+    if rng:
+        a, b = int(rng.group(1)), int(rng.group(2))
+        step = 1 if b >= a else -1
+        width = len(rng.group(1)) if rng.group(1).startswith("0") else 0
+        opts = [str(i).zfill(width) for i in range(a, b + step, step)]
+    else:
+        opts = body.split(",")
+    out = []
+    for o in opts:
+        out.extend(_expand_braces(pattern[: m.start()] + o + pattern[m.end():]))
+    return out
+
+
+def expand_paths(pattern: str) -> list[str]:
+    """The files a file() path or glob names, sorted (ClickHouse's * ? ** {a,b} {1..3})."""
+    paths: set[str] = set()
+    for p in _expand_braces(pattern):
+        if any(c in p for c in "*?["):
+            paths.update(x for x in glob.glob(p, recursive=True) if os.path.isfile(x))
+        elif os.path.isfile(p):
+            paths.add(p)
+    return sorted(paths)
+
+
+def _file(tf: A.TableFunction) -> tuple[pa.Table, TableMeta]:
+    if not 1 <= len(tf.args) <= 3:
+        raise _err(f"file() takes 1 to 3 arguments (path, [format], [structure]), got {len(tf.args)}", tf)
+    pattern = _text_arg(tf.args[0], "the path of file()")
+    paths = expand_paths(pattern)
+    if not paths:
+        raise _err(f"file(): no file matches {pattern!r}", tf.args[0])
+    if len(tf.args) >= 2:
+        fmt = _format_arg(tf.args[1])
+    else:
+        ext = os.path.splitext(paths[0])[1].lower()
+        if ext not in _BY_EXT:
+            raise _err(f"file(): cannot tell the format of {paths[0]!r} from its extension; give it as the "
+                       f"second argument ({', '.join(sorted(set(FILE_FORMATS.values())))})", tf.args[0])
+        fmt = _BY_EXT[ext]
+    structure = None
+    if len(tf.args) == 3:
+        structure = parse_structure(_text_arg(tf.args[2], "the structure of file()"), tf.args[2])
+    tables = []
+    try:
+        for path in paths:
+            tables.append(_read(path, fmt, structure, sniff_header=True, given=len(tf.args) == 3))
+            if structure is None:
+                structure = [(n, _column_type(tables[0], n)) for n in tables[0].column_names]
+    except SkipidxError as e:
+        if e.line is None:
+            raise _err(e.message + (f" ({e.path})" if e.path else ""), tf) from None
+        raise
+    except (pa.ArrowException, OSError, ValueError) as e:
+        raise _err(f"file(): {fmt}: {e}", tf) from None
+    meta = _meta("file", structure)
+    if len(tables) > 1:
+        tables = [_conform(t, structure) for t in tables]
+    return pa.concat_tables(tables) if len(tables) > 1 else tables[0], meta
+
+
+def _column_type(t: pa.Table, name: str) -> ColumnType:
+    f = t.schema.field(name)
+    ch = ch_type_of(f.type)
+    return parse_type(f"Nullable({ch})" if f.nullable else ch)
+
+
+def _conform(t: pa.Table, structure: list[tuple[str, ColumnType]]) -> pa.Table:
+    cols = []
+    for name, ctype in structure:
+        if name not in t.column_names:
+            raise SkipidxError(f"file(): a matched file has no column {name!r}")
+        cols.append(cast_to(ctype, t.column(name), name))
+    return pa.table(cols, schema=pa.schema([pa.field(n, c.arrow_type, nullable=c.nullable) for n, c in structure]))
+
+
+def _read(path: str, fmt: str, structure: list | None, sniff_header: bool, given: bool = False) -> pa.Table:
+    if fmt == "Parquet":
+        import pyarrow.parquet as pq
+
+        t = pq.read_table(path)
+        if structure is None:
+            return _parquet_types(t)
+        return _conform(t, structure)
+    if fmt == "JSONEachRow":
+        import pyarrow.json as pj
+
+        t = pj.read_json(path)
+        if structure is not None:
+            missing = [n for n, _ in structure if n not in t.column_names]
+            t = t.select([n for n, _ in structure if n in t.column_names])
+            for n in missing:      # an omitted key: NULL, then the type's default (ClickHouse's input defaults)
+                t = t.append_column(n, pa.nulls(t.num_rows, pa.string()))
+        for i, f in enumerate(t.schema):
+            if not (pa.types.is_integer(f.type) or pa.types.is_floating(f.type) or pa.types.is_boolean(f.type)
+                    or pa.types.is_string(f.type) or pa.types.is_null(f.type) or pa.types.is_timestamp(f.type)):
+                raise SkipidxError(f"file(): JSONEachRow column {f.name!r} holds {f.type} values; "
+                                   "skipidx reads scalar values only")
+            if pa.types.is_timestamp(f.type):
+                t = t.set_column(i, f.name, pc.strftime(t.column(i), "%Y-%m-%d %H:%M:%S"))
+        strings = pa.table({n: (pc.cast(t.column(n), pa.string()) if not pa.types.is_string(t.schema.field(n).type)
+                                and not pa.types.is_null(t.schema.field(n).type) else t.column(n))
+                            for n in t.column_names})
+        if structure is not None:
+            return _from_text(strings, structure)
+        return _from_text(strings, _infer(t))
+    # CSV / TSV
+    import pyarrow.csv as pcsv
+
+    tsv = fmt.startswith("TSV")
+    header = fmt.endswith("WithNames")
+    ro = pcsv.ReadOptions(autogenerate_column_names=not header)
+    po = pcsv.ParseOptions(delimiter="\t" if tsv else ",", quote_char=False if tsv else '"',
+                           double_quote=not tsv, escape_char="\\" if tsv else False, newlines_in_values=not tsv)
+    # read every field as text; types come from the structure or the inference below
+    with pcsv.open_csv(path, read_options=ro, parse_options=po) as reader:
+        names = reader.schema.names
+    t = pcsv.read_csv(path, read_options=ro, parse_options=po,
+                      convert_options=pcsv.ConvertOptions(column_types={n: pa.string() for n in names},
+                                                          strings_can_be_null=False))
+    if not header:
+        t = t.rename_columns([f"c{i + 1}" for i in range(t.num_columns)])
+        if given and structure is not None and t.num_rows >= 1 and t.num_columns == len(structure) and \
+                [t.column(i)[0].as_py() for i in range(t.num_columns)] == [n for n, _ in structure]:
+            t = t.slice(1)      # a header row naming the structure's columns (ClickHouse skips it too)
+        elif not given and sniff_header and t.num_rows >= 2:
+            first = t.slice(0, 1)
+            rest = t.slice(1)
+            if all(_infer_text(first.column(i)) == "String" for i in range(t.num_columns)) and \
+                    any(_infer_text(rest.column(i)) != "String" for i in range(t.num_columns)):
+                t = rest.rename_columns([first.column(i)[0].as_py() for i in range(t.num_columns)])
+    if structure is not None:
+        if given and not header:
+            if len(structure) != t.num_columns:
+                raise SkipidxError(f"file(): the structure has {len(structure)} columns, the file {t.num_columns}")
+            t = t.rename_columns([n for n, _ in structure])
+        return _from_text(t, structure)
+    return _from_text(t, [(n, parse_type(f"Nullable({_infer_text(t.column(n))})")) for n in t.column_names])
+
+
+def _parquet_types(t: pa.Table) -> pa.Table:
+    cols, fields = [], []
+    for f, c in zip(t.schema, t.columns):
+        try:
+            ch = ch_type_of(f.type)
+        except SkipidxError:
+            raise SkipidxError(f"file(): Parquet column {f.name!r} has type {f.type}, which skipidx does not read") \
+                from None
+        ctype = parse_type(f"Nullable({ch})" if f.nullable else ch)
+        cols.append(cast_to(ctype, c, f.name))
+        fields.append(pa.field(f.name, ctype.arrow_type, nullable=f.nullable))
+    return pa.table(cols, schema=pa.schema(fields))
+
+
+_INT_RE = r"^[+-]?[0-9]+$"
+_FLOAT_RE = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$|^[+-]?(inf|nan)$"
+_DATE_RE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
+_DATETIME_RE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9]{2}:[0-9]{2}:[0-9]{2}$"
+
+
+def _infer_text(col: pa.ChunkedArray | pa.Array) -> str:
+    """ClickHouse's inferred type (without Nullable) of a column of text values."""
+    vals = pc.drop_null(col)
+    vals = vals.filter(pc.and_(pc.not_equal(vals, ""), pc.not_equal(vals, "\\N")))
+    if len(vals) == 0:
+        return "String"
+
+    def every(regex: str) -> bool:
+        return bool(pc.all(pc.match_substring_regex(vals, regex)).as_py())
+
+    if every(_INT_RE):
+        big = pc.max(pc.utf8_length(vals)).as_py()
+        if big <= 18:
+            return "Int64"
+        try:
+            ints = [int(v) for v in vals.to_pylist()]
+        except ValueError:
+            return "String"
+        return "Int64" if all(-(2**63) <= v < 2**63 for v in ints) else "Float64"
+    if every(_FLOAT_RE):
+        return "Float64"
+    low = pc.utf8_lower(vals)
+    if bool(pc.all(pc.is_in(low, pa.array(["true", "false"]))).as_py()):
+        return "Bool"
+    if every(_DATE_RE):
+        return "Date"
+    if every(_DATETIME_RE):
+        return "DateTime"
+    return "String"
+
+
+def _infer(t: pa.Table) -> list[tuple[str, ColumnType]]:
+    out = []
+    for f in t.schema:
+        if pa.types.is_boolean(f.type):
+            base = "Bool"
+        elif pa.types.is_integer(f.type):
+            base = "Int64"
+        elif pa.types.is_floating(f.type):
+            base = "Float64"
+        elif pa.types.is_string(f.type):
+            base = _infer_text(t.column(f.name))
+            base = base if base in ("Date", "DateTime") else "String"
+        elif pa.types.is_timestamp(f.type):
+            base = "DateTime"
+        else:
+            base = "String"
+        out.append((f.name, parse_type(f"Nullable({base})")))
+    return out
+
+
+def _from_text(t: pa.Table, structure: list[tuple[str, ColumnType]]) -> pa.Table:
+    """Text columns converted to the structure's types (empty or \\N is NULL, or the
+    type's default in a non-Nullable column, as ClickHouse's input defaults)."""
+    cols, fields = [], []
+    for name, ctype in structure:
+        if name not in t.column_names:
+            raise SkipidxError(f"file(): no column {name!r} in the file; columns: {', '.join(t.column_names)}")
+        c = t.column(name)
+        if pa.types.is_null(c.type):
+            c = pa.chunked_array([pa.nulls(len(c), pa.string())])
+        c = pc.if_else(pc.or_(pc.equal(c, ""), pc.equal(c, "\\N")), pa.scalar(None, pa.string()), c)
+        at = ctype.arrow_type
+        try:
+            if pa.types.is_boolean(at):
+                low = pc.utf8_lower(c)
+                ok = pc.or_kleene(pc.is_null(low), pc.is_in(low, pa.array(["true", "false", "1", "0"])))
+                if not pc.all(ok).as_py():
+                    raise SkipidxError(f"file(): column {name!r}: a value is not a Bool")
+                v = pc.is_in(low, pa.array(["true", "1"]))
+                v = pc.if_else(pc.is_null(low), pa.scalar(None, pa.bool_()), v)
+            elif pa.types.is_timestamp(at):
+                v = pc.cast(pc.replace_substring(c, " ", "T", max_replacements=1), pa.timestamp("s"))
+            elif pa.types.is_string(at):
+                v = c
+            elif pa.types.is_unsigned_integer(at) and at.bit_width == 64:
+                v = pc.cast(c, pa.uint64())
+            elif pa.types.is_integer(at):
+                v = pc.cast(c, pa.int64())
+            elif pa.types.is_floating(at):
+                v = pc.cast(c, pa.float64())
+            else:
+                v = pc.cast(c, at)
+        except pa.ArrowInvalid as e:
+            raise SkipidxError(f"file(): column {name!r}: cannot read a value as {ctype.name}: {e}") from None
+        if not ctype.nullable and v.null_count:
+            from skipidx.store.ingest import _default
+
+            v = pc.fill_null(v, _default(v.type))
+        cols.append(cast_to(ctype, v, name))
+        fields.append(pa.field(name, at, nullable=ctype.nullable))
+    return pa.table(cols, schema=pa.schema(fields))
