@@ -211,6 +211,8 @@ def _evaluate(e: BExpr, table: pa.Table,
         return F.has_token_case_insensitive(sub(args[0], table), args[1].value)
     if f == "hasTokenOrNull":
         return F.has_token_or_null(sub(args[0], table), args[1].value)
+    if f in ("hasAnyTokens", "hasAllTokens"):
+        return F.has_tokens(sub(args[0], table), args[1].value, f == "hasAllTokens")
     if f == "startsWith":
         return F.starts_with(sub(args[0], table), args[1].value)
     if f == "endsWith":

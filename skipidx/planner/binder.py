@@ -62,6 +62,8 @@ _STRING_PREDICATES = {
     "notilike": ("notILike", "string"),
     "match": ("match", "string"),
     "multisearchany": ("multiSearchAny", "array"),
+    "hasanytokens": ("hasAnyTokens", "tokens"),
+    "hasalltokens": ("hasAllTokens", "tokens"),
 }
 _STRING_FUNCS = {"lower": "lower", "lcase": "lower", "upper": "upper", "ucase": "upper", "length": "length"}
 #: The BCall function holding the arguments of a multi-argument uniqExact (only there).
@@ -790,7 +792,16 @@ class Binder:
             raise _err(f"argument 2 of function {func} must be a constant", arg_nodes[1])
         v = needle.value
         text = node.to_sql()
-        if kind == "array":
+        if kind == "tokens":
+            # a String (split into its tokens) or an Array(String), possibly empty
+            if isinstance(v, bytes):
+                from skipidx.core.tokenizer_api import split_by_non_alpha
+
+                v = tuple(split_by_non_alpha(v))
+            elif not (isinstance(v, tuple) and all(isinstance(x, bytes) for x in v)):
+                raise _err(f"argument 2 of function {func} must be a constant String or Array(String)",
+                           arg_nodes[1])
+        elif kind == "array":
             if not isinstance(v, tuple):
                 raise _err(f"argument 2 of function {func} must be a constant Array(String)", arg_nodes[1])
             if not v:

@@ -40,7 +40,7 @@ from skipidx.planner.bound import BCall, BColumn, BConst, BExpr, BFolded
 ATOM_FUNCS = frozenset({
     "equals", "less", "lessOrEquals", "greater", "greaterOrEquals", "in", "isNull", "like",
     "hasToken", "hasTokenOrNull", "hasTokenCaseInsensitive", "startsWith", "endsWith",
-    "multiSearchAny", "match", "has",
+    "multiSearchAny", "match", "has", "hasAnyTokens", "hasAllTokens",
 })
 #: Negated functions and the positive atom they are NOT of.
 NEGATED = {"notEquals": "equals", "notIn": "in", "notLike": "like", "isNotNull": "isNull"}

@@ -825,6 +825,21 @@ class _AstBuilder(Transformer):
         name, type_name = c[2].decoded
         return A.KeywordArg(c[0].decoded, A.Param(name, type_name, pos=_pos(c[2])), pos=_pos(c[0]))
 
+    def call_kwarg_arg(self, c: list) -> str:
+        lits = [x for x in c if isinstance(x, A.Literal)]
+        if len(c) == 1 and lits:
+            return lits[0].to_sql()
+        return "[" + ", ".join(x.to_sql() for x in lits) + "]"
+
+    def call_kwarg(self, c: list) -> A.KeywordArg:
+        # key = name / key = name(args): the value is kept as the text 'name' / 'name(args)'
+        # (a string literal), which the index type parses (text(tokenizer = ngrams(3)))
+        name = c[2].decoded
+        args = [x for x in c[3:] if type(x) is str]   # lark Tokens (LPAR, COMMA) are str subclasses
+        called = any(isinstance(x, Token) and x.type == "LPAR" for x in c[3:])
+        text = f"{name}({', '.join(args)})" if called else name
+        return A.KeywordArg(c[0].decoded, A.Literal(text.encode(), "string", pos=_pos(c[2])), pos=_pos(c[0]))
+
     def granularity(self, c: list) -> _Clause:
         n = c[1]
         if n.decoded < 1:

@@ -54,15 +54,9 @@ def plan_merges(snapshot, *, final: bool, max_rows: int) -> list[list[Part]]:
     return groups
 
 
-def merged_chunks(meta: TableMeta, parts: list[Part], step: int) -> Iterator[pa.Table]:
-    """The rows of `parts` in ORDER BY order, as tables of `step` rows.
-
-    Only the sort key of all parts is held at once (to compute the merged
-    order, a stable sort, so equal keys keep part order); then each output
-    chunk reads, from every part it draws on, the granules covering the rows
-    it needs. Because every part is sorted, those rows are a contiguous run of
-    each part, so the data is read about once in total.
-    """
+def merge_order(meta: TableMeta, parts: list[Part]) -> tuple[np.ndarray, np.ndarray]:
+    """(perm, offsets): merged row i is row perm[i] of the parts' concatenation; part j's
+    rows are offsets[j]:offsets[j + 1] of it."""
     rows = np.array([p.num_rows for p in parts], dtype=np.int64)
     offsets = np.zeros(len(parts) + 1, dtype=np.int64)
     np.cumsum(rows, out=offsets[1:])
@@ -73,6 +67,44 @@ def merged_chunks(meta: TableMeta, parts: list[Part], step: int) -> Iterator[pa.
         del keys
     else:
         perm = np.arange(total, dtype=np.int64)
+    return perm, offsets
+
+
+def _use_merged_indexes(meta: TableMeta, parts: list[Part], writer: PartWriter,
+                        order: tuple[np.ndarray, np.ndarray]) -> None:
+    """Indexes that merge their sources' postings (the text index) instead of re-tokenizing:
+    handed the sources' granules and where each source row lands. A source whose index is
+    missing or damaged leaves that index to be rebuilt from the rows."""
+    from skipidx.core.errors import SkipidxError
+
+    perm, offsets = order
+    inv = None
+    for im in meta.indexes:
+        agg = writer.merged_index(im.name)
+        if agg is None or not all(p.has_index(im.name) for p in parts):
+            continue
+        try:
+            sources = [p.load_index(im.name) for p in parts]
+        except SkipidxError:
+            continue
+        if inv is None:
+            inv = np.empty(perm.shape[0], dtype=np.int64)
+            inv[perm] = np.arange(perm.shape[0], dtype=np.int64)
+        agg.use_merged(sources, [inv[offsets[j]:offsets[j + 1]] for j in range(len(parts))])
+
+
+def merged_chunks(meta: TableMeta, parts: list[Part], step: int,
+                  order: tuple[np.ndarray, np.ndarray] | None = None) -> Iterator[pa.Table]:
+    """The rows of `parts` in ORDER BY order, as tables of `step` rows.
+
+    Only the sort key of all parts is held at once (to compute the merged
+    order, a stable sort, so equal keys keep part order); then each output
+    chunk reads, from every part it draws on, the granules covering the rows
+    it needs. Because every part is sorted, those rows are a contiguous run of
+    each part, so the data is read about once in total.
+    """
+    perm, offsets = merge_order(meta, parts) if order is None else order
+    total = int(offsets[-1])
     part_of = np.searchsorted(offsets, perm, side="right") - 1
     local = perm - offsets[part_of]
     del perm
@@ -113,7 +145,9 @@ def merge_parts(table_dir: str, meta: TableMeta, parts: list[Part]) -> str:
         writer = PartWriter(staged.path, meta, name, level=level)
         m = writer.chunk_multiple()
         step = max(1, _writer.INDEX_CHUNK_ROWS // m) * m
-        for chunk in merged_chunks(meta, parts, step):
+        order = merge_order(meta, parts)
+        _use_merged_indexes(meta, parts, writer, order)
+        for chunk in merged_chunks(meta, parts, step, order):
             writer.write(chunk)
         writer.finish()
         staged.rows = writer.rows

@@ -72,6 +72,9 @@ class _IndexWriter:
         idx = index_from_meta(im.definition, arrow_type, im.params)
         # an index type written before `threads` existed is asked only when a count is set
         self.agg = idx.aggregator() if threads is None else idx.aggregator(threads=threads)
+        # a whole-part aggregator (the text index's dictionary) gathers every chunk
+        # (``add``) and is written once at close (``finish``)
+        self.whole_part = getattr(self.agg, "whole_part", False)
         self.im = im
         self.path = path
         self.part_name = part_name
@@ -82,6 +85,10 @@ class _IndexWriter:
 
     def write(self, values: pa.Array, zone_start: np.ndarray, zone_length: np.ndarray, row0: int) -> None:
         """Index `values` (rows starting at part row `row0`); zones relative to `values`."""
+        if self.whole_part:
+            self.agg.add(values, zone_start, zone_length, row0)
+            self.zones += int(zone_start.shape[0])
+            return
         g = self.agg.build(values, zone_start, zone_length)
         g.zone_start = np.asarray(g.zone_start, dtype=np.int64) + row0
         t = g.to_arrow(self.part_name)
@@ -93,7 +100,11 @@ class _IndexWriter:
         self.writer.write_table(t.replace_schema_metadata(self.schema.metadata))
         self.zones += int(zone_start.shape[0])
 
-    def close(self) -> None:
+    def close(self, complete: bool = True) -> None:
+        if complete and self.whole_part and self.writer is None:
+            t = self.agg.finish().to_arrow(self.part_name)
+            self.writer = pa.ipc.new_file(self.sink, t.schema)
+            self.writer.write_table(t)
         if self.writer is not None:
             self.writer.close()
             self.writer = None
@@ -166,6 +177,12 @@ class PartWriter:
                                     write_statistics=True,
                                     store_schema=True, sorting_columns=sorting or None)
 
+    def merged_index(self, name: str) -> object | None:
+        """The aggregator of index `name` when it can take merged postings instead of
+        tokenizing (``use_merged``), else None."""
+        iw = self._iw.get(name)
+        return iw.agg if iw is not None and hasattr(iw.agg, "use_merged") else None
+
     def chunk_multiple(self) -> int:
         """Rows per chunk must be a multiple of this (but for the last chunk)."""
         m = 1
@@ -198,7 +215,7 @@ class PartWriter:
     def abort(self) -> None:
         for iw in self._iw.values():
             try:
-                iw.close()
+                iw.close(complete=False)
             except Exception:
                 pass
         if self._pw is not None:

@@ -1,0 +1,586 @@
+"""The ``text`` index type: ClickHouse's text index (an exact token dictionary with
+posting lists at row resolution), one per part.
+
+DDL as ClickHouse's: ``INDEX i msg TYPE text(tokenizer = splitByNonAlpha |
+ngrams[(n)] | sparseGrams[(min[, max[, cutoff]])] | array | 'any registered
+skipidx tokenizer' [, key = value ...])``. ClickHouse's other keys
+(``dictionary_block_size`` (default 128), ``dictionary_block_frontcoding_compression``,
+``posting_list_block_size``, ``posting_list_codec``) are accepted;
+``dictionary_block_size`` sets the tokens per dictionary block, the others
+are stored and change nothing (blocks are always front-coded, postings
+always take their smaller form). The tokenizers map to skipidx's:
+splitByNonAlpha -> ``token``, ngrams(n) -> ``ngram`` (n = 3 by default),
+sparseGrams -> ``sparse_grams`` with ``utf8 = 1``, array -> ``value``
+(the whole value). A skipidx tokenizer name takes its parameters as further
+keys: ``text(tokenizer = 'sparse_grams', min_length = 4)``.
+
+The file (Arrow IPC, readable by pyarrow) has one row per dictionary block::
+
+    first_token  binary   the block's first token (the sparse header)
+    num_tokens   uint32   tokens in the block
+    tokens       binary   front-coded tokens with their posting sizes (text_postings)
+    postings     binary   the block's posting lists, in token order
+
+and schema metadata ``skipidx.index_type = text``, ``skipidx.params``,
+``skipidx.format_version``, ``skipidx.tokenizer[_version]``, ``skipidx.rows``
+and ``skipidx.zones`` (JSON ``[[zone_length, null_count], ...]``).
+
+A predicate the tokenizer can translate (``TokenRequirement``: ANY of ALL-sets
+of tokens) is answered by intersecting the postings of each ALL-set and
+uniting the sets, so a granule is kept only if one of its rows holds every
+token of a set; for whole-token predicates of the ``token`` tokenizer and
+``=``/``IN`` of the ``array`` tokenizer those rows are exactly the matching
+rows (:meth:`TextCondition.exact_rows`), which answers ``count()`` without
+reading the column.
+
+Merging parts merges dictionaries and postings (``TextAggregator.use_merged``,
+driven by the store's merge): the result is byte for byte the file a rebuild writes.
+"""
+from __future__ import annotations
+
+import bisect
+import json
+import re
+from typing import Any, ClassVar
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from skipidx.core.errors import CorruptionError, SkipidxError
+from skipidx.core.tokenizer_api import (
+    TokenRequirement, Tokenizer, get_tokenizer, has_separator, split_by_non_alpha,
+)
+from skipidx.indexes import zones
+from skipidx.indexes import text_postings as TP
+from skipidx.indexes._common import (
+    atom_text, index_error, is_string_like, null_counts, null_mask, null_subject_matches, plain, sql_literal,
+    subject_matches, value_type,
+)
+from skipidx.indexes.base import (
+    Atom, BoolMask, IndexAggregator, IndexCondition, IndexDef, IndexGranules, IndexType, register_index_type,
+)
+
+TYPE = "text"
+META_ROWS = b"skipidx.rows"
+META_ZONES = b"skipidx.zones"
+
+#: ClickHouse tokenizer name -> (skipidx tokenizer, its positional parameter names, defaults)
+CH_TOKENIZERS: dict[str, tuple[str, tuple[str, ...], dict[str, Any]]] = {
+    "splitByNonAlpha": ("token", (), {}),
+    "ngrams": ("ngram", ("n",), {"n": 3}),
+    "sparseGrams": ("sparse_grams", ("min_length", "max_length", "min_cutoff_length"), {"utf8": 1}),
+    "array": ("value", (), {}),
+}
+CH_KEYS = ("tokenizer", "dictionary_block_size", "dictionary_block_frontcoding_compression",
+           "posting_list_block_size", "posting_list_codec", "preprocessor")
+
+_CALL = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*$", re.S)
+
+
+def _parse_call_args(definition: IndexDef, text: str) -> list[Any]:
+    """The constants of ``name(a, b, ...)`` as the parser printed them (ints, strings, [..])."""
+    import ast
+
+    if not text.strip():
+        return []
+    try:
+        v = ast.literal_eval("[" + text + "]")
+    except (ValueError, SyntaxError):
+        raise index_error(definition, f"bad tokenizer arguments ({text})") from None
+    return list(v)
+
+
+def _tokenizer_spec(definition: IndexDef, value: Any, extra: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    if not isinstance(value, str):
+        raise index_error(definition, f"Tokenizer name must be a string, got: {value!r}")
+    m = _CALL.match(value)
+    if not m:
+        raise index_error(definition, f"Unknown tokenizer: {value!r}")
+    name, argtext = m.group(1), m.group(2)
+    args = _parse_call_args(definition, argtext) if argtext is not None else []
+    if name in CH_TOKENIZERS:
+        sk, names, defaults = CH_TOKENIZERS[name]
+        if extra:
+            raise index_error(definition, f"Unexpected text index arguments: {', '.join(sorted(extra))}")
+        if len(args) > len(names):
+            raise index_error(definition, f"{name!r} tokenizer accepts at most {len(names)} parameters, "
+                                          f"but got {len(args)}")
+        params = dict(defaults)
+        for k, a in zip(names, args):
+            if isinstance(a, bool) or not isinstance(a, int):
+                raise index_error(definition, f"Tokenizer argument {k!r} expected to be of type UInt64, "
+                                              f"but got {a!r}")
+            params[k] = a
+        if name == "ngrams" and params["n"] < 1:
+            raise index_error(definition, f"Incorrect parameter of tokenizer 'ngrams': ngram length must be "
+                                          f"at least 1, but got {params['n']}")
+        return sk, params
+    if args:
+        raise index_error(definition, f"Unknown tokenizer: {value!r} (a skipidx tokenizer takes its "
+                                      f"parameters as keys: text(tokenizer = 'ngram', n = 4))")
+    return name, dict(extra)
+
+
+def _zones_json(zone_length: np.ndarray, null_count: np.ndarray) -> bytes:
+    return json.dumps([[int(a), int(b)] for a, b in zip(zone_length, null_count)], separators=(",", ":")).encode()
+
+
+class TextGranules(IndexGranules):
+    """A part's dictionary blocks and postings, with the zone bookkeeping."""
+
+    def __init__(self, params: dict[str, Any], tokenizer: str, tokenizer_version: str,
+                 zone_start: np.ndarray, zone_length: np.ndarray, null_count: np.ndarray,
+                 header: list[bytes], num_tokens: np.ndarray, tok_blob: np.ndarray, tbo: np.ndarray,
+                 post_blob: np.ndarray, pbo: np.ndarray) -> None:
+        self.params = params
+        self.tokenizer = tokenizer
+        self.tokenizer_version = tokenizer_version
+        self.zone_start = np.asarray(zone_start, dtype=np.int64)
+        self.zone_length = np.asarray(zone_length, dtype=np.int64)
+        self.null_count = np.asarray(null_count, dtype=np.int64)
+        self.has_null = self.null_count > 0
+        self.header = header
+        self.num_tokens = num_tokens
+        self.tok_blob, self.tbo, self.post_blob, self.pbo = tok_blob, tbo, post_blob, pbo
+        self._cache: dict[bytes, np.ndarray] = {}
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.zone_length.sum())
+
+    @property
+    def non_null(self) -> np.ndarray:
+        return (self.zone_length - self.null_count) > 0
+
+    @property
+    def n_tokens(self) -> int:
+        return int(self.num_tokens.sum())
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.tok_blob.nbytes + self.post_blob.nbytes + sum(len(h) for h in self.header))
+
+    def rows_of(self, token: bytes) -> np.ndarray:
+        """Sorted part-relative rows holding `token` (int64; empty if none): one block decoded."""
+        got = self._cache.get(token)
+        if got is not None:
+            return got
+        b = bisect.bisect_right(self.header, token) - 1
+        if b < 0:
+            rows = np.empty(0, dtype=np.int64)
+        else:
+            rows = TP.find_in_block(self.tok_blob, int(self.tbo[b]), int(self.tbo[b + 1]), self.post_blob,
+                                    int(self.pbo[b]), np.frombuffer(token, dtype=np.uint8))
+        if len(self._cache) < 4096:
+            self._cache[token] = rows
+        return rows
+
+    def rows_of_requirement(self, req: TokenRequirement) -> np.ndarray:
+        """Rows holding all tokens of some group of `req` (sorted, distinct)."""
+        out = None
+        for group in req.any_of:
+            rows = None
+            for tok in sorted(group, key=lambda t: self.rows_of(t).shape[0]):
+                r = self.rows_of(tok)
+                rows = r if rows is None else np.intersect1d(rows, r, assume_unique=True)
+                if rows.shape[0] == 0:
+                    break
+            if rows is None:
+                continue
+            out = rows if out is None else np.union1d(out, rows)
+        return np.empty(0, dtype=np.int64) if out is None else out
+
+    def zones_of_rows(self, rows: np.ndarray) -> np.ndarray:
+        """bool per zone: some of `rows` lies in it."""
+        m = np.zeros(len(self), dtype=bool)
+        if rows.shape[0]:
+            z = np.searchsorted(self.zone_start, rows, side="right") - 1
+            m[np.unique(z)] = True
+        return m
+
+    def rows_per_zone(self, rows: np.ndarray) -> np.ndarray:
+        z = np.searchsorted(self.zone_start, rows, side="right") - 1
+        return np.bincount(z, minlength=len(self)).astype(np.int64)
+
+    def decode_all(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(tok_data, tok_offs, post_rows, post_offs) of the whole dictionary."""
+        return TP.decode_dictionary(self.tok_blob, self.tbo, self.post_blob, self.pbo, self.n_tokens)
+
+    def to_arrow(self, part: str) -> pa.Table:
+        md = zones.make_metadata(TYPE, self.params, self.FORMAT_VERSION, items_per_zone=int(self.zone_length.max())
+                                 if len(self) else 0, tokenizer=self.tokenizer,
+                                 tokenizer_version=self.tokenizer_version)
+        md[META_ROWS] = str(self.n_rows).encode()
+        md[META_ZONES] = _zones_json(self.zone_length, self.null_count)
+        nb = len(self.header)
+        first = pa.array(self.header, pa.binary())
+        tok = pa.Array.from_buffers(pa.large_binary(), nb, [None, pa.py_buffer(self.tbo.astype(np.int64)),
+                                                            pa.py_buffer(self.tok_blob)])
+        post = pa.Array.from_buffers(pa.large_binary(), nb, [None, pa.py_buffer(self.pbo.astype(np.int64)),
+                                                             pa.py_buffer(self.post_blob)])
+        schema = pa.schema([pa.field("first_token", pa.binary(), nullable=False),
+                            pa.field("num_tokens", pa.uint32(), nullable=False),
+                            pa.field("tokens", pa.large_binary(), nullable=False),
+                            pa.field("postings", pa.large_binary(), nullable=False)], metadata=md)
+        return pa.Table.from_arrays([first, pa.array(self.num_tokens.astype(np.uint32), pa.uint32()), tok, post],
+                                    schema=schema)
+
+    @classmethod
+    def from_arrow(cls, table: pa.Table) -> "TextGranules":
+        bad = zones.CorruptionError
+        if not isinstance(table, pa.Table):
+            raise bad("index table: expected a pyarrow Table")
+        raw = table.schema.metadata or {}
+        md = {k.decode("utf-8", "replace"): v.decode("utf-8", "replace") for k, v in raw.items()}
+        if md.get(zones.META_TYPE.decode()) != TYPE:
+            raise bad(f"index table: index type {md.get(zones.META_TYPE.decode())!r} where 'text' was expected")
+        if md.get(zones.META_FORMAT.decode()) != str(cls.FORMAT_VERSION):
+            raise bad("index table: missing or unsupported format version")
+        try:
+            params = json.loads(md[zones.META_PARAMS.decode()])
+            zl_nc = json.loads(md[META_ZONES.decode()])
+            n_rows = int(md[META_ROWS.decode()])
+            tok = md[zones.META_TOKENIZER.decode()]
+            tok_v = md[zones.META_TOKENIZER_VERSION.decode()]
+        except (KeyError, ValueError):
+            raise bad("index table: missing or bad metadata") from None
+        if (not isinstance(params, dict) or not isinstance(zl_nc, list)
+                or not all(isinstance(x, list) and len(x) == 2 and all(isinstance(y, int) for y in x) for x in zl_nc)):
+            raise bad("index table: bad params or zones")
+        zl = np.array([x[0] for x in zl_nc], dtype=np.int64)
+        nc = np.array([x[1] for x in zl_nc], dtype=np.int64)
+        if np.any(zl < 0) or np.any(nc < 0) or np.any(nc > zl) or int(zl.sum()) != n_rows:
+            raise bad("index table: zones are inconsistent")
+        zs = np.zeros(zl.shape[0], dtype=np.int64)
+        if zl.shape[0]:
+            np.cumsum(zl[:-1], out=zs[1:])
+        first = zones.column(table, "first_token", pa.binary())
+        num = zones.column(table, "num_tokens", pa.uint32()).to_numpy().astype(np.int64)
+        tcol = zones.column(table, "tokens", pa.large_binary())
+        pcol = zones.column(table, "postings", pa.large_binary())
+
+        def flat(a: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+            offs = np.frombuffer(a.buffers()[1], dtype=np.int64, count=len(a) + 1, offset=a.offset * 8).copy()
+            data = np.frombuffer(a.buffers()[2], dtype=np.uint8) if a.buffers()[2] is not None else np.zeros(0, np.uint8)
+            return data[offs[0]:offs[-1]].copy(), offs - offs[0]
+
+        tok_blob, tbo = flat(tcol)
+        post_blob, pbo = flat(pcol)
+        header = first.to_pylist()
+        if np.any(num < 1) or header != sorted(header) or len(set(header)) != len(header):
+            raise bad("index table: dictionary header is not sorted")
+        g = cls(params, tok, tok_v, zs, zl, nc, header, num, tok_blob, tbo, post_blob, pbo)
+        try:
+            # every block decodes to its token count and sorted rows inside the part
+            td, to, pr, po = g.decode_all()
+        except Exception:  # noqa: BLE001 -- a kernel on damaged bytes: never trusted
+            raise bad("index table: damaged dictionary or postings") from None
+        if to.shape[0] != int(num.sum()) + 1 or (pr.shape[0] and (pr.min() < 0 or pr.max() >= max(n_rows, 1))):
+            raise bad("index table: postings out of range")
+        return g
+
+
+class TextAggregator(IndexAggregator):
+    """Tokenizes chunks of a part (``add``) and builds the part's dictionary at ``finish``;
+    ``build`` does both for one chunk."""
+
+    whole_part: ClassVar[bool] = True
+
+    def __init__(self, params: dict[str, Any], tokenizer: Tokenizer) -> None:
+        self.params = params
+        self.tokenizer = tokenizer
+        self._parts: list[tuple[pa.Array, np.ndarray, np.ndarray]] = []
+        self._zl: list[np.ndarray] = []
+        self._nc: list[np.ndarray] = []
+        self._merged: tuple | None = None
+
+    def use_merged(self, sources: list[TextGranules], row_maps: list[np.ndarray]) -> None:
+        """Take the postings from the merged parts' indexes (rows mapped into this part)
+        instead of tokenizing the chunks; ``add`` then only counts zones and NULLs."""
+        parts = []
+        for g in sources:
+            td, to, pr, po = g.decode_all()
+            parts.append((_binary_of(to, td), po, pr))
+        self._merged = _combine(parts, row_maps)
+
+    def add(self, values: pa.Array, zone_start: np.ndarray, zone_length: np.ndarray, row0: int) -> None:
+        raw = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+        vals = plain(raw) if not pa.types.is_list(raw.type) else raw
+        zs, zl = zones.check_zones(len(vals), zone_start, zone_length)
+        self._zl.append(zl)
+        self._nc.append(null_counts(vals, zs, zl))
+        if self._merged is not None:
+            return
+        tk = self.tokenizer.tokenize(raw)
+        self._parts.append(_sorted_postings(tk.rows + row0, tk.offsets, tk.data))
+
+    def finish(self) -> TextGranules:
+        zl = np.concatenate(self._zl) if self._zl else np.zeros(0, np.int64)
+        nc = np.concatenate(self._nc) if self._nc else np.zeros(0, np.int64)
+        toks, po, pr = self._merged if self._merged is not None else _combine(self._parts, None)
+        self._parts, self._merged = [], None
+        return _granules(self.params, self.tokenizer, zl, nc, toks, po, pr)
+
+    def build(self, values: pa.Array, zone_start: np.ndarray, zone_length: np.ndarray) -> TextGranules:
+        self.__init__(self.params, self.tokenizer)
+        self.add(values, zone_start, zone_length, 0)
+        return self.finish()
+
+
+def _binary_of(offs: np.ndarray, data: np.ndarray) -> pa.Array:
+    n = offs.shape[0] - 1
+    return pa.Array.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(offs.astype(np.int64)),
+                                                        pa.py_buffer(data)])
+
+
+def _sorted_postings(rows: np.ndarray, offs: np.ndarray, data: np.ndarray) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+    """(sorted distinct tokens, posting offsets, rows) from (row, token) occurrences."""
+    arr = _binary_of(offs, data)
+    if len(arr) == 0:
+        return arr, np.zeros(1, np.int64), np.zeros(0, np.int64)
+    enc = pc.dictionary_encode(arr)
+    dic = enc.dictionary
+    order = pc.sort_indices(dic).to_numpy()
+    rank = np.empty(order.shape[0], dtype=np.int64)
+    rank[order] = np.arange(order.shape[0], dtype=np.int64)
+    tr = rank[enc.indices.to_numpy()]
+    return _pairs_to_postings(dic.take(pa.array(order)), tr, np.asarray(rows, dtype=np.int64))
+
+
+def _pairs_to_postings(tokens: pa.Array, ranks: np.ndarray, rows: np.ndarray):
+    o = np.lexsort((rows, ranks))
+    r, w = ranks[o], rows[o]
+    keep = TP.dedup_pairs(r, w)
+    r, w = r[keep], w[keep]
+    counts = np.bincount(r, minlength=len(tokens)).astype(np.int64)
+    po = np.zeros(len(tokens) + 1, dtype=np.int64)
+    np.cumsum(counts, out=po[1:])
+    return tokens, po, w
+
+
+def _combine(parts: list[tuple[pa.Array, np.ndarray, np.ndarray]], row_maps: list[np.ndarray] | None):
+    """One sorted dictionary with postings from several (tokens, posting offsets, rows), rows
+    mapped through row_maps[i] (None: kept)."""
+    parts = [p for p in parts if len(p[0])]
+    if not parts:
+        return pa.array([], pa.large_binary()), np.zeros(1, np.int64), np.zeros(0, np.int64)
+    if len(parts) == 1 and row_maps is None:
+        return parts[0]
+    toks = pa.concat_arrays([p[0].cast(pa.large_binary()) for p in parts])
+    enc = pc.dictionary_encode(toks)
+    dic = enc.dictionary
+    order = pc.sort_indices(dic).to_numpy()
+    rank = np.empty(order.shape[0], dtype=np.int64)
+    rank[order] = np.arange(order.shape[0], dtype=np.int64)
+    tok_rank = rank[enc.indices.to_numpy()]
+    ranks, rows, base = [], [], 0
+    for i, (t, po, pr) in enumerate(parts):
+        n = len(t)
+        ranks.append(np.repeat(tok_rank[base:base + n], np.diff(po)))
+        rows.append(pr if row_maps is None else row_maps[i][pr])
+        base += n
+    return _pairs_to_postings(dic.take(pa.array(order)), np.concatenate(ranks), np.concatenate(rows))
+
+
+def _granules(params, tokenizer: Tokenizer | tuple[str, str], zl, nc, toks: pa.Array, po, pr) -> TextGranules:
+    zs = np.zeros(zl.shape[0], dtype=np.int64)
+    if zl.shape[0]:
+        np.cumsum(zl[:-1], out=zs[1:])
+    t = toks.cast(pa.large_binary()) if len(toks) else pa.array([], pa.large_binary())
+    n = len(t)
+    offs = np.frombuffer(t.buffers()[1], dtype=np.int64, count=n + 1, offset=t.offset * 8) if n else np.zeros(1, np.int64)
+    data = np.frombuffer(t.buffers()[2], dtype=np.uint8) if n and t.buffers()[2] is not None else np.zeros(0, np.uint8)
+    offs0 = offs - offs[0]
+    data = data[offs[0]:offs[-1]]
+    bs = int(params["dictionary_block_size"])
+    tok_blob, tbo, post_blob, pbo = TP.encode_dictionary(data, offs0, pr, po, bs)
+    starts = np.arange(0, n, bs)
+    header = [bytes(data[offs0[i]:offs0[i + 1]]) for i in starts.tolist()]
+    num = np.minimum(starts + bs, n) - starts
+    name, version = (tokenizer.name, str(tokenizer.version)) if not isinstance(tokenizer, tuple) else tokenizer
+    return TextGranules(params, name, version, zs, zl, nc, header, num.astype(np.int64), tok_blob, tbo,
+                        post_blob, pbo)
+
+
+class TextCondition(IndexCondition):
+    """One atom answered from the postings."""
+
+    def __init__(self, atom: Atom, req: TokenRequirement | None, exact: bool, reason: str | None = None) -> None:
+        self.atom = atom
+        self.requirement = req
+        self.exact = exact and req is not None
+        self.reason = reason
+        self.can_prune = req is not None and not req.negated
+        self.can_prove_true = self.exact
+
+    def describe(self) -> str:
+        text = atom_text(self.atom)
+        if self.requirement is None:
+            return f"{text}: {self.reason or 'cannot help'}"
+        groups = " OR ".join("{" + ", ".join(sql_literal(t) for t in g) + "}" for g in self.requirement.any_of)
+        how = "exact rows" if self.exact else "rows holding all tokens of"
+        neg = "negation of " if self.requirement.negated else ""
+        return f"{text}: postings, {neg}{how} {groups}"
+
+    def exact_rows(self, granules: IndexGranules) -> np.ndarray | None:
+        """The rows (part-relative, sorted) where the atom is true -- when the postings say
+        exactly (whole tokens of the token tokenizer, whole values of the array one)."""
+        if not self.exact or self.requirement.negated:
+            return None
+        return granules.rows_of_requirement(self.requirement)
+
+    def mask(self, granules: IndexGranules) -> BoolMask:
+        g = granules
+        assert isinstance(g, TextGranules)
+        non_null = g.non_null
+        if self.requirement is None:
+            return BoolMask.unknown(len(g))
+        rows = g.rows_of_requirement(self.requirement)
+        maybe = g.zones_of_rows(rows)
+        if self.exact:
+            # a zone where every non-NULL row holds the tokens cannot be false
+            full = g.rows_per_zone(rows) == (g.zone_length - g.null_count)
+            can_false = non_null & ~full
+        else:
+            can_false = non_null.copy()
+        if self.requirement.negated:
+            # x != v: true where some row differs; false where some row equals
+            if self.exact:
+                return BoolMask(can_false, maybe)
+            return BoolMask(non_null.copy(), maybe)
+        return BoolMask(maybe, can_false)
+
+
+class _NullnessCondition(IndexCondition):
+    can_prove_true = True
+
+    def __init__(self, atom: Atom) -> None:
+        self.atom = atom
+
+    def describe(self) -> str:
+        return f"{atom_text(self.atom)}: null counts"
+
+    def mask(self, granules: IndexGranules) -> BoolMask:
+        return null_mask(self.atom.func, granules.has_null, (granules.zone_length - granules.null_count) > 0)
+
+
+#: atoms whose rows the postings give exactly, per tokenizer
+_EXACT = {"token": {"hasToken", "hasTokenOrNull", "hasAnyTokens", "hasAllTokens"},
+          "value": {"equals", "in", "notEquals", "notIn", "has", "hasAny"}}
+
+
+@register_index_type
+class TextIndex(IndexType):
+    """``text(tokenizer = ..., ...)``: see the module docstring."""
+
+    name = TYPE
+    version = 1
+
+    def __init__(self, definition: IndexDef, column_type: pa.DataType) -> None:
+        super().__init__(definition, column_type)
+        self.params = self.validate(definition, column_type)
+        self.tokenizer = get_tokenizer(self.params["tokenizer"], **self.params["tokenizer_params"])
+
+    @classmethod
+    def validate(cls, definition: IndexDef, column_type: pa.DataType) -> dict[str, Any]:
+        if definition.args:
+            raise index_error(definition, "Cannot mix key-value pair and single argument as text index arguments"
+                              if definition.kwargs else "Text index argument 'tokenizer' is required")
+        kw: dict[str, Any] = {}
+        for k, v in definition.kwargs:
+            if k in kw:
+                raise index_error(definition, f"Text index {k!r} argument is specified more than once")
+            kw[k] = v
+        if "tokenizer" not in kw:
+            raise index_error(definition, "Text index argument 'tokenizer' is required")
+        t = value_type(column_type)
+        if pa.types.is_list(t) or pa.types.is_large_list(t):
+            t = value_type(t.value_type)
+        if not is_string_like(t):
+            raise index_error(definition, f"Text index must be created on columns of type with base type of "
+                                          f"String or FixedString, got: {column_type}")
+        bs = kw.pop("dictionary_block_size", 128)
+        if isinstance(bs, bool) or not isinstance(bs, int) or bs < 1:
+            raise index_error(definition, f"Text index argument 'dictionary_block_size' must be greater than 0, "
+                                          f"but got {bs!r}")
+        stored = {}
+        for k in ("dictionary_block_frontcoding_compression", "posting_list_block_size", "posting_list_codec"):
+            if k in kw:
+                v = kw.pop(k)
+                stored[k] = v.decode() if isinstance(v, bytes) else v
+        if "preprocessor" in kw:
+            raise index_error(definition, "the preprocessor argument is not supported: index an expression "
+                                          "instead (INDEX i lower(col) TYPE text(...))")
+        tok_value = kw.pop("tokenizer")
+        ch_name = tok_value.decode() if isinstance(tok_value, bytes) else tok_value
+        name, tparams = _tokenizer_spec(definition, tok_value, kw)
+        try:
+            tok = get_tokenizer(name, **tparams)
+        except SkipidxError as e:
+            msg = e.message if hasattr(e, "message") else str(e)
+            if msg.startswith("unknown tokenizer"):
+                raise index_error(definition, f"Unknown tokenizer: {ch_name!r}") from None
+            raise index_error(definition, msg) from None
+        except TypeError as e:
+            raise index_error(definition, f"bad parameters for tokenizer {name!r}: {e}") from None
+        return {"tokenizer": name, "tokenizer_params": tok.params if tok.params else tparams,
+                "dictionary_block_size": bs, **stored}
+
+    def aggregator(self, threads: int | None = None) -> TextAggregator:
+        return TextAggregator(self.params, self.tokenizer)
+
+    def granules_from_arrow(self, table: pa.Table) -> TextGranules:
+        g = TextGranules.from_arrow(table)
+        if json.loads(json.dumps(self.params)) != g.params:
+            raise CorruptionError(f"index table: built with params {g.params}, the table declares {self.params}")
+        if g.tokenizer != self.params["tokenizer"] or g.tokenizer_version != str(self.tokenizer.version):
+            raise CorruptionError(f"index table: built by tokenizer {g.tokenizer!r} version {g.tokenizer_version}")
+        return g
+
+    def condition(self, atom: Atom) -> IndexCondition | None:
+        d = self.definition
+        if null_subject_matches(d, atom):
+            return _NullnessCondition(atom)
+        func, args = atom.func, atom.args
+        if func.startswith("hasTokenCaseInsensitive"):
+            if not (d.expr_func == "lower" and atom.column == d.column and atom.expr_func in (None, "lower")):
+                return None
+            func = func.replace("CaseInsensitive", "")
+            args = tuple(a.lower() if isinstance(a, (bytes, bytearray)) else a for a in args)
+        elif not subject_matches(d, atom):
+            return None
+        if func in ("equals", "notEquals") and (not args or args[0] is None):
+            return None
+        if func in ("in", "notIn") and args and isinstance(args[0], tuple):
+            if any(v is None for v in args[0]):
+                return None
+        try:
+            req = self.tokenizer.requirement(func, args, self.column_type, expr=d.expr_func)
+        except SkipidxError:
+            return None
+        if req is not None and any(len(g) == 0 for g in req.any_of):
+            req = None
+        if req is None:
+            from skipidx.indexes.bloom import _PATTERN_FUNCS
+
+            if func in _PATTERN_FUNCS and self.params["tokenizer"] != "value":
+                return TextCondition(atom, None, False, _PATTERN_FUNCS[func])
+            return None
+        exact = func in _EXACT.get(self.params["tokenizer"], ())
+        if exact and func in ("hasToken", "hasTokenOrNull", "hasAnyTokens", "hasAllTokens"):
+            exact = self._token_atom_exact(func, args)
+        return TextCondition(atom, req, exact)
+
+    @staticmethod
+    def _token_atom_exact(func: str, args: tuple) -> bool:
+        """The requirement equals the atom's rows: single-token needles only."""
+        a = args[0] if args else None
+        if func.startswith("hasToken"):
+            return isinstance(a, (bytes, bytearray)) and bool(a) and not has_separator(bytes(a))
+        if isinstance(a, (bytes, bytearray)):
+            return bool(split_by_non_alpha(bytes(a)))
+        return isinstance(a, (tuple, list)) and all(isinstance(v, (bytes, bytearray)) and v and
+                                                    not has_separator(bytes(v)) for v in a)
