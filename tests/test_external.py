@@ -205,7 +205,7 @@ def test_sidecars_in_table_dir_only(lake):
     md = t.schema.metadata
     assert {b"skipidx.data_file", b"skipidx.data_size", b"skipidx.data_mtime_ns",
             b"skipidx.data_footer_xxh64"} <= set(md)
-    assert t.column_names[:5] == ["part", "zone_start", "zone_length", "has_null", "null_count"]
+    assert t.column_names[:5] == ["fragment_id", "zone_start", "zone_length", "has_null", "null_count"]
     assert not any(n.endswith(".parquet") for n in os.listdir(tdir))
 
 

@@ -316,8 +316,16 @@ def test_round_trip(type_name, args, kwargs, values):
     zs, zl = np.array([0, 2, 3]), np.array([2, 1, 3])
     g = idx.aggregator().build(values, zs, zl)
     t = g.to_arrow("part_7")
-    assert t.column_names[:5] == ["part", "zone_start", "zone_length", "has_null", "null_count"]
-    assert t.column("part").to_pylist() == ["part_7"] * 3
+    import xxhash
+
+    # Lance's zone schema: fragment_id UInt64 (xxh64 of the part name; the name in the metadata)
+    assert t.column_names[:5] == ["fragment_id", "zone_start", "zone_length", "has_null", "null_count"]
+    assert t.schema.field("fragment_id").type == pa.uint64()
+    assert t.column("fragment_id").to_pylist() == [xxhash.xxh64_intdigest(b"part_7")] * 3
+    assert t.schema.metadata[b"skipidx.part"] == b"part_7"
+    if type_name in ("bloom_filter", "tokenbf_v1", "ngrambf_v1", "sbbf"):
+        md = t.schema.metadata
+        assert b"bloomfilter_item" in md and 0 <= float(md[b"bloomfilter_probability"]) <= 1
     assert t.column("zone_start").to_pylist() == [0, 2, 3]
     assert t.column("zone_length").to_pylist() == [2, 1, 3]
     md = t.schema.metadata
@@ -437,3 +445,14 @@ def test_many_slices_on_threads_equal_one_slice(case, monkeypatch):
         assert np.array_equal(g.words, whole[fused].words), f"fused={fused}"
         assert np.array_equal(g.words, whole[not fused].words)
         assert (g.ndv is None) or np.array_equal(g.ndv, whole[fused].ndv)
+
+
+@pytest.mark.parametrize("type_name,args,kwargs,values", ROUND_TRIP[:8])
+def test_reads_files_written_before_fragment_id(type_name, args, kwargs, values):
+    """An index file with the old ``part`` string column (before Lance's fragment_id) still reads."""
+    idx = make(type_name, args, kwargs, column_type=values.type)
+    g = idx.aggregator().build(values, np.array([0, 2, 3]), np.array([2, 1, 3]))
+    t = g.to_arrow("part_7")
+    old = t.set_column(0, pa.field("part", pa.string(), nullable=False), pa.array(["part_7"] * 3, pa.string()))
+    g2 = idx.granules_from_arrow(old)
+    assert g2.zone_start.tolist() == [0, 2, 3] and g2.has_null.tolist() == g.has_null.tolist()

@@ -144,7 +144,7 @@ def unwrap_key_locally(encoded: str | bytes, wrapping_key: bytes, aad: bytes, wh
 SEAL_META = b"skipidx.encryption"
 #: Columns that only say where a granule lies (a function of the part's row
 #: count and granularity): they stay readable.
-PLAIN_COLUMNS = ("part", "zone_start", "zone_length")
+PLAIN_COLUMNS = ("fragment_id", "part", "zone_start", "zone_length")
 FILTER_COLUMN = "bloom_filter_data"
 _ALGORITHM = "AES_GCM_V1"
 

@@ -205,6 +205,10 @@ class SBBFGranules(IndexGranules):
 
     def to_arrow(self, part: str) -> pa.Table:
         fpp = self.params.get("fpp")
+        if fpp is None:
+            # fixed-size filters (tokenbf_v1/ngrambf_v1) have no target fpp: Lance's key gets
+            # the mean estimated fpp of a lookup over this build's filters
+            fpp = float(self.fpp_estimate.mean()) if len(self) else 0.0
         md = zones.make_metadata(self.type_name, self.params, self.FORMAT_VERSION,
                                  items_per_zone=int(self.zone_length.max()) if len(self) else 0,
                                  fpp=fpp, tokenizer=self.tokenizer, tokenizer_version=self.tokenizer_version)
@@ -219,7 +223,7 @@ class SBBFGranules(IndexGranules):
                   pa.field("saturated", pa.bool_(), nullable=False)]
         extra = [filt, ndv, pa.array(self.fill_ratio, pa.float64()), pa.array(self.fpp_estimate, pa.float64()),
                  pa.array(self.saturated, pa.bool_())]
-        return zones.make_table(common, fields, extra, md)
+        return zones.make_table(common, fields, extra, md, part)
 
     @classmethod
     def from_arrow(cls, table: pa.Table, type_name: str | None = None,

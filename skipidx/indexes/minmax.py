@@ -57,7 +57,7 @@ class MinMaxGranules(IndexGranules):
         fields = [pa.field("min", self.min.type), pa.field("max", self.max.type),
                   pa.field("nan_count", pa.uint64(), nullable=False)]
         extra = [self.min, self.max, pa.array(self.nan_count.astype(np.uint64), pa.uint64())]
-        return zones.make_table(common, fields, extra, md)
+        return zones.make_table(common, fields, extra, md, part)
 
     @classmethod
     def from_arrow(cls, table: pa.Table, value_type_: pa.DataType | None = None) -> "MinMaxGranules":

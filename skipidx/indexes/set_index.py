@@ -58,7 +58,7 @@ class SetGranules(IndexGranules):
         md = zones.make_metadata(SetIndex.name, self.params, self.FORMAT_VERSION,
                                  items_per_zone=int(self.zone_length.max()) if len(self) else 0)
         common = zones.common_columns(part, self.zone_start, self.zone_length, self.has_null, self.null_count)
-        return zones.make_table(common, [pa.field("values", self.sets.type)], [self.sets], md)
+        return zones.make_table(common, [pa.field("values", self.sets.type)], [self.sets], md, part)
 
     @classmethod
     def from_arrow(cls, table: pa.Table, value_type_: pa.DataType | None = None) -> "SetGranules":

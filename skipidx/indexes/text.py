@@ -214,6 +214,7 @@ class TextGranules(IndexGranules):
                                  if len(self) else 0, tokenizer=self.tokenizer,
                                  tokenizer_version=self.tokenizer_version)
         md[META_ROWS] = str(self.n_rows).encode()
+        md[zones.META_PART] = part.encode()
         md[META_ZONES] = _zones_json(self.zone_length, self.null_count)
         nb = len(self.header)
         first = pa.array(self.header, pa.binary())

@@ -3,7 +3,8 @@
 One row per index granule ("zone" in Lance's words), as Lance's
 ``bloomfilter.lance`` / ``zonemap.lance`` files do::
 
-    part         string   the part the zone belongs to (Lance: fragment_id)
+    fragment_id  uint64   the part the zone belongs to: xxh64 of the part name
+                          (the name itself is in the metadata, ``skipidx.part``)
     zone_start   uint64   first row of the zone within the part
     zone_length  uint64   rows in the zone
     has_null     bool     the zone holds a NULL of the index expression
@@ -13,9 +14,13 @@ One row per index granule ("zone" in Lance's words), as Lance's
                           saturated for the SBBF types)
 
 Schema metadata (all values strings, as Lance stores them): ``skipidx.index_type``,
-``skipidx.params`` (JSON), ``skipidx.format_version``, ``skipidx.tokenizer`` and
+``skipidx.params`` (JSON), ``skipidx.format_version``, ``skipidx.part``, ``skipidx.tokenizer`` and
 ``skipidx.tokenizer_version`` (SBBF types), and Lance's own keys
-``bloomfilter_item`` (rows per zone) and ``bloomfilter_probability`` (fpp).
+``bloomfilter_item`` (rows per zone) and ``bloomfilter_probability`` (the fpp the
+filters were sized for; for fixed-size filters the mean estimated fpp).
+
+Files written before ``fragment_id`` (a ``part`` string column instead) are
+still read: :func:`read_common` takes either column.
 
 Readers go through :func:`read_common`, which checks every column and
 raises :class:`~skipidx.core.errors.CorruptionError` for anything unexpected: a
@@ -32,7 +37,8 @@ import pyarrow as pa
 
 from skipidx.core.errors import CorruptionError
 
-PART = "part"
+PART = "part"                  # the column of files written before fragment_id
+FRAGMENT_ID = "fragment_id"
 ZONE_START = "zone_start"
 ZONE_LENGTH = "zone_length"
 HAS_NULL = "has_null"
@@ -43,11 +49,12 @@ META_PARAMS = b"skipidx.params"
 META_FORMAT = b"skipidx.format_version"
 META_TOKENIZER = b"skipidx.tokenizer"
 META_TOKENIZER_VERSION = b"skipidx.tokenizer_version"
+META_PART = b"skipidx.part"
 META_ITEMS = b"bloomfilter_item"            # Lance: expected items per zone
 META_FPP = b"bloomfilter_probability"       # Lance: false-positive probability
 
 COMMON_FIELDS = [
-    pa.field(PART, pa.string(), nullable=False),
+    pa.field(FRAGMENT_ID, pa.uint64(), nullable=False),
     pa.field(ZONE_START, pa.uint64(), nullable=False),
     pa.field(ZONE_LENGTH, pa.uint64(), nullable=False),
     pa.field(HAS_NULL, pa.bool_(), nullable=False),
@@ -89,11 +96,18 @@ def zone_of_rows(zone_start: np.ndarray, zone_length: np.ndarray) -> np.ndarray:
     return np.repeat(np.arange(zone_start.shape[0], dtype=np.int64), zone_length)
 
 
+def fragment_id(part: str) -> int:
+    """The Lance fragment id of a part: xxh64 (seed 0) of its name."""
+    import xxhash
+
+    return xxhash.xxh64_intdigest(part.encode("utf-8"))
+
+
 def common_columns(part: str, zone_start: np.ndarray, zone_length: np.ndarray,
                    has_null: np.ndarray, null_count: np.ndarray) -> list[pa.Array]:
     n = zone_start.shape[0]
     return [
-        pa.array([part] * n, pa.string()) if n else pa.array([], pa.string()),
+        pa.array(np.full(n, fragment_id(part), dtype=np.uint64), pa.uint64()),
         pa.array(zone_start.astype(np.uint64, copy=False), pa.uint64()),
         pa.array(zone_length.astype(np.uint64, copy=False), pa.uint64()),
         pa.array(has_null.astype(bool, copy=False), pa.bool_()),
@@ -119,7 +133,9 @@ def make_metadata(index_type: str, params: dict[str, Any], format_version: int, 
 
 
 def make_table(common: list[pa.Array], extra_fields: list[pa.Field], extra: list[pa.Array],
-               metadata: dict[bytes, bytes]) -> pa.Table:
+               metadata: dict[bytes, bytes], part: str | None = None) -> pa.Table:
+    if part is not None:
+        metadata = {**metadata, META_PART: part.encode()}
     schema = pa.schema(COMMON_FIELDS + extra_fields, metadata=metadata)
     return pa.Table.from_arrays(common + extra, schema=schema)
 
@@ -164,7 +180,10 @@ def read_common(table: pa.Table, index_type: str, format_version: int) -> ZoneCo
     zl = column(table, ZONE_LENGTH, pa.uint64()).to_numpy().astype(np.int64)
     hn = column(table, HAS_NULL, pa.bool_()).to_numpy(zero_copy_only=False).astype(bool)
     nc = column(table, NULL_COUNT, pa.uint64()).to_numpy().astype(np.int64)
-    column(table, PART, pa.string())
+    if FRAGMENT_ID in table.column_names:
+        column(table, FRAGMENT_ID, pa.uint64())
+    else:
+        column(table, PART, pa.string())   # written before fragment_id
     if zs.shape[0]:
         ends = zs + zl
         if np.any(zs < 0) or np.any(zl < 0) or np.any(zs[1:] != ends[:-1]):
