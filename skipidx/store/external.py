@@ -514,7 +514,7 @@ class _FileInfo:
 
 
 #: per file identity (a new version of a file is a new key)
-_FILE_INFO = LRU(4096)
+_FILE_INFO = LRU(4096, "store.external_files", "marks, schema and Bloom columns of external data files, by file identity")
 
 
 class ExternalFile:

@@ -27,7 +27,6 @@ import glob as _glob
 import os
 import re
 import struct
-import threading
 from dataclasses import dataclass
 from typing import Any, Iterable
 from urllib.parse import unquote
@@ -128,8 +127,7 @@ def _tail(fd: int, size: int, where: str) -> bytes:
 
 #: parsed footers by file identity: a query re-checks every file's identity but
 #: parses only footers it has not seen
-_FOOTERS = LRU(4096)
-_lock = threading.Lock()
+_FOOTERS = LRU(4096, "store.external_footers", "parsed Parquet footers of external data files, by file identity")
 
 
 def identity_of(fd: int, path: str) -> tuple[FileIdentity, bytes]:
