@@ -692,7 +692,7 @@ EXPECTED_SETS = [
     ("after_is_alias", "SELECT a IS 1",
      ("','", "';'", "FORMAT", "FROM", "GROUP", "HAVING", "INTO", "LIMIT", "ORDER", "PREWHERE", "SETTINGS", "WHERE",
       "end of input")),
-    ("in_needs_list", "SELECT a IN 1", ("'('", "'['")),
+    ("in_needs_list", "SELECT a IN 1", ("'('", "'['", "query parameter")),
 ]
 
 
