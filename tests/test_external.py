@@ -419,3 +419,18 @@ def test_random_where_equals_duckdb(lake, where):
     exp = duckdb.sql(f"SELECT count(*) FROM read_parquet('{root}/**/*.parquet', hive_partitioning = true) "
                      f"WHERE {where}").fetchall()[0][0]
     assert got == exp, where
+
+
+def test_add_materialize_drop_index(small):
+    root, db = small
+    db.sql("ALTER TABLE logs ADD INDEX tk msg TYPE sbbf('token', fpp = 0.01)")
+    r = db.sql("SELECT count() FROM logs WHERE hasToken(msg, 'kraken2')")
+    assert r.stats.index("tk").note and "not materialized" in r.stats.index("tk").note
+    db.sql("ALTER TABLE logs MATERIALIZE INDEX tk")
+    r = db.sql("SELECT count() FROM logs WHERE hasToken(msg, 'kraken2')")
+    assert r.fetchall() == [(_dcount(root, "msg LIKE 'kraken2 %'"),)]
+    assert r.stats.index("tk").granules_after < r.stats.granules_total
+    db.sql("ALTER TABLE logs DROP INDEX tk")
+    assert sorted({n.split(".")[1] for n in os.listdir(os.path.join(db.path, "logs", "sidecars"))}) == ["tok"]
+    with pytest.raises(SkipidxError, match="never written"):
+        db.sql("OPTIMIZE TABLE logs FINAL")
