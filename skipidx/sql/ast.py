@@ -470,13 +470,25 @@ class TypeExpr(Node):
     which types exist."""
 
     name: str
-    args: tuple[Union["TypeExpr", Literal], ...] = ()
+    args: tuple[Union["TypeExpr", Literal, "EnumValue"], ...] = ()
     pos: Pos = _pos_field()
 
     def to_sql(self) -> str:
         if not self.args:
             return quote_identifier(self.name)
         return f"{quote_identifier(self.name)}({', '.join(a.to_sql() for a in self.args)})"
+
+
+@dataclass(frozen=True)
+class EnumValue(Node):
+    """One ``'name' = number`` argument of an Enum type."""
+
+    name: Literal
+    value: Literal
+    pos: Pos = _pos_field()
+
+    def to_sql(self) -> str:
+        return f"{self.name.to_sql()} = {self.value.to_sql()}"
 
 
 @dataclass(frozen=True)

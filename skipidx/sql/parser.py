@@ -795,8 +795,12 @@ class _AstBuilder(Transformer):
 
     # -- DDL
 
+    def enum_value(self, c: list) -> A.EnumValue:
+        name, _, value = c
+        return A.EnumValue(name, value, pos=name.pos)
+
     def type_expr(self, c: list) -> A.TypeExpr:
-        args = tuple(x for x in c[1:] if isinstance(x, (A.TypeExpr, A.Literal)))
+        args = tuple(x for x in c[1:] if isinstance(x, (A.TypeExpr, A.Literal, A.EnumValue)))
         return A.TypeExpr(c[0].decoded, args, pos=_pos(c[0]))
 
     def codec_item(self, c: list) -> A.CodecSpec:

@@ -53,7 +53,8 @@ def choose_dictionary_columns(meta: TableMeta, sample: pa.Table, granule_rows: i
         if c.type.low_cardinality:
             out.append(c.name)
             continue
-        if pa.types.is_boolean(t) or pa.types.is_null(t):
+        if (pa.types.is_boolean(t) or pa.types.is_null(t) or pa.types.is_nested(t)
+                or isinstance(t, pa.BaseExtensionType)):
             continue
         limit = DICT_MAX_RATIO_FIXED if pa.types.is_primitive(t) else DICT_MAX_RATIO_STRING
         col = sample.column(c.name)
