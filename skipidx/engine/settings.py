@@ -32,6 +32,7 @@ QUERY_SETTINGS: dict[str, tuple[str, Any]] = {
     "max_block_size": (_UINT, 65409),
     "optimize_move_to_prewhere": (_BOOL, True),
     "max_result_rows": (_UINT, 0),
+    "query_plan_direct_read_from_text_index": (_BOOL, True),
     # accepted: no effect on skipidx's answers or pruning
     "max_insert_threads": (_UINT, 0),
     "min_insert_block_size_rows": (_UINT, 0),

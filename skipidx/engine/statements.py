@@ -133,6 +133,7 @@ def select_table(db: Any, s: A.Select):
         bs = bind_select(snap.meta, q)
         plan = plan_query(snap, bs, db.index_cache)
         _apply_index_settings(plan, qs)
+        plan.direct_read = bool(qs.get("query_plan_direct_read_from_text_index")) and bool(qs.get("use_skip_indexes"))
 
         def before_scan(selections: list, stats: Any) -> None:
             _check_forced_indexes(plan, qs)

@@ -213,8 +213,8 @@ class TextGranules(IndexGranules):
         md = zones.make_metadata(TYPE, self.params, self.FORMAT_VERSION, items_per_zone=int(self.zone_length.max())
                                  if len(self) else 0, tokenizer=self.tokenizer,
                                  tokenizer_version=self.tokenizer_version)
+        # no part name in the file: a merged part's index equals its rebuild byte for byte
         md[META_ROWS] = str(self.n_rows).encode()
-        md[zones.META_PART] = part.encode()
         md[META_ZONES] = _zones_json(self.zone_length, self.null_count)
         nb = len(self.header)
         first = pa.array(self.header, pa.binary())

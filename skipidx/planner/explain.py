@@ -53,6 +53,13 @@ def explain_lines(plan: QueryPlan, indexes: bool = True) -> tuple[list[str], Que
         lines.append(f"  Limit {bs.limit}" + (f" offset {bs.offset}" if bs.offset else ""))
     if bs.where is not None:
         lines.append(f"  Filter: {_where_text(bs)}")
+    if plan.direct_read and not ext and stats.parts_selected:
+        from skipidx.planner.direct_read import direct_count
+
+        got = direct_count(plan, [p for p in plan.snapshot.parts])
+        if got is not None:
+            lines.append(f"  ReadFromTextIndexCount ({bs.table}): count() from the postings of "
+                         f"{', '.join(got[1])}, no column read")
     lines.append(f"  {'ReadFromParquetFiles' if ext else 'ReadFromMergeTree'} ({bs.table})")
     lines.append(f"    Columns: {', '.join(plan.columns) if plan.columns else '(none: row counts from marks)'}")
     lines.append(f"    {P}: {stats.parts_selected}/{stats.parts_total} | "

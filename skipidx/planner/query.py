@@ -26,6 +26,10 @@ class QueryPlan:
     uses: list[IndexUse]
     columns: list[str]             # columns the scan reads, in table order
     cache: IndexCache | None = None
+    #: answer count()-only queries from exact postings when it can (planner.direct_read)
+    direct_read: bool = True
+    #: set by run_query / EXPLAIN when it did: the indexes whose postings gave the count
+    direct_read_from: list[str] | None = None
 
 
 def plan_query(snapshot: Any, bs: BoundSelect, cache: IndexCache | None = None) -> QueryPlan:
@@ -63,6 +67,19 @@ def run_query(plan: QueryPlan, before_scan: Any = None) -> tuple[pa.Table, Query
     if before_scan is not None:
         before_scan(selections, stats)
     t0 = time.perf_counter()
+    if plan.direct_read and selections and getattr(plan.snapshot, "kind", None) != "external":
+        from skipidx.execution.scan import zero_column_table as _zero
+        from skipidx.planner.direct_read import direct_count
+
+        got = direct_count(plan, [s.part for s in selections])
+        if got is not None:
+            n, plan.direct_read_from = got
+            stats.rows_matched = n
+            stats.notes.append(f"count() read from the postings of {', '.join(plan.direct_read_from)} "
+                               f"(no column read)")
+            table = run_select(bs, iter([_zero(n)]))
+            stats.scan_ms = (time.perf_counter() - t0) * 1000
+            return table, stats
     stream = bs.limit is not None and not bs.order_by and not bs.aggregate
     out_cols = bs.output_columns()
     chunks = scan(selections, plan.columns, bs.where, stats,
