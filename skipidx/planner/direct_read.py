@@ -38,7 +38,9 @@ def exact_sources(plan: Any) -> dict[int, Any] | None:
     if not _count_only(plan.select):
         return None
     rpn = plan.rpn
-    if any(it.op == Op.UNKNOWN for it in rpn.items):
+    # only atoms and logic: a constant item may stand for a folded expression whose
+    # NULL handling the scan applies (n = 1 OR n != 1 is TRUE in the RPN, not for NULL n)
+    if not rpn.atoms or any(it.op not in (Op.ATOM, Op.NOT, Op.AND, Op.OR) for it in rpn.items):
         return None
     out: dict[int, Any] = {}
     for i in range(len(rpn.atoms)):
