@@ -50,8 +50,9 @@ from skipidx.apps import datagen  # noqa: E402
 
 FILES = 20
 ROW_GROUP = 65_536
-INDEXES = ("INDEX tok msg TYPE sbbf('token', fpp = 0.01), INDEX ng msg TYPE sbbf('ngram', n = 4, fpp = 0.01), "
-           "INDEX tr trace_id TYPE bloom_filter(0.01)")
+INDEX_LIST = ["INDEX tok msg TYPE sbbf('token', fpp = 0.01)", "INDEX ng msg TYPE sbbf('ngram', n = 4, fpp = 0.01)",
+              "INDEX tr trace_id TYPE bloom_filter(0.01)"]
+INDEXES = ", ".join(INDEX_LIST)
 
 
 def load() -> str:
@@ -119,6 +120,7 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--dir", default=None)
     ap.add_argument("--reuse", action="store_true")
+    ap.add_argument("--reuse-db", action="store_true", help="keep the sidecars a run with --dir left (REFRESH)")
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--no-spark", action="store_true")
     ap.add_argument("--no-mergetree", action="store_true")
@@ -143,10 +145,14 @@ def main() -> None:
 
     # ---- build: embedded sidecars vs MergeTree rewrite -------------------------------------
     dbdir = os.path.join(work, "db")
-    shutil.rmtree(dbdir, ignore_errors=True)
+    if not (args.reuse_db and os.path.isdir(os.path.join(dbdir, "logs"))):
+        shutil.rmtree(dbdir, ignore_errors=True)
     db = skipidx.connect(dbdir)
     t0 = time.perf_counter()
-    msg = db.sql(f"CREATE TABLE logs ({INDEXES}) ENGINE = ParquetFiles('{glob}')").message
+    if "logs" in db.tables():
+        msg = db.sql("ALTER TABLE logs REFRESH").message
+    else:
+        msg = db.sql(f"CREATE TABLE logs ({INDEXES}) ENGINE = ParquetFiles('{glob}')").message
     build_ext = time.perf_counter() - t0
     sdir = os.path.join(dbdir, "logs", "sidecars")
     sbytes = sum(os.path.getsize(os.path.join(sdir, f)) for f in os.listdir(sdir))
@@ -183,7 +189,7 @@ def main() -> None:
         sdb = os.path.join(work, "sparkdb")
         shutil.rmtree(sdb, ignore_errors=True)
         s = build_external(sdb, "logs", glob, engine="spark", master="local[2]", quiet=True,
-                           indexes=[x.strip() for x in INDEXES.split(", INDEX ")])
+                           indexes=INDEX_LIST)
         print(f"build on spark local[2] (one task per file): {s['seconds']:.1f} s"
               + (f"; / MergeTree insert = {s['seconds'] / build_mt:.2f}" if build_mt else "") + f"; {load()}")
 

@@ -25,7 +25,8 @@ duckdb = pytest.importorskip("duckdb")
 WORDS = np.array(["alpha", "beta", "gamma", "delta", "error", "timeout", "disk", "user", "login", "cache"])
 INDEXES = ("INDEX tok msg TYPE tokenbf_v1(2048, 3, 0), INDEX ng msg TYPE ngrambf_v1(3, 4096, 2, 0), "
            "INDEX ad msg TYPE sbbf('ngram', n = 4), INDEX tr trace_id TYPE bloom_filter(0.01), "
-           "INDEX st status TYPE set(10), INDEX ts_mm ts TYPE minmax GRANULARITY 2")
+           "INDEX st status TYPE set(10), INDEX ts_mm ts TYPE minmax GRANULARITY 2, "
+           "INDEX tx msg TYPE text(tokenizer = splitByNonAlpha)")
 
 
 def _rows(seed: int, start: int, n: int) -> pa.Table:
@@ -131,6 +132,8 @@ def test_selective_queries_prune(lake):
     root, db = lake
     r = db.sql("SELECT count() FROM logs WHERE hasToken(msg, 'kraken1')")
     assert r.stats.granules_selected <= 4 < r.stats.granules_total
+    for name in ("tok", "tx"):      # a fixed-size bloom filter, the text index
+        assert r.stats.index(name).granules_after <= 4, name
     r = db.sql("SELECT count() FROM logs WHERE region = 'eu'")
     assert r.fetchall() == [(65_000,)]
     assert r.stats.parts_selected == 2 and r.stats.parts_total == 4
@@ -200,7 +203,7 @@ def test_sidecars_in_table_dir_only(lake):
     root, db = lake
     tdir = os.path.join(db.path, "logs")
     names = sorted(os.listdir(os.path.join(tdir, "sidecars")))
-    assert len(names) == 4 * 6
+    assert len(names) == 4 * 7
     t = pa.ipc.open_file(os.path.join(tdir, "sidecars", names[0])).read_all()
     md = t.schema.metadata
     assert {b"skipidx.data_file", b"skipidx.data_size", b"skipidx.data_mtime_ns",

@@ -109,6 +109,17 @@ def build_file_sidecars(data_path: str, ident: FileIdentity, md: pq.FileMetaData
         col = meta.column(im.definition.column)
         aggs[im.name] = index_from_meta(im.definition, col.type.arrow_type, im.params).aggregator()
     os.makedirs(out_dir, exist_ok=True)
+
+    def _write(im: IndexMeta, tab: pa.Table) -> None:
+        if schemas[im.name] is None:
+            md_ = dict(tab.schema.metadata or {})
+            md_.update(_identity_metadata(ident))
+            schemas[im.name] = tab.schema.with_metadata(md_)
+            ipc[im.name] = pa.ipc.new_file(sinks[im.name], schemas[im.name])
+        elif not tab.schema.equals(schemas[im.name], check_metadata=False):
+            tab = tab.cast(schemas[im.name])
+        ipc[im.name].write_table(tab.replace_schema_metadata(schemas[im.name].metadata))
+
     tmp_paths: dict[str, str] = {}
     sinks: dict[str, Any] = {}
     schemas: dict[str, pa.Schema | None] = {}
@@ -137,21 +148,22 @@ def build_file_sidecars(data_path: str, ident: FileIdentity, md: pq.FileMetaData
             for im in indexes:
                 zs, zl = zones_of(local, im.definition.granularity)
                 vals = _column_values(meta, im, t, partition, n)
-                g = aggs[im.name].build(vals, zs, zl)
+                agg = aggs[im.name]
+                if getattr(agg, "whole_part", False):
+                    # a whole-file aggregator (the text index's dictionary): written once at the end
+                    agg.add(vals, zs, zl, int(marks[start]))
+                    continue
+                g = agg.build(vals, zs, zl)
                 g.zone_start = np.asarray(g.zone_start, dtype=np.int64) + int(marks[start])
-                tab = g.to_arrow(part_name)
-                if schemas[im.name] is None:
-                    md_ = dict(tab.schema.metadata or {})
-                    md_.update(_identity_metadata(ident))
-                    schemas[im.name] = tab.schema.with_metadata(md_)
-                    ipc[im.name] = pa.ipc.new_file(sinks[im.name], schemas[im.name])
-                elif not tab.schema.equals(schemas[im.name], check_metadata=False):
-                    tab = tab.cast(schemas[im.name])
-                ipc[im.name].write_table(tab.replace_schema_metadata(schemas[im.name].metadata))
+                _write(im, g.to_arrow(part_name))
             start = end
             if start >= nrg:
                 break
+        for im in indexes:
+            if getattr(aggs[im.name], "whole_part", False):
+                _write(im, aggs[im.name].finish().to_arrow(part_name))
         entries = {}
+
         for im in indexes:
             if ipc.get(im.name) is not None:
                 ipc[im.name].close()
