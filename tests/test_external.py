@@ -437,3 +437,22 @@ def test_add_materialize_drop_index(small):
     assert sorted({n.split(".")[1] for n in os.listdir(os.path.join(db.path, "logs", "sidecars"))}) == ["tok"]
     with pytest.raises(SkipidxError, match="never written"):
         db.sql("OPTIMIZE TABLE logs FINAL")
+
+
+def test_many_files_open_lazily(small, monkeypatch):
+    """Beyond KEEP_OPEN files a query opens a file when it reads it, checking its identity again."""
+    import skipidx.store.external as ext
+
+    root, db = small
+    monkeypatch.setattr(ext, "KEEP_OPEN", 1)
+    where = "hasToken(msg, 'kraken0') OR id % 5000 = 3"
+    assert _count(db, where) == _dcount(root, "msg LIKE 'kraken0 %' OR id % 5000 = 3")
+    t = db.catalog.table("logs")
+    with t.snapshot() as snap:
+        lazy = [f for f in snap.parts if f._fd is None]
+        assert len(lazy) == 2
+        p = lazy[-1].data_path
+        pq.write_table(_rows(5, 0, 10), p + ".tmp")
+        os.replace(p + ".tmp", p)
+        with pytest.raises(SkipidxError, match="changed during the query"):
+            lazy[-1].read(["id"])

@@ -51,8 +51,8 @@ from skipidx.core.lru import LRU
 from skipidx.core.types import ColumnType, cast_to, parse_type
 from skipidx.indexes.base import IndexDef, get_index_type
 from skipidx.store.commit import WriteLock, fsync_dir, write_file_durably
-from skipidx.store.lake import (FileIdentity, HalfWritten, discover, glob_base, hive_partition, infer_columns,
-                                partition_types, probe)
+from skipidx.store.lake import (FileIdentity, HalfWritten, discover, glob_base, hive_partition, identity_of,
+                                infer_columns, partition_types, probe)
 from skipidx.store.metadata import ColumnMeta, IndexMeta, TableMeta
 from skipidx.store.part import index_fingerprint
 from skipidx.store.sidecar import SIDECAR_DIR, build_file_sidecars, load_sidecar
@@ -490,6 +490,11 @@ def create_external_table(table_dir_tmp: str, meta: TableMeta, src: str, partiti
 
 
 # ------------------------------------------------------------------ the files of one query
+#: A query keeps the descriptors of up to this many files open from the identity check
+#: on; the files beyond are opened (and checked again) when read.
+KEEP_OPEN = 256
+
+
 class _FileInfo:
     """What a query needs of one version of a data file, derived from its footer once."""
 
@@ -529,7 +534,7 @@ class ExternalFile:
         self.name = os.path.relpath(path, snap.base) if snap.base != os.sep else path
         #: cache key of this version of the file (IndexCache keys on it)
         self.path = f"{path}@{ident.key}"
-        self.fd = fd
+        self._fd = fd
         self.identity = ident
         self.md = md
         self.record = record if record is not None and record.identity == ident else None
@@ -579,8 +584,28 @@ class ExternalFile:
             out += v
         return out
 
+    @property
+    def fd(self) -> int:
+        """The descriptor of this version of the file: the one the query checked the identity
+        through (the bytes read are that version's, even if the path is renamed over); for a
+        query over more than :data:`KEEP_OPEN` files, opened on first use and checked again."""
+        if self._fd is None:
+            try:
+                fd = os.open(self.data_path, os.O_RDONLY)
+            except OSError as e:
+                raise self._changed(f"cannot open: {e.strerror or e}") from None
+            try:
+                ident, _ = identity_of(fd, self.data_path)
+            except (SkipidxError, OSError) as e:
+                os.close(fd)
+                raise self._changed(getattr(e, "message", str(e))) from None
+            if ident != self.identity:
+                os.close(fd)
+                raise self._changed("replaced")
+            self._fd = self.snap._adopt(fd)
+        return self._fd
+
     def _open(self) -> pq.ParquetFile:
-        # the descriptor opened when the query checked the identity: the bytes read are that version's
         src = pa.OSFile(_fd_path(self.fd, self.data_path))
         return pq.ParquetFile(src, metadata=self.md, pre_buffer=True)
 
@@ -682,6 +707,7 @@ class ExternalSnapshot:
         #: files not read, with why (half-written, unreadable partition value)
         self.skipped: list[dict] = []
         self._fds: list[int] = []
+        self._fd_lock = threading.Lock()
         ok = False
         try:
             for p in (discover(state.source) if only is None else list(only)):
@@ -692,14 +718,19 @@ class ExternalSnapshot:
                 except OSError as e:
                     self.skipped.append({"path": p, "reason": f"unreadable: {e.strerror or e}"})
                     continue
-                self._fds.append(fd)
+                keep = len(self._fds) < KEEP_OPEN
                 try:
                     ident, md = probe(p, fd)
                     part = _partition_values(self.meta, hive_partition(p, self.base), state.partition_columns)
                 except SkipidxError as e:
+                    os.close(fd)
                     self.skipped.append({"path": p, "reason": e.message})
                     continue
-                self.parts.append(ExternalFile(self, p, fd, ident, md, state.files.get(p), part))
+                if keep:
+                    self._fds.append(fd)
+                else:
+                    os.close(fd)
+                self.parts.append(ExternalFile(self, p, fd if keep else None, ident, md, state.files.get(p), part))
             ok = True
         finally:
             if not ok:
@@ -720,6 +751,11 @@ class ExternalSnapshot:
 
     def num_rows(self) -> int:
         return int(sum(p.num_rows for p in self.parts))
+
+    def _adopt(self, fd: int) -> int:
+        with self._fd_lock:
+            self._fds.append(fd)
+        return fd
 
     def close(self) -> None:
         fds, self._fds = self._fds, []
