@@ -13,11 +13,14 @@ __version__ = "0.1.0"
 __all__ = ["connect", "SkipidxError", "ParseError", "BindError", "CorruptionError", "__version__"]
 
 
-def connect(path: str | None = None):
+def connect(path: str | None = None, *, kms=None):
     """Open (or create) the database directory `path`.
 
     With no path, a temporary database is created and removed on close().
+    `kms`: a KMS client with pyarrow's KmsClient methods (``wrap_key``,
+    ``unwrap_key``) for tables with sensitive columns (``SETTINGS
+    encrypted_columns = 'col:keyid, ...', footer_key = 'keyid'``).
     """
     from skipidx.engine import Database
 
-    return Database(path)
+    return Database(path, kms=kms)

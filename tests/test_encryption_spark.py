@@ -15,6 +15,7 @@ import shutil
 import subprocess
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pyarrow.parquet.encryption as pe
 import pytest
@@ -153,3 +154,21 @@ def test_parquet_java_encrypted_tampered_filter(spark_kms, tmp_path):
     with pytest.raises(DecryptionError, match="authentication failed"):
         read_bloom_filter(bad, 0, "msg", kms=kms)
     assert read_bloom_filter(path, 0, "msg", kms=kms).to_bytes() == good.to_bytes()
+
+
+def test_spark_reads_skipidx_encrypted_data(spark_kms, tmp_path):
+    """A skipidx table's data files are standard encrypted Parquet: Spark reads them with the same keys."""
+    kms = MemoryKms(KEYS)
+    with skipidx.connect(str(tmp_path / "db"), kms=kms) as db:
+        db.sql("CREATE TABLE t (id UInt64, user_id String, msg String, INDEX m msg TYPE tokenbf_v1(256, 3, 0)) "
+               "ORDER BY id SETTINGS index_granularity = 1024, encrypted_columns = 'user_id:k1, msg:k2', "
+               "footer_key = 'kf'")
+        ids = np.arange(5000, dtype=np.uint64)
+        db.insert("t", pa.table({"id": ids, "user_id": [f"u{i % 77}" for i in range(5000)],
+                                 "msg": [f"hello {i % 13}" for i in range(5000)]}))
+        files = glob.glob(str(tmp_path / "db" / "t" / "**" / "data.parquet"), recursive=True)
+        assert files
+    r = _crypto_options(spark_kms.read).parquet(*files)
+    rows = sorted(r.select("id", "user_id", "msg").collect())
+    assert len(rows) == 5000
+    assert rows[0]["user_id"] == "u0" and rows[4999]["msg"] == f"hello {4999 % 13}"

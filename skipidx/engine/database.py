@@ -25,13 +25,16 @@ from skipidx.sql import ast as A
 class Database:
     """A database directory (created if missing); with no path, a temporary one removed on close()."""
 
-    def __init__(self, path: str | os.PathLike | None = None) -> None:
+    def __init__(self, path: str | os.PathLike | None = None, *, kms: Any = None) -> None:
+        from skipidx.core.kms import KeyRing
         from skipidx.store.catalog import Catalog
 
         self._temp = path is None
         self.path = tempfile.mkdtemp(prefix="skipidx-") if path is None else os.fspath(path)
         try:
-            self.catalog = Catalog(self.path)
+            #: data keys of sensitive columns through the application's KMS client
+            self.keyring = KeyRing(kms)
+            self.catalog = Catalog(self.path, keyring=self.keyring)
         except BaseException:
             if self._temp:
                 shutil.rmtree(self.path, ignore_errors=True)

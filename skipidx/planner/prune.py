@@ -338,6 +338,11 @@ def key_granules_from_stats(part: Any, column: str, col_type: Any) -> Any:
 
     from skipidx.indexes.minmax import MinMaxGranules
 
+    # a sensitive key column's statistics are encrypted: its key first (pyarrow
+    # aborts the process on an encrypted column's metadata without it)
+    require = getattr(part, "require_keys", None)
+    if require is not None:
+        require([column])
     try:
         md = part._open_data().metadata
     except CorruptionError:

@@ -14,6 +14,7 @@ import secrets
 import shutil
 
 from skipidx.core.errors import SkipidxError
+from skipidx.core.kms import KeyRing
 from skipidx.store import commit as _commit
 from skipidx.store.commit import TableState, fsync_dir, write_state
 from skipidx.store.external import EXTERNAL_STATE, ExternalTable, create_external_table
@@ -42,8 +43,10 @@ class _CatalogLock:
 class Catalog:
     """A database directory (created if missing)."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, *, keyring: KeyRing | None = None) -> None:
         self.path = os.path.abspath(str(path))
+        #: the connection's keys for tables with sensitive columns
+        self.keyring = keyring
         try:
             os.makedirs(self.path, exist_ok=True)
         except OSError as e:
@@ -82,6 +85,13 @@ class Catalog:
         """Create a table from validated `meta`; returns it (None when it
         existed and `if_not_exists`)."""
         meta.validate()
+        if meta.encryption is not None:
+            # every key id must be one the KMS grants now: a typo fails here,
+            # not at the first insert
+            ring = self.keyring if self.keyring is not None else KeyRing(None)
+            footer, cols = meta.encryption
+            for kid in [footer, *sorted(set(cols.values()))]:
+                ring.new_key(kid)
         target = self._dir(meta.name)
         with _CatalogLock(self.path):
             if os.path.exists(target):
@@ -108,6 +118,9 @@ class Catalog:
         and index them; (table, refresh report), or (None, None) when it existed and
         `if_not_exists`. Only metadata and sidecars are written, into the table directory."""
         meta.validate()
+        if meta.encryption is not None:
+            raise SkipidxError("encrypted_columns / footer_key are for MergeTree tables: an external "
+                               "table never writes its Parquet files")
         target = self._dir(meta.name)
         with _CatalogLock(self.path):
             if os.path.exists(target):
@@ -160,7 +173,7 @@ class Catalog:
             return t
         if not os.path.isfile(os.path.join(d, _commit.STATE_FILE)):
             raise self._unknown(name)
-        t = Table(d)
+        t = Table(d, keyring=self.keyring)
         self._tables[name] = t
         return t
 

@@ -37,6 +37,8 @@ def plan_merges(snapshot, *, final: bool, max_rows: int) -> list[list[Part]]:
             return [parts]
         if len(parts) == 1 and not all(parts[0].has_index(i.name) for i in snapshot.meta.indexes):
             return [parts]
+        if len(parts) == 1 and not _encrypted_as(parts[0], snapshot.meta):
+            return [parts]   # key rotation: rewritten under the table's current key ids
         return []
     groups: list[list[Part]] = []
     cur: list[Part] = []
@@ -52,6 +54,14 @@ def plan_merges(snapshot, *, final: bool, max_rows: int) -> list[list[Part]]:
     if len(cur) > 1:
         groups.append(cur)
     return groups
+
+
+def _encrypted_as(part: Part, meta: TableMeta) -> bool:
+    """True when `part` is encrypted as `meta`'s settings say (same footer and column key ids)."""
+    enc, want = part.encryption, meta.encryption
+    if enc is None or want is None:
+        return enc is None and want is None
+    return enc.get("footer_key") == want[0] and enc.get("columns") == want[1]
 
 
 def merge_order(meta: TableMeta, parts: list[Part]) -> tuple[np.ndarray, np.ndarray]:
@@ -142,7 +152,7 @@ def merge_parts(table_dir: str, meta: TableMeta, parts: list[Part]) -> str:
     staged = stage_dir(table_dir, name)
     writer = None
     try:
-        writer = PartWriter(staged.path, meta, name, level=level)
+        writer = PartWriter(staged.path, meta, name, level=level, keyring=parts[0].keyring)
         m = writer.chunk_multiple()
         step = max(1, _writer.INDEX_CHUNK_ROWS // m) * m
         order = merge_order(meta, parts)

@@ -28,6 +28,8 @@ __all__ = [
 FORMAT_VERSION = 1
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: A KMS master key id (no ',', ':', ';' or blanks: they separate the settings' lists).
+_KEY_ID = re.compile(r"^[A-Za-z0-9_.\-/@#+=]{1,256}$")
 MAX_IDENT = 128
 
 #: Settings a table accepts (besides index_granularity), with their checks.
@@ -37,6 +39,10 @@ KNOWN_SETTINGS: dict[str, tuple[type, int, int]] = {
     "max_part_rows": (int, 1, 1 << 40),
     # Parquet compression of column data.
     "compression": (str, 0, 0),
+    # Sensitive columns: 'col:keyid, ...' (master key ids of the connection's
+    # KMS) and the key id of the encrypted Parquet footer (skipidx.core.kms).
+    "encrypted_columns": (str, 0, 0),
+    "footer_key": (str, 0, 0),
 }
 _COMPRESSIONS = ("zstd", "snappy", "lz4", "none", "gzip")
 #: ClickHouse MergeTree settings that only shape ClickHouse's own files, merges or
@@ -395,9 +401,44 @@ class TableMeta:
             typ, lo, hi = KNOWN_SETTINGS[k]
             if typ is int and (not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi):
                 raise SkipidxError(f"table {self.name!r}: setting {k} must be an integer in [{lo}, {hi}]")
+            if typ is str and not isinstance(v, str):
+                raise SkipidxError(f"table {self.name!r}: setting {k} must be a string")
             if k == "compression" and v not in _COMPRESSIONS:
                 raise SkipidxError(f"table {self.name!r}: compression must be one of {', '.join(_COMPRESSIONS)}")
+        enc = self.encryption
+        if enc is not None:
+            for c in enc[1]:
+                if c not in seen:
+                    raise SkipidxError(f"table {self.name!r}: encrypted_columns names unknown column {c!r}")
         return self
+
+    @property
+    def encryption(self) -> tuple[str, dict[str, str]] | None:
+        """(footer key id, {column: key id}) of a table with sensitive columns, else None.
+
+        Settings ``encrypted_columns = 'col:keyid, ...'`` and ``footer_key =
+        'keyid'``, both or neither: the data file's footer is encrypted too
+        (it holds the columns' statistics and key metadata)."""
+        spec = self.settings.get("encrypted_columns")
+        footer = self.settings.get("footer_key")
+        if spec is None and footer is None:
+            return None
+        if not isinstance(spec, str) or not isinstance(footer, str):
+            raise SkipidxError(f"table {self.name!r}: encrypted_columns and footer_key go together "
+                               f"(SETTINGS encrypted_columns = 'col:keyid, ...', footer_key = 'keyid')")
+        if not _KEY_ID.match(footer):
+            raise SkipidxError(f"table {self.name!r}: footer_key {footer!r} is not a key id")
+        cols: dict[str, str] = {}
+        for item in spec.split(","):
+            col, sep, kid = item.strip().rpartition(":")
+            col, kid = col.strip(), kid.strip()
+            if not sep or not col or not _KEY_ID.match(kid):
+                raise SkipidxError(f"table {self.name!r}: encrypted_columns entry {item.strip()!r} is not "
+                                   f"'column:keyid'")
+            if col in cols:
+                raise SkipidxError(f"table {self.name!r}: encrypted_columns names {col!r} twice")
+            cols[col] = kid
+        return footer, cols
 
     # ---- JSON ----------------------------------------------------------
     def to_json(self) -> dict:

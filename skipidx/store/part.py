@@ -14,8 +14,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from skipidx.core.crypto import DecryptionError, open_index_table, sealed_key_id
 from skipidx.core.lru import LRU, clear_caches as clear_lru_caches
 from skipidx.core.errors import CorruptionError, SkipidxError
+from skipidx.core.kms import KeyRing, KeyUnavailableError, parquet_decryption
 from skipidx.indexes.base import IndexGranules, index_from_meta
 from skipidx.store import commit as _commit
 from skipidx.store.checksums import VERIFIER, FileSum
@@ -108,8 +110,11 @@ def normalize_ranges(mark_ranges: Iterable[tuple[int, int]], n_granules: int) ->
 class Part:
     """A published part of a table snapshot (immutable)."""
 
-    def __init__(self, table_dir: str, entry: PartEntry, meta: TableMeta) -> None:
+    def __init__(self, table_dir: str, entry: PartEntry, meta: TableMeta, *,
+                 keyring: KeyRing | None = None) -> None:
         self.table_dir = table_dir
+        #: the connection's keys (sensitive columns); None: no KMS client
+        self.keyring = keyring
         self.name = entry.name
         self.path = os.path.join(table_dir, _commit.PARTS_DIR, entry.name)
         self.num_rows = entry.rows
@@ -153,6 +158,7 @@ class Part:
         cache = info.column_bytes
         missing = [c for c in columns if c not in cache]
         if missing:
+            self.require_keys(missing)
             key, pf = self._data_reader(pooled=True)
             path = os.path.join(self.path, DATA_FILE)
             try:
@@ -185,6 +191,38 @@ class Part:
     def level(self) -> int:
         return int(self.manifest.get("level", 0))
 
+    # ---- sensitive columns -------------------------------------------------
+    @property
+    def encryption(self) -> dict | None:
+        """The manifest's "encryption" entry (footer key id, {column: key id},
+        wrapped data keys), None for a part without sensitive columns."""
+        return self.manifest.get("encryption")
+
+    def require_keys(self, columns: Iterable[str] = ()) -> None:
+        """KeyUnavailableError naming the key id unless the KMS grants the
+        footer key and the keys of `columns`. Checked before pyarrow touches
+        the file: it aborts the process for an encrypted column it has no key for."""
+        enc = self.encryption
+        if enc is None:
+            return
+        ring = self.keyring if self.keyring is not None else KeyRing(None)
+        try:
+            keys, cols = enc["keys"], enc["columns"]
+            need = [(None, enc["footer_key"])] + [(c, cols[c]) for c in columns if c in cols]
+            for col, kid in need:
+                try:
+                    ring.unwrap(kid, keys[kid])
+                except KeyUnavailableError as e:
+                    what = f"column {col!r}" if col is not None else "the data file's footer"
+                    raise KeyUnavailableError(kid, f"{what} of table {self.meta.name!r} is encrypted with it; "
+                                                   f"{e.message.split(': ', 1)[-1]}") from None
+        except (KeyError, TypeError, AttributeError):
+            raise CorruptionError("bad encryption entry in the part manifest",
+                                  path=os.path.join(self.path, MANIFEST)) from None
+
+    def _decryption(self):
+        return parquet_decryption(self.keyring.kms) if self.encryption is not None else None
+
     def _filesum(self, fname: str) -> FileSum:
         return self._part_info.filesum(fname, os.path.join(self.path, fname))
 
@@ -203,6 +241,10 @@ class Part:
         path = os.path.join(self.path, DATA_FILE)
         fs = self._filesum(DATA_FILE)
         ident = VERIFIER._identity(path, fs)
+        if self.encryption is not None:
+            # footers and readers of an encrypted file carry one connection's keys
+            self.require_keys()
+            ident = ident + ("keys", id(self.keyring))
         key = ident + (bool(pre_buffer), read_dictionary)
         if pooled:
             pf = READERS.take(key, path)
@@ -225,7 +267,7 @@ class Part:
             VERIFIER.verify(path, fs, 0, spans[0][0])
             VERIFIER.verify(path, fs, spans[-1][1], fs.size)
             try:
-                md = pq.read_metadata(path)
+                md = pq.read_metadata(path, decryption_properties=self._decryption())
             except (OSError, pa.ArrowException) as e:
                 raise CorruptionError(f"unreadable Parquet footer: {e}", path=path) from None
             if md.num_row_groups != self.n_granules or md.num_rows != self.num_rows:
@@ -251,7 +293,8 @@ class Part:
             with pa.memory_map(path, "r") as mm:
                 buf = mm.read_buffer()    # zero-copy: keeps the mapping alive
             return pq.ParquetFile(pa.BufferReader(buf), metadata=md, pre_buffer=pre_buffer,
-                                  read_dictionary=list(read_dictionary) or None)
+                                  read_dictionary=list(read_dictionary) or None,
+                                  decryption_properties=self._decryption())
         except (OSError, pa.ArrowException) as e:
             raise CorruptionError(f"cannot open Parquet file: {e}", path=path) from None
 
@@ -289,6 +332,7 @@ class Part:
             rgs.extend(range(a, b))
         if not rgs:
             return schema.empty_table().select(cols)
+        self.require_keys(cols)
         as_dict = tuple(c for c in cols if c in dictionary and c in self.dictionary_columns
                         and dictionary_readable(schema.field(c).type)) if dictionary else ()
         key, pf = self._data_reader(pooled=True, pre_buffer=len(rgs) >= PRE_BUFFER_MIN_ROW_GROUPS,
@@ -363,6 +407,20 @@ class Part:
             table.validate(full=True)   # offsets/lengths in range before any kernel touches them
         except (OSError, pa.ArrowException) as ex:
             raise CorruptionError(f"unreadable index file: {ex}", path=path) from None
+        sealed = sealed_key_id(table)
+        if sealed is not None:
+            # a sensitive column's index: every module authenticated (a wrong
+            # key or a changed byte is an error, never a pruning answer)
+            ring = self.keyring if self.keyring is not None else KeyRing(None)
+            try:
+                dek = ring.unwrap(sealed[0], sealed[1], path)
+            except KeyUnavailableError as e:
+                raise KeyUnavailableError(sealed[0], f"index {name!r} of table {self.meta.name!r} is encrypted "
+                                                     f"with it; {e.message.split(': ', 1)[-1]}", path=path) from None
+            table = open_index_table(table, dek, path)
+        elif im.definition.column in ((self.encryption or {}).get("columns") or {}):
+            raise DecryptionError(f"index {name!r} of sensitive column {im.definition.column!r} is not encrypted",
+                                  path=path)
         col = self.meta.column(im.definition.column)
         inst = index_from_meta(im.definition, col.type.arrow_type, im.params)
         try:

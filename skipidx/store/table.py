@@ -12,6 +12,7 @@ from typing import Any, Iterable, Iterator
 import pyarrow as pa
 
 from skipidx.core.errors import SkipidxError
+from skipidx.core.kms import KeyRing
 from skipidx.indexes.base import IndexDef
 from skipidx.store import commit as _commit
 from skipidx.store.commit import ConflictError, StagedPart, TableState, commit_parts, new_part_name
@@ -32,11 +33,12 @@ class TableSnapshot:
     ``with`` block, or garbage collection), even if a merge retires them.
     """
 
-    def __init__(self, table_dir: str, state: TableState, pin_fd: int | None) -> None:
+    def __init__(self, table_dir: str, state: TableState, pin_fd: int | None, *,
+                 keyring: KeyRing | None = None) -> None:
         self.table_dir = table_dir
         self.gen = state.gen
         self.meta = state.meta
-        self.parts: list[Part] = [Part(table_dir, e, state.meta) for e in state.parts]
+        self.parts: list[Part] = [Part(table_dir, e, state.meta, keyring=keyring) for e in state.parts]
         self._pin_fd = pin_fd
 
     @property
@@ -144,8 +146,10 @@ def as_batches(data: Any, max_rows: int) -> Iterator[pa.Table]:
 class Table:
     """A table directory. Cheap to construct; state is re-read when it changed."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, *, keyring: KeyRing | None = None) -> None:
         self.path = os.path.abspath(path)
+        #: the connection's keys for sensitive columns (skipidx.core.kms)
+        self.keyring = keyring
         _commit.read_state(self.path)   # fails early for a non-table / damaged state
         _commit.cleanup(self.path)
 
@@ -166,7 +170,7 @@ class Table:
     def snapshot(self) -> TableSnapshot:
         """A pinned, consistent view (close it when done)."""
         st, fd = _commit.pin_snapshot(self.path)
-        return TableSnapshot(self.path, st, fd)
+        return TableSnapshot(self.path, st, fd, keyring=self.keyring)
 
     @property
     def num_rows(self) -> int:
@@ -205,9 +209,10 @@ class Table:
                 del chunk
                 total += prepared.num_rows
                 if pool is None:
-                    staged.append(build_part(self.path, meta, prepared, prepare=False))
+                    staged.append(build_part(self.path, meta, prepared, prepare=False, keyring=self.keyring))
                     continue
-                pending.append(pool.submit(build_part, self.path, meta, prepared, prepare=False))
+                pending.append(pool.submit(build_part, self.path, meta, prepared, prepare=False,
+                                           keyring=self.keyring))
                 del prepared
                 while len(pending) >= workers:   # bound the chunks in flight
                     staged.append(pending.pop(0).result())
@@ -351,7 +356,8 @@ class Table:
                     keep.append(im)
             sums = {f: man["files"][f] for f in reuse}
             writer = PartWriter(staged.path, meta, name, level=level, indexes=keep + ([add] if add else []),
-                                reuse=reuse, reuse_sums=sums, reuse_layout=(man["marks"], man["row_groups"]))
+                                reuse=reuse, reuse_sums=sums, reuse_layout=(man["marks"], man["row_groups"]),
+                                keyring=self.keyring)
             if add is not None:
                 G = meta.index_granularity
                 step = max(1, _writer.INDEX_CHUNK_ROWS // writer.chunk_multiple()) * (writer.chunk_multiple() // G)

@@ -22,7 +22,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from skipidx.core.crypto import seal_index_table
 from skipidx.core.errors import CorruptionError, SkipidxError
+from skipidx.core.kms import KeyRing, parquet_decryption, parquet_encryption
 from skipidx.expr.index_expressions import apply_expression
 from skipidx.indexes.base import index_from_meta
 from skipidx.store import commit as _commit
@@ -68,8 +70,12 @@ class _IndexWriter:
     an Arrow IPC file: one record batch group per chunk."""
 
     def __init__(self, path: str, part_name: str, im: IndexMeta, arrow_type: pa.DataType,
-                 threads: int | None = None) -> None:
+                 threads: int | None = None, seal: tuple[str, bytes, str] | None = None) -> None:
         idx = index_from_meta(im.definition, arrow_type, im.params)
+        #: (key id, data key, wrapped data key) of a sensitive column's index:
+        #: its chunks are kept and sealed as one table on close
+        self.seal = seal
+        self._chunks: list[pa.Table] = []
         # an index type written before `threads` existed is asked only when a count is set
         self.agg = idx.aggregator() if threads is None else idx.aggregator(threads=threads)
         # a whole-part aggregator (the text index's dictionary) gathers every chunk
@@ -92,6 +98,10 @@ class _IndexWriter:
         g = self.agg.build(values, zone_start, zone_length)
         g.zone_start = np.asarray(g.zone_start, dtype=np.int64) + row0
         t = g.to_arrow(self.part_name)
+        if self.seal is not None:
+            self._chunks.append(t)
+            self.zones += int(zone_start.shape[0])
+            return
         if self.writer is None:
             self.schema = t.schema
             self.writer = pa.ipc.new_file(self.sink, self.schema)
@@ -101,8 +111,17 @@ class _IndexWriter:
         self.zones += int(zone_start.shape[0])
 
     def close(self, complete: bool = True) -> None:
+        t = None
         if complete and self.whole_part and self.writer is None:
             t = self.agg.finish().to_arrow(self.part_name)
+        elif complete and self.seal is not None and self._chunks:
+            first = self._chunks[0].schema
+            t = pa.concat_tables([c if c.schema.equals(first, check_metadata=False) else c.cast(first)
+                                  for c in self._chunks]).replace_schema_metadata(first.metadata)
+        self._chunks = []
+        if t is not None:
+            if self.seal is not None:
+                t = seal_index_table(t, self.seal[1], self.seal[0], self.seal[2])
             self.writer = pa.ipc.new_file(self.sink, t.schema)
             self.writer.write_table(t)
         if self.writer is not None:
@@ -128,8 +147,18 @@ class PartWriter:
                  indexes: Sequence[IndexMeta] | None = None, reuse: dict[str, str] | None = None,
                  reuse_sums: dict[str, dict] | None = None,
                  reuse_layout: tuple[list[int], list[list[int]]] | None = None,
-                 build_threads: int | None = None) -> None:
+                 build_threads: int | None = None, keyring: KeyRing | None = None) -> None:
         self.dir = part_dir
+        self.keyring = keyring
+        # sensitive columns: the manifest's "encryption" entry and a fresh data
+        # key per key id for this part's index files (stored wrapped)
+        self._enc = meta.encryption
+        self._dek: dict[str, tuple[bytes, str]] = {}
+        if self._enc is not None:
+            ring = keyring if keyring is not None else KeyRing(None)
+            for kid in [self._enc[0], *sorted(set(self._enc[1].values()))]:
+                if kid not in self._dek:
+                    self._dek[kid] = ring.new_key(kid)
         self._reuse_layout = reuse_layout
         self._reuse_sums = dict(reuse_sums or {})
         self.meta = meta
@@ -160,8 +189,10 @@ class PartWriter:
                 self._linked[im.name] = True
             else:
                 col = meta.column(im.definition.column)
+                kid = self._enc[1].get(col.name) if self._enc is not None else None
+                seal = (kid, *self._dek[kid]) if kid is not None else None
                 self._iw[im.name] = _IndexWriter(os.path.join(part_dir, fname), part_name, im, col.type.arrow_type,
-                                                build_threads)
+                                                build_threads, seal)
 
     def _open_data(self, sample: pa.Table | None) -> None:
         """Open the Parquet writer, the encodings chosen from `sample` (the first chunk)."""
@@ -171,10 +202,18 @@ class PartWriter:
         comp, level = meta.parquet_compression()
         self.dictionary_columns = (choose_dictionary_columns(meta, sample, self.G)
                                    if sample is not None else [])
+        enc = None
+        if self._enc is not None:
+            # Parquet modular encryption: footer and each sensitive column
+            # under their key ids (data keys random, wrapped in the file)
+            by_key: dict[str, list[str]] = {}
+            for c, kid in self._enc[1].items():
+                by_key.setdefault(kid, []).append(c)
+            enc = parquet_encryption(self.keyring.kms, self._enc[0], by_key)
         self._pw = pq.ParquetWriter(self._data_path, meta.arrow_schema(),
                                     compression=comp, compression_level=level or None,
                                     use_dictionary=self.dictionary_columns,
-                                    write_statistics=True,
+                                    write_statistics=True, encryption_properties=enc,
                                     store_schema=True, sorting_columns=sorting or None)
 
     def merged_index(self, name: str) -> object | None:
@@ -182,6 +221,24 @@ class PartWriter:
         tokenizing (``use_merged``), else None."""
         iw = self._iw.get(name)
         return iw.agg if iw is not None and hasattr(iw.agg, "use_merged") else None
+
+    def _manifest_encryption(self) -> dict | None:
+        """The manifest's record of which key protects what in this part's data
+        file (no secret: key ids, and data keys only wrapped, which the reader
+        unwraps to learn whether the KMS grants a key before pyarrow is asked)."""
+        if self._linked_from is not None:
+            try:
+                with open(os.path.join(os.path.dirname(self._linked_from), MANIFEST), "rb") as f:
+                    src = json.loads(f.read()).get("encryption")
+            except (OSError, ValueError) as e:
+                raise CorruptionError(f"cannot read the linked part's manifest: {e}",
+                                      path=self._linked_from) from None
+            return src
+        if self._enc is None:
+            return None
+        footer, cols = self._enc
+        return {"footer_key": footer, "columns": dict(cols),
+                "keys": {kid: self._dek[kid][1] for kid in self._dek}}
 
     def chunk_multiple(self) -> int:
         """Rows per chunk must be a multiple of this (but for the last chunk)."""
@@ -243,7 +300,8 @@ class PartWriter:
             marks = np.asarray(self._reuse_layout[0], dtype=np.int64)
             spans = [list(x) for x in self._reuse_layout[1]]
         else:
-            md = pq.read_metadata(self._data_path)
+            md = pq.read_metadata(self._data_path, decryption_properties=(
+                parquet_decryption(self.keyring.kms) if self._enc is not None else None))
             rg_rows = np.array([md.row_group(i).num_rows for i in range(md.num_row_groups)], dtype=np.int64)
             marks = np.zeros(rg_rows.shape[0] + 1, dtype=np.int64)
             np.cumsum(rg_rows, out=marks[1:])
@@ -293,6 +351,9 @@ class PartWriter:
             "files": files,
             "created_unix": time.time(),
         }
+        enc_entry = self._manifest_encryption()
+        if enc_entry is not None:
+            manifest["encryption"] = enc_entry
         if self.dictionary_columns is not None:
             # a read hint (Part.read can return these as Arrow dictionaries);
             # absent in parts written before: read decoded
@@ -307,12 +368,12 @@ class PartWriter:
 
 def write_part(part_dir: str, meta: TableMeta, data: pa.Table | None, part_name: str, *, level: int = 0,
                indexes: Sequence[IndexMeta] | None = None, reuse: dict[str, str] | None = None,
-               build_threads: int | None = None) -> dict:
+               build_threads: int | None = None, keyring: KeyRing | None = None) -> dict:
     """Write a complete part from one table of rows (conformed and sorted)
     into the empty directory `part_dir`, in chunks of ~INDEX_CHUNK_ROWS rows.
     See :class:`PartWriter` for `indexes`, `reuse` and `build_threads`. Returns the manifest."""
     w = PartWriter(part_dir, meta, part_name, level=level, indexes=indexes, reuse=reuse,
-                   build_threads=build_threads)
+                   build_threads=build_threads, keyring=keyring)
     try:
         if data is not None and data.num_rows:
             m = w.chunk_multiple()
@@ -337,7 +398,7 @@ def _link(src: str, dst: str) -> None:
 
 def build_part(table_dir: str, meta: TableMeta, data: pa.Table, part_name: str | None = None, *,
                level: int = 0, detached: bool = False, prepare: bool = True,
-               build_threads: int | None = None) -> StagedPart:
+               build_threads: int | None = None, keyring: KeyRing | None = None) -> StagedPart:
     """Write `data` as a new staged part of the table at `table_dir`.
 
     With ``prepare`` the rows are conformed (checked, cast) and sorted here;
@@ -355,7 +416,7 @@ def build_part(table_dir: str, meta: TableMeta, data: pa.Table, part_name: str |
     name = part_name or new_part_name(level)
     staged = _commit.stage_dir(table_dir, name, detached=detached)
     try:
-        write_part(staged.path, meta, data, name, level=level, build_threads=build_threads)
+        write_part(staged.path, meta, data, name, level=level, build_threads=build_threads, keyring=keyring)
     except BaseException:
         staged.discard()
         raise
