@@ -37,7 +37,7 @@ import xxhash
 
 from skipidx.core.errors import SkipidxError
 from skipidx.core.lru import LRU
-from skipidx.core.types import ColumnType, parse_type
+from skipidx.core.types import ColumnType, ch_type_of, parse_type
 
 __all__ = [
     "FileIdentity", "HalfWritten", "discover", "glob_base", "probe", "identity_of",
@@ -202,25 +202,18 @@ def partition_types(parts: Iterable[dict[str, str | None]]) -> dict[str, ColumnT
 
 # ------------------------------------------------------------------ columns
 def column_type_of(field: pa.Field) -> ColumnType | None:
-    """The skipidx type of a Parquet column as Arrow reads it, or None when there is none
-    (nested, decimal, sub-second timestamps, ...: such columns are not exposed)."""
-    t = field.type
-    if pa.types.is_dictionary(t):
-        t = t.value_type
-    if pa.types.is_large_string(t) or pa.types.is_string_view(t):
-        t = pa.string()
-    names = {pa.uint8(): "UInt8", pa.uint16(): "UInt16", pa.uint32(): "UInt32", pa.uint64(): "UInt64",
-             pa.int8(): "Int8", pa.int16(): "Int16", pa.int32(): "Int32", pa.int64(): "Int64",
-             pa.float32(): "Float32", pa.float64(): "Float64", pa.bool_(): "Bool", pa.string(): "String",
-             pa.date32(): "Date", pa.timestamp("s"): "DateTime"}
-    if pa.types.is_timestamp(t) and t.tz is None:
-        # Parquet has no second unit (pyarrow writes timestamp[s] as ms): any unit reads as
-        # DateTime; a sub-second value is an error when read, never silently truncated
-        t = pa.timestamp("s")
-    name = names.get(t)
-    if name is None:
+    """The skipidx type of a Parquet column as Arrow reads it (ClickHouse's name of its
+    Arrow type, Nullable when Parquet says optional), or None when there is none (such
+    columns are not exposed)."""
+    try:
+        name = ch_type_of(field.type)
+    except SkipidxError:
         return None
-    return parse_type(f"Nullable({name})" if field.nullable else name)
+    nullable = field.nullable and not name.startswith("Array(")
+    try:
+        return parse_type(f"Nullable({name})" if nullable else name)
+    except SkipidxError:
+        return None
 
 
 def infer_columns(schemas: list[pa.Schema]) -> tuple[list[tuple[str, ColumnType]], list[str]]:
