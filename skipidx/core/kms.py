@@ -76,6 +76,15 @@ class KeyRing:
         self.kms = check_kms_client(kms)
         self._cache: dict[tuple[str, str], bytes] = {}
         self._lock = threading.Lock()
+        self._decryption = None
+
+    def parquet_decryption(self):
+        """pyarrow FileDecryptionProperties through this ring's KMS, made once:
+        its key tools cache the unwrapped KEKs, so each master key is asked of
+        the KMS once, not once per file (see `parquet_decryption`)."""
+        if self._decryption is None and self.kms is not None:
+            self._decryption = parquet_decryption(self.kms)
+        return self._decryption
 
     def new_key(self, key_id: str) -> tuple[bytes, str]:
         """A fresh random data key and its wrapped form (to store) under master key `key_id`."""

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 from skipidx.core.crypto import DecryptionError, open_index_table, sealed_key_id
 from skipidx.core.lru import LRU, clear_caches as clear_lru_caches
 from skipidx.core.errors import CorruptionError, SkipidxError
-from skipidx.core.kms import KeyRing, KeyUnavailableError, parquet_decryption
+from skipidx.core.kms import KeyRing, KeyUnavailableError
 from skipidx.indexes.base import IndexGranules, index_from_meta
 from skipidx.store import commit as _commit
 from skipidx.store.checksums import VERIFIER, FileSum
@@ -221,7 +221,7 @@ class Part:
                                   path=os.path.join(self.path, MANIFEST)) from None
 
     def _decryption(self):
-        return parquet_decryption(self.keyring.kms) if self.encryption is not None else None
+        return self.keyring.parquet_decryption() if self.encryption is not None else None
 
     def _filesum(self, fname: str) -> FileSum:
         return self._part_info.filesum(fname, os.path.join(self.path, fname))

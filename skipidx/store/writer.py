@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 
 from skipidx.core.crypto import seal_index_table
 from skipidx.core.errors import CorruptionError, SkipidxError
-from skipidx.core.kms import KeyRing, parquet_decryption, parquet_encryption
+from skipidx.core.kms import KeyRing, parquet_encryption
 from skipidx.expr.index_expressions import apply_expression
 from skipidx.indexes.base import index_from_meta
 from skipidx.store import commit as _commit
@@ -301,7 +301,7 @@ class PartWriter:
             spans = [list(x) for x in self._reuse_layout[1]]
         else:
             md = pq.read_metadata(self._data_path, decryption_properties=(
-                parquet_decryption(self.keyring.kms) if self._enc is not None else None))
+                self.keyring.parquet_decryption() if self._enc is not None else None))
             rg_rows = np.array([md.row_group(i).num_rows for i in range(md.num_row_groups)], dtype=np.int64)
             marks = np.zeros(rg_rows.shape[0] + 1, dtype=np.int64)
             np.cumsum(rg_rows, out=marks[1:])
