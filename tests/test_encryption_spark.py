@@ -23,7 +23,7 @@ import pytest
 pytest.importorskip("pyspark")
 
 import skipidx  # noqa: E402
-from conftest_spark import get_spark  # noqa: E402
+from conftest import get_spark  # noqa: E402
 from encryption_kms import MemoryKms, java_key_list, master_keys  # noqa: E402
 from skipidx.core.crypto import DecryptionError  # noqa: E402
 from skipidx.core.kms import KeyUnavailableError  # noqa: E402

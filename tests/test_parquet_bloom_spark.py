@@ -34,21 +34,6 @@ COLUMNS = {
 N_ROWS = 60_000
 
 
-@pytest.fixture(scope="module")
-def spark():
-    pyspark_sql = pytest.importorskip("pyspark.sql")
-    session = (
-        pyspark_sql.SparkSession.builder.master("local[1]")
-        .appName("skipidx-test-parquet-bloom")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "1")
-        .config("spark.driver.memory", "1g")
-        .getOrCreate()
-    )
-    yield session
-    session.stop()
-
-
 def _write(spark, path: str, ndv: int, fpp: float) -> str:
     df = spark.range(0, N_ROWS, 1, 1).selectExpr(*[f"{e} AS {c}" for c, e in COLUMNS.items()])
     # parquet-java writes no bloom filter for a chunk whose pages are all dictionary-encoded

@@ -58,7 +58,7 @@ def _queries(data: pa.Table) -> list[str]:
 
 @pytest.mark.spark
 def test_spark_build_and_embedded_build_answer_identically(source, tmp_path):
-    from conftest_spark import get_spark
+    from conftest import get_spark
 
     spark = get_spark()
     dbdir = str(tmp_path / "db")
@@ -94,7 +94,7 @@ def test_spark_build_and_embedded_build_answer_identically(source, tmp_path):
 @pytest.mark.spark
 @pytest.mark.parametrize("fmt", ["csv", "csvwithnames", "json"])
 def test_text_formats_build_the_same_table_on_both_engines(source, tmp_path, fmt):
-    from conftest_spark import get_spark
+    from conftest import get_spark
 
     get_spark()
     data = source["data"].slice(0, 1500)

@@ -20,7 +20,7 @@ import pytest
 pytest.importorskip("pyspark")
 
 import skipidx  # noqa: E402
-from conftest_spark import get_spark, spark  # noqa: E402,F401  (the shared session fixture)
+from conftest import get_spark  # noqa: E402  (conftest also gives the shared `spark` fixture)
 from skipidx.apps.datagen import RARE_TOKEN, SCHEMA_SQL, generate_table  # noqa: E402
 
 pytestmark = pytest.mark.spark

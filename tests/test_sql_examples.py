@@ -13,33 +13,22 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-import skipidx
 from skipidx.apps import datagen
-from skipidx.apps.demo import build_demo_table, default_examples_dir, render_results
+from conftest import DEMO_ROWS, DEMO_SEED  # the demo_db fixture is conftest's
+from skipidx.apps.demo import default_examples_dir, render_results
 from skipidx.sql import parse
 from skipidx.sql.ast import Select
 
 EXAMPLES = sorted(default_examples_dir().glob("*.sql"))
-DEMO_ROWS = 1_000_000
 
 
 @pytest.fixture(scope="module")
-def demo_db(tmp_path_factory):
-    db = skipidx.connect(str(tmp_path_factory.mktemp("demo") / "db"))
-    build_demo_table(db, DEMO_ROWS, quiet=True)
-    yield db
-    db.close()
-
-
-@pytest.fixture(scope="module")
-def chdb_session(tmp_path_factory):
-    pytest.importorskip("chdb")
-    from skipidx.apps.research import chdb_session as _chdb
-
+def chdb_session(tmp_path_factory, chdb):
+    _chdb = chdb
     d = tmp_path_factory.mktemp("chdb")
     path = d / "logs.parquet"
     writer = None
-    for batch in datagen.generate(DEMO_ROWS, 42):
+    for batch in datagen.generate(DEMO_ROWS, DEMO_SEED):
         if writer is None:
             writer = pq.ParquetWriter(str(path), batch.schema)
         writer.write_batch(batch)

@@ -16,22 +16,6 @@ from skipidx.store.manifest import DATA_FILE
 pytestmark = pytest.mark.spark
 
 
-@pytest.fixture(scope="module")
-def spark():
-    pyspark_sql = pytest.importorskip("pyspark.sql")
-    session = (
-        pyspark_sql.SparkSession.builder.master("local[1]")
-        .appName("skipidx-test-store-spark")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "1")
-        .config("spark.driver.memory", "1g")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-    yield session
-    session.stop()
-
-
 def test_spark_reads_a_part_as_is(tmp_path, spark):
     meta = make_meta("t", [("k", "Int32"), ("u8", "UInt8"), ("u32", "UInt32"), ("u64", "UInt64"), ("i8", "Int8"),
                            ("f", "Float64"), ("b", "Bool"), ("s", "Nullable(String)"), ("lc", "LowCardinality(String)"),

@@ -23,13 +23,11 @@ does: `token_hashes_shared`, `token_tokens_shared`) that lets the pieces fill
 shares of one output allocated on the calling thread; otherwise, or when a
 piece outgrows its share, each piece allocates its own outputs and they are
 concatenated with rows shifted. (Outputs allocated on a pool thread come from
-that thread's malloc arena, which hands freed pages back to the OS: ~4x the
-page faults of the single-threaded path measured for ``tokenize``.)
+that thread's malloc arena, which hands freed pages back to the OS: many more
+page faults than the single-threaded path.)
 
 The default is one thread: the store already hashes slices of a part on
 several threads, and nested splitting would only oversubscribe the cores.
-On the busy 2-core machine of bench/bench_tokenizers.py (load average ~3)
-2 threads were slower than one in wall time: there was no idle core.
 """
 from __future__ import annotations
 
@@ -274,6 +272,18 @@ def _concat_rows(pieces: list[tuple[int, np.ndarray]]) -> np.ndarray:
     return rows
 
 
+def _run_flat(values: pa.Array, kernel, threads: int, shared: SharedSplit | None) -> list[tuple[int, tuple]]:
+    """`kernel` over one flat binary-like array: [(first row, output)] per piece, or one
+    piece holding the whole output when the `shared` split driver wrote it."""
+    data, offsets, validity, voff = buffer_views(values)
+    ranges = _split_ranges(offsets, threads)
+    if len(ranges) > 1 and shared is not None:
+        whole = shared(data, offsets, validity, voff, ranges)
+        if whole is not None:
+            return [(0, whole)]
+    return _split_call(kernel, data, offsets, validity, voff, ranges)
+
+
 def hash_rows(values, kernel: HashKernel, tokenizer: str, threads: int = 1,
               shared: SharedSplit | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Run a fused hash kernel over any string-like column: (rows int64, hashes uint64).
@@ -299,13 +309,7 @@ def hash_rows(values, kernel: HashKernel, tokenizer: str, threads: int = 1,
     if pa.types.is_null(t) or len(values) == 0:
         return _empty_hashes()
     if _is_binary_like(t) or pa.types.is_fixed_size_binary(t):
-        data, offsets, validity, voff = buffer_views(values)
-        ranges = _split_ranges(offsets, threads)
-        if len(ranges) > 1 and shared is not None:
-            whole = shared(data, offsets, validity, voff, ranges)
-            if whole is not None:
-                return whole
-        pieces = _split_call(kernel, data, offsets, validity, voff, ranges)
+        pieces = _run_flat(values, kernel, threads, shared)
         if len(pieces) == 1:
             return pieces[0][1]
         return (_concat_rows([(a, out[0]) for a, out in pieces]),
@@ -349,13 +353,7 @@ def token_rows(values, kernel: TokensKernel, tokenizer: str, threads: int = 1,
     if pa.types.is_null(t) or len(values) == 0:
         return empty_tokens()
     if _is_binary_like(t) or pa.types.is_fixed_size_binary(t):
-        data, offsets, validity, voff = buffer_views(values)
-        ranges = _split_ranges(offsets, threads)
-        if len(ranges) > 1 and shared is not None:
-            whole = shared(data, offsets, validity, voff, ranges)
-            if whole is not None:
-                return Tokens(*whole)
-        pieces = _split_call(kernel, data, offsets, validity, voff, ranges)
+        pieces = _run_flat(values, kernel, threads, shared)
         if len(pieces) == 1:
             return Tokens(*pieces[0][1])
         tk = concat_tokens([Tokens(*out) for _a, out in pieces])

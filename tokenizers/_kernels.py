@@ -181,7 +181,7 @@ def token_tokens_into(data, offsets, validity, voff, rows, offs, out, edges, i0,
     Per row, the branch-free edge scan, then per token a fixed 16-byte copy
     (a longer token, or one near the end of ``data``, is copied byte by byte)
     and its row and end offset: about 1.7 stores per byte instead of 2 for a
-    byte-wise compaction, measured ~20 % faster on log lines.
+    byte-wise compaction.
     """
     tb = _TB8
     n = offsets.shape[0] - 1
@@ -495,8 +495,7 @@ def ngram_tokens_into(data, offsets, validity, voff, n, rows, offs, out, starts)
 #: resumes once into grown outputs. A close guess matters: glibc's malloc
 #: reuses freed blocks of up to 32 MB, so outputs sized close to their use are
 #: mostly served from memory that is already mapped, while ones sized for the
-#: worst case (one token per 2 bytes) are fresh mappings to fault in (measured
-#: 15-20 % of `tokenize` on 8 MB slices).
+#: worst case (one token per 2 bytes) are fresh mappings to fault in.
 TOKENS_PER_BYTE = 0.25
 #: The first capacity never exceeds this many tokens (a multi-GB column grows instead
 #: of reserving its whole estimate at once).

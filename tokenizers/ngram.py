@@ -24,8 +24,6 @@ from skipidx.core.errors import SkipidxError
 from skipidx.core.text_patterns import like_runs
 from skipidx.core.tokenizer_api import TextTokenizer, Tokens
 
-from skipidx.core._kernels.sbbf import SALT
-
 from . import _filters as F
 from . import _kernels as K
 from ._arrow import hash_rows, token_rows
@@ -97,20 +95,10 @@ class NgramTokenizer(TextTokenizer):
     # -- fast path: the fused kernels of _filters ------------------------------
     def insert_zones(self, values: pa.Array, zone_end: np.ndarray, seed: int,
                      words: np.ndarray, block_offset: np.ndarray, num_blocks: np.ndarray) -> bool:
-        v = F.views(values)
-        if v is None:
-            return False
-        F.ngram_fixed(*v, self.n, zone_end, words, block_offset, num_blocks, np.uint64(seed), SALT)
-        return True
+        return F.insert_zones(F.ngram_fixed, (self.n,), values, zone_end, seed, words, block_offset, num_blocks)
 
     def distinct_zones(self, values: pa.Array, zone_end: np.ndarray, seed: int, scratch) -> np.ndarray | None:
-        v = F.views(values)
-        if v is None:
-            return None
-        scratch.reserve(int(v[1][-1] - v[1][0]) + 1)   # a gram starts at a distinct byte
-        _, offsets, scratch.table = F.ngram_distinct_into(*v, self.n, zone_end, np.uint64(seed),
-                                                          scratch.table, scratch.uniq)
-        return offsets
+        return F.distinct_zones(F.ngram_distinct_into, (self.n,), values, zone_end, seed, scratch)
 
     def tokens_repeat(self) -> bool:
         """Short n-grams of text repeat a lot within a granule (~1M grams, ~10-20k distinct

@@ -15,8 +15,6 @@ import pyarrow as pa
 from skipidx.core.text_patterns import like_runs
 from skipidx.core.tokenizer_api import TextTokenizer, Tokens, split_by_non_alpha
 
-from skipidx.core._kernels.sbbf import SALT
-
 from . import _filters as F
 from . import _kernels as K
 from ._arrow import hash_rows, token_hashes_shared, token_rows, token_tokens_shared
@@ -64,19 +62,10 @@ class TokenTokenizer(TextTokenizer):
     # -- fast path: the fused kernels of _filters ------------------------------
     def insert_zones(self, values: pa.Array, zone_end: np.ndarray, seed: int,
                      words: np.ndarray, block_offset: np.ndarray, num_blocks: np.ndarray) -> bool:
-        v = F.views(values)
-        if v is None:
-            return False
-        F.token_fixed(*v, zone_end, words, block_offset, num_blocks, np.uint64(seed), SALT)
-        return True
+        return F.insert_zones(F.token_fixed, (), values, zone_end, seed, words, block_offset, num_blocks)
 
     def distinct_zones(self, values: pa.Array, zone_end: np.ndarray, seed: int, scratch) -> np.ndarray | None:
-        v = F.views(values)
-        if v is None:
-            return None
-        scratch.reserve(int(v[1][-1] - v[1][0]) + 1)   # a token starts at a distinct byte
-        _, offsets, scratch.table = F.token_distinct_into(*v, zone_end, np.uint64(seed), scratch.table, scratch.uniq)
-        return offsets
+        return F.distinct_zones(F.token_distinct_into, (), values, zone_end, seed, scratch)
 
     # -- query side -------------------------------------------------------
     def value_tokens(self, value: bytes) -> list[bytes]:

@@ -334,27 +334,7 @@ def _open_metadata(path: str | os.PathLike) -> tuple[pq.FileMetaData, str]:
 
 
 def _column_index(md: pq.FileMetaData, column: str | int, where: str) -> int:
-    if isinstance(column, bool):
-        raise SkipidxError(f"bad column {column!r}", path=where)
-    n = md.num_columns
-    if isinstance(column, (int, np.integer)):
-        if not 0 <= column < n:
-            raise SkipidxError(f"column index {column} out of range ({n} leaf columns)", path=where)
-        return int(column)
-    if not isinstance(column, str):
-        raise SkipidxError(f"column must be a name or a leaf index, got {type(column).__name__}", path=where)
-    schema = md.schema
-    paths = [schema.column(i).path for i in range(n)]
-    if column in paths:
-        return paths.index(column)
-    # A top-level name that leads to exactly one leaf (e.g. "tags" for "tags.list.element").
-    under = [i for i, p in enumerate(paths) if p.split(".", 1)[0] == column]
-    if len(under) == 1:
-        return under[0]
-    if under:
-        raise SkipidxError(f"column {column!r} has {len(under)} leaves; name one of: "
-                           f"{', '.join(paths[i] for i in under)}", path=where)
-    raise SkipidxError(f"no column {column!r}; columns: {', '.join(paths)}", path=where)
+    return _resolve_column([md.schema.column(i).path for i in range(md.num_columns)], column, where)
 
 
 def _read_at(fh, offset: int, length: int, size: int, where: str) -> bytes:
@@ -668,19 +648,19 @@ def bloom_filter_options(columns: Iterable[str] | Mapping[str, Mapping[str, floa
     ``SBBF.for_ndv(ndv, fpp)`` and then folds it to `fpp` (defaults: ndv
     1_048_576 (the maximum row-group length), fpp 0.05).
     """
-    from skipidx.core.sbbf import _check_ndv_fpp
+    from skipidx.core.sizing import check_ndv_fpp
 
     if isinstance(columns, Mapping):
         out: dict[str, dict[str, float]] = {}
         for name, o in columns.items():
             if not isinstance(o, Mapping) or set(o) - {"ndv", "fpp"}:
                 raise SkipidxError(f"bloom filter options for {name!r} must be a dict with 'ndv'/'fpp'")
-            n, p = _check_ndv_fpp(o.get("ndv", 1_048_576), o.get("fpp", 0.05))
+            n, p = check_ndv_fpp(o.get("ndv", 1_048_576), o.get("fpp", 0.05))
             out[str(name)] = {"ndv": n, "fpp": p}
         return out
     cols = [columns] if isinstance(columns, str) else list(columns)
     opts: dict[str, float] = {}
-    n, p = _check_ndv_fpp(1_048_576 if ndv is None else ndv, 0.05 if fpp is None else fpp)
+    n, p = check_ndv_fpp(1_048_576 if ndv is None else ndv, 0.05 if fpp is None else fpp)
     if ndv is not None:
         opts["ndv"] = n
     if fpp is not None:

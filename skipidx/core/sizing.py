@@ -79,7 +79,7 @@ from skipidx.core.errors import SkipidxError
 
 __all__ = [
     "BYTES_PER_BLOCK", "MIN_BYTES", "MAX_BYTES", "RULES", "INDEX_RULES",
-    "check_num_bytes", "fpp_estimate", "optimal_num_bytes", "num_bytes", "exact_num_bytes",
+    "check_num_bytes", "check_ndv_fpp", "check_fpp", "fpp_estimate", "optimal_num_bytes", "num_bytes", "exact_num_bytes",
     "exact_num_blocks", "sizing_table",
 ]
 
@@ -109,7 +109,8 @@ def check_num_bytes(num_bytes: object, what: str = "num_bytes") -> int:
     return n
 
 
-def _check_ndv_fpp(ndv: object, fpp: object) -> tuple[int, float]:
+def check_ndv_fpp(ndv: object, fpp: object) -> tuple[int, float]:
+    """(ndv, fpp) as (int > 0, float in (0, 1)), else SkipidxError."""
     if isinstance(ndv, (bool, np.bool_)) or not isinstance(ndv, (int, np.integer)):
         raise SkipidxError(f"ndv must be a positive integer, got {ndv!r}")
     if int(ndv) <= 0:
@@ -303,7 +304,7 @@ def optimal_num_bytes(ndv: int, fpp: float, sizing: str = "parquet", max_bytes: 
     `max_bytes` caps the result (parquet-java's writer caps at
     ``parquet.bloom.filter.max.bytes``, 1 MiB by default).
     """
-    ndv, fpp = _check_ndv_fpp(ndv, fpp)
+    ndv, fpp = check_ndv_fpp(ndv, fpp)
     max_bytes = check_num_bytes(max_bytes, "max_bytes")
     if sizing not in RULES:
         raise SkipidxError(f"unknown SBBF sizing {sizing!r}; expected one of {', '.join(RULES)}")

@@ -85,10 +85,19 @@ class IndexGranules(abc.ABC):
 
     zone_start: np.ndarray         # int64 row offset of each index granule in the part
     zone_length: np.ndarray        # int64 rows in each index granule
+    null_count: np.ndarray         # int64 NULL rows in each index granule
     has_null: np.ndarray           # bool
 
     def __len__(self) -> int:
         return int(self.zone_start.shape[0])
+
+    @property
+    def non_null(self) -> np.ndarray:
+        """Per index granule: some row is not NULL (computed once; callers must not modify it)."""
+        m = self.__dict__.get("_non_null")
+        if m is None:
+            m = self.__dict__["_non_null"] = (self.zone_length - self.null_count) > 0
+        return m
 
     @abc.abstractmethod
     def to_arrow(self, part: str) -> pa.Table:
@@ -124,6 +133,9 @@ class IndexCondition(abc.ABC):
     #: then it prunes under an outer NOT. minmax/set conditions, IS [NOT] NULL,
     #: and negated token atoms (``x != v`` where no row can equal v) can.
     can_prove_true: bool = False
+
+    def __init__(self, atom: Atom) -> None:
+        self.atom = atom
 
     @abc.abstractmethod
     def mask(self, granules: IndexGranules) -> BoolMask:

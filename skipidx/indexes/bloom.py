@@ -187,14 +187,6 @@ class SBBFGranules(IndexGranules):
                                  np.ascontiguousarray(group_offsets, dtype=np.int64), SALT)
 
     @property
-    def non_null(self) -> np.ndarray:
-        """Per zone: some row is not NULL (cached; callers must not modify it)."""
-        m = self.__dict__.get("_non_null")
-        if m is None:
-            m = self.__dict__["_non_null"] = (self.zone_length - self.null_count) > 0
-        return m
-
-    @property
     def mean_fpp(self) -> float:
         """Mean estimated false-positive rate of a lookup over the zones (cached): the
         planner probes the most selective index first."""
@@ -682,25 +674,17 @@ class _SBBFIndexType(IndexType):
 class _NullnessCondition(IndexCondition):
     """``IS [NOT] NULL`` from the per-zone NULL counts (exact)."""
 
-    def __init__(self, atom: Atom) -> None:
-        self.atom = atom
-        self.reason = None
-
     can_prove_true = True
 
     def describe(self) -> str:
         return f"{atom_text(self.atom)}: has_null"
 
     def mask(self, granules: IndexGranules) -> BoolMask:
-        return null_mask(self.atom.func, granules.has_null, (granules.zone_length - granules.null_count) > 0)
+        return null_mask(self.atom.func, granules.has_null, granules.non_null)
 
 
 class _NullCondition(IndexCondition):
     """``x = NULL`` / ``x != NULL``: NULL for every row, so (False, False) everywhere."""
-
-    def __init__(self, atom: Atom) -> None:
-        self.atom = atom
-        self.reason = None
 
     can_prove_true = True
 

@@ -167,11 +167,11 @@ def _reduce_generic(vals: pa.Array, zs: np.ndarray, zl: np.ndarray,
 class MinMaxCondition(IndexCondition):
     """A comparison, IN, IS [NOT] NULL or startsWith answered from the zone bounds."""
 
+    can_prove_true = True
+
     def __init__(self, atom: Atom, column_type: pa.DataType) -> None:
-        self.atom = atom
+        super().__init__(atom)
         self.column_type = column_type
-        self.reason: str | None = None
-        self.can_prove_true = True
 
     def describe(self) -> str:
         return f"{atom_text(self.atom)}: min/max ranges"
@@ -181,7 +181,7 @@ class MinMaxCondition(IndexCondition):
         assert isinstance(g, MinMaxGranules)
         n = len(g)
         func, args = self.atom.func, self.atom.args
-        non_null = (g.zone_length - g.null_count) > 0
+        non_null = g.non_null
         if func in ("isNull", "isNotNull"):
             return null_mask(func, g.has_null, non_null)
         has_vals = g.value_count > 0

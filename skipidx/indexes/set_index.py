@@ -114,11 +114,11 @@ class SetAggregator(IndexAggregator):
 class SetCondition(IndexCondition):
     """Evaluates the atom on every stored value; per zone: any true / any false."""
 
+    can_prove_true = True
+
     def __init__(self, atom: Atom, column_type: pa.DataType) -> None:
-        self.atom = atom
+        super().__init__(atom)
         self.column_type = column_type
-        self.reason: str | None = None
-        self.can_prove_true = True
 
     def describe(self) -> str:
         return f"{atom_text(self.atom)}: exact value sets"
@@ -129,7 +129,7 @@ class SetCondition(IndexCondition):
         n = len(g)
         func, args = self.atom.func, self.atom.args
         if func in ("isNull", "isNotNull"):
-            return null_mask(func, g.has_null, (g.zone_length - g.null_count) > 0)
+            return null_mask(func, g.has_null, g.non_null)
         values = comparable(g.sets.flatten())
         per_value = self._evaluate(values, func, args)
         if per_value is None:

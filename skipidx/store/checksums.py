@@ -2,11 +2,9 @@
 
 Hash: XXH3-128 (the `xxhash` package, already a dependency). The checksums
 guard against bit rot, torn writes and truncation, not against an attacker,
-so a cryptographic hash buys nothing. On this 2-core VM (idle / loaded by
-other jobs) XXH3-128 hashes 14 / 6.3 GB/s, XXH64 7.9 / 2.2, CRC32 3.4 / 1.0,
-SHA-256 1.45 / 0.44 (64 MiB of random bytes; ``bench/bench_store.py``), so
-verifying the bytes of k granules costs 1-4 % of reading them (same bench).
-ClickHouse uses CityHash128 for its part checksums for the same reason.
+so a cryptographic hash buys nothing, and XXH3-128 is the fastest of the
+candidates (``bench/bench_store.py``): verifying the bytes read costs a few
+percent of reading them. ClickHouse uses CityHash128 for the same reason.
 
 Every file is hashed in blocks of :data:`BLOCK_SIZE` bytes. A reader that
 needs bytes ``[a, b)`` of a file verifies only the blocks overlapping that
@@ -27,8 +25,8 @@ from skipidx.core.errors import CorruptionError
 __all__ = ["BLOCK_SIZE", "FileSum", "file_sum", "Verifier", "VERIFIER"]
 
 #: Checksum block. 1 MiB: a 8192-row granule of a typical table is 0.1–2 MiB
-#: of compressed Parquet, so a granule read verifies at most ~2 blocks
-#: (~70 µs at 14 GB/s), and a 1 GiB part needs 1024 hashes in its manifest.
+#: of compressed Parquet, so a granule read verifies at most ~2 blocks, and a
+#: 1 GiB part needs 1024 hashes in its manifest.
 BLOCK_SIZE = 1 << 20
 
 

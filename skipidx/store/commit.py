@@ -159,8 +159,7 @@ def _canonical(body: dict) -> bytes:
 #: The last parsed state of each table directory with the exact bytes it was
 #: parsed from: ``read_state`` still reads the file on every call (so a commit
 #: by another Database or process is seen at once), but identical bytes are
-#: not parsed, checksummed and validated again (~0.4 ms per read, twice per
-#: snapshot). Keyed by content, not by mtime/inode, so it cannot be fooled by
+#: not parsed, checksummed and validated again (twice per snapshot). Keyed by content, not by mtime/inode, so it cannot be fooled by
 #: an inode reused within the file system's timestamp resolution. Bounded: a
 #: process touching many tables keeps the most recent ones.
 _STATE_CACHE = LRU(256, "store.states", "parsed table states with the bytes they were parsed from, by path")

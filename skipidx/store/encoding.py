@@ -16,16 +16,12 @@ __all__ = ["DICT_MAX_RATIO_STRING", "DICT_MAX_RATIO_FIXED", "DICT_SAMPLE_GRANULE
 
 #: A String/binary column is written dictionary-encoded when its values
 #: repeat at least this often on average within a granule (distinct/rows at
-#: most 1/3), else PLAIN. Measured on 10M generated log rows (8192-row row
-#: groups, 40 scattered granules read): trace_id (distinct/rows 0.22) reads
-#: in 9.1 ms as an Arrow dictionary vs 12.1 ms from PLAIN (15.5 vs 15.9 MiB
-#: LZ4), and a filter on it runs over the 22 % distinct values only; msg
-#: (1.0) reads in 84 ms PLAIN vs 90 ms dictionary-decoded (90.5 vs 93.6 MiB).
+#: most 1/3), else PLAIN: repeated strings then read faster as an Arrow
+#: dictionary (and a filter runs over the distinct values only), unique ones
+#: read faster PLAIN (figures in bench/NOTES.md).
 DICT_MAX_RATIO_STRING = 1 / 3
 #: A fixed-width column (numbers, dates) only when nearly constant
-#: (distinct/rows at most 1/20): user_id (0.82) reads 2.85 vs 3.20 ms PLAIN
-#: and takes 8.9 vs 10.8 MiB; ts (0.10, sorted) 0.54 vs 0.98 MiB under
-#: zstd; http_status (0.001) 0.50 vs 0.99 MiB dictionary-encoded.
+#: (distinct/rows at most 1/20): below that PLAIN reads faster and is smaller.
 DICT_MAX_RATIO_FIXED = 1 / 20
 #: Granules of the first chunk whose distinct counts decide (first, middle, last).
 DICT_SAMPLE_GRANULES = 3
@@ -37,8 +33,8 @@ def choose_dictionary_columns(meta: TableMeta, sample: pa.Table, granule_rows: i
     Parquet dictionary encoding is per column chunk, and a column chunk here
     is one granule (one row group per granule), so what decides is how often
     values repeat *within a granule*: the distinct/rows ratio of up to
-    :data:`DICT_SAMPLE_GRANULES` granules of `sample` (the part's first chunk;
-    ~0.1-2 ms per granule and column, once per part). LowCardinality columns
+    :data:`DICT_SAMPLE_GRANULES` granules of `sample` (the part's first
+    chunk, once per part). LowCardinality columns
     are always dictionary-encoded (declared so); booleans never (Parquet
     bit-packs them).
     """

@@ -309,11 +309,8 @@ class TableMeta:
         """The table-wide Parquet compression (setting ``compression``, default lz4).
 
         LZ4 by default, as ClickHouse's MergeTree: after pruning, a selective
-        text query's time is mostly decompressing the kept granules. Measured
-        on 1M generated log rows (one part, same indexes, 9 interleaved runs,
-        load 1.1): hasToken of a rare word 30.1 ms with lz4 vs 46.2 ms with
-        zstd, LIKE '%rare%' 27.3 vs 45.5 ms, a non-selective LIKE 137 vs
-        217 ms, insert 5.1 vs 5.9 s -- for 83.2 vs 59.8 MiB of data (+39 %).
+        text query's time is mostly decompressing the kept granules (lz4 is
+        faster there and on insert, for more bytes; figures in bench/NOTES.md).
         ``SETTINGS compression = 'zstd'`` (or a column's ``CODEC(ZSTD)``)
         trades that speed for the bytes. A table created before this default
         changed (no setting stored) writes its new parts with lz4 too; every
@@ -445,8 +442,8 @@ class TableMeta:
         return {
             "format_version": self.format_version,
             "name": self.name,
-            # "codec" only where declared: metadata without it (older tables) means
-            # the table-wide compression setting, so it stays readable both ways.
+            # "codec" and "default" only where declared: without "codec" a column
+            # takes the table's compression setting
             "columns": [{"name": c.name, "type": c.type.name, **({"codec": c.codec} if c.codec else {}),
                          **({"default": c.default} if c.default is not None else {})}
                         for c in self.columns],

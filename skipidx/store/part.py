@@ -85,6 +85,28 @@ def clear_caches() -> None:
     clear_lru_caches()
 
 
+def granules_from_table(table: pa.Table, meta: TableMeta, im: IndexMeta, marks: np.ndarray, path: str, *,
+                        what: str = "index table", unit: str = "the part's granules") -> IndexGranules:
+    """Index `im`'s granules from its zone table (read from `path`), checked against the
+    zones `marks` gives; CorruptionError naming `path` when the table is damaged or its
+    zones are not those (`what` and `unit` name the file and the granules in the message)."""
+    col = meta.column(im.definition.column)
+    inst = index_from_meta(im.definition, col.type.arrow_type, im.params)
+    try:
+        g = inst.granules_from_arrow(table)
+    except CorruptionError as ex:
+        raise CorruptionError(ex.message, path=path) from None
+    except SkipidxError:
+        raise
+    except (ValueError, TypeError, KeyError, IndexError, pa.ArrowException) as ex:
+        raise CorruptionError(f"damaged {what} ({type(ex).__name__}: {ex})", path=path) from None
+    zs, zl = zones(marks, im.definition.granularity)
+    if (len(g) != zs.shape[0] or not np.array_equal(np.asarray(g.zone_start, dtype=np.int64), zs)
+            or not np.array_equal(np.asarray(g.zone_length, dtype=np.int64), zl)):
+        raise CorruptionError(f"{what.split()[0]} zones do not match {unit}", path=path)
+    return g
+
+
 def normalize_ranges(mark_ranges: Iterable[tuple[int, int]], n_granules: int) -> list[tuple[int, int]]:
     """Sorted, merged, validated [a, b) granule ranges (empty ones dropped)."""
     rs = []
@@ -275,21 +297,14 @@ class Part:
             _FOOTERS.put(ident, md)
         try:
             # The file memory-mapped and read as one in-memory buffer: Arrow
-            # reads a buffer synchronously, while from a file object (OSFile or
-            # memory_map alike) every column chunk goes through its I/O
-            # executor (thread hand-off + fadvise per chunk): 39 scattered
-            # granules of a UInt64 column decode in ~1.6 ms from the buffer vs
-            # ~6.6 ms from the file (2-core machine). Parts are immutable (a
-            # new file under a new name), so the mapping never sees a change;
-            # an unlinked part stays readable while mapped, as an open file.
-            # Not a path either: pyarrow resolves a path's file system on every
-            # open (~0.2 ms, a point query's whole decode).
-            # The size check in VERIFIER._identity catches a file damaged
-            # (truncated) before this read; a truncation racing a read of the
-            # mapping cannot be caught and raises SIGBUS (parts are never
-            # truncated by skipidx: only an outside actor can do that).
-            # The mapping lives as long as the reader: the pool closes
-            # readers of retired parts (release_readers / ReaderPool.sweep).
+            # reads a buffer synchronously, while from a file object every
+            # column chunk goes through its I/O executor (a thread hand-off
+            # per chunk), and from a path it resolves the file system on every
+            # open. Parts are immutable, so the mapping never sees a change;
+            # an unlinked part stays readable while mapped. A truncation by an
+            # outside actor racing a read of the mapping raises SIGBUS (the
+            # size check in VERIFIER._identity catches one made before). The
+            # pool closes readers of retired parts (release_readers, sweep).
             with pa.memory_map(path, "r") as mm:
                 buf = mm.read_buffer()    # zero-copy: keeps the mapping alive
             return pq.ParquetFile(pa.BufferReader(buf), metadata=md, pre_buffer=pre_buffer,
@@ -396,11 +411,9 @@ class Part:
         VERIFIER.verify(path, fs)
         try:
             # Read into memory, not memory-mapped: the loaded granules are
-            # cached (IndexCache) long after their part may be merged away or
-            # dropped, and a mapping would keep the deleted file's disk space
-            # allocated for as long. No slower: 0.20 ms vs 0.25 ms mapped for a
-            # 2 MB bloom index file (the mapping's page faults cost more than
-            # the copy of a just-verified, page-cached file).
+            # cached long after their part may be merged away or dropped, and a
+            # mapping would keep the deleted file's disk space allocated; the
+            # copy of a just-verified, page-cached file is no slower.
             with pa.OSFile(path, "r") as src:
                 buf = src.read_buffer()
             table = pa.ipc.open_file(pa.BufferReader(buf)).read_all()
@@ -421,21 +434,7 @@ class Part:
         elif im.definition.column in ((self.encryption or {}).get("columns") or {}):
             raise DecryptionError(f"index {name!r} of sensitive column {im.definition.column!r} is not encrypted",
                                   path=path)
-        col = self.meta.column(im.definition.column)
-        inst = index_from_meta(im.definition, col.type.arrow_type, im.params)
-        try:
-            g = inst.granules_from_arrow(table)
-        except CorruptionError as ex:
-            raise CorruptionError(ex.message, path=path) from None
-        except SkipidxError:
-            raise
-        except (ValueError, TypeError, KeyError, IndexError, pa.ArrowException) as ex:
-            raise CorruptionError(f"damaged index table ({type(ex).__name__}: {ex})", path=path) from None
-        zs, zl = zones(self.marks, im.definition.granularity)
-        if (len(g) != zs.shape[0] or not np.array_equal(np.asarray(g.zone_start, dtype=np.int64), zs)
-                or not np.array_equal(np.asarray(g.zone_length, dtype=np.int64), zl)):
-            raise CorruptionError("index zones do not match the part's granules", path=path)
-        return g
+        return granules_from_table(table, self.meta, im, self.marks, path)
 
     def index_zones(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """(zone_start, zone_length) in rows of index `name`'s granules."""

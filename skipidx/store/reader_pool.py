@@ -30,9 +30,8 @@ class ReaderPool:
     closed at once, readers checked out by a running query are closed when
     given back (never under the query). Files deleted by another process are
     found by :meth:`sweep`, run by :meth:`take` at most every
-    :attr:`SWEEP_INTERVAL_S`: one ``os.stat`` (~4 us) per pooled file, so at
-    most ~0.25 ms per second of reads (each read already stats its own file
-    for the key; the loan bookkeeping adds ~0.8 us to a take + give).
+    :attr:`SWEEP_INTERVAL_S`: one ``os.stat`` per pooled file, small beside
+    the reads of that second (each read already stats its own file for the key).
     """
 
     #: seconds between two sweeps for files deleted or replaced by other processes

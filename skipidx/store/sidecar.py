@@ -36,7 +36,8 @@ from skipidx.indexes.base import IndexGranules, index_from_meta
 from skipidx.store.commit import fsync_dir, fsync_file
 from skipidx.store.lake import FileIdentity
 from skipidx.store.metadata import IndexMeta, TableMeta
-from skipidx.store.part import index_fingerprint
+from skipidx.store.manifest import zones as zones_of
+from skipidx.store.part import granules_from_table, index_fingerprint
 
 __all__ = ["SIDECAR_DIR", "build_file_sidecars", "load_sidecar", "sidecar_name", "zones_of", "IDENTITY_KEYS"]
 
@@ -48,14 +49,6 @@ BUILD_CHUNK_ROWS = 1 << 20
 
 def sidecar_name(ident: FileIdentity, index: str) -> str:
     return f"{ident.key}.{index}.arrow"
-
-
-def zones_of(marks: np.ndarray, granularity: int) -> tuple[np.ndarray, np.ndarray]:
-    """(zone_start, zone_length) of index granules of `granularity` row groups each."""
-    ng = marks.shape[0] - 1
-    first = np.arange(0, ng, granularity, dtype=np.int64)
-    last = np.minimum(first + granularity, ng)
-    return marks[first], marks[last] - marks[first]
 
 
 def _identity_metadata(ident: FileIdentity) -> dict[bytes, bytes]:
@@ -210,18 +203,4 @@ def load_sidecar(path: str, entry: dict, meta: TableMeta, im: IndexMeta, ident: 
     md = table.schema.metadata or {}
     if tuple(md.get(k) for k in IDENTITY_KEYS) != tuple(_identity_metadata(ident).values()):
         raise CorruptionError("sidecar describes another version of the data file", path=path)
-    col = meta.column(im.definition.column)
-    inst = index_from_meta(im.definition, col.type.arrow_type, im.params)
-    try:
-        g = inst.granules_from_arrow(table)
-    except CorruptionError as ex:
-        raise CorruptionError(ex.message, path=path) from None
-    except SkipidxError:
-        raise
-    except (ValueError, TypeError, KeyError, IndexError, pa.ArrowException) as ex:
-        raise CorruptionError(f"damaged sidecar ({type(ex).__name__}: {ex})", path=path) from None
-    zs, zl = zones_of(marks, im.definition.granularity)
-    if (len(g) != zs.shape[0] or not np.array_equal(np.asarray(g.zone_start, dtype=np.int64), zs)
-            or not np.array_equal(np.asarray(g.zone_length, dtype=np.int64), zl)):
-        raise CorruptionError("sidecar zones do not match the data file's row groups", path=path)
-    return g
+    return granules_from_table(table, meta, im, marks, path, what="sidecar", unit="the data file's row groups")

@@ -178,8 +178,8 @@ def _hashes_into_set(hashes, j, stop, table, uniq, u, first, zero_seen):
     """Add hashes[j:stop] to the zone's set until done or the table would pass half full.
 
     Returns (next j, u, zero_seen, need): need > 0 asks the caller for a table
-    of at least `need` slots (arrays are never reassigned in this loop: numba
-    then keeps them in registers -- reassigning them in the hot loop measured 3x slower).
+    of at least `need` slots (arrays are never reassigned in this loop, so numba
+    keeps them in registers).
     """
     mask = table.shape[0] - 1
     cap = table.shape[0]

@@ -62,13 +62,12 @@ def check_one(words, first_block, num_blocks, h, salt):
 # Filters beyond this many blocks (1 MiB) outgrow the L2 cache: their inserts and
 # checks run in batches that first load every batch member's block (independent
 # loads the CPU overlaps) and only then work on them. In-cache filters skip it
-# (the extra pass costs ~30 % there). Measured on a 4 MiB filter: insert 13-18
-# -> 21-25 M/s, 64 MiB: 4-9 -> 10-12 M/s.
+# (the extra pass costs there; figures in bench/NOTES.md).
 BATCH_MIN_BLOCKS = 32768
 _BATCH = 32
 
-# The block-loading pass is written out in both batched kernels on purpose: as
-# a shared inline helper returning the sink it measured 4-9 % slower on insert.
+# The block-loading pass is written out in both batched kernels on purpose: a
+# shared inline helper returning the sink is slower on insert.
 
 
 @njit(cache=True)
@@ -165,9 +164,7 @@ def _any_single_batched(words, block_offset, num_blocks, hashes, salt, out):
 
     A batch of filters first computes the block of every (filter, hash) pair
     and loads one word of each (independent loads the CPU overlaps), then
-    checks the bits; without it each probe waits for its own miss. Measured
-    cold (caches evicted) on 1221 filters x 10 hashes of a 24 MiB bank:
-    0.57 -> 0.44 ms.
+    checks the bits; without it each probe waits for its own miss.
     """
     nf = block_offset.shape[0]
     nh = hashes.shape[0]

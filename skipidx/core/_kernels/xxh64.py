@@ -76,8 +76,7 @@ def _unaligned_load(bits):
     """An intrinsic: the `bits`-wide integer at byte i of a contiguous uint8 array (native order).
 
     LLVM does not fuse the eight byte loads of `_read64_bytes` into one load,
-    and the byte-wise reads made XXH64 of 32-byte strings about 3x slower
-    (7 vs 21 M strings/s measured on this project's 2-core machine).
+    and byte-wise reads make XXH64 of short strings several times slower.
     """
     @intrinsic
     def load(typingctx, arr, idx):
@@ -180,8 +179,8 @@ def xxh64_inline(buf, start, length, seed):
     """xxh64_span with the short-input path (< 32 bytes) inlined into the caller.
 
     For loops over many short slices of similar length (n-grams, tokens into a
-    filter): inlining the short path halves the cost of a 3-byte hash (measured
-    ~17 ns -> ~9 ns); long inputs call xxh64_span. seed: uint64.
+    filter): inlining the short path halves the cost of a 3-byte hash; long
+    inputs call xxh64_span. seed: uint64.
     """
     if length >= 32:
         return xxh64_span(buf, start, length, seed)
@@ -199,8 +198,8 @@ def xxh64_short(buf, p, length, seed):
     the token is discarded. seed: uint64.
 
     Callers branch on ``length < 32`` themselves (``xxh64_span`` otherwise): a
-    dispatching wrapper returning from both branches measured 8-20 % slower
-    in the tokenizer kernels.
+    dispatching wrapper returning from both branches is slower in the
+    tokenizer kernels.
     """
     h = seed + P5 + np.uint64(length)
     end = p + length
