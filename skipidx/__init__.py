@@ -2,15 +2,29 @@
 
     import skipidx
     db = skipidx.connect("path/to/db")
-    db.sql("SELECT count() FROM logs WHERE hasToken(msg, 'timeout')").fetchall()
+    res = db.sql("SELECT ts, msg FROM logs WHERE hasToken(msg, 'timeout')")
+    res.fetchone(); res.fetchmany(10); res.arrow(); res.df()
+    db.scan("logs", where="hasToken(msg, 'timeout')")   # a pruned Arrow stream
+    skipidx.sql("SELECT 1")                              # the default temporary database
 """
 from __future__ import annotations
+
+import threading
 
 from skipidx.core.errors import BindError, CorruptionError, ParseError, SkipidxError
 
 __version__ = "0.1.0"
 
-__all__ = ["connect", "SkipidxError", "ParseError", "BindError", "CorruptionError", "__version__"]
+__all__ = ["connect", "sql", "default_connection", "SkipidxError", "ParseError", "BindError",
+           "CorruptionError", "__version__"]
+
+#: DB-API 2.0 module globals
+apilevel = "2.0"
+threadsafety = 1
+paramstyle = "pyformat"
+
+_default = None
+_default_lock = threading.Lock()
 
 
 def connect(path: str | None = None, *, kms=None):
@@ -24,3 +38,21 @@ def connect(path: str | None = None, *, kms=None):
     from skipidx.engine import Database
 
     return Database(path, kms=kms)
+
+
+def default_connection():
+    """The process-wide temporary database that module-level :func:`sql` uses
+    (created on first use, removed at exit)."""
+    global _default
+    with _default_lock:
+        if _default is None or _default._closed:
+            import atexit
+
+            _default = connect()
+            atexit.register(_default.close)
+        return _default
+
+
+def sql(query: str, params: dict | None = None):
+    """Run `query` on the default temporary database (as ``duckdb.sql``)."""
+    return default_connection().sql(query, params)

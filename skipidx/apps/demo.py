@@ -65,7 +65,7 @@ def render_results(results) -> str:
     """The deterministic text of a list of Results (what the .out files hold)."""
     import io
 
-    from skipidx.apps.cli import print_result
+    from skipidx.apps.render import print_result
 
     buf = io.StringIO()
     for res in results:
@@ -76,7 +76,7 @@ def render_results(results) -> str:
 def run_demo(dbdir: str | None, rows: int = 1_000_000, examples_dir: str | None = None, seed: int = 42,
              write_expected: bool = False) -> int:
     import skipidx
-    from skipidx.apps.cli import format_table, print_result
+    from skipidx.apps.render import format_table, print_result
 
     ex_dir = Path(examples_dir) if examples_dir else default_examples_dir()
     files = example_files(ex_dir)

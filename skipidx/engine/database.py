@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
-from typing import Any
+from typing import Any, Iterator, Sequence
 
 import pyarrow as pa
 
 from skipidx.core.errors import BindError, SkipidxError
 from skipidx.engine.result import QueryStats, Result
+from skipidx.engine.streaming import bound_types, scan_stream, select_stream, streamable
 from skipidx.sql import ast as A
 
 
@@ -98,27 +100,96 @@ class Database:
                 raise SkipidxError("empty statement: the SQL text holds no statement")
             out = []
             for s in statements:
-                out.append(self.execute(bind_params(s, params)))
+                out.append(self._run_statement(bind_params(s, params)))
             return out
         except SkipidxError as e:
             e.show_in(text)
             raise
 
-    def execute(self, stmt: A.Statement) -> Result:
-        """Run one parsed statement."""
+    def execute(self, stmt: "str | A.Statement", params: dict | None = None) -> Result:
+        """Run SQL text (DB-API style: ``db.execute(sql, params)``; the Result of
+        the last statement) or one parsed statement."""
+        if isinstance(stmt, str):
+            return self.sql(stmt, params)
         self._check_open()
+        from skipidx.sql.params import bind_params
+
+        return self._run_statement(bind_params(stmt, params))
+
+    def cursor(self) -> "Cursor":
+        """A PEP 249 cursor over this database."""
+        self._check_open()
+        return Cursor(self)
+
+    def _run_statement(self, stmt: A.Statement) -> Result:
         try:
-            return self._dispatch(stmt)
+            res = self._dispatch(stmt)
         except SkipidxError:
             raise
         except (pa.ArrowException, OSError) as e:
             # data-dependent failures inside Arrow or the file system are reported, not crashed on
             raise SkipidxError(f"{type(e).__name__}: {e}") from None
+        if res.outfile is not None:
+            res = _write_outfile(res)
+        return res
 
-    def insert(self, table: str, data: Any) -> int:
-        """Insert a pyarrow Table/RecordBatch/RecordBatchReader or pandas DataFrame; rows written."""
+    def insert(self, table: str, data: Any, *, format: str | None = None, progress: bool | None = None) -> int:
+        """Insert rows; returns how many were written (all or none).
+
+        `data`: a pyarrow Table / RecordBatch / RecordBatchReader, a pandas
+        DataFrame, any object with ``__arrow_c_stream__`` or
+        ``__arrow_c_array__`` (a Polars frame, a DuckDB relation, a pyarrow
+        dataset scanner), a dict of columns, or a path / glob / list of paths
+        of Parquet, CSV or JSON files (`format` names theirs when the
+        extension does not). Streams are inserted in bounded memory; a
+        progress bar shows on a terminal (`progress`: force it on or off).
+        """
         self._check_open()
-        return int(self.catalog.table(table).insert(data))
+        from skipidx.store.ingest import insert_any
+
+        t = self.catalog.table(table)
+        show = progress if progress is not None else bool(getattr(sys.stderr, "isatty", lambda: False)())
+        if not show:
+            return int(insert_any(t, data, format=format))
+        from skipidx.core.progress import Progress
+
+        with Progress(f"insert {table}", None) as bar:
+            return int(insert_any(t, data, format=format, progress=bar.update))
+
+    def scan(self, table: str, where: str | None = None, columns: Sequence[str] | None = None,
+             params: dict[str, Any] | None = None, *, batch_rows: int = 65536) -> pa.RecordBatchReader:
+        """A streaming ``pyarrow.RecordBatchReader`` of exactly the rows of
+        `table` matching `where` (a skipidx WHERE text), only `columns` (all
+        by default): the indexes prune granules first, only the kept granules
+        are read (as the reader is pulled), and the condition is applied
+        exactly. The pruning figures are on the reader's ``stats`` attribute
+        of :meth:`scan_result`."""
+        return self.scan_result(table, where, columns, params).fetch_record_batch(batch_rows)
+
+    def scan_result(self, table: str, where: str | None = None, columns: Sequence[str] | None = None,
+                    params: dict[str, Any] | None = None) -> Result:
+        """:meth:`scan` as a streamed :class:`Result` (with ``stats``)."""
+        self._check_open()
+        from skipidx.sql.parser import parse_expression
+
+        t = self.catalog.table(table)
+        meta = t.meta
+        cols = list(columns) if columns is not None else list(meta.column_names)
+        if isinstance(columns, str):
+            raise SkipidxError("columns must be a list of column names, not a string")
+        for c in cols:
+            meta.column(c)   # SkipidxError naming an unknown column
+        where_expr = None
+        if where is not None and str(where).strip():
+            where_expr = parse_expression(where)
+            if params:
+                where_expr = _apply_params_expr(where_expr, params)
+        snap = t.snapshot()
+        try:
+            return scan_stream(snap, cols, where_expr, self.index_cache)
+        except BaseException:
+            snap.close()
+            raise
 
     def prune(self, table: str, where: str | None = None) -> list[tuple[str, list[int]]]:
         """The data files and row groups a query with `where` must read: ``[(path, [row
@@ -190,15 +261,17 @@ class Database:
             t = self._table(s.table)
             data = values_table(t.meta, s)
             n = t.insert(data)
-            return Result(message=f"inserted {n} rows")
+            return Result(message=f"inserted {n} rows", rows_affected=int(n))
         if isinstance(s, A.InsertFile):
             t = self._table(s.table)
             if s.columns is not None and list(s.columns) != t.meta.column_names:
                 raise BindError("INSERT ... FROM INFILE with a column list is not supported; "
                                 "the file must hold the table's columns",
                                 line=s.pos.line or None, column=s.pos.column or None)
-            n = t.insert_file(s.path, s.format)
-            return Result(message=f"inserted {n} rows")
+            from skipidx.store.ingest import insert_any
+
+            n = insert_any(t, s.path, format=s.format)
+            return Result(message=f"inserted {n} rows", rows_affected=int(n))
         if isinstance(s, A.AlterAddIndex):
             from skipidx.planner.ddl import index_def_from_ast
 
@@ -261,10 +334,17 @@ class Database:
 
         snap, bs, plan = self._plan(s)
         if snap is None:
-            return Result(run_constant_select(bs))
-        with snap:
-            table, stats = run_query(plan)
-        return Result(table, stats)
+            t = run_constant_select(bs)
+            return Result(t, types=bound_types(bs, t))
+        if not streamable(bs):
+            with snap:
+                table, stats = run_query(plan)
+            return Result(table, stats, types=bound_types(bs, table))
+        try:
+            return select_stream(snap, plan, force=False)
+        except BaseException:
+            snap.close()
+            raise
 
     def _explain(self, s: A.Explain) -> Result:
         from skipidx.planner.explain import explain_lines
@@ -286,9 +366,123 @@ def _refresh_table(rep) -> pa.Table:
                      "detail": pa.array([r[2] for r in rows], pa.string())})
 
 
+def _apply_params_expr(expr, params: dict[str, Any]):
+    """A WHERE expression with its query parameters ``{name:Type}`` bound."""
+    from skipidx.sql.params import bind_params
+
+    return bind_params(expr, params)
+
+
+def _write_outfile(res: Result) -> Result:
+    """``INTO OUTFILE 'p' [FORMAT f]``: write the rows to the file (format from
+    FORMAT, else the extension, else TabSeparated, as ClickHouse); the file
+    must not exist (ClickHouse refuses to overwrite too)."""
+    from skipidx.engine.formats import canonical_format, format_from_path, write_batches
+
+    path = res.outfile
+    fmt = canonical_format(res.format_name) if res.format_name else format_from_path(path)
+    if os.path.exists(path):
+        raise SkipidxError(f"cannot write INTO OUTFILE {path!r}: the file exists")
+    tmp = f"{path}.tmp-{os.getpid()}"
+    try:
+        with open(tmp, "wb") as fh:
+            n = write_batches(res.fetch_record_batch(), res.schema, res.types, fmt, fh)
+        os.replace(tmp, path)
+    except OSError as e:
+        raise SkipidxError(f"cannot write INTO OUTFILE {path!r}: {e.strerror or e}") from None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    out = Result(message=f"wrote {n} rows to {path} ({fmt})", stats=res.stats)
+    out.outfile, out.format_name = path, fmt
+    return out
+
+
+class Cursor:
+    """A PEP 249 cursor: ``execute``, ``fetchone``/``fetchmany``/``fetchall``,
+    ``description``, ``rowcount``, ``arraysize``, plus the Result's Arrow ways out."""
+
+    arraysize = 1
+
+    def __init__(self, db: Database) -> None:
+        self.connection = db
+        self._res: Result | None = None
+        self._closed = False
+
+    def execute(self, operation: str, parameters: dict[str, Any] | None = None) -> "Cursor":
+        if self._closed:
+            raise SkipidxError("the cursor is closed")
+        if self._res is not None:
+            self._res.close()
+        self._res = self.connection.sql(operation, parameters)
+        return self
+
+    def executemany(self, operation: str, seq_of_parameters) -> "Cursor":
+        for p in seq_of_parameters:
+            self.execute(operation, p)
+        return self
+
+    def _r(self) -> Result:
+        if self._res is None:
+            raise SkipidxError("no statement executed on this cursor")
+        return self._res
+
+    @property
+    def description(self):
+        return None if self._res is None else self._res.description
+
+    @property
+    def rowcount(self) -> int:
+        r = self._res
+        if r is None:
+            return -1
+        if r.rows_affected is not None:
+            return r.rows_affected
+        return -1 if r.streaming else (r.num_rows if r.columns else -1)
+
+    def fetchone(self):
+        return self._r().fetchone()
+
+    def fetchmany(self, size: int | None = None):
+        return self._r().fetchmany(self.arraysize if size is None else size)
+
+    def fetchall(self):
+        return self._r().fetchall()
+
+    def fetch_arrow_table(self) -> pa.Table:
+        return self._r().fetch_arrow_table()
+
+    def fetch_record_batch(self, rows_per_batch: int = 65536) -> pa.RecordBatchReader:
+        return self._r().fetch_record_batch(rows_per_batch)
+
+    def df(self):
+        return self._r().df()
+
+    def __iter__(self):
+        return iter(self._r())
+
+    def setinputsizes(self, sizes) -> None:
+        pass
+
+    def setoutputsize(self, size, column=None) -> None:
+        pass
+
+    def close(self) -> None:
+        self._closed = True
+        if self._res is not None:
+            self._res.close()
+            self._res = None
+
+    def __enter__(self) -> "Cursor":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
 def connect(path: str | os.PathLike | None = None) -> Database:
     """Open (or create) a database directory; no path: a temporary database."""
     return Database(path)
 
 
-__all__ = ["Database", "connect", "QueryStats", "Result"]
+__all__ = ["Database", "Cursor", "connect", "QueryStats", "Result"]

@@ -109,12 +109,51 @@ def _with_prewhere(s: A.Select) -> A.Select:
 
 
 def select_result(db: Any, s: A.Select) -> Result:
-    """Run a SELECT (any source) under its settings; the Result carries FORMAT/INTO OUTFILE."""
-    table, stats = select_table(db, s)
-    res = Result(table, stats)
+    """Run a SELECT (any source) under its settings; the Result carries FORMAT/INTO OUTFILE.
+    A large SELECT of a table's rows streams (skipidx.engine.streaming)."""
+    res = _select_streamed(db, s)
+    if res is None:
+        table, stats = select_table(db, s)
+        res = Result(table, stats)
     res.format_name = s.format
     res.outfile = s.outfile
     return res
+
+
+def _select_streamed(db: Any, s: A.Select) -> Result | None:
+    """A SELECT over a table as a (possibly streamed) Result with ClickHouse's
+    column types; None for table functions and SELECTs without FROM."""
+    from skipidx.engine.streaming import select_stream
+    from skipidx.planner.binder import bind_select
+    from skipidx.planner.query import plan_query
+
+    qs = resolve_settings(session_settings(db), s.settings)
+    q = _with_prewhere(s)
+    if q.table_function is not None or q.table is None:
+        return None
+    table = db._table(q.table)
+    snap = table.snapshot()
+    try:
+        bs = bind_select(snap.meta, q)
+        plan = plan_query(snap, bs, db.index_cache)
+        _apply_index_settings(plan, qs)
+
+        def before_scan(selections: list, stats: Any) -> None:
+            _check_forced_indexes(plan, qs)
+            _check_read_limits(selections, plan, qs, bs)
+
+        # select_stream owns the snapshot from here on (closed when the rows are done)
+        return select_stream(snap, plan, force=False, before_scan=before_scan,
+                             max_result_rows=qs.get("max_result_rows"))
+    except BaseException:
+        snap.close()
+        raise
+
+
+def result_rows_exceeded(limit: int, rows: int) -> QueryLimitError:
+    """ClickHouse's max_result_rows error."""
+    return QueryLimitError(f"Limit for result exceeded, max rows: {_quantity(limit)}, "
+                           f"current rows: {_quantity(rows)}", 396, "TOO_MANY_ROWS_OR_BYTES")
 
 
 def select_table(db: Any, s: A.Select):
@@ -142,8 +181,7 @@ def select_table(db: Any, s: A.Select):
         out, stats = run_query(plan, before_scan=before_scan)
     limit = qs.get("max_result_rows")
     if limit and out.num_rows > limit:
-        raise QueryLimitError(f"Limit for result exceeded, max rows: {_quantity(limit)}, "
-                              f"current rows: {_quantity(out.num_rows)}", 396, "TOO_MANY_ROWS_OR_BYTES")
+        raise result_rows_exceeded(limit, out.num_rows)
     return out, stats
 
 

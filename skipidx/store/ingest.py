@@ -19,7 +19,8 @@ import pyarrow.compute as pc
 from skipidx.core.errors import SkipidxError
 from skipidx.store.metadata import TableMeta
 
-__all__ = ["FORMATS", "open_file_batches", "normalize_format"]
+__all__ = ["FORMATS", "open_file_batches", "normalize_format", "insert_any", "expand_paths",
+           "parse_datetimes", "detect_csv_header"]
 
 #: Accepted format names (case-insensitive) -> canonical name.
 FORMATS = {
@@ -119,56 +120,325 @@ def _parquet(path: str, meta: TableMeta) -> Iterator[pa.Table]:
         yield _defaults_for_nulls(meta, b)
 
 
+def detect_csv_header(path: str, names: list[str], delimiter: str = ",") -> bool:
+    """Whether the first row of a CSV file names the table's columns
+    (ClickHouse's input_format_csv_detect_header): every field is a column
+    name and every column is named once."""
+    import csv
+
+    try:
+        with open(path, encoding="utf-8", errors="replace", newline="") as fh:
+            first = next(csv.reader(fh, delimiter=delimiter), None)
+    except OSError as e:
+        raise SkipidxError(f"cannot read: {e.strerror}", path=path) from None
+    if not first:
+        return False
+    return sorted(f.strip() for f in first) == sorted(names)
+
+
 def _csv(path: str, fmt: str, meta: TableMeta, **options: Any) -> Iterator[pa.Table]:
     import pyarrow.csv as pcsv
 
-    header = fmt.endswith("WithNames")
     delimiter = options.pop("delimiter", ",")
     if not isinstance(delimiter, str) or len(delimiter) != 1 or delimiter in '"\r\n':
         raise SkipidxError(f"CSV delimiter must be one character other than a quote or newline, got {delimiter!r}")
     if options:
         raise SkipidxError(f"unknown import options: {', '.join(sorted(options))}")
-    types = {c.name: _parse_type(c.type.arrow_type) for c in meta.columns}
+    header = fmt.endswith("WithNames") or detect_csv_header(path, meta.column_names, delimiter)
+    temporal = {c.name: c for c in meta.columns if _is_temporal(c.type.arrow_type)}
+    types = {c.name: (pa.string() if c.name in temporal else _parse_type(c.type.arrow_type)) for c in meta.columns}
     ro = pcsv.ReadOptions(block_size=BLOCK_BYTES, column_names=None if header else meta.column_names)
     # RFC 4180 quoting as ClickHouse's CSV: "..." with "" for a quote
     po = pcsv.ParseOptions(delimiter=delimiter, quote_char='"', double_quote=True, newlines_in_values=True)
     co = pcsv.ConvertOptions(column_types=types, null_values=["\\N", ""], strings_can_be_null=True,
                              quoted_strings_can_be_null=False, true_values=["true", "1"],
-                             false_values=["false", "0"], timestamp_parsers=["%Y-%m-%d %H:%M:%S", pcsv.ISO8601])
-    reader = pcsv.open_csv(path, read_options=ro, parse_options=po, convert_options=co)
-    for b in reader:
-        yield _defaults_for_nulls(meta, b)
+                             false_values=["false", "0"])
+    try:
+        reader = pcsv.open_csv(path, read_options=ro, parse_options=po, convert_options=co)
+    except pa.ArrowInvalid as e:
+        raise _located(e, path, fmt, meta, header, delimiter, 0) from None
+    row = 0
+    while True:
+        try:
+            b = reader.read_next_batch()
+        except StopIteration:
+            return
+        except pa.ArrowInvalid as e:
+            raise _located(e, path, fmt, meta, header, delimiter, row) from None
+        t = pa.Table.from_batches([b])
+        t = _parse_temporal_columns(t, temporal, path, row + (1 if header else 0))
+        row += b.num_rows
+        yield _defaults_for_nulls(meta, t)
+
+
+def _located(e: Exception, path: str, fmt: str, meta: TableMeta, header: bool, delimiter: str,
+             from_row: int) -> SkipidxError:
+    """A CSV conversion error with the line and column of the first bad value
+    (Arrow names only the column): the file is read again as text, from the
+    failing block on, and the value found by bisecting casts."""
+    import re
+
+    import pyarrow.csv as pcsv
+
+    msg = str(e)
+    m = re.search(r"CSV column #(\d+)", msg)
+    if m is None:
+        line = re.search(r"Row #(\d+)", msg)
+        return SkipidxError(f"{fmt}: {msg}", path=path, **({"line": int(line.group(1))} if line else {}))
+    col = int(m.group(1))
+    names = meta.column_names
+    try:
+        ro = pcsv.ReadOptions(block_size=BLOCK_BYTES, column_names=None if header else names)
+        po = pcsv.ParseOptions(delimiter=delimiter, quote_char='"', double_quote=True, newlines_in_values=True)
+        reader = pcsv.open_csv(path, read_options=ro, parse_options=po,
+                               convert_options=pcsv.ConvertOptions(column_types={n: pa.string() for n in names},
+                                                                   null_values=["\\N", ""], strings_can_be_null=True))
+        name = reader.schema.names[col]
+        target = _parse_type(meta.column(name).type.arrow_type)
+        row = 0
+        for b in reader:
+            vals = b.column(col)
+            bad = _first_bad(vals, target)
+            if bad is not None:
+                n = row + bad + 1 + (1 if header else 0)
+                return SkipidxError(f"{fmt}: cannot parse {vals[bad].as_py()!r} as {meta.column(name).type.name} "
+                                    f"in column {name!r}", path=path, line=n, column=col + 1)
+            row += b.num_rows
+    except (pa.ArrowException, SkipidxError, KeyError, IndexError):
+        pass
+    return SkipidxError(f"{fmt}: {msg}", path=path)
+
+
+def _first_bad(vals: pa.Array, target: pa.DataType) -> int | None:
+    """Index of the first value of the string array `vals` that does not cast to `target`."""
+    def ok(a: pa.Array) -> bool:
+        try:
+            pc.cast(a, target)
+            return True
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return False
+    if ok(vals):
+        return None
+    lo, hi = 0, len(vals)          # the first bad one lies in [lo, hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ok(vals.slice(lo, mid - lo)):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def _is_temporal(t: pa.DataType) -> bool:
+    return pa.types.is_timestamp(t) or pa.types.is_date(t)
 
 
 def _json(path: str, meta: TableMeta) -> Iterator[pa.Table]:
     import pyarrow.json as pj
 
     fields = []
-    temporal = []
+    temporal = {}
     for c in meta.columns:
         t = c.type.arrow_type
-        if pa.types.is_timestamp(t) or pa.types.is_date(t):
-            fields.append(pa.field(c.name, pa.string()))   # parsed below, with ClickHouse's text forms
-            temporal.append(c)
+        if _is_temporal(t):
+            # parsed below with ClickHouse's best-effort text forms (epoch numbers as text too)
+            fields.append(pa.field(c.name, pa.string()))
+            temporal[c.name] = c
         else:
             fields.append(pa.field(c.name, _parse_type(t)))
     schema = pa.schema(fields)
     ro = pj.ReadOptions(block_size=BLOCK_BYTES)
     po = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error", newlines_in_values=False)
+    row = 0
     for b in pj.open_json(path, read_options=ro, parse_options=po):
         t = pa.Table.from_batches([b])
-        for c in temporal:
-            i = t.column_names.index(c.name)
-            t = t.set_column(i, c.name, _parse_temporal(t.column(c.name), c.type.arrow_type, c.name))
+        t = _parse_temporal_columns(t, temporal, path, row)
+        row += b.num_rows
         yield _defaults_for_nulls(meta, t)
 
 
-def _parse_temporal(col: pa.ChunkedArray, t: pa.DataType, name: str) -> pa.ChunkedArray:
+def _parse_temporal_columns(t: pa.Table, temporal: dict, path: str, first_line: int) -> pa.Table:
+    for name, c in temporal.items():
+        if name not in t.column_names:
+            continue
+        i = t.column_names.index(name)
+        t = t.set_column(i, name, parse_datetimes(t.column(name), c.type.arrow_type, name, path=path,
+                                                  first_line=first_line, type_name=c.type.name))
+    return t
+
+
+_DT_RE = (r"^\s*(?P<y>\d{4})-(?P<mo>\d{1,2})-(?P<d>\d{1,2})"
+          r"(?:[T ](?P<h>\d{1,2}):(?P<mi>\d{2})(?::(?P<s>\d{2})(?:[.,](?P<f>\d+))?)?)?"
+          r"\s*(?P<tz>Z|z|UTC|[+-]\d{2}(?::?\d{2})?)?\s*$")
+_EPOCH_RE = r"^\s*-?\d+(?:\.\d+)?\s*$"
+
+
+def parse_datetimes(col: pa.Array | pa.ChunkedArray, t: pa.DataType, name: str = "?", *, path: str | None = None,
+                    first_line: int = 0, type_name: str | None = None) -> pa.Array:
+    """Text (or numbers) to Date / DateTime / DateTime64 as ClickHouse's
+    best-effort parsing reads them: ``2024-01-02``, ``2024-01-02 03:04:05``,
+    ``2024-01-02T03:04:05.123Z``, ``...+02:00`` (converted to UTC), and epoch
+    seconds (``1704164645``, ``1704164645.5``). A DateTime drops a fraction,
+    a DateTime64 keeps its precision. Whole columns, no Python per value."""
+    import numpy as np
+
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks() if col.num_chunks != 1 else (col.chunk(0) if col.num_chunks else pa.array([], col.type))
+    if pa.types.is_integer(col.type) or pa.types.is_floating(col.type):
+        col = pc.cast(col, pa.string())
+    if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+        return pc.cast(col, t)
+    unit = t.unit if pa.types.is_timestamp(t) else "s"
+    per_s = {"s": 1, "ms": 1000, "us": 10**6, "ns": 10**9}[unit]
+    n = len(col)
+    valid = pc.is_valid(col)
+    m = pc.extract_regex(col, _DT_RE)
+    is_dt = pc.is_valid(m)
+    is_epoch = pc.match_substring_regex(col, _EPOCH_RE)
+    bad = pc.and_(valid, pc.invert(pc.or_(pc.fill_null(is_dt, False), pc.fill_null(is_epoch, False))))
+    if pc.any(bad).as_py():
+        idx = pc.index(bad, True).as_py()
+        what = type_name or ("Date" if pa.types.is_date(t) else "DateTime")
+        raise SkipidxError(f"column {name!r}: cannot parse a value as {what}: {col[idx].as_py()!r}",
+                           path=path, line=first_line + idx + 1)
+
+    def field(f: str, default: int = 0) -> np.ndarray:
+        a = pc.struct_field(m, f)
+        a = pc.if_else(pc.equal(a, ""), pa.scalar(None, pa.string()), a)
+        return pc.fill_null(pc.cast(a, pa.int64()), default).to_numpy(zero_copy_only=False)
+
+    y, mo, d = field("y", 1970), field("mo", 1), field("d", 1)
+    # days from the civil date (Howard Hinnant's algorithm), vectorized
+    yy = y - (mo <= 2)
+    era = np.floor_divide(yy, 400)
+    yoe = yy - era * 400
+    doy = (153 * (mo + np.where(mo > 2, -3, 9)) + 2) // 5 + d - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    days = era * 146097 + doe - 719468
+    secs = days * 86400 + field("h") * 3600 + field("mi") * 60 + field("s")
+    frac_txt = pc.struct_field(m, "f")
+    frac_txt = pc.utf8_slice_codeunits(pc.binary_join_element_wise(pc.fill_null(frac_txt, ""), "000000000", ""), 0, 9)
+    nanos = pc.cast(frac_txt, pa.int64()).to_numpy(zero_copy_only=False)
+    tz = pc.fill_null(pc.struct_field(m, "tz"), "")
+    tzs = pc.replace_substring(pc.replace_substring_regex(tz, "^(Z|z|UTC)$", ""), ":", "")
+    sign = np.where(pc.starts_with(tzs, "-").to_numpy(zero_copy_only=False), -1, 1)
+    oh = pc.utf8_slice_codeunits(tzs, 1, 3)
+    om = pc.utf8_slice_codeunits(tzs, 3, 5)
+
+    def num(a):
+        a = pc.if_else(pc.equal(a, ""), "0", a)
+        return pc.cast(a, pa.int64()).to_numpy(zero_copy_only=False)
+    secs = secs - sign * (num(oh) * 3600 + num(om) * 60)
+    ticks = secs * per_s + nanos // (10**9 // per_s)
+    # epoch numbers
+    ep = pc.if_else(pc.fill_null(is_epoch, False), col, "0")
+    ep_f = pc.cast(ep, pa.float64()).to_numpy(zero_copy_only=False)
+    ep_i = pc.cast(pc.utf8_slice_codeunits(pc.replace_substring_regex(ep, r"\..*$", ""), 0, 20), pa.int64()).to_numpy(zero_copy_only=False)
+    ep_frac = np.round((ep_f - ep_i) * per_s).astype(np.int64) if per_s > 1 else 0
+    ep_ticks = ep_i * per_s + ep_frac
+    out = np.where(pc.fill_null(is_epoch, False).to_numpy(zero_copy_only=False), ep_ticks, ticks)
+    mask = pc.invert(valid)
+    if pa.types.is_date(t):
+        day = np.floor_divide(out, per_s * 86400).astype(np.int32)
+        return pc.cast(pa.array(day, pa.int32(), mask=mask.to_numpy(zero_copy_only=False)), pa.date32()).cast(t)
+    arr = pa.array(out, pa.int64(), mask=mask.to_numpy(zero_copy_only=False))
+    return arr.view(pa.timestamp(unit)).cast(t) if t.tz is None else arr.view(pa.timestamp(unit, t.tz))
+
+
+# ---------------------------------------------------------------------------
+# insert of anything
+# ---------------------------------------------------------------------------
+
+def expand_paths(spec: Any) -> list[str] | None:
+    """The files a path, glob or list of them names (None if `spec` is no path)."""
+    import glob
+
+    if isinstance(spec, (str, os.PathLike)):
+        specs = [os.fspath(spec)]
+    elif isinstance(spec, (list, tuple)) and spec and all(isinstance(x, (str, os.PathLike)) for x in spec):
+        specs = [os.fspath(x) for x in spec]
+    else:
+        return None
+    out: list[str] = []
+    for sp in specs:
+        if any(ch in sp for ch in "*?["):
+            hits = sorted(glob.glob(sp, recursive=True))
+            if not hits:
+                raise SkipidxError(f"no file matches {sp!r}")
+            out.extend(h for h in hits if os.path.isfile(h))
+        else:
+            if not os.path.exists(sp):
+                raise SkipidxError("no such file", path=sp)
+            out.append(sp)
+    return out
+
+
+def _file_batches(paths: list[str], fmt: str | None, meta: TableMeta) -> Iterator[pa.Table]:
+    for p in paths:
+        yield from open_file_batches(p, fmt, meta)
+
+
+def _as_arrow(data: Any) -> Any:
+    """Objects the store's insert does not take itself: dicts of columns,
+    Arrow C arrays, datasets/scanners."""
+    if isinstance(data, dict):
+        try:
+            return pa.table(data)
+        except (pa.ArrowException, TypeError, ValueError) as e:
+            raise SkipidxError(f"cannot make a table of the dict of columns: {e}") from None
+    if isinstance(data, (pa.Table, pa.RecordBatch, pa.RecordBatchReader)):
+        return data
+    if not hasattr(data, "__arrow_c_stream__") and hasattr(data, "__arrow_c_array__"):
+        try:
+            return pa.record_batch(data)
+        except (pa.ArrowException, TypeError, ValueError) as e:
+            raise SkipidxError(f"cannot read the Arrow array: {e}") from None
     try:
-        if pa.types.is_date32(t):
-            return pc.cast(col, t)
-        # "YYYY-MM-DD hh:mm:ss" (ClickHouse's text form) or ISO 8601 with T
-        norm = pc.replace_substring(col, " ", "T", max_replacements=1)
-        return pc.cast(pc.cast(norm, pa.timestamp("s")), t)
-    except pa.ArrowInvalid as e:
-        raise SkipidxError(f"column {name!r}: cannot parse a value as {'Date' if pa.types.is_date32(t) else 'DateTime'}: {e}") from None
+        import pyarrow.dataset as ds
+    except ImportError:  # pragma: no cover
+        return data
+    if isinstance(data, ds.Dataset):
+        return data.scanner().to_reader()
+    if isinstance(data, ds.Scanner):
+        return data.to_reader()
+    return data
+
+
+def insert_any(table: Any, data: Any, *, format: str | None = None, progress: Any = None) -> int:
+    """Insert `data` into the store table (all or nothing): everything
+    ``Table.insert`` takes, plus dicts of columns, ``__arrow_c_array__``
+    objects, pyarrow datasets/scanners and paths/globs of files. `progress`:
+    a callable(rows_so_far) called as chunks are read."""
+    paths = expand_paths(data)
+    if paths is not None:
+        meta = table.meta
+        src: Any = _file_batches(paths, format, meta)
+    else:
+        if format is not None:
+            raise SkipidxError("format= applies to file paths only")
+        src = _as_arrow(data)
+    if progress is not None:
+        src = _counted(src, progress)
+    return table.insert(src)
+
+
+def _counted(src: Any, cb) -> Iterator[pa.Table]:
+    """`src` as a stream of tables, calling cb(rows) as they pass."""
+    if isinstance(src, pa.Table):
+        it: Any = (src.slice(o, 1 << 20) for o in range(0, max(src.num_rows, 1), 1 << 20))
+    elif isinstance(src, pa.RecordBatch):
+        it = iter([src])
+    elif hasattr(src, "__next__") or isinstance(src, pa.RecordBatchReader):
+        it = src
+    elif hasattr(src, "__arrow_c_stream__"):
+        it = pa.RecordBatchReader.from_stream(src)
+    else:
+        return src   # pandas and the rest: handed over as is
+    done = 0
+    def gen():
+        nonlocal done
+        for b in it:
+            yield b
+            done += b.num_rows
+            cb(done)
+    return gen()
