@@ -364,10 +364,18 @@ def test_prewhere_is_an_and(idx_db) -> None:
     assert idx_db.sql("SELECT count() FROM t PREWHERE id < 10").scalar() == 10
 
 
-def test_format_and_outfile_on_result(idx_db) -> None:
-    r = idx_db.sql("SELECT id FROM t WHERE id < 2 ORDER BY id INTO OUTFILE 'x.csv' FORMAT CSVWithNames")
-    assert (r.format_name, r.outfile, r.fetchall()) == ("CSVWithNames", "x.csv", [(0,), (1,)])
-    assert not os.path.exists("x.csv")     # the engine carries them; the caller writes
+def test_format_and_outfile_on_result(idx_db, tmp_path) -> None:
+    r = idx_db.sql("SELECT id FROM t WHERE id < 2 ORDER BY id FORMAT CSVWithNames")
+    assert (r.format_name, r.outfile, r.fetchall()) == ("CSVWithNames", None, [(0,), (1,)])
+    # INTO OUTFILE: the engine writes the file in the format (ClickHouse's bytes) and returns no rows
+    out = tmp_path / "x.csv"
+    r = idx_db.sql(f"SELECT id FROM t WHERE id < 2 ORDER BY id INTO OUTFILE '{out}' FORMAT CSVWithNames")
+    assert (r.format_name, r.outfile, r.fetchall()) == ("CSVWithNames", str(out), [])
+    assert out.read_bytes() == b'"id"\n0\n1\n'
+    with pytest.raises(SkipidxError, match="exists"):     # as ClickHouse, never overwritten
+        idx_db.sql(f"SELECT id FROM t INTO OUTFILE '{out}'")
+    r = idx_db.sql(f"SELECT id FROM t WHERE id < 2 ORDER BY id INTO OUTFILE '{tmp_path / 'y.tsv'}'")
+    assert (tmp_path / "y.tsv").read_bytes() == b"0\n1\n"     # the format from the extension
     r = idx_db.sql("SELECT 1")
     assert (r.format_name, r.outfile) == (None, None)
 

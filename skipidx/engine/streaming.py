@@ -61,6 +61,13 @@ def select_stream(snap, plan, force: bool, before_scan: Any = None, max_result_r
     from skipidx.planner.query import LIMIT_BATCH_GRANULES, prune_plan
 
     bs = plan.select
+    if not streamable(bs):
+        from skipidx.planner.query import run_query
+
+        with snap:
+            table, stats = run_query(plan, before_scan=before_scan)
+        _check_result_rows(max_result_rows, table)
+        return Result(table, stats, types=bound_types(bs, table))
     stats = QueryStats(table=bs.table)
     selections = prune_plan(plan, stats)
     if before_scan is not None:
@@ -70,17 +77,14 @@ def select_stream(snap, plan, force: bool, before_scan: Any = None, max_result_r
     need = None if bs.limit is None else bs.limit + bs.offset
     kept = sum(rows_in_ranges(sel.part, sel.ranges) for sel in selections)
     if not force and (kept <= STREAM_MIN_ROWS or (need is not None and need <= STREAM_MIN_ROWS)
-                      or max_result_rows or not streamable(bs)):
+                      or max_result_rows):
         with snap:
             t0 = time.perf_counter()
             chunks = scan(selections, plan.columns, bs.where, stats,
                           max_granules=LIMIT_BATCH_GRANULES if bs.limit is not None else None, keep=keep)
             table = run_select(bs, chunks, sort_key=plan.snapshot.meta.order_by)
             stats.scan_ms = (time.perf_counter() - t0) * 1000
-        if max_result_rows and table.num_rows > max_result_rows:
-            from skipidx.engine.statements import result_rows_exceeded
-
-            raise result_rows_exceeded(max_result_rows, table.num_rows)
+        _check_result_rows(max_result_rows, table)
         return Result(table, stats, types=bound_types(bs, table))
 
     proj = dataclasses.replace(bs, limit=None, offset=0)
@@ -120,6 +124,13 @@ def select_stream(snap, plan, force: bool, before_scan: Any = None, max_result_r
 
     return Result(stream=chained(), schema=first.schema, stats=stats, types=bound_types(bs, first),
                   on_close=snap.close)
+
+
+def _check_result_rows(limit: int | None, table: pa.Table) -> None:
+    if limit and table.num_rows > limit:
+        from skipidx.engine.statements import result_rows_exceeded
+
+        raise result_rows_exceeded(limit, table.num_rows)
 
 
 def scan_stream(snap, columns: list[str], where_expr, cache) -> Result:
