@@ -6,7 +6,7 @@ granule in one compiled pass), and recommends, per tokenizer:
 
 * **adaptive** ``sbbf(tokenizer, fpp = p)``: every granule sized from its
   own distinct count by the index's default rule, ``size_rule = 'exact'``
-  (`skipidx.core.sbbf.exact_num_bytes`: the fewest 32-byte blocks whose Putze
+  (`skipidx.core.sizing.exact_num_bytes`: the fewest 32-byte blocks whose Putze
   estimate meets ``p``), so none saturates -- the sizes the engine builds for
   that DDL; expected bytes = the mean of those sizes over the sample, scaled
   to the table;
@@ -107,7 +107,8 @@ def advise(values: pa.Array | pa.ChunkedArray, *, column: str = "msg", source: s
            seed: int = 1, show_progress: bool = True) -> Advice:
     """Profile the column and recommend index definitions (see the module doc)."""
     from skipidx.apps.progress import Progress
-    from skipidx.core.sbbf import SBBF, exact_num_bytes
+    from skipidx.core.sbbf import SBBF
+    from skipidx.core.sizing import exact_num_bytes
 
     if isinstance(values, pa.Array):
         values = pa.chunked_array([values])

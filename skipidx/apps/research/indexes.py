@@ -712,14 +712,7 @@ def putze_min_bytes(ndv: int, fpp: float) -> int:
 
 
 def _adaptive_sizes(ndv: np.ndarray, fpp: float, sizing: str = "parquet") -> np.ndarray:
-    """`SBBF.for_ndv`'s size for every distinct count (computed once per distinct value of ndv)."""
-    from skipidx.core.sbbf import optimal_num_bytes
+    """The engine's filter size (rule `sizing` of skipidx.core.sizing) for every distinct count."""
+    from skipidx.core import sizing as rules
 
-    uniq, inv = np.unique(ndv, return_inverse=True)
-    if sizing == "exact":
-        from skipidx.core.sbbf import exact_num_bytes  # the engine's 'exact' size rule (== putze_min_bytes)
-
-        per = exact_num_bytes(uniq.astype(np.int64), fpp)
-    else:
-        per = np.array([optimal_num_bytes(int(u), fpp, sizing) for u in uniq], dtype=np.int64)
-    return per[inv].reshape(ndv.shape)
+    return rules.num_bytes(ndv, fpp, sizing).reshape(np.shape(ndv))
