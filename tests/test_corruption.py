@@ -176,7 +176,7 @@ def test_hostile_manifest_cannot_escape(tmp_path):
     st = read_state(table.path)
     e = st.parts[0]
     write_state(table.path, TableState(st.gen, st.meta, (PartEntry(e.name, e.rows, xxhash.xxh3_128_hexdigest(raw)),),
-                                       st.retired))
+                                       st.retired, st.table_id))
     with table.snapshot() as snap:
         with pytest.raises(CorruptionError, match="bad file name"):
             snap.parts[0].read(["id"])

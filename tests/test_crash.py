@@ -157,8 +157,10 @@ def test_kill_during_merge(tmp_path, point, committed):
 
 ALTER_CASES = [
     ("materialize", "commit:renamed:0", False), ("materialize", "state:renamed", True),
-    ("drop_index", "part:manifest_written", False), ("drop_index", "state:tmp_written", False),
-    ("drop_index", "state:renamed", True),
+    # DROP INDEX: one metadata commit (the index is gone for queries), then the
+    # files leave the parts part by part (a crash there leaves unused files)
+    ("drop_index", "state:tmp_written", False), ("drop_index", "state:renamed", True),
+    ("drop_index", "part:manifest_written", True),
     ("add_index", "state:tmp_written", False), ("add_index", "state:renamed", True),
 ]
 
@@ -176,8 +178,9 @@ def test_kill_during_alter(tmp_path, op, point, committed):
             assert sum(p.has_index("z2") for p in snap.parts) == (1 if committed else 0)
         elif op == "drop_index":
             assert ("zmsg" in names) == (not committed)
-            for p in snap.parts:
-                assert os.path.exists(os.path.join(p.path, "idx.zmsg.arrow")) == (not committed)
+            if not committed:
+                for p in snap.parts:
+                    assert os.path.exists(os.path.join(p.path, "idx.zmsg.arrow"))
         else:
             assert ("z3" in names) == committed
     _check_clean(table)

@@ -241,7 +241,9 @@ def test_bad_value_in_a_later_chunk_writes_nothing(tmp_path):
 
 
 def test_many_small_inserts_then_merge(tmp_path):
-    _, table = log_table(str(tmp_path), granularity=8, indexes=[zdef("z", "msg", 2)])
+    # background merges off: this is OPTIMIZE FINAL's own test
+    _, table = log_table(str(tmp_path), granularity=8, indexes=[zdef("z", "msg", 2)],
+                         settings={"background_merges": 0})
     expected = []
     for i in range(30):
         t = log_rows(i * 7, 7 + i % 3, seed=i)
@@ -502,6 +504,9 @@ def test_streaming_merge_equals_a_full_sort(tmp_path, monkeypatch, order_by, chu
     monkeypatch.setattr(part_mod, "INDEX_CHUNK_ROWS", chunk_rows)
     meta = make_meta("t", [("k1", "Int8"), ("k2", "Nullable(String)"), ("v", "UInt32")], order_by, 4,
                      [zdef("z", "v", 2), zdef("z3", "k2", 3)])
+    # background merges off: this is OPTIMIZE FINAL's own test
+    meta = TableMeta(meta.name, meta.columns, meta.order_by, meta.index_granularity, meta.indexes,
+                     {"background_merges": 0})
     table = Catalog(str(tmp_path)).create_table(meta)
     rng = np.random.default_rng(5)
     start = 0

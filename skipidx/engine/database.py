@@ -54,6 +54,12 @@ class Database:
             return
         self._closed = True
         self.index_cache.clear()
+        from skipidx.store.merge import stop_merges
+
+        # a temporary database's merges must end before its files go; a
+        # kept one's merges are stopped too (each is one atomic commit, so a
+        # stopped worker loses nothing: the next insert schedules again)
+        stop_merges(self.path)
         if self._temp:
             shutil.rmtree(self.path, ignore_errors=True)
             # pooled readers of the removed files would keep their mappings
@@ -126,8 +132,12 @@ class Database:
             res = self._dispatch(stmt)
         except SkipidxError:
             raise
-        except (pa.ArrowException, OSError) as e:
-            # data-dependent failures inside Arrow or the file system are reported, not crashed on
+        except OSError as e:
+            from skipidx.store.commit import os_error
+
+            raise os_error(e) from None
+        except pa.ArrowException as e:
+            # data-dependent failures inside Arrow are reported, not crashed on
             raise SkipidxError(f"{type(e).__name__}: {e}") from None
         if res.outfile is not None:
             res = _write_outfile(res)
@@ -147,14 +157,24 @@ class Database:
         self._check_open()
         from skipidx.store.ingest import insert_any
 
-        t = self.catalog.table(table)
-        show = progress if progress is not None else bool(getattr(sys.stderr, "isatty", lambda: False)())
-        if not show:
-            return int(insert_any(t, data, format=format))
-        from skipidx.core.progress import Progress
+        try:
+            t = self.catalog.table(table)
+            show = progress if progress is not None else bool(getattr(sys.stderr, "isatty", lambda: False)())
+            if not show:
+                return int(insert_any(t, data, format=format))
+            from skipidx.core.progress import Progress
 
-        with Progress(f"insert {table}", None) as bar:
-            return int(insert_any(t, data, format=format, progress=bar.update))
+            with Progress(f"insert {table}", None) as bar:
+                return int(insert_any(t, data, format=format, progress=bar.update))
+        except SkipidxError:
+            raise
+        except OSError as e:
+            # a full disk, a permission...: the same SkipidxError (file, errno) as db.sql gives
+            from skipidx.store.commit import os_error
+
+            raise os_error(e) from None
+        except pa.ArrowException as e:
+            raise SkipidxError(f"{type(e).__name__}: {e}") from None
 
     def scan(self, table: str, where: str | None = None, columns: Sequence[str] | None = None,
              params: dict[str, Any] | None = None, *, batch_rows: int = 65536) -> pa.RecordBatchReader:
@@ -291,6 +311,13 @@ class Database:
             t = self._table(s.table)
             t.optimize(final=s.final)
             return Result(message="optimized")
+        if isinstance(s, A.ShowParts):
+            return Result(self._table(s.table).parts_table())
+        if isinstance(s, A.ShowMerges):
+            return Result(self._merges(s.table))
+        if isinstance(s, A.AlterAttachParts):
+            # not through _table: the point is a table whose state cannot be read
+            return Result(message=self.catalog.repair_table(s.table.name))
         if isinstance(s, A.ShowTables):
             return Result(pa.table({"name": pa.array(self.catalog.list_tables(), pa.string())}))
         if isinstance(s, A.Describe):
@@ -303,12 +330,34 @@ class Database:
             }))
         raise SkipidxError(f"unsupported statement {type(s).__name__}")
 
+    def _merges(self, ref: A.TableRef | None) -> pa.Table:
+        """The merges running now, in any process (SHOW MERGES; system.merges' names)."""
+        from skipidx.store.merge import merges_in_progress
+
+        names = [ref.name] if ref is not None else self.catalog.list_tables()
+        rows = []
+        for n in names:
+            t = self._table(ref) if ref is not None else self.catalog.table(n)
+            for m in merges_in_progress(t.path):
+                rows.append((n, m["result_part"], m["num_parts"], m["source_parts"], m["rows"], m["elapsed_s"]))
+        cols = list(zip(*rows)) if rows else [[]] * 6
+        return pa.table({
+            "table": pa.array(cols[0], pa.string()),
+            "result_part_name": pa.array(cols[1], pa.string()),
+            "num_parts": pa.array(cols[2], pa.uint64()),
+            "source_part_names": pa.array(cols[3], pa.list_(pa.string())),
+            "total_rows": pa.array(cols[4], pa.uint64()),
+            "elapsed": pa.array(cols[5], pa.float64()),
+        })
+
     def _table(self, ref: A.TableRef):
         try:
             return self.catalog.table(ref.name)
         except BindError:
             raise
         except SkipidxError as e:
+            if e.path is not None:
+                raise   # a damaged or unreadable table: the error names its file
             if ref.pos.line:
                 raise BindError(e.message, line=ref.pos.line, column=ref.pos.column) from None
             raise

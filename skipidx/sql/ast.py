@@ -951,9 +951,43 @@ class Alter(Statement):
         return prefix + ", ".join(c.to_sql()[len(prefix):] for c in self.commands)
 
 
+@dataclass(frozen=True)
+class AlterAttachParts(Statement):
+    """``ALTER TABLE t ATTACH PARTS``: repair -- a damaged table state is
+    rebuilt from its backup copy and the parts' manifests."""
+
+    table: TableRef
+    pos: Pos = _pos_field()
+
+    def to_sql(self) -> str:
+        return f"ALTER TABLE {_table_sql(self.table)} ATTACH PARTS"
+
+
+@dataclass(frozen=True)
+class ShowParts(Statement):
+    """``SHOW PARTS [FROM] t``: one row per active part (as system.parts)."""
+
+    table: TableRef
+    pos: Pos = _pos_field()
+
+    def to_sql(self) -> str:
+        return f"SHOW PARTS FROM {_table_sql(self.table)}"
+
+
+@dataclass(frozen=True)
+class ShowMerges(Statement):
+    """``SHOW MERGES [FROM t]``: the merges running now (as system.merges)."""
+
+    table: TableRef | None = None
+    pos: Pos = _pos_field()
+
+    def to_sql(self) -> str:
+        return "SHOW MERGES" + (f" FROM {_table_sql(self.table)}" if self.table is not None else "")
+
+
 #: Statement types that may be one command of an :class:`Alter`.
 ALTER_COMMANDS = (AlterAddIndex, AlterDropIndex, AlterMaterializeIndex, AlterAddColumn, AlterDropColumn,
-                  AlterModifySetting, AlterRefresh)
+                  AlterModifySetting, AlterRefresh, AlterAttachParts)
 
 
 @dataclass(frozen=True)

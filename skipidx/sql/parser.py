@@ -81,6 +81,7 @@ _KEYWORD_TERMINALS = {
     IS LAST LIKE LIMIT MATERIALIZE NOT NULL NULLS OFFSET OPTIMIZE OR ORDER PLAN REFRESH SELECT SETTINGS SHOW
     TABLE TABLES TRUE TYPE VALUES WHERE
     AFTER COLUMN DEFAULT KEY MODIFY OUTFILE PREWHERE PRIMARY SET SETTING TRUNCATE
+    ATTACH PARTS MERGES
     """.split()
 }
 # The logical operators are keywords wherever they stand: read as names, a
@@ -1008,6 +1009,15 @@ class _AstBuilder(Transformer):
 
     def show_tables(self, c: list) -> A.ShowTables:
         return A.ShowTables(pos=_pos(c[0]))
+
+    def show_parts(self, c: list) -> A.ShowParts:
+        return A.ShowParts(c[-1], pos=_pos(c[0]))
+
+    def show_merges(self, c: list) -> A.ShowMerges:
+        return A.ShowMerges(c[-1], pos=_pos(c[0]))
+
+    def alter_attach_parts(self, c: list) -> A.AlterAttachParts:
+        return A.AlterAttachParts(self._NO_TABLE, pos=_pos(c[0]))
 
     def show_create(self, c: list) -> A.ShowCreate:
         return A.ShowCreate(c[-1], pos=_pos(c[0]))

@@ -5,18 +5,28 @@ point outside the database directory. A table is created in a hidden
 temporary directory and renamed into place (atomic); a dropped table is first
 renamed to a hidden name (atomic), then removed. Both run under the
 catalog's flock, and hidden leftovers of a crash are removed on open.
+
+The directory is the engine's own only where it made something: the hidden
+names are ``.skipidx-tmp-*`` / ``.skipidx-dropped-*`` and a leftover is
+removed only when it is a real directory holding the marker file every table
+directory is created with (:data:`TABLE_MARK`). Anything else in the database
+directory -- a user's file, a symbolic link -- is never removed or followed.
 """
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
+import re
 import secrets
 import shutil
+import stat
 
 from skipidx.core.errors import SkipidxError
 from skipidx.core.kms import KeyRing
 from skipidx.store import commit as _commit
-from skipidx.store.commit import TableState, fsync_dir, write_state
+from skipidx.store.commit import (TableGoneError, TableState, check_layout, fsync_dir, new_table_id, os_error,
+                                  write_file_durably, write_state)
 from skipidx.store.external import EXTERNAL_STATE, ExternalTable, create_external_table
 from skipidx.store.metadata import TableMeta, check_identifier
 from skipidx.store.reader_pool import release_readers
@@ -25,6 +35,10 @@ from skipidx.store.table import Table
 __all__ = ["Catalog"]
 
 CATALOG_LOCK = ".catalog.lock"
+TABLE_MARK = _commit.TABLE_MARK
+_TMP_PREFIX = ".skipidx-tmp-"
+_DROPPED_PREFIX = ".skipidx-dropped-"
+_LEFTOVER = re.compile(r"^\.skipidx-(tmp|dropped)-[A-Za-z0-9_]{1,128}-[0-9a-f]{8}$")
 
 
 class _CatalogLock:
@@ -32,7 +46,13 @@ class _CatalogLock:
         self.path = os.path.join(root, CATALOG_LOCK)
 
     def __enter__(self) -> "_CatalogLock":
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        except OSError as e:
+            if e.errno == errno.ELOOP:
+                raise SkipidxError("the catalog lock is a symbolic link; skipidx does not follow symbolic "
+                                   "links inside the database directory", path=self.path) from None
+            raise os_error(e, self.path) from None
         fcntl.flock(self.fd, fcntl.LOCK_EX)
         return self
 
@@ -55,11 +75,20 @@ class Catalog:
             raise SkipidxError("not a directory", path=self.path)
         self._tables: dict[str, Table] = {}
         with _CatalogLock(self.path):
-            left = [os.path.join(self.path, n) for n in os.listdir(self.path)
-                    if n.startswith(".tmp-") or n.startswith(".dropped-")]
+            left = [os.path.join(self.path, n) for n in os.listdir(self.path) if _LEFTOVER.match(n)]
+            removed = []
             for p in left:
-                shutil.rmtree(p, ignore_errors=True)
-            release_readers(left)
+                if not _is_real_dir(p):
+                    continue
+                if os.path.lexists(os.path.join(p, TABLE_MARK)):
+                    shutil.rmtree(p, ignore_errors=True)
+                    removed.append(p)
+                else:
+                    try:
+                        os.rmdir(p)   # a crash right after mkdir: empty, so surely ours
+                    except OSError:
+                        pass
+            release_readers(removed)
 
     def _dir(self, name: str) -> str:
         return os.path.join(self.path, check_identifier(name, "table"))
@@ -74,12 +103,21 @@ class Catalog:
                 check_identifier(n, "table")
             except SkipidxError:
                 continue
-            if _is_table(os.path.join(self.path, n)):
+            if _is_real_dir(os.path.join(self.path, n)) and self._has_state(os.path.join(self.path, n)):
                 out.append(n)
         return sorted(out)
 
+    @staticmethod
+    def _has_state(d: str) -> bool:
+        """A table directory: its state, its backup or skipidx's marker is there
+        (damaged or not: a damaged table is still a table, to repair or drop)."""
+        return (os.path.lexists(os.path.join(d, _commit.STATE_FILE))
+                or os.path.lexists(os.path.join(d, _commit.BACKUP_FILE))
+                or os.path.lexists(os.path.join(d, TABLE_MARK))
+                or os.path.lexists(os.path.join(d, EXTERNAL_STATE)))
+
     def exists(self, name: str) -> bool:
-        return _is_table(self._dir(name))
+        return self._has_state(self._dir(name))
 
     def create_table(self, meta: TableMeta, if_not_exists: bool = False) -> Table | None:
         """Create a table from validated `meta`; returns it (None when it
@@ -94,21 +132,31 @@ class Catalog:
                 ring.new_key(kid)
         target = self._dir(meta.name)
         with _CatalogLock(self.path):
-            if os.path.exists(target):
+            if os.path.lexists(target):
                 if if_not_exists:
                     return None
+                if not self._has_state(target):
+                    # not a table: a user's file or directory is never replaced
+                    raise SkipidxError(f"cannot create table {meta.name!r}: an entry of that name that "
+                                       "skipidx did not create is in the database directory", path=target)
                 raise SkipidxError(f"table {meta.name!r} already exists")
-            tmp = os.path.join(self.path, f".tmp-{meta.name}-{secrets.token_hex(4)}")
-            os.mkdir(tmp)
+            tmp = os.path.join(self.path, f"{_TMP_PREFIX}{meta.name}-{secrets.token_hex(4)}")
             try:
+                os.mkdir(tmp)
+            except OSError as e:
+                raise os_error(e, tmp) from None
+            try:
+                write_file_durably(os.path.join(tmp, TABLE_MARK), b"skipidx table directory\n")
                 for d in (_commit.PARTS_DIR, _commit.TMP_DIR, _commit.READERS_DIR):
                     os.mkdir(os.path.join(tmp, d))
-                write_state(tmp, TableState(0, meta))
+                write_state(tmp, TableState(0, meta, table_id=new_table_id()))
                 fsync_dir(tmp)
                 os.rename(tmp, target)
                 fsync_dir(self.path)
-            except BaseException:
+            except BaseException as e:
                 shutil.rmtree(tmp, ignore_errors=True)
+                if isinstance(e, OSError):
+                    raise os_error(e, tmp) from None
                 raise
         return self.table(meta.name)
 
@@ -123,13 +171,20 @@ class Catalog:
                                "table never writes its Parquet files")
         target = self._dir(meta.name)
         with _CatalogLock(self.path):
-            if os.path.exists(target):
+            if os.path.lexists(target):
                 if if_not_exists:
                     return None, None
+                if not self._has_state(target):
+                    raise SkipidxError(f"cannot create table {meta.name!r}: an entry of that name that "
+                                       "skipidx did not create is in the database directory", path=target)
                 raise SkipidxError(f"table {meta.name!r} already exists")
-            tmp = os.path.join(self.path, f".tmp-{meta.name}-{secrets.token_hex(4)}")
-            os.mkdir(tmp)
+            tmp = os.path.join(self.path, f"{_TMP_PREFIX}{meta.name}-{secrets.token_hex(4)}")
             try:
+                os.mkdir(tmp)
+            except OSError as e:
+                raise os_error(e, tmp) from None
+            try:
+                write_file_durably(os.path.join(tmp, TABLE_MARK), b"skipidx table directory\n")
                 report = create_external_table(tmp, meta, source, partition_columns, builder)
                 fsync_dir(tmp)
                 os.rename(tmp, target)
@@ -144,12 +199,25 @@ class Catalog:
         table's data files stay where they are: only its directory goes)."""
         target = self._dir(name)
         with _CatalogLock(self.path):
-            if not _is_table(target):
+            if not self._has_state(target):
                 if if_exists:
                     return False
                 raise self._unknown(name)
+            # a symbolic link is refused, not followed: deleting through it
+            # would delete outside the database directory
+            if os.path.lexists(os.path.join(target, EXTERNAL_STATE)):
+                _commit.check_real_dir(target, missing_ok=False)
+            else:
+                check_layout(target)
+            from skipidx.store.merge import stop_merges
+
+            stop_merges(target)   # this process's background merge of it, if any
             with _commit.WriteLock(target):
-                gone = os.path.join(self.path, f".dropped-{name}-{secrets.token_hex(4)}")
+                gone = os.path.join(self.path, f"{_DROPPED_PREFIX}{name}-{secrets.token_hex(4)}")
+                if not os.path.lexists(os.path.join(target, TABLE_MARK)):
+                    # a table made before the marker existed: mark it, so a
+                    # crash before the removal leaves a recognisable leftover
+                    write_file_durably(os.path.join(target, TABLE_MARK), b"skipidx table directory\n")
                 os.rename(target, gone)
             fsync_dir(self.path)
             self._tables.pop(name, None)
@@ -164,18 +232,42 @@ class Catalog:
         """Open table `name`; SkipidxError listing the known tables if unknown."""
         d = self._dir(name)
         t = self._tables.get(name)
-        if t is not None and os.path.isfile(os.path.join(d, EXTERNAL_STATE if isinstance(t, ExternalTable)
-                                                         else _commit.STATE_FILE)):
-            return t
+        if isinstance(t, ExternalTable):
+            if os.path.isfile(os.path.join(d, EXTERNAL_STATE)):
+                return t
+            self._tables.pop(name, None)
+            t = None
         if os.path.isfile(os.path.join(d, EXTERNAL_STATE)):
+            _commit.check_real_dir(d, missing_ok=False)
             t = ExternalTable(d)
             self._tables[name] = t
             return t
-        if not os.path.isfile(os.path.join(d, _commit.STATE_FILE)):
+        if t is not None:
+            try:
+                if _commit.read_state(d).table_id == t.table_id:
+                    return t
+            except TableGoneError:
+                self._tables.pop(name, None)
+                raise self._unknown(name) from None
+            # dropped and created again (by another Database or process)
+        if not self._has_state(d):
             raise self._unknown(name)
         t = Table(d, keyring=self.keyring)
         self._tables[name] = t
         return t
+
+    def repair_table(self, name: str) -> str:
+        """Make a table whose state.json is damaged readable again
+        (``ALTER TABLE t ATTACH PARTS``); returns what was done."""
+        from skipidx.store.repair import repair_table
+
+        d = self._dir(name)
+        with _CatalogLock(self.path):
+            if not self._has_state(d):
+                raise self._unknown(name)
+            check_layout(d)
+            self._tables.pop(name, None)
+            return repair_table(d)
 
     def _unknown(self, name: str) -> SkipidxError:
         from skipidx.core.hints import did_you_mean
@@ -188,5 +280,8 @@ class Catalog:
         return f"Catalog({self.path!r})"
 
 
-def _is_table(d: str) -> bool:
-    return os.path.isfile(os.path.join(d, _commit.STATE_FILE)) or os.path.isfile(os.path.join(d, EXTERNAL_STATE))
+def _is_real_dir(path: str) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False

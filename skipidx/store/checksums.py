@@ -30,6 +30,15 @@ __all__ = ["BLOCK_SIZE", "FileSum", "file_sum", "Verifier", "VERIFIER"]
 BLOCK_SIZE = 1 << 20
 
 
+#: Bounds of a valid file entry in a manifest.
+MAX_BLOCK_SIZE = 1 << 30
+MAX_FILE_SIZE = 1 << 50
+
+
+def _int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
 @dataclass(frozen=True)
 class FileSum:
     """Size and per-block XXH3-128 digests (hex) of one file."""
@@ -46,9 +55,11 @@ class FileSum:
         if not isinstance(obj, dict):
             raise CorruptionError("bad file entry in manifest", path=where)
         size, bs, blocks = obj.get("size"), obj.get("block_size"), obj.get("xxh3_128")
-        if (not isinstance(size, int) or size < 0 or not isinstance(bs, int) or bs <= 0
-                or not isinstance(blocks, list) or not all(isinstance(b, str) for b in blocks)
-                or len(blocks) != max(1, -(-size // bs))):
+        # ranges too: a checksummed manifest may still hold values no writer
+        # made (an edit, another tool), and e.g. a 2**70 block size overflows pread
+        if (not _int(size) or not 0 <= size < MAX_FILE_SIZE or not _int(bs) or not 0 < bs <= MAX_BLOCK_SIZE
+                or not isinstance(blocks, list) or len(blocks) != max(1, -(-size // bs))
+                or not all(isinstance(b, str) and len(b) == 32 for b in blocks)):
             raise CorruptionError("bad file entry in manifest", path=where)
         return FileSum(size, tuple(blocks), bs)
 

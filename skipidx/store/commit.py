@@ -4,6 +4,8 @@ A table directory::
 
     <table>/
       state.json          the one source of truth (see below), replaced atomically
+      state.backup.json   a second copy of it, written after it (``repair_state``
+                          restores a damaged state.json from it)
       write.lock          flock: one committer at a time
       parts/<part>/       published parts (immutable)
       tmp/<part>.<rand>/  parts being written (staged); owned by a live process
@@ -41,6 +43,7 @@ import os
 import re
 import secrets
 import shutil
+import stat
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
@@ -58,6 +61,12 @@ __all__ = [
 ]
 
 STATE_FILE = "state.json"
+#: A copy of the last committed state, written right after STATE_FILE: a
+#: damaged state.json is restored from it (ALTER TABLE t ATTACH PARTS).
+BACKUP_FILE = "state.backup.json"
+#: Written into every table directory at creation: what marks a directory
+#: (and a hidden leftover of one) as the engine's own.
+TABLE_MARK = ".skipidx-table"
 PARTS_DIR = "parts"
 TMP_DIR = "tmp"
 READERS_DIR = "readers"
@@ -69,6 +78,8 @@ DETACHED_MARK = ".detached"   # inside a staged dir: written by a remote (Spark)
 DETACHED_TTL_S = 24 * 3600
 
 _PART_NAME = re.compile(r"^[a-z0-9_]{1,100}$")
+#: ``tmp/<part>.<8 hex>``: the name :func:`stage_dir` gives a staged part.
+_STAGED_NAME = re.compile(r"^[a-z0-9_]{1,100}\.[0-9a-f]{8}$")
 
 #: Test hook: called with the name of each crash point (crash tests make the
 #: process stop there and kill it with SIGKILL). None in normal operation.
@@ -83,6 +94,15 @@ def crash_point(name: str) -> None:
 class ConflictError(SkipidxError):
     """A commit whose precondition no longer holds (parts it replaces were
     retired by a concurrent merge/ALTER); nothing was changed."""
+
+
+def new_table_id() -> str:
+    return secrets.token_hex(16)
+
+
+class TableGoneError(SkipidxError):
+    """The table a statement started on was dropped (or dropped and created
+    again) before the statement could commit; nothing was changed."""
 
 
 def new_part_name(level: int = 0) -> str:
@@ -137,10 +157,14 @@ class TableState:
     meta: TableMeta
     parts: tuple[PartEntry, ...] = ()
     retired: tuple[tuple[str, int], ...] = ()   # (part name, generation that retired it)
+    #: Created with the table, never changed: a writer, pin or lock that
+    #: started on one incarnation of a name never commits into another.
+    table_id: str = ""
 
     def body(self) -> dict:
         return {
             "format_version": FORMAT_VERSION,
+            "table_id": self.table_id,
             "gen": self.gen,
             "meta": self.meta.to_json(),
             "parts": [p.to_json() for p in self.parts],
@@ -168,10 +192,22 @@ _STATE_CACHE = LRU(256, "store.states", "parsed table states with the bytes they
 def _read_state_bytes(table_dir: str) -> tuple[str, bytes]:
     path = os.path.join(table_dir, STATE_FILE)
     try:
-        with open(path, "rb", buffering=0) as f:
-            return path, f.read()
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except FileNotFoundError:
-        raise SkipidxError("not a skipidx table (no state.json)", path=table_dir) from None
+        if (os.path.lexists(os.path.join(table_dir, BACKUP_FILE))
+                or os.path.lexists(os.path.join(table_dir, TABLE_MARK))):
+            raise CorruptionError(f"the table state is missing; {_repair_hint(table_dir)}", path=path) from None
+        raise TableGoneError("not a skipidx table (no state.json)", path=table_dir) from None
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise SkipidxError("the table state is a symbolic link; skipidx does not follow symbolic "
+                               "links inside the database directory", path=path) from None
+        raise os_error(e, path) from None
+    try:
+        with open(fd, "rb", buffering=0, closefd=True) as f:
+            return path, f.read()
+    except OSError as e:
+        raise os_error(e, path) from None
 
 
 def read_state(table_dir: str) -> TableState:
@@ -183,9 +219,17 @@ def read_state(table_dir: str) -> TableState:
     hit = _STATE_CACHE.get(path)
     if hit is not None and hit[0] == raw:
         return hit[1]
-    st = _parse_state(path, raw)
+    try:
+        st = _parse_state(path, raw)
+    except CorruptionError as e:
+        raise CorruptionError(f"{e.message}; {_repair_hint(table_dir)}", path=path) from None
     _STATE_CACHE.put(path, (raw, st))
     return st
+
+
+def _repair_hint(table_dir: str) -> str:
+    return (f"ALTER TABLE {os.path.basename(os.path.abspath(table_dir))} ATTACH PARTS restores it from its "
+            "backup or the parts' manifests")
 
 
 def clear_state_cache() -> None:
@@ -199,51 +243,129 @@ def _parse_state(path: str, raw: bytes) -> TableState:
         body = doc["state"]
         if xxhash.xxh3_128_hexdigest(_canonical(body)) != doc["xxh3_128"]:
             raise CorruptionError("table state checksum mismatch", path=path)
+        if not isinstance(body, dict):
+            raise CorruptionError("damaged table state (not an object)", path=path)
         if body["format_version"] != FORMAT_VERSION:
             raise SkipidxError(f"unsupported table format version {body['format_version']!r}", path=path)
         gen = body["gen"]
-        if not isinstance(gen, int) or gen < 0:
+        if not _is_int(gen) or not 0 <= gen < 1 << 62:
             raise CorruptionError("bad generation in table state", path=path)
-        meta = TableMeta.from_json(body["meta"], where=path)
+        table_id = body.get("table_id", "")   # absent in tables created before ids existed
+        if not isinstance(table_id, str) or not re.fullmatch(r"[0-9a-f]{0,64}", table_id):
+            raise CorruptionError("bad table id in table state", path=path)
+        try:
+            meta = TableMeta.from_json(body["meta"], where=path)
+        except CorruptionError:
+            raise
+        except SkipidxError as e:
+            # a checksummed state whose metadata does not validate is damage
+            # (or a hand edit), not a user's mistake: name the file
+            raise CorruptionError(f"damaged table state: {e.message}", path=path) from None
         parts = []
+        if not isinstance(body["parts"], list) or not isinstance(body["retired"], list):
+            raise CorruptionError("bad part lists in table state", path=path)
         for p in body["parts"]:
+            if not isinstance(p, dict):
+                raise CorruptionError("bad part entry in table state", path=path)
             name = check_part_name(p["name"], path)
             rows, mh = p["rows"], p["manifest_xxh3_128"]
-            if not isinstance(rows, int) or rows < 0 or not isinstance(mh, str):
+            if (not _is_int(rows) or not 0 < rows < 1 << 48 or not isinstance(mh, str)
+                    or not re.fullmatch(r"[0-9a-f]{32}", mh)):
                 raise CorruptionError(f"bad entry for part {name}", path=path)
             parts.append(PartEntry(name, rows, mh))
         retired = []
         for r in body["retired"]:
+            if not isinstance(r, dict):
+                raise CorruptionError("bad retired entry", path=path)
             g = r["gen"]
-            if not isinstance(g, int):
+            if not _is_int(g) or not 0 <= g <= gen:
                 raise CorruptionError("bad retired entry", path=path)
             retired.append((check_part_name(r["name"], path), g))
     except SkipidxError:
         raise
-    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as e:
-        raise CorruptionError(f"damaged table state ({type(e).__name__}: {e})", path=path) from None
+    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError, OverflowError,
+            RecursionError, IndexError) as e:
+        raise CorruptionError(f"damaged table state ({type(e).__name__})", path=path) from None
     if len({p.name for p in parts}) != len(parts):
         raise CorruptionError("a part is listed twice in the table state", path=path)
-    return TableState(gen, meta, tuple(parts), tuple(retired))
+    return TableState(gen, meta, tuple(parts), tuple(retired), table_id)
+
+
+def _is_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def os_error(e: OSError, path: str | None = None) -> SkipidxError:
+    """An OS error as the SkipidxError users see: the strerror, the errno
+    name and the file (`path` when the error itself names none)."""
+    name = errno.errorcode.get(e.errno, str(e.errno)) if e.errno else None
+    where = e.filename if e.filename is not None else path
+    msg = f"{e.strerror or type(e).__name__}" + (f" [{name}]" if name else "")
+    err = SkipidxError(msg, path=os.fsdecode(where) if where is not None else None)
+    err.errno = e.errno
+    return err
+
+
+def _state_doc(state: TableState) -> bytes:
+    body = state.body()
+    doc = {"state": body, "xxh3_128": xxhash.xxh3_128_hexdigest(_canonical(body))}
+    return json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False).encode()
+
+
+def _replace_durably(table_dir: str, fname: str, data: bytes, point: str) -> None:
+    tmp = os.path.join(table_dir, f".{STATE_FILE}.{secrets.token_hex(6)}.tmp")
+    write_file_durably(tmp, data)
+    crash_point(f"{point}:tmp_written")
+    os.replace(tmp, os.path.join(table_dir, fname))
+    crash_point(f"{point}:renamed")
 
 
 def write_state(table_dir: str, state: TableState) -> None:
-    """Publish `state` atomically: temp file, fsync, rename, fsync dir."""
-    body = state.body()
-    doc = {"state": body, "xxh3_128": xxhash.xxh3_128_hexdigest(_canonical(body))}
-    data = json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False).encode()
-    tmp = os.path.join(table_dir, f".{STATE_FILE}.{secrets.token_hex(6)}.tmp")
-    write_file_durably(tmp, data)
-    crash_point("state:tmp_written")
-    os.replace(tmp, os.path.join(table_dir, STATE_FILE))
-    crash_point("state:renamed")
-    fsync_dir(table_dir)
+    """Publish `state` atomically: temp file, fsync, rename, fsync dir; then
+    the same bytes as the backup copy (a crash between the two leaves the
+    backup one generation behind, and state.json whole)."""
+    data = _state_doc(state)
+    try:
+        _replace_durably(table_dir, STATE_FILE, data, "state")
+        _replace_durably(table_dir, BACKUP_FILE, data, "backup")
+        fsync_dir(table_dir)
+    except FileNotFoundError as e:
+        if not os.path.isdir(table_dir):
+            raise TableGoneError("the table was dropped", path=table_dir) from None
+        raise os_error(e) from None
+    except OSError as e:
+        raise os_error(e, table_dir) from None
+
+
+def read_backup_state(table_dir: str) -> TableState:
+    """The backup copy of the state (CorruptionError naming it when damaged)."""
+    path = os.path.join(table_dir, BACKUP_FILE)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise CorruptionError("no backup of the table state", path=path) from None
+    except OSError as e:
+        raise os_error(e, path) from None
+    with open(fd, "rb", buffering=0, closefd=True) as f:
+        raw = f.read()
+    return _parse_state(path, raw)
 
 
 # ---------------------------------------------------------------- locks
 def _lock_file(path: str, mode: int, blocking: bool = True) -> int | None:
-    """Open (creating) `path` and flock it; the fd, or None if not blocking and busy."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    """Open (creating) `path` and flock it; the fd, or None if not blocking and busy.
+    A symbolic link there is refused (never followed to create a file elsewhere)."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except FileNotFoundError:
+        raise TableGoneError("the table was dropped", path=os.path.dirname(os.path.dirname(path))
+                             if os.path.basename(os.path.dirname(path)) in (TMP_DIR, READERS_DIR)
+                             else os.path.dirname(path)) from None
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise SkipidxError("a lock file is a symbolic link; skipidx does not follow symbolic links "
+                               "inside the database directory", path=path) from None
+        raise os_error(e, path) from None
     try:
         fcntl.flock(fd, mode | (0 if blocking else fcntl.LOCK_NB))
     except OSError as e:
@@ -280,14 +402,17 @@ def pin_snapshot(table_dir: str) -> tuple[TableState, int]:
     """The current state, pinned: (state, fd of the shared flock on its
     generation's reader file). Close the fd to unpin."""
     rdir = os.path.join(table_dir, READERS_DIR)
-    os.makedirs(rdir, exist_ok=True)
     while True:
         st = read_state(table_dir)
+        # readers/ is made with the table; never re-created here (a table
+        # dropped meanwhile must not come back as a bare directory)
         fd = _lock_file(os.path.join(rdir, f"{st.gen}.lock"), fcntl.LOCK_SH)
         assert fd is not None
         # A cleanup may have unlinked that pin file before our flock (only
-        # once a newer generation exists): re-reading the state detects it.
-        if read_state(table_dir).gen == st.gen:
+        # once a newer generation exists), or the name may now be another
+        # table: re-reading the state detects both.
+        again = read_state(table_dir)
+        if again.gen == st.gen and again.table_id == st.table_id:
             return st, fd
         os.close(fd)
 
@@ -350,17 +475,64 @@ def stage_dir(table_dir: str, part_name: str, detached: bool = False) -> StagedP
     """Create ``tmp/<part>.<rand>/`` owned by this process (or marked detached)."""
     check_part_name(part_name, table_dir)
     tdir = os.path.join(table_dir, TMP_DIR)
-    os.makedirs(tdir, exist_ok=True)
+    # tmp/ is made with the table and never re-created: a table dropped
+    # meanwhile must not come back as a bare directory
+    check_real_dir(tdir, missing_ok=False)
     path = os.path.join(tdir, f"{part_name}.{secrets.token_hex(4)}")
-    if detached:
-        os.mkdir(path)
-        write_file_durably(os.path.join(path, DETACHED_MARK), b"")
-        return StagedPart(path, part_name, 0, None)
-    # the owner lock is taken before the dir exists, so cleanup never sees
-    # an unlocked dir of a live writer
-    fd = _lock_file(path + OWNER_LOCK, fcntl.LOCK_EX)
-    os.mkdir(path)
+    try:
+        if detached:
+            os.mkdir(path)
+            write_file_durably(os.path.join(path, DETACHED_MARK), b"")
+            return StagedPart(path, part_name, 0, None)
+        # the owner lock is taken before the dir exists, so cleanup never sees
+        # an unlocked dir of a live writer
+        fd = _lock_file(path + OWNER_LOCK, fcntl.LOCK_EX)
+        try:
+            os.mkdir(path)
+        except BaseException:
+            os.unlink(path + OWNER_LOCK)
+            os.close(fd)
+            raise
+    except FileNotFoundError:
+        raise TableGoneError("the table was dropped", path=table_dir) from None
+    except OSError as e:
+        raise os_error(e, path) from None
     return StagedPart(path, part_name, 0, fd)
+
+
+def check_real_dir(path: str, missing_ok: bool = True) -> bool:
+    """True if `path` is a directory (not a symbolic link to one); False if
+    missing and `missing_ok`. A symbolic link or another kind of file is
+    refused: skipidx never writes or deletes through a link."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        if missing_ok:
+            return False
+        raise TableGoneError("the table was dropped", path=os.path.dirname(path)) from None
+    except OSError as e:
+        raise os_error(e, path) from None
+    if stat.S_ISLNK(st.st_mode):
+        raise SkipidxError("is a symbolic link; skipidx does not follow symbolic links inside the "
+                           "database directory", path=path)
+    if not stat.S_ISDIR(st.st_mode):
+        raise SkipidxError("is not a directory (not created by skipidx)", path=path)
+    return True
+
+
+def _is_real_dir(path: str) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def check_layout(table_dir: str) -> None:
+    """Refuse a table whose directory or sub-directories are symbolic links
+    (or not directories), before anything is written or deleted there."""
+    check_real_dir(table_dir, missing_ok=False)
+    for d in (PARTS_DIR, TMP_DIR, READERS_DIR):
+        check_real_dir(os.path.join(table_dir, d), missing_ok=False)
 
 
 # ---------------------------------------------------------------- commit
@@ -372,6 +544,7 @@ def commit_parts(
     meta: TableMeta | None = None,
     expect_gen: int | None = None,
     meta_check: Callable[[TableMeta], None] | None = None,
+    expect_id: str | None = None,
 ) -> int:
     """Publish `staged` parts (all or none), retire the parts named in
     `retire`, and optionally replace the table metadata -- one new state.
@@ -379,7 +552,9 @@ def commit_parts(
     `staged` items are :class:`StagedPart` or paths of staged dirs (what a
     Spark driver gets back from its tasks). Raises :class:`ConflictError`
     (nothing changed) if a part to retire is no longer active, or if
-    `expect_gen` is given and the state moved on. Returns the new generation.
+    `expect_gen` is given and the state moved on, and :class:`TableGoneError`
+    if `expect_id` is given and the table is not that incarnation any more
+    (dropped, or dropped and created again). Returns the new generation.
     """
     from skipidx.store.manifest import read_manifest, manifest_matches_meta   # manifest imports this module
 
@@ -387,6 +562,9 @@ def commit_parts(
     with WriteLock(table_dir):
         crash_point("commit:locked")
         st = read_state(table_dir)
+        if expect_id is not None and st.table_id != expect_id:
+            raise TableGoneError("the table was dropped and created again while the statement ran; "
+                                 "nothing was written", path=table_dir)
         if expect_gen is not None and st.gen != expect_gen:
             raise ConflictError(f"table changed concurrently (generation {st.gen}, expected {expect_gen})")
         if meta_check is not None:
@@ -409,7 +587,7 @@ def commit_parts(
                 raise SkipidxError(f"part {name} is already published", path=path)
             entries.append((path, PartEntry(name, int(man["rows"]), mhash)))
         pdir = os.path.join(table_dir, PARTS_DIR)
-        os.makedirs(pdir, exist_ok=True)
+        check_real_dir(pdir, missing_ok=False)
         known = active | {n for n, _ in st.retired}
         for i, (path, e) in enumerate(entries):
             target = os.path.join(pdir, e.name)
@@ -423,9 +601,19 @@ def commit_parts(
         fsync_dir(os.path.join(table_dir, TMP_DIR))
         gen = st.gen + 1
         retire_set = set(retire)
-        new_parts = tuple(p for p in st.parts if p.name not in retire_set) + tuple(e for _, e in entries)
+        new_entries = [e for _, e in entries]
+        if retire_set and new_entries:
+            # a merge or rewrite takes its first source's place: the order of
+            # parts stays the order of insertion (the merge selector merges
+            # neighbours, as ClickHouse's block-number ranges)
+            at = next(i for i, p in enumerate(st.parts) if p.name in retire_set)
+            kept = [p for p in st.parts if p.name not in retire_set]
+            at = sum(1 for p in st.parts[:at] if p.name not in retire_set)
+            new_parts = tuple(kept[:at]) + tuple(new_entries) + tuple(kept[at:])
+        else:
+            new_parts = tuple(p for p in st.parts if p.name not in retire_set) + tuple(new_entries)
         new_retired = st.retired + tuple((n, gen) for n in retire)
-        write_state(table_dir, TableState(gen, new_meta, new_parts, new_retired))
+        write_state(table_dir, TableState(gen, new_meta, new_parts, new_retired, st.table_id))
         crash_point("commit:done")
         # the retired parts' pooled readers (their mappings would keep the
         # files' space once deleted); a pinned snapshot still reading one
@@ -434,7 +622,7 @@ def commit_parts(
         for s in staged:
             if isinstance(s, StagedPart):
                 s.release()
-        _collect(table_dir, TableState(gen, new_meta, new_parts, new_retired))
+        _collect(table_dir, TableState(gen, new_meta, new_parts, new_retired, st.table_id))
     return gen
 
 
@@ -455,6 +643,7 @@ def _release_readers(dirs: Iterable[str]) -> None:
 def cleanup(table_dir: str) -> None:
     """Remove what crashed writers left and what no reader needs any more.
     Runs only if the commit lock is free right now (never waits for it)."""
+    check_layout(table_dir)
     with WriteLock(table_dir, blocking=False) as lk:
         if not lk.acquired:
             return
@@ -470,7 +659,12 @@ def _clean_tmp(table_dir: str) -> None:
         return
     for n in names:
         p = os.path.join(tdir, n)
-        if n.endswith(OWNER_LOCK):
+        if n.endswith(OWNER_LOCK) or not _STAGED_NAME.match(n):
+            continue   # a lock, or not an entry skipidx made: left alone
+        try:
+            if not stat.S_ISDIR(os.lstat(p).st_mode):
+                continue   # a link or a file under a staged name: not ours
+        except FileNotFoundError:
             continue
         if os.path.exists(os.path.join(p, DETACHED_MARK)):
             try:
@@ -484,10 +678,7 @@ def _clean_tmp(table_dir: str) -> None:
         if fd is None:
             continue   # its writer is alive
         try:
-            if os.path.isdir(p):
-                shutil.rmtree(p, ignore_errors=True)
-            else:
-                os.unlink(p)
+            shutil.rmtree(p, ignore_errors=True)
         except FileNotFoundError:
             pass
         finally:
@@ -496,7 +687,7 @@ def _clean_tmp(table_dir: str) -> None:
     # owner locks whose dir is gone (writer died between lock and mkdir, or
     # after the rename of its commit)
     for n in names:
-        if not n.endswith(OWNER_LOCK):
+        if not n.endswith(OWNER_LOCK) or not _STAGED_NAME.match(n[: -len(OWNER_LOCK)]):
             continue
         lp = os.path.join(tdir, n)
         if os.path.exists(lp[: -len(OWNER_LOCK)]):
@@ -538,7 +729,10 @@ def _collect(table_dir: str, st: TableState) -> None:
         present = os.listdir(pdir)
     except FileNotFoundError:
         present = []
-    gone = [os.path.join(pdir, n) for n in present if n not in referenced]
+    gone = [os.path.join(pdir, n) for n in present if n not in referenced and _PART_NAME.match(n)]
+    # only real directories under part names: skipidx's own (a link or a
+    # foreign file there is left alone, never followed)
+    gone = [p for p in gone if _is_real_dir(p)]
     for p in gone:
         shutil.rmtree(p, ignore_errors=True)
     # after the deletion: a reader taken before it is evicted (or closed when
@@ -547,4 +741,4 @@ def _collect(table_dir: str, st: TableState) -> None:
     if removable:
         # Forget them in the state too, so the retired list stays short. A
         # crash here is harmless: the dirs are gone or unreferenced either way.
-        write_state(table_dir, TableState(st.gen, st.meta, st.parts, tuple(keep_retired)))
+        write_state(table_dir, TableState(st.gen, st.meta, st.parts, tuple(keep_retired), st.table_id))

@@ -59,20 +59,24 @@ def read_manifest(part_dir: str, expected_hash: str | None = None) -> tuple[dict
         raise CorruptionError("part manifest checksum mismatch", path=path)
     try:
         m = json.loads(raw)
+        if not isinstance(m, dict):
+            raise CorruptionError("damaged part manifest (not an object)", path=path)
         if m["format_version"] != FORMAT_VERSION:
             raise CorruptionError(f"unsupported part format version {m['format_version']!r}", path=path)
         _commit.check_part_name(m["part"], path)
         rows = m["rows"]
         marks = m["marks"]
-        if (not isinstance(rows, int) or not isinstance(marks, list) or len(marks) < 2
-                or marks[0] != 0 or marks[-1] != rows or not all(isinstance(x, int) for x in marks)
+        if (not _int(rows) or not 0 < rows < 1 << 48 or not isinstance(marks, list) or len(marks) < 2
+                or marks[0] != 0 or marks[-1] != rows or not all(_int(x) for x in marks)
                 or any(b <= a for a, b in zip(marks, marks[1:]))):
             raise CorruptionError("bad rows/marks in part manifest", path=path)
         spans = m["row_groups"]
         if len(spans) != len(marks) - 1 or not all(
-                isinstance(s, list) and len(s) == 2 and all(isinstance(x, int) for x in s) and 0 <= s[0] < s[1]
+                isinstance(s, list) and len(s) == 2 and all(_int(x) for x in s) and 0 <= s[0] < s[1] < 1 << 50
                 for s in spans):
             raise CorruptionError("bad row-group spans in part manifest", path=path)
+        if not isinstance(m["files"], dict) or not isinstance(m["indexes"], dict):
+            raise CorruptionError("bad file or index lists in part manifest", path=path)
         if DATA_FILE not in m["files"]:
             raise CorruptionError("part manifest lists no data file", path=path)
         for fname, fs in m["files"].items():
@@ -80,20 +84,39 @@ def read_manifest(part_dir: str, expected_hash: str | None = None) -> tuple[dict
                 raise CorruptionError(f"bad file name {fname!r} in part manifest", path=path)
             FileSum.from_json(fs, os.path.join(part_dir, fname))
         for iname, e in m["indexes"].items():
-            if e["file"] != index_file_name(iname) or e["file"] not in m["files"]:
+            if (not isinstance(e, dict) or not isinstance(iname, str) or not isinstance(e["file"], str)
+                    or e["file"] != index_file_name(iname) or e["file"] not in m["files"]
+                    or not _int(e.get("granularity", 1)) or not 0 < e.get("granularity", 1) < 1 << 24):
                 raise CorruptionError(f"bad entry for index {iname!r} in part manifest", path=path)
             if not isinstance(e["fingerprint"], str):
                 raise CorruptionError(f"bad entry for index {iname!r} in part manifest", path=path)
-        if not isinstance(m["columns"], list) or not isinstance(m["index_granularity"], int):
+        if (not isinstance(m["columns"], list) or not _int(m["index_granularity"])
+                or not 0 < m["index_granularity"] <= 1 << 24
+                or not all(isinstance(c, list) and len(c) == 2 and all(isinstance(x, str) for x in c)
+                           for c in m["columns"])
+                or not isinstance(m.get("order_by", []), list)
+                or not all(isinstance(k, str) for k in m.get("order_by", []))):
             raise CorruptionError("bad columns in part manifest", path=path)
+        lvl = m.get("level", 0)
+        if not _int(lvl) or not 0 <= lvl < 1 << 20:
+            raise CorruptionError("bad level in part manifest", path=path)
+        ct = m.get("created_unix", 0)
+        if isinstance(ct, bool) or not isinstance(ct, (int, float)) or not 0 <= ct < 1e11:
+            raise CorruptionError("bad creation time in part manifest", path=path)
         d = m.get("dictionary")
         if d is not None and not (isinstance(d, list) and all(isinstance(x, str) for x in d)):
             raise CorruptionError("bad dictionary columns in part manifest", path=path)
     except CorruptionError:
         raise
-    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as e:
-        raise CorruptionError(f"damaged part manifest ({type(e).__name__}: {e})", path=path) from None
+    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError, OverflowError,
+            RecursionError, IndexError) as e:
+        # the type only: the message of a decode error quotes the file's bytes
+        raise CorruptionError(f"damaged part manifest ({type(e).__name__})", path=path) from None
     return m, h
+
+
+def _int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
 
 
 def manifest_matches_meta(m: dict, meta: TableMeta, where: str) -> None:

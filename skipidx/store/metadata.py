@@ -43,6 +43,12 @@ KNOWN_SETTINGS: dict[str, tuple[type, int, int]] = {
     # KMS) and the key id of the encrypted Parquet footer (skipidx.core.kms).
     "encrypted_columns": (str, 0, 0),
     "footer_key": (str, 0, 0),
+    # background merges (store/merge.py; ClickHouse's MergeTree settings)
+    "background_merges": (int, 0, 1),
+    "merge_selector_base": (float, 2, 1000),
+    "max_parts_to_merge_at_once": (int, 2, 10000),
+    "parts_to_delay_insert": (int, 1, 1 << 30),
+    "parts_to_throw_insert": (int, 1, 1 << 30),
 }
 _COMPRESSIONS = ("zstd", "snappy", "lz4", "none", "gzip")
 #: ClickHouse MergeTree settings that only shape ClickHouse's own files, merges or
@@ -54,7 +60,7 @@ CLICKHOUSE_ONLY_SETTINGS = frozenset("""
     vertical_merge_algorithm_min_rows_to_activate vertical_merge_algorithm_min_columns_to_activate
     vertical_merge_algorithm_min_bytes_to_activate enable_vertical_merge_algorithm
     allow_nullable_key storage_policy compress_marks compress_primary_key
-    merge_max_block_size parts_to_delay_insert parts_to_throw_insert max_parts_in_total
+    merge_max_block_size max_parts_in_total
     old_parts_lifetime ratio_of_defaults_for_sparse_serialization replace_long_file_name_to_hash
     min_age_to_force_merge_seconds min_age_to_force_merge_on_partition_only
     add_minmax_index_for_numeric_columns add_minmax_index_for_string_columns
@@ -205,12 +211,16 @@ class IndexMeta:
         kwargs = _get(o, "kwargs", list, w)
         if not all(isinstance(kv, list) and len(kv) == 2 and isinstance(kv[0], str) for kv in kwargs):
             raise SkipidxError(f"{w}: kwargs must be [key, value] pairs")
+        args = _get(o, "args", list, w)
+        # DDL arguments are literals: a nested list or object is damage
+        if not all(_is_literal(a) for a in args) or not all(_is_literal(v) for _, v in kwargs):
+            raise SkipidxError(f"{w}: index arguments must be literals")
         defn = IndexDef(
             name=name,
             column=_get(o, "column", str, w),
             expr_func=expr_func,
             type_name=_get(o, "type", str, w),
-            args=tuple(_get(o, "args", list, w)),
+            args=tuple(args),
             kwargs=tuple((k, v) for k, v in kwargs),
             granularity=gran,
         )
@@ -400,6 +410,8 @@ class TableMeta:
                 raise SkipidxError(f"table {self.name!r}: setting {k} must be an integer in [{lo}, {hi}]")
             if typ is str and not isinstance(v, str):
                 raise SkipidxError(f"table {self.name!r}: setting {k} must be a string")
+            if typ is float and (not isinstance(v, (int, float)) or isinstance(v, bool) or not lo <= v <= hi):
+                raise SkipidxError(f"table {self.name!r}: setting {k} must be a number in [{lo}, {hi}]")
             if k == "compression" and v not in _COMPRESSIONS:
                 raise SkipidxError(f"table {self.name!r}: compression must be one of {', '.join(_COMPRESSIONS)}")
         enc = self.encryption
@@ -477,7 +489,35 @@ class TableMeta:
             format_version=_get(o, "format_version", int, where),
             primary_key=_get(o, "primary_key", list, where) if "primary_key" in o else None,
         )
-        return meta.validate()
+        meta.validate()
+        for im in meta.indexes:
+            _check_index_params(im, meta, where)
+        return meta
+
+
+def _is_literal(v: Any) -> bool:
+    if isinstance(v, bool) or v is None or isinstance(v, str):
+        return True
+    if isinstance(v, int):
+        return -(1 << 64) < v < 1 << 64
+    return isinstance(v, float)
+
+
+def _check_index_params(im: IndexMeta, meta: "TableMeta", where: str) -> None:
+    """An index read from disk is validated again by its type, and what the
+    type derives must be what was stored: stored parameters are then only
+    ever values its own validation produced (ranges included)."""
+    w = f"{where}: index {im.name!r}"
+    try:
+        again = make_index_meta(im.definition, meta.column(im.definition.column).type)
+    except SkipidxError as e:
+        raise SkipidxError(f"{w}: {e.message}") from None
+    except (TypeError, ValueError, OverflowError, KeyError, AttributeError) as e:
+        raise SkipidxError(f"{w}: invalid index definition ({type(e).__name__})") from None
+    if json.dumps(again.params, sort_keys=True) != json.dumps(im.params, sort_keys=True, default=str):
+        raise SkipidxError(f"{w}: stored index parameters do not match its definition")
+    if again.version != im.version:
+        raise SkipidxError(f"{w}: index type version {im.version!r} is not this skipidx's {again.version}")
 
 
 def _obj(obj: Any, where: str) -> dict:

@@ -150,8 +150,19 @@ class Table:
         self.path = os.path.abspath(path)
         #: the connection's keys for sensitive columns (skipidx.core.kms)
         self.keyring = keyring
-        _commit.read_state(self.path)   # fails early for a non-table / damaged state
+        _commit.check_layout(self.path)   # symbolic links are refused, never followed
+        # fails early for a non-table / damaged state; the id this object
+        # writes to (a statement never lands in a later table of the name)
+        self.table_id = _commit.read_state(self.path).table_id
         _commit.cleanup(self.path)
+
+    def _current(self) -> TableState:
+        """The state, checked to be this table's (not a later one of the name)."""
+        st = _commit.read_state(self.path)
+        if st.table_id != self.table_id:
+            raise _commit.TableGoneError("the table was dropped (and created again) since it was opened",
+                                         path=self.path)
+        return st
 
     # ---- reading -------------------------------------------------------
     @property
@@ -170,6 +181,10 @@ class Table:
     def snapshot(self) -> TableSnapshot:
         """A pinned, consistent view (close it when done)."""
         st, fd = _commit.pin_snapshot(self.path)
+        if st.table_id != self.table_id:
+            os.close(fd)
+            raise _commit.TableGoneError("the table was dropped (and created again) since it was opened",
+                                         path=self.path)
         return TableSnapshot(self.path, st, fd, keyring=self.keyring)
 
     @property
@@ -179,6 +194,31 @@ class Table:
     def read(self, columns: list[str] | None = None) -> pa.Table:
         with self.snapshot() as s:
             return s.read(columns)
+
+    def parts_table(self) -> pa.Table:
+        """The active parts as ClickHouse's system.parts names them (SHOW PARTS)."""
+        import datetime as _dt
+
+        rows = []
+        with self.snapshot() as snap:
+            for p in snap.parts:
+                m = p.manifest
+                rows.append((p.name, 1, int(m.get("level", 0)), p.num_rows, p.n_granules,
+                             sum(int(f["size"]) for f in m["files"].values()),
+                             _dt.datetime.fromtimestamp(int(float(m.get("created_unix", 0))), _dt.timezone.utc)
+                             .replace(tzinfo=None),
+                             sorted(m["indexes"])))
+        cols = list(zip(*rows)) if rows else [[]] * 8
+        return pa.table({
+            "name": pa.array(cols[0], pa.string()),
+            "active": pa.array(cols[1], pa.uint8()),
+            "level": pa.array(cols[2], pa.uint32()),
+            "rows": pa.array(cols[3], pa.uint64()),
+            "marks": pa.array(cols[4], pa.uint64()),
+            "bytes_on_disk": pa.array(cols[5], pa.uint64()),
+            "modification_time": pa.array(cols[6], pa.timestamp("s")),
+            "indexes": pa.array(cols[7], pa.list_(pa.string())),
+        })
 
     # ---- inserting -----------------------------------------------------
     def insert(self, data: Any, *, max_part_rows: int | None = None, threads: int | None = None) -> int:
@@ -191,9 +231,23 @@ class Table:
         2, or 1 on a single core; Parquet encoding and the index kernels
         release the GIL), so memory stays bounded by a few chunks.
         """
+        from skipidx.store.merge import check_parts_to_throw
+
+        check_parts_to_throw(self)
+        try:
+            n = self._insert(data, max_part_rows, threads)
+        except OSError as e:
+            raise _commit.os_error(e, self.path) from None
+        if n:
+            from skipidx.store.merge import after_insert
+
+            after_insert(self)
+        return n
+
+    def _insert(self, data: Any, max_part_rows: int | None, threads: int | None) -> int:
         from concurrent.futures import ThreadPoolExecutor
 
-        meta = self.meta
+        meta = self._current().meta
         limit = int(max_part_rows or meta.max_part_rows)
         workers = max(1, int(threads if threads is not None else min(2, os.cpu_count() or 1)))
         staged: list[StagedPart] = []
@@ -219,7 +273,7 @@ class Table:
             while pending:
                 staged.append(pending.pop(0).result())
             if staged:
-                commit_parts(self.path, staged, meta_check=_same_columns(meta))
+                commit_parts(self.path, staged, meta_check=_same_columns(meta), expect_id=self.table_id)
         except BaseException:
             for f in pending:
                 try:
@@ -238,7 +292,7 @@ class Table:
         """Import a Parquet, CSV, CSVWithNames or JSONEachRow file (streamed, bounded memory)."""
         from skipidx.store.ingest import open_file_batches
 
-        meta = self.meta
+        meta = self._current().meta
         return self.insert(open_file_batches(path, format, meta, **options))
 
     # ---- ALTER ---------------------------------------------------------
@@ -247,7 +301,7 @@ class Table:
         materialize_index or merges). Returns False if it existed and
         `if_not_exists`."""
         with _commit.WriteLock(self.path):
-            meta = _commit.read_state(self.path).meta
+            meta = self._current().meta
             if any(i.name == defn.name for i in meta.indexes):
                 if if_not_exists:
                     return False
@@ -259,45 +313,53 @@ class Table:
             if cur != meta:
                 raise ConflictError(f"table {meta.name!r} changed concurrently; retry ADD INDEX")
 
-        commit_parts(self.path, [], meta=new_meta, meta_check=check)
+        commit_parts(self.path, [], meta=new_meta, meta_check=check, expect_id=self.table_id)
         return True
 
     def drop_index(self, name: str, *, if_exists: bool = False) -> bool:
-        """Remove an index from the metadata and its files from every part
-        (parts are rewritten by hard links, one atomic commit)."""
+        """Remove an index: from the metadata (one commit; queries stop using
+        it at once), then its files from the parts, part by part (each part
+        rewritten by hard links and published on its own, so steady inserts
+        and merges never starve it: a part merged away meanwhile is skipped,
+        its merge result was built without the index)."""
         try:
             return self._drop_index(name, if_exists)
         finally:
             _commit.cleanup(self.path)   # our own pin kept the old parts until now
 
     def _drop_index(self, name: str, if_exists: bool) -> bool:
-        for _ in range(10):
-            with self.snapshot() as snap:
-                meta = snap.meta
-                if not any(i.name == name for i in meta.indexes):
-                    if if_exists:
-                        return False
-                    raise SkipidxError(f"table {meta.name!r} has no index {name!r}")
-                new_meta = meta.with_indexes([i for i in meta.indexes if i.name != name])
-                fname = index_file_name(name)
-                staged, retire = [], []
-                try:
-                    for p in snap.parts:
-                        if fname not in p.manifest["files"]:
-                            continue
-                        staged.append(self._rewrite_part(p, new_meta, drop=fname))
-                        retire.append(p.name)
-                    commit_parts(self.path, staged, retire=retire, meta=new_meta, expect_gen=snap.gen)
-                    return True
-                except ConflictError:
-                    for s in staged:
-                        s.discard()
+        while True:
+            meta = self._current().meta
+            if not any(i.name == name for i in meta.indexes):
+                if if_exists:
+                    return False
+                raise SkipidxError(f"table {meta.name!r} has no index {name!r}")
+            new_meta = meta.with_indexes([i for i in meta.indexes if i.name != name])
+
+            def check(cur: TableMeta, meta=meta) -> None:
+                if cur != meta:
+                    raise ConflictError("metadata changed")
+
+            try:
+                commit_parts(self.path, [], meta=new_meta, meta_check=check, expect_id=self.table_id)
+                break
+            except ConflictError:
+                continue   # another ALTER committed between: decide again on its metadata
+        fname = index_file_name(name)
+        with self.snapshot() as snap:
+            for p in snap.parts:
+                if fname not in p.manifest["files"]:
                     continue
+                staged = self._rewrite_part(p, snap.meta, drop=fname)
+                try:
+                    commit_parts(self.path, [staged], retire=[p.name], meta_check=_index_absent(name),
+                                 expect_id=self.table_id)
+                except ConflictError:
+                    staged.discard()   # merged meanwhile, or the name was added again
                 except BaseException:
-                    for s in staged:
-                        s.discard()
+                    staged.discard()
                     raise
-        raise ConflictError(f"DROP INDEX {name}: the table kept changing; retry")
+        return True
 
     def materialize_index(self, name: str) -> int:
         """Build index `name` for every part that lacks it; each rebuilt part
@@ -320,7 +382,7 @@ class Table:
                     staged = self._rewrite_part(p, snap.meta, add=im)
                     try:
                         commit_parts(self.path, [staged], retire=[p.name],
-                                     meta_check=_index_unchanged(name, im))
+                                     meta_check=_index_unchanged(name, im), expect_id=self.table_id)
                     except ConflictError:
                         staged.discard()   # merged or redefined meanwhile: look again
                         continue
@@ -385,12 +447,16 @@ class Table:
         """
         from skipidx.store.merge import plan_merges, merge_parts
 
-        with self.snapshot() as snap:
+        from skipidx.store.merge import _MergeLock
+
+        # the merge lock: a background merge of the same parts would make
+        # this one give way (OPTIMIZE FINAL must leave one part)
+        with _MergeLock(self.path, blocking=True), self.snapshot() as snap:
             limit = int(max_part_rows or snap.meta.max_part_rows)
             merged = 0
             for group in plan_merges(snap, final=final, max_rows=limit):
                 try:
-                    merge_parts(self.path, snap.meta, group)
+                    merge_parts(self.path, snap.meta, group, expect_id=self.table_id)
                 except ConflictError:
                     continue
                 merged += len(group)
@@ -405,6 +471,13 @@ def _same_columns(meta: TableMeta):
     def check(cur: TableMeta) -> None:
         if cur.columns != meta.columns:
             raise ConflictError(f"table {meta.name!r} columns changed during the insert")
+    return check
+
+
+def _index_absent(name: str):
+    def check(cur: TableMeta) -> None:
+        if any(i.name == name for i in cur.indexes):
+            raise ConflictError(f"index {name!r} was added again")
     return check
 
 
