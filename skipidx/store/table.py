@@ -156,6 +156,14 @@ class Table:
         self.table_id = _commit.read_state(self.path).table_id
         _commit.cleanup(self.path)
 
+    def _gone(self) -> bool:
+        try:
+            return _commit.read_state(self.path).table_id != self.table_id
+        except _commit.TableGoneError:
+            return True
+        except SkipidxError:
+            return False
+
     def _current(self) -> TableState:
         """The state, checked to be this table's (not a later one of the name)."""
         st = _commit.read_state(self.path)
@@ -236,8 +244,17 @@ class Table:
         check_parts_to_throw(self)
         try:
             n = self._insert(data, max_part_rows, threads)
-        except OSError as e:
-            raise _commit.os_error(e, self.path) from None
+        except _commit.TableGoneError:
+            raise
+        except Exception as e:
+            # a DROP renames the table away under a running writer: its files
+            # vanish mid-write; say what happened, not which file went missing
+            if self._gone():
+                raise _commit.TableGoneError("the table was dropped while the insert ran; nothing was written",
+                                             path=self.path) from None
+            if isinstance(e, OSError):
+                raise _commit.os_error(e, self.path) from None
+            raise
         if n:
             from skipidx.store.merge import after_insert
 
