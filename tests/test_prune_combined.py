@@ -29,7 +29,7 @@ DDL = """CREATE TABLE t (id UInt64, k String, u UInt64, msg String,
     INDEX ks k TYPE sbbf('value', fpp = 0.01) GRANULARITY 2,
     INDEX ub u TYPE bloom_filter(0.01) GRANULARITY 1,
     INDEX tok msg TYPE tokenbf_v1(2048, 3, 0) GRANULARITY 1)
-    ENGINE = MergeTree ORDER BY id SETTINGS index_granularity = 64"""
+    ENGINE = MergeTree ORDER BY id SETTINGS index_granularity = 64, background_merges = 0"""
 
 
 def _rows(lo: int, n: int) -> pa.Table:
