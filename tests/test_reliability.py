@@ -171,9 +171,9 @@ def test_show_merges_lists_a_running_merge(db, monkeypatch):
     seen = {}
     orig = merge_mod.merged_chunks
 
-    def spy(meta, parts, step):
+    def spy(*args, **kwargs):
         seen["merges"] = db.sql("SHOW MERGES FROM t").fetchall()
-        yield from orig(meta, parts, step)
+        yield from orig(*args, **kwargs)
 
     monkeypatch.setattr(merge_mod, "merged_chunks", spy)
     db.sql("OPTIMIZE TABLE t FINAL")
