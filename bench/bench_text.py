@@ -1,0 +1,181 @@
+"""Text index benchmark: skipidx's ``text`` index vs chDB's, same data, same tokenizer.
+
+    flock /tmp/bench.lock python bench/bench_text.py             # 1M log rows
+    flock /tmp/bench.lock python bench/bench_text.py --rows 200000 --repeat 3
+
+One run, interleaved per query. The log table (``skipidx.apps.datagen``, seeded;
+columns id, msg) is loaded into both engines as 4 parts, the index is built by
+``ALTER TABLE ADD INDEX`` + ``MATERIALIZE INDEX`` (build time), the parts are
+merged by ``OPTIMIZE TABLE FINAL`` (merge time), then each query runs
+``--repeat`` times after one warm-up (median), with and without direct read
+(``query_plan_direct_read_from_text_index``). Index bytes: skipidx's index files
+vs chDB's ``system.data_skipping_indices.data_compressed_bytes``.
+
+Two indexes: ``text(tokenizer = splitByNonAlpha)`` for the token queries and
+``text(tokenizer = sparseGrams)`` for ``LIKE '%substring%'`` (3-12 chars); plus
+skipidx's ``sbbf('sparse_grams')`` and ``sbbf('ngram', n = 3)`` for the bytes a
+short-substring filter costs (#18 item 6). Also the posting-list codec against
+pyroaring's portable serialization of the same postings (when installed).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+import skipidx  # noqa: E402
+from skipidx.apps import datagen  # noqa: E402
+
+TOKEN_QUERIES = [
+    ("hasToken rare", f"hasToken(msg, '{datagen.RARE_TOKEN}')"),
+    ("hasToken absent", f"hasToken(msg, '{datagen.ABSENT_TOKEN}')"),
+    ("hasAnyTokens", f"hasAnyTokens(msg, ['{datagen.RARE_TOKEN}', '{datagen.ABSENT_TOKEN}'])"),
+    ("hasAllTokens", f"hasAllTokens(msg, ['{datagen.RARE_TOKEN}', 'sighted'])"),
+    ("OR of two tokens", f"hasToken(msg, '{datagen.RARE_TOKEN}') OR hasToken(msg, '{datagen.ABSENT_TOKEN}')"),
+    ("hasToken frequent", f"hasToken(msg, '{datagen.FREQUENT_TOKEN}')"),
+]
+LIKE_QUERIES = [(f"LIKE {len(s)} chars", f"msg LIKE '%{s}%'") for s in ("rak", "krak", "raken", "kraken s",
+                                                                       "raken sight", "kraken sight")]
+
+
+def _dir_bytes(path: str, prefix: str) -> int:
+    total = 0
+    for root, _d, files in os.walk(path):
+        for f in files:
+            if f.startswith(prefix):
+                total += os.path.getsize(os.path.join(root, f))
+    return total
+
+
+def _time(fn, repeat: int) -> tuple[float, object]:
+    out = fn()   # warm-up
+    ts = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = fn()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts) * 1000, out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args()
+    from chdb import session as chs
+
+    print(f"load (uptime): {os.getloadavg()}")
+    work = tempfile.mkdtemp(prefix="bench_text_")
+    try:
+        t = datagen.generate_table(args.rows, 42).select(["id", "msg"])
+        parquet = os.path.join(work, "logs.parquet")
+        pq.write_table(t, parquet)
+        db = skipidx.connect(os.path.join(work, "sk"))
+        ch = chs.Session(os.path.join(work, "ch"))
+        S = "SETTINGS enable_full_text_index = 1"
+        specs = [("tok", "text(tokenizer = splitByNonAlpha)"), ("sg", "text(tokenizer = sparseGrams)")]
+        q = args.rows // 4
+        print(f"rows {args.rows}, 4 parts each; granules of 8192 rows; one table per index "
+              f"(chDB allows one text index per column)")
+        print(f"{'index':<34} {'build skipidx':>13} {'build chDB':>11} {'ratio':>6}  {'bytes skipidx':>13} "
+              f"{'bytes chDB':>11} {'ratio':>6}  {'merge skipidx':>13} {'merge chDB':>10} {'ratio':>6}")
+        for name, ddl in specs:
+            tbl = f"logs_{name}"
+            ch.query(f"CREATE TABLE {tbl} (id UInt64, msg String) ENGINE = MergeTree ORDER BY id "
+                     "SETTINGS index_granularity = 8192, enable_full_text_index = 1")
+            db.sql(f"CREATE TABLE {tbl} (id UInt64, msg String) ORDER BY id SETTINGS index_granularity = 8192")
+            for k in range(4):
+                db.insert(tbl, t.slice(k * q, q if k < 3 else args.rows - 3 * q))
+                ch.query(f"INSERT INTO {tbl} SELECT * FROM file('{parquet}', Parquet) "
+                         f"WHERE id >= {k * q} AND id < {(k + 1) * q if k < 3 else args.rows}")
+            t0 = time.perf_counter()
+            db.sql(f"ALTER TABLE {tbl} ADD INDEX {name} msg TYPE {ddl}")
+            db.sql(f"ALTER TABLE {tbl} MATERIALIZE INDEX {name}")
+            t1 = time.perf_counter()
+            ch.query(f"ALTER TABLE {tbl} ADD INDEX {name} msg TYPE {ddl} GRANULARITY 1")
+            ch.query(f"ALTER TABLE {tbl} MATERIALIZE INDEX {name} SETTINGS mutations_sync = 2")
+            t2 = time.perf_counter()
+            db.sql(f"OPTIMIZE TABLE {tbl} FINAL")
+            t3 = time.perf_counter()
+            ch.query(f"OPTIMIZE TABLE {tbl} FINAL")
+            t4 = time.perf_counter()
+            sb = _dir_bytes(os.path.join(work, "sk", tbl), f"idx.{name}.")
+            cb = int(str(ch.query(f"SELECT sum(data_compressed_bytes) FROM system.data_skipping_indices "
+                                  f"WHERE table = '{tbl}' AND name = '{name}'", "TSV")).strip() or 0)
+            print(f"{ddl:<34} {t1 - t0:>12.2f}s {t2 - t1:>10.2f}s {(t1 - t0) / (t2 - t1):>6.2f}  "
+                  f"{sb / 1e6:>11.2f}MB {cb / 1e6:>9.2f}MB {sb / max(cb, 1):>6.2f}  "
+                  f"{t3 - t2:>12.2f}s {t4 - t3:>9.2f}s {(t3 - t2) / (t4 - t3):>6.2f}")
+        data_mb = _dir_bytes(os.path.join(work, "sk", "logs_tok"), "data.") / 1e6
+        print(f"  (skipidx data file after merge: {data_mb:.1f} MB; index bytes: merged part, the merge's "
+              f"retired parts not counted)")
+
+        print(f"\n{'query':<20} {'direct':>6} {'skipidx ms':>10} {'chDB ms':>8} {'ratio':>6} {'count':>7} "
+              f"{'kept':>5} {'ideal':>5} {'rows read':>9}")
+        for label, where in TOKEN_QUERIES + LIKE_QUERIES:
+            tbl = "logs_tok" if (label, where) in TOKEN_QUERIES else "logs_sg"
+            for direct in (1, 0):
+                st = f"SETTINGS query_plan_direct_read_from_text_index = {direct}"
+                ms_s, r = _time(lambda: db.sql(f"SELECT count() FROM {tbl} WHERE {where} {st}"), args.repeat)
+                ms_c, rc = _time(lambda: ch.query(f"SELECT count() FROM {tbl} WHERE {where} {S}, "
+                                                  f"query_plan_direct_read_from_text_index = {direct}", "TSV"),
+                                 args.repeat)
+                n = r.fetchall()[0][0]
+                assert n == int(str(rc).strip()), (label, n, str(rc))
+                ideal = len({i // 8192 for (i,) in db.sql(f"SELECT id FROM {tbl} WHERE {where}").fetchall()}) \
+                    if n < 200_000 else -1
+                print(f"{label:<20} {direct:>6} {ms_s:>10.2f} {ms_c:>8.2f} {ms_s / ms_c:>6.2f} {n:>7} "
+                      f"{r.stats.granules_selected:>5} {ideal:>5} {r.stats.rows_read:>9}")
+
+        # short substrings: the bytes each filter choice costs (#18 item 6)
+        print("\nshort-substring filters (skipidx sbbf, per granule):")
+        for name, ddl in [("ng4", "sbbf('ngram', n = 4)"), ("ng3", "sbbf('ngram', n = 3)"),
+                          ("sgb", "sbbf('sparse_grams')")]:
+            t0 = time.perf_counter()
+            db.sql(f"ALTER TABLE logs_sg ADD INDEX {name} msg TYPE {ddl}")
+            db.sql(f"ALTER TABLE logs_sg MATERIALIZE INDEX {name}")
+            bt = time.perf_counter() - t0
+            sb = _dir_bytes(os.path.join(work, "sk", "logs_sg"), f"idx.{name}.")
+            kept = []
+            for s in ("rak", "krak", "kraken s"):
+                others = ",".join(x for x in ("sg", "ng4", "ng3", "sgb") if x != name)
+                r = db.sql(f"SELECT count() FROM logs_sg WHERE msg LIKE '%{s}%' "
+                           f"SETTINGS ignore_data_skipping_indices = '{others}'")
+                r.fetchall()
+                kept.append(f"'{s}' {r.stats.granules_selected}/{r.stats.granules_total}")
+            print(f"  {ddl:<24} build {bt:6.2f}s  {sb / 1e6:8.2f} MB  kept: {', '.join(kept)}")
+
+        # posting codec vs pyroaring on the merged splitByNonAlpha postings
+        try:
+            import pyroaring
+        except ImportError:
+            pyroaring = None
+        if pyroaring is not None:
+            snap = db.catalog.table("logs_tok").snapshot()
+            with snap:
+                g = snap.parts[0].load_index("tok")
+                td, to, pr, po = g.decode_all()
+                t0 = time.perf_counter()
+                rb = sum(len(pyroaring.BitMap(pr[po[i]:po[i + 1]].astype(np.uint32)).serialize())
+                         for i in range(len(po) - 1))
+                rt = time.perf_counter() - t0
+                print(f"\npostings of {len(po) - 1} tokens ({len(pr)} rows): skipidx codec {g.post_blob.nbytes / 1e6:.2f} MB, "
+                      f"pyroaring {rb / 1e6:.2f} MB (ratio {g.post_blob.nbytes / rb:.2f}; pyroaring build {rt:.2f}s "
+                      f"in a Python loop per token)")
+        print(f"load (uptime) after: {os.getloadavg()}")
+        db.close()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
