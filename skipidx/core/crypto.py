@@ -198,6 +198,31 @@ def seal_index_table(table: pa.Table, key: bytes, key_id: str, wrapped_key: str)
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields, metadata=md))
 
 
+_HEADER_TAIL = b"\x1c\x1c\x00\x00" * 3 + b"\x00"
+
+
+def _header(hb: bytes, zone: int, where: str | None):
+    """The BloomFilterHeader of one granule: the canonical encoding this module
+    writes is recognised by re-encoding it (a general parse per granule costs
+    more than the decryption); anything else goes through the full parser."""
+    from skipidx.core.parquet_bloom import BloomFilterHeader
+    from skipidx.core.sbbf import MAX_BYTES
+
+    if len(hb) >= 3 + len(_HEADER_TAIL) and hb[0] == 0x15 and hb.endswith(_HEADER_TAIL):
+        z = 0
+        for i, b in enumerate(hb[1:len(hb) - len(_HEADER_TAIL)]):
+            z |= (b & 0x7F) << (7 * i)
+        n = (z >> 1) ^ -(z & 1)
+        if 0 < n <= MAX_BYTES and n % 32 == 0:
+            h = BloomFilterHeader(n)
+            if h.to_bytes() == hb:
+                return h
+    header, used = BloomFilterHeader.parse(hb, 0, where)
+    if used != len(hb):
+        raise DecryptionError(f"bloom filter header of granule {zone}: trailing bytes", path=where)
+    return header
+
+
 def sealed_key_id(table_or_schema) -> tuple[str, str] | None:
     """(key id, wrapped data key) of a sealed index table, None for a plaintext one."""
     schema = table_or_schema.schema if isinstance(table_or_schema, pa.Table) else table_or_schema
@@ -255,9 +280,7 @@ def open_index_table(table: pa.Table, key: bytes, where: str | None = None) -> p
             blob = mv[lo:hi]
             hb, p = decrypt_module(aes, blob, 0, _zone_aad(file_unique, z, BLOOM_FILTER_HEADER),
                                    f"bloom filter header of granule {z}", where)
-            header, used = BloomFilterHeader.parse(hb, 0, where)
-            if used != len(hb):
-                raise DecryptionError(f"bloom filter header of granule {z}: trailing bytes", path=where)
+            header = _header(hb, z, where)
             bits, p = decrypt_module(aes, blob, p, _zone_aad(file_unique, z, BLOOM_FILTER_BITSET),
                                      f"bloom filter bitset of granule {z}", where)
             if p != len(blob) or len(bits) != header.num_bytes:
