@@ -8,7 +8,6 @@ file (no plaintext value or filter bit pattern of a sensitive column).
 from __future__ import annotations
 
 import base64
-import dataclasses
 import glob
 import os
 import subprocess
@@ -24,7 +23,6 @@ import skipidx
 from encryption_kms import MemoryKms, master_keys
 from skipidx.core.crypto import DecryptionError
 from skipidx.core.kms import KeyUnavailableError
-from skipidx.store import commit as _commit
 from skipidx.store.checksums import VERIFIER
 
 KEYS = master_keys(11)
@@ -174,6 +172,10 @@ def test_no_plaintext_of_sensitive_columns_on_disk(dbs):
 
 def test_metadata_records_settings_never_keys(dbs):
     enc, _, d, _ = dbs
+    text = enc.sql("SHOW CREATE TABLE t").fetchall()[0][0]
+    assert "encrypted_columns = 'user_id:k1, n:k1, msg:k2'" in text and "footer_key = 'kf'" in text
+    for k in list(KEYS.values()) + list(enc.keyring._cache.values()):
+        assert base64.b64encode(k).decode() not in text and k.hex() not in text
     meta = enc.catalog.table("t").meta
     assert meta.settings["encrypted_columns"] == "user_id:k1, n:k1, msg:k2"
     assert meta.settings["footer_key"] == "kf"
@@ -323,11 +325,7 @@ def test_key_rotation_by_rewrite(tmp_path):
     db = _make(tmp_path / "db", kms)
     before = {w: db.sql(f"SELECT count(), sum(id) FROM t WHERE {w}").fetchall() for w in QUERIES}
     t = db.catalog.table("t")
-    # (ALTER TABLE t MODIFY SETTING encrypted_columns = ..., at the store level)
-    meta = t.meta
-    new = dataclasses.replace(meta, settings={**meta.settings,
-                                              "encrypted_columns": "user_id:k1, n:k1, msg:k3"}).validate()
-    _commit.commit_meta(t.path, new)
+    db.sql("ALTER TABLE t MODIFY SETTING encrypted_columns = 'user_id:k1, n:k1, msg:k3'")
     db.sql("OPTIMIZE TABLE t FINAL")
     with t.snapshot() as s:
         assert len(s.parts) == 1 and s.parts[0].encryption["columns"]["msg"] == "k3"
@@ -367,6 +365,17 @@ def test_duckdb_reads_the_encrypted_file_with_its_keys(dbs):
         assert n == N // 2
     except duckdb.Error as e:
         pytest.skip(f"DuckDB cannot read per-column keys: {e}")
+
+
+def test_alter_column_keeps_encryption(tmp_path):
+    kms = MemoryKms(KEYS)
+    db = _one_part_db(tmp_path / "db", kms)
+    db.sql("ALTER TABLE t ADD COLUMN extra UInt8")
+    assert db.sql("SELECT count() FROM t WHERE hasToken(msg, 'zebrafish700')").fetchall() == [(1,)]
+    with db.catalog.table("t").snapshot() as s:
+        assert s.parts[0].encryption["columns"]["msg"] == "k2"
+        assert open(os.path.join(s.parts[0].path, "data.parquet"), "rb").read(4) == b"PARE"
+    db.close()
 
 
 def test_sensitive_order_by_key(tmp_path):

@@ -44,7 +44,8 @@ def _rewrite_all(table: Any, new_meta: TableMeta, transform: Callable[[pa.Table]
             try:
                 for p in snap.parts:
                     data = transform(p.read())
-                    staged.append(build_part(table.path, new_meta, data, level=int(p.manifest.get("level", 0))))
+                    staged.append(build_part(table.path, new_meta, data, level=int(p.manifest.get("level", 0)),
+                                             keyring=getattr(table, "keyring", None)))
                 commit_parts(table.path, staged, retire=[p.name for p in snap.parts], meta=new_meta,
                              expect_gen=snap.gen)
             except ConflictError:
