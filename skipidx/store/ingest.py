@@ -119,6 +119,9 @@ def _parquet(path: str, meta: TableMeta) -> Iterator[pa.Table]:
     # every row group read so far cached for the reader's lifetime (a 10M-row
     # file held ~2.9 GB); without it memory is one row group's column chunks
     # plus one batch, whatever the file size.
+    from skipidx.store.parquet_check import check_footer
+
+    check_footer(path)   # pyarrow aborts on some damaged footers it parses
     pf = pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20)
     for rg in range(pf.num_row_groups):
         for b in pf.iter_batches(batch_size=64 * 1024, row_groups=[rg], use_threads=False):

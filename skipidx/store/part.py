@@ -25,6 +25,7 @@ from skipidx.store.commit import PartEntry
 from skipidx.store.encoding import dictionary_readable
 from skipidx.store.manifest import DATA_FILE, MANIFEST, PartInfo, read_manifest, zones
 from skipidx.store.metadata import IndexMeta, TableMeta
+from skipidx.store.parquet_check import check_footer
 from skipidx.store.reader_pool import READERS, release_readers
 
 __all__ = ["Part", "normalize_ranges", "index_fingerprint", "clear_caches", "release_readers"]
@@ -288,6 +289,9 @@ class Part:
             # the leading magic and the footer: everything outside the row groups
             VERIFIER.verify(path, fs, 0, spans[0][0])
             VERIFIER.verify(path, fs, spans[-1][1], fs.size)
+            # pyarrow aborts the process on some footers its parser accepts
+            # (see store/parquet_check): decoded and checked here first
+            check_footer(path, fs.size)
             try:
                 md = pq.read_metadata(path, decryption_properties=self._decryption())
             except (OSError, pa.ArrowException) as e:

@@ -1,0 +1,86 @@
+"""The seeded file-mutation fuzzer (tests/_file_fuzz.py), small: damaged
+state.json, manifests, index files and Parquet footers with recomputed
+checksums give answers or SkipidxError -- in worker processes, so an abort
+is caught. bench/fuzz_files.py runs 10,000 cases."""
+from __future__ import annotations
+
+import io
+import os
+import random
+import subprocess
+import sys
+import textwrap
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+import _file_fuzz  # noqa: E402
+from skipidx.core.errors import CorruptionError  # noqa: E402
+from skipidx.store.parquet_check import check_footer_bytes  # noqa: E402
+
+
+def test_mutation_fuzz_small():
+    s = _file_fuzz.run_cases(range(30), workers=1)
+    assert s["cases"] == 30
+    assert (s["non_skipidx_error"], s["crashes"], s["hangs"]) == (0, 0, 0), s["failures"][:3]
+    assert s["statements_skipidx_error"] > 0 and s["statements_ok"] > 0
+
+
+def _footer_mutants():
+    """Bit-flipped footers that pyarrow's read_metadata accepts but whose
+    column-chunk accessors abort the process (found by the fuzzer)."""
+    t = pa.table({"id": pa.array(range(600), pa.uint64()), "msg": [f"m{i}" if i % 3 else None for i in range(600)]})
+    buf = io.BytesIO()
+    pq.write_table(t, buf, row_group_size=32)
+    raw = buf.getvalue()
+    flen = int.from_bytes(raw[-8:-4], "little")
+    lo = len(raw) - 8 - flen
+    for seed in range(3000):
+        rng = random.Random(seed)
+        b = bytearray(raw)
+        for _ in range(rng.randint(1, 3)):
+            i = rng.randrange(lo, len(raw) - 8)
+            b[i] ^= 1 << rng.randrange(8)
+        try:
+            pq.read_metadata(pa.BufferReader(bytes(b)))
+        except Exception:   # noqa: BLE001 - pyarrow refuses it itself: not what we look for
+            continue
+        try:
+            check_footer_bytes(bytes(b[lo:len(raw) - 8]), "f")
+        except CorruptionError as e:
+            yield bytes(b), e.message
+
+
+def test_footer_check_catches_what_pyarrow_would_abort_on():
+    """Footers the check refuses include ones pyarrow's accessor dies on (run
+    in a child: the abort is what the check keeps out of the engine)."""
+    code = textwrap.dedent("""
+        import sys, pyarrow as pa, pyarrow.parquet as pq
+        md = pq.read_metadata(pa.BufferReader(sys.stdin.buffer.read()))
+        for i in range(md.num_row_groups):
+            for j in range(md.num_columns):
+                md.row_group(i).column(j).total_compressed_size
+    """)
+    kinds, died = set(), 0
+    for n, (data, msg) in enumerate(_footer_mutants()):
+        kinds.add("histogram" if "histogram" in msg else "type" if "physical type" in msg else "other")
+        if n < 8:
+            r = subprocess.run([sys.executable, "-c", code], input=data, capture_output=True)
+            died += r.returncode != 0
+        if n >= 8 and {"histogram", "type"} <= kinds:
+            break
+    assert {"histogram", "type"} <= kinds
+    assert died >= 1
+
+
+def test_clean_footers_pass(tmp_path):
+    for t in (pa.table({"a": pa.array([1, None, 3]), "b": pa.array([["x"], [], None])}),
+              pa.table({"s": pa.array([{"x": 1, "y": "a"}, None])})):
+        p = str(tmp_path / "f.parquet")
+        pq.write_table(t, p, row_group_size=1)
+        from skipidx.store.parquet_check import check_footer
+
+        check_footer(p)
