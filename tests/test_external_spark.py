@@ -11,7 +11,7 @@ pytest.importorskip("pyspark")
 duckdb = pytest.importorskip("duckdb")
 
 import skipidx  # noqa: E402
-from conftest_spark import get_spark, spark  # noqa: E402,F401
+from conftest import get_spark  # noqa: E402,F401  (conftest also gives the shared `spark` fixture)
 from test_external import _fingerprints  # noqa: E402
 
 pytestmark = pytest.mark.spark

@@ -15,7 +15,7 @@ from _store_helpers import log_rows, log_table
 from skipidx.store.commit import read_state
 from skipidx.store.table import Table
 
-TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+TESTS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # tests/: the helpers
 
 # Batch sizes of each writer: their prefix sums are the only legal totals.
 SIZES_A = [37 + (i * 11) % 50 for i in range(40)]

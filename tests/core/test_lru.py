@@ -42,3 +42,16 @@ def test_concurrent_puts_stay_bounded():
     for t in threads:
         t.join()
     assert len(c) == 64, f"bounded to 64 entries, holds {len(c)}"
+
+
+def test_named_caches_join_the_registry_with_their_bounds():
+    from skipidx.core import lru
+
+    c = lru.LRU(3, "test.registry", "what the test keeps")
+    c.put("a", 1)
+    assert lru.caches()["test.registry"] == (1, 3, "what the test keeps")
+    assert {"store.footers", "store.manifests", "store.states", "indexes.sbbf_conditions"} <= set(lru.caches()), \
+        "the store's and the indexes' caches are registered (import skipidx loads them)"
+    lru.clear_caches()
+    assert len(c) == 0 and c.get("a") is None
+    assert LRU(2).name is None and "None" not in lru.caches(), "an unnamed LRU stays out of the registry"

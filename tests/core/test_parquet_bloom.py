@@ -372,7 +372,7 @@ def test_bloom_filter_options_helper():
 
 # ------------------------------------------- a Spark-written file, checked in
 
-SPARK_FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "spark_bloom_ndv580_fpp0.05.parquet")
+SPARK_FIXTURE = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "spark_bloom_ndv580_fpp0.05.parquet")
 
 
 def test_spark_fixture_without_spark():

@@ -26,7 +26,7 @@ import xxhash
 from skipidx.core.errors import SkipidxError
 from skipidx.core.tokenizer_api import TokenRequirement, get_tokenizer, known_tokenizers, refresh_tokenizers
 
-PLUGIN_SRC = Path(__file__).parent / "plugin_dist"
+PLUGIN_SRC = Path(__file__).parents[1] / "plugin_dist"
 DIST_NAME = "skipidx-words-lower"
 
 

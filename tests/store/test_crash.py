@@ -17,7 +17,7 @@ from _store_helpers import log_rows, log_table, zdef
 from skipidx.store.commit import read_state
 from skipidx.store.table import Table
 
-TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+TESTS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # tests/: the helpers
 
 CHILD = r'''
 import os, sys, time
