@@ -395,3 +395,21 @@ def test_sensitive_order_by_key(tmp_path):
         no1.sql(f"SELECT count() FROM k WHERE user_id = '{who}'")
     assert no1.sql("SELECT count() FROM k WHERE v < 10").fetchall() == [(10,)]
     no1.close()
+
+
+@pytest.mark.parametrize("plaintext_footer", [False, True])
+def test_external_table_refuses_encrypted_files(tmp_path, plaintext_footer):
+    """An external table over encrypted Parquet files skips them with the reason, and never
+    asks pyarrow for their columns' metadata (that aborts the process without the key)."""
+    cf = pe.CryptoFactory(lambda _c: MemoryKms(KEYS))
+    props = cf.file_encryption_properties(pe.KmsConnectionConfig(), pe.EncryptionConfiguration(
+        footer_key="kf", column_keys={"k1": ["a"]}, plaintext_footer=plaintext_footer))
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    pq.write_table(pa.table({"a": [1, 2, 3], "b": ["x", "y", "z"]}), str(lake / "enc.parquet"),
+                   encryption_properties=props)
+    pq.write_table(pa.table({"a": [4, 5], "b": ["u", "v"]}), str(lake / "plain.parquet"))
+    db = skipidx.connect(str(tmp_path / "db"))
+    db.sql(f"CREATE TABLE l (a Int64, b String) ENGINE = ParquetFiles('{lake}/*.parquet')")
+    assert db.sql("SELECT count(), sum(a) FROM l").fetchall() == [(2, 9)]
+    db.close()

@@ -561,9 +561,13 @@ def _read_one_encrypted(fh, size: int, footer: _Footer, row_group: int, col: int
 def _is_encrypted(fh, size: int, where: str) -> bool:
     """True for a file with Parquet modular encryption (either footer mode)."""
     magic, buf = _read_tail(fh, size, where)
-    if magic == _MAGIC_ENC:
-        return True
-    r = _Reader(buf, 0, where, "FileMetaData")
+    return magic == _MAGIC_ENC or plaintext_footer_encrypted(buf, where)
+
+
+def plaintext_footer_encrypted(footer: bytes, where: str = "<footer>") -> bool:
+    """True when a plaintext (PAR1) footer belongs to an encrypted file (it has
+    an encryption_algorithm): pyarrow must not be asked for its columns' metadata."""
+    r = _Reader(bytes(footer), 0, where, "FileMetaData")
     last = 0
     while True:
         t, fid = r.field(last)

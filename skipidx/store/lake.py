@@ -36,6 +36,7 @@ import pyarrow.parquet as pq
 import xxhash
 
 from skipidx.core.errors import SkipidxError
+from skipidx.core.parquet_bloom import plaintext_footer_encrypted
 from skipidx.core.lru import LRU
 from skipidx.core.types import ColumnType, ch_type_of, parse_type
 
@@ -117,6 +118,9 @@ def _tail(fd: int, size: int, where: str) -> bytes:
         raise HalfWritten("too short for a Parquet file", path=where)
     head = os.pread(fd, 4, 0)
     end = os.pread(fd, 8, size - 8)
+    if len(end) == 8 and end[4:] == b"PARE":
+        raise HalfWritten("an encrypted Parquet file (modular encryption, encrypted footer): external tables "
+                          "read unencrypted files only", path=where)
     if head != MAGIC or len(end) != 8 or end[4:] != MAGIC:
         raise HalfWritten("no Parquet magic at both ends (being written, truncated or not Parquet)", path=where)
     n = struct.unpack("<I", end[:4])[0]
@@ -153,6 +157,13 @@ def probe(path: str, fd: int | None = None) -> tuple[FileIdentity, pq.FileMetaDa
                 md = pq.read_metadata(pa.BufferReader(MAGIC + tail))
             except (OSError, pa.ArrowException, ValueError) as e:
                 raise HalfWritten(f"unreadable Parquet footer: {e}", path=path) from None
+            # pyarrow aborts the process on an encrypted column's metadata
+            # without its key: files encrypted with a plaintext footer are refused
+            # (their footer carries a 28-byte signature after the Thrift
+            # struct, so only a size mismatch needs the full check)
+            if md.serialized_size != len(tail) - 8 and plaintext_footer_encrypted(tail[:-8], path):
+                raise HalfWritten("an encrypted Parquet file (modular encryption, plaintext footer): external "
+                                  "tables read unencrypted files only", path=path)
             if md.num_rows < 0 or any(md.row_group(i).num_rows < 0 for i in range(md.num_row_groups)):
                 raise HalfWritten("negative row counts in the footer", path=path)
             _FOOTERS.put(ident, md)
