@@ -344,8 +344,9 @@ def test_key_rotation_by_rewrite(tmp_path):
 
 
 def test_duckdb_reads_the_encrypted_file_with_its_keys(dbs):
-    """DuckDB takes raw keys (no KMS): the footer key recovered through the client reads a
-    file whose columns share it; column-key files are beyond DuckDB's encryption support."""
+    """DuckDB takes raw keys (no KMS): the footer key recovered through the client. DuckDB
+    2.0.1 rejects every pyarrow-encrypted file with the right key ("Computed AES tag differs"),
+    so this skips there; it checks the read once DuckDB reads such files."""
     duckdb = pytest.importorskip("duckdb")
     _, _, d, kms = dbs
     from skipidx.core import parquet_bloom as pb
@@ -364,7 +365,7 @@ def test_duckdb_reads_the_encrypted_file_with_its_keys(dbs):
                         f"{{footer_key: 'kf'}})").fetchone()[0]
         assert n == N // 2
     except duckdb.Error as e:
-        pytest.skip(f"DuckDB cannot read per-column keys: {e}")
+        pytest.skip(f"DuckDB {duckdb.__version__} cannot read Parquet modular encryption written by Arrow: {e}")
 
 
 def test_alter_column_keeps_encryption(tmp_path):
