@@ -61,7 +61,7 @@ CH_INDEXES = """,
     INDEX user_bf user_id TYPE bloom_filter GRANULARITY 1"""
 OUR_EXTRA = """,
     INDEX msg_tokens_auto msg TYPE sbbf('token', fpp = 0.005) GRANULARITY 1,
-    INDEX msg_ngrams_auto msg TYPE sbbf('ngram', n = 4, fpp = 0.01) GRANULARITY 1,
+    INDEX msg_ngrams_auto msg TYPE sbbf('ngram', n = 4, min_n = 3, fpp = 0.01) GRANULARITY 1,
     INDEX trace_auto trace_id TYPE sbbf('value', fpp = 0.00002) GRANULARITY 1,
     INDEX user_auto user_id TYPE sbbf('value', fpp = 0.0001) GRANULARITY 1"""
 #: The fpp of each adaptive index is chosen for its lookups: a lookup probes

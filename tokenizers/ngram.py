@@ -52,29 +52,66 @@ def ngrams_of(value: bytes, n: int, at_start: bool = True, at_end: bool = True) 
 
 
 class NgramTokenizer(TextTokenizer):
-    """n-grams of UTF-8 code points; parameter ``n`` (1..255, default 3)."""
+    """n-grams of UTF-8 code points; parameter ``n`` (1..255, default 3).
+
+    ``min_n`` (1..n, default n) also indexes the grams of every length from
+    ``min_n`` to ``n``, so a LIKE substring shorter than ``n`` (but at least
+    ``min_n`` code points) still prunes: ``sbbf('ngram', n = 4, min_n = 3)``
+    answers ``LIKE '%xyz%'`` with its 3-grams and longer patterns with 4-grams.
+    """
 
     name = "ngram"
     version = "1"
 
-    def __init__(self, n: Any = 3, **params: Any) -> None:
-        check_no_params(self.name, params, ("n",))
+    def __init__(self, n: Any = 3, min_n: Any = None, **params: Any) -> None:
+        check_no_params(self.name, params, ("n", "min_n"))
         if isinstance(n, bool) or not isinstance(n, numbers.Integral):
             raise SkipidxError(f"tokenizer 'ngram': n must be an integer, got {n!r}")
         if not 1 <= int(n) <= MAX_N:
             raise SkipidxError(f"tokenizer 'ngram': n must be between 1 and {MAX_N}, got {int(n)}")
         self.n = int(n)
+        if min_n is None:
+            min_n = self.n
+        if isinstance(min_n, bool) or not isinstance(min_n, numbers.Integral) or not 1 <= int(min_n) <= self.n:
+            raise SkipidxError(f"tokenizer 'ngram': min_n must be an integer between 1 and n = {self.n}, "
+                               f"got {min_n!r}")
+        self.min_n = int(min_n)
 
     def __repr__(self) -> str:
-        return f"NgramTokenizer(n={self.n})"
+        return f"NgramTokenizer(n={self.n})" if self.min_n == self.n else \
+            f"NgramTokenizer(n={self.n}, min_n={self.min_n})"
 
     @property
     def params(self) -> dict[str, Any]:
-        return {"n": self.n}
+        # min_n only when set: the params (and fingerprints) of existing indexes stay as they were
+        return {"n": self.n} if self.min_n == self.n else {"n": self.n, "min_n": self.min_n}
+
+    def _lengths(self) -> range:
+        return range(self.min_n, self.n + 1)
+
+    def _grams(self, s: bytes, at_start: bool, at_end: bool) -> list[bytes]:
+        """The longest grams (n down to min_n code points) that `s` has: short patterns
+        use the shorter grams the index also holds."""
+        for k in range(self.n, self.min_n - 1, -1):
+            g = ngrams_of(s, k, at_start, at_end)
+            if g:
+                return g
+        return []
 
     # -- index side -------------------------------------------------------
     def tokenize(self, values: pa.Array | pa.ChunkedArray) -> Tokens:
         """All n-grams of all non-null values, with their row numbers."""
+        if self.min_n != self.n:
+            from ._arrow import concat_tokens
+
+            parts = [NgramTokenizer(k).tokenize(values) for k in self._lengths()]
+            tk = concat_tokens(parts)
+            order = np.argsort(tk.rows, kind="stable")
+            lens = np.diff(tk.offsets)[order]
+            offs = np.zeros(order.shape[0] + 1, dtype=np.int64)
+            np.cumsum(lens, out=offs[1:])
+            data = K.gather_spans(tk.data, tk.offsets[:-1][order], tk.offsets[1:][order])[1]
+            return Tokens(tk.rows[order], offs, data)
         n = self.n
 
         def kernel(data, offsets, validity, voff):
@@ -85,6 +122,11 @@ class NgramTokenizer(TextTokenizer):
     def hash_column(self, values: pa.Array | pa.ChunkedArray, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """(rows int64, XXH64(gram, seed) uint64) of every n-gram, fused in one compiled pass."""
         s = np.uint64(check_seed(self.name, seed))
+        if self.min_n != self.n:
+            parts = [NgramTokenizer(k).hash_column(values, seed) for k in self._lengths()]
+            rows = np.concatenate([p[0] for p in parts])
+            order = np.argsort(rows, kind="stable")   # rows non-decreasing, as one kernel gives
+            return rows[order], np.concatenate([p[1] for p in parts])[order]
         n = self.n
 
         def kernel(data, offsets, validity, voff):
@@ -95,9 +137,13 @@ class NgramTokenizer(TextTokenizer):
     # -- fast path: the fused kernels of _filters ------------------------------
     def insert_zones(self, values: pa.Array, zone_end: np.ndarray, seed: int,
                      words: np.ndarray, block_offset: np.ndarray, num_blocks: np.ndarray) -> bool:
+        if self.min_n != self.n:
+            return False
         return F.insert_zones(F.ngram_fixed, (self.n,), values, zone_end, seed, words, block_offset, num_blocks)
 
     def distinct_zones(self, values: pa.Array, zone_end: np.ndarray, seed: int, scratch) -> np.ndarray | None:
+        if self.min_n != self.n:
+            return None
         return F.distinct_zones(F.ngram_distinct_into, (self.n,), values, zone_end, seed, scratch)
 
     def tokens_repeat(self) -> bool:
@@ -107,6 +153,8 @@ class NgramTokenizer(TextTokenizer):
 
     # -- query side -------------------------------------------------------
     def value_tokens(self, value: bytes) -> list[bytes]:
+        if self.min_n != self.n:
+            return [g for k in self._lengths() for g in ngrams_of(value, k)]
         return ngrams_of(value, self.n)
 
     def needle_tokens(self, needle: bytes) -> list[bytes]:
@@ -118,7 +166,7 @@ class NgramTokenizer(TextTokenizer):
         on invalid UTF-8 (``'\\xc0'`` followed by a space is one code point
         of two bytes), so a gram cut off at its end is left out.
         """
-        return ngrams_of(needle, self.n, True, False)
+        return self._grams(needle, True, False)
 
     def substring_tokens(self, s: bytes, is_prefix: bool, is_suffix: bool) -> list[bytes]:
         """The n-grams of `s` that every value containing `s` holds.
@@ -130,11 +178,11 @@ class NgramTokenizer(TextTokenizer):
         dropped unless `s` ends the value (`is_suffix`): in the value, that
         code point may be longer.
         """
-        return ngrams_of(s, self.n, is_prefix, is_suffix)
+        return self._grams(s, is_prefix, is_suffix)
 
     def like_tokens(self, pattern: bytes) -> list[bytes]:
         """n-grams lying wholly inside one literal run between unescaped wildcards."""
         out: list[bytes] = []
         for run in like_runs(pattern):
-            out.extend(ngrams_of(run.text, self.n, run.at_start, run.at_end))
+            out.extend(self._grams(run.text, run.at_start, run.at_end))
         return out
