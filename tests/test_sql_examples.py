@@ -7,6 +7,7 @@ Regenerate the .out files with ``skipidx demo --write-expected``.
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from skipidx.sql import parse
 from skipidx.sql.ast import Select
 
 EXAMPLES = sorted(default_examples_dir().glob("*.sql"))
+ROOT = default_examples_dir().parent
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +42,18 @@ def chdb_session(tmp_path_factory, chdb):
 
     class _InDb:  # runs the examples' unqualified SQL against this module's database
         def query(self, sql, fmt):
-            return _chdb.query(sql.replace(" FROM logs", f" FROM {dbname}.logs"), fmt)
+            _chdb.query(f"USE {dbname}")       # tables an example creates live there too
+            try:
+                return _chdb.query(sql.replace(" FROM logs", f" FROM {dbname}.logs"), fmt)
+            finally:
+                _chdb.query("USE default")
+
+        def run(self, sql):  # a non-SELECT statement of an example, in this module's database
+            _chdb.query(f"USE {dbname}")
+            try:
+                _chdb.query(sql)
+            finally:
+                _chdb.query("USE default")
 
     yield _InDb()
     _chdb.query(f"DROP DATABASE {dbname}")
@@ -75,13 +88,20 @@ def test_example_output(demo_db, path):
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
 def test_example_matches_chdb(demo_db, chdb_session, path):
     text = path.read_text(encoding="utf-8")
-    stmts = [s for s in parse(text) if isinstance(s, Select)]
-    if not stmts:
+    every = parse(text)
+    if not any(isinstance(s, Select) for s in every):
         pytest.skip("no SELECT to compare (EXPLAIN is skipidx's own)")
     results = demo_db.sql_all(text)
-    assert len(results) == len(stmts)
-    for stmt, res in zip(stmts, results):
-        sql = stmt.to_sql()
+    assert len(results) == len(every)
+    for stmt, res in zip(every, results):
+        if not isinstance(stmt, Select):
+            # DDL, INSERT, SET of the example run in chDB too (file() paths as from the repository root)
+            chdb_session.run(stmt.to_sql().replace("file('sql_examples/", f"file('{ROOT}/sql_examples/"))
+            continue
+        # chDB's copy of the table has no skip indexes: a forced index would fail there
+        stmt = dataclasses.replace(stmt, settings=tuple(k for k in stmt.settings
+                                                        if k.name != "force_data_skipping_indices"))
+        sql = stmt.to_sql().replace("file('sql_examples/", f"file('{ROOT}/sql_examples/")
         want = chdb_session.query(sql, "ArrowTable")
         want_rows = [tuple(_norm(v) for v in r.values()) for r in want.to_pylist()]
         got_rows = [tuple(_norm(v) for v in r) for r in res.fetchall()]

@@ -433,3 +433,17 @@ def test_insert_select_all_or_nothing(db) -> None:
     with pytest.raises(SkipidxError):
         db.sql("CREATE TABLE c ENGINE = MergeTree ORDER BY a AS SELECT a, lowr(a) FROM t")
     assert db.tables() == ["t"]
+
+
+def test_set_param_defines_a_query_parameter(db) -> None:
+    db.sql("SET param_x = 'it''s'")
+    assert db.sql("SELECT {x:String}").scalar() == "it's"
+    assert db.sql("SELECT {x:String}", params={"x": "given"}).scalar() == "given"     # the call's params win
+    with pytest.raises(SkipidxError, match="params must be a mapping"):
+        db.sql("SELECT 1", params=[1])
+
+
+def test_setting_that_would_change_answers_only_takes_its_default(db) -> None:
+    assert db.sql("SELECT 1 SETTINGS transform_null_in = 0").scalar() == 1
+    with pytest.raises(SkipidxError, match="transform_null_in = 1 is not supported"):
+        db.sql("SELECT 1 SETTINGS transform_null_in = 1")

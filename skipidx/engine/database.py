@@ -14,7 +14,7 @@ import os
 import shutil
 import sys
 import tempfile
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import pyarrow as pa
 
@@ -100,13 +100,18 @@ class Database:
 
         if not isinstance(text, str):
             raise SkipidxError(f"SQL text must be a str, got {type(text).__name__}")
+        if params is not None and not isinstance(params, Mapping):
+            raise SkipidxError(f"params must be a mapping of names to values, got {type(params).__name__}")
         try:
             statements = parse(text)
             if not statements:
                 raise SkipidxError("empty statement: the SQL text holds no statement")
+            from skipidx.engine.statements import session_params
+
             out = []
             for s in statements:
-                out.append(self._run_statement(bind_params(s, params)))
+                # parameters given here win over the session's `SET param_x = ...`
+                out.append(self._run_statement(bind_params(s, {**session_params(self), **(params or {})})))
             return out
         except SkipidxError as e:
             e.show_in(text)

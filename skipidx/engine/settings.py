@@ -86,6 +86,10 @@ EFFECTIVE = ("use_skip_indexes", "force_data_skipping_indices", "ignore_data_ski
              "max_bytes_to_read", "max_block_size", "optimize_move_to_prewhere", "max_result_rows")
 
 
+#: Accepted settings whose other value would change answers: only the default is taken.
+ONLY_DEFAULT = frozenset({"transform_null_in"})
+
+
 def _err(msg: str, node: Any) -> BindError:
     pos = getattr(node, "pos", None)
     if pos is not None and pos.line > 0:
@@ -104,12 +108,17 @@ def setting_value(name: str, value: Any, node: Any = None) -> Any:
         value = value.decode("utf-8", "replace")
     if kind == _BOOL:
         if isinstance(value, bool):
-            return value
-        if isinstance(value, int) and value in (0, 1):
-            return bool(value)
-        if isinstance(value, str) and value.lower() in ("0", "1", "true", "false"):
-            return value.lower() in ("1", "true")
-        raise _err(f"setting {name} must be 0 or 1 (or true/false), got {value!r}", node)
+            out = value
+        elif isinstance(value, int) and value in (0, 1):
+            out = bool(value)
+        elif isinstance(value, str) and value.lower() in ("0", "1", "true", "false"):
+            out = value.lower() in ("1", "true")
+        else:
+            raise _err(f"setting {name} must be 0 or 1 (or true/false), got {value!r}", node)
+        if name in ONLY_DEFAULT and out != QUERY_SETTINGS[name][1]:
+            raise _err(f"setting {name} = {int(out)} is not supported: skipidx answers as with "
+                       f"{int(QUERY_SETTINGS[name][1])}", node)
+        return out
     if kind == _UINT:
         if isinstance(value, bool):
             return int(value)

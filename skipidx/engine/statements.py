@@ -21,7 +21,7 @@ from skipidx.engine.result import Result
 from skipidx.engine.settings import QuerySettings, resolve_settings, setting_value
 from skipidx.sql import ast as A
 
-__all__ = ["run", "session_settings", "select_result", "show_create_text"]
+__all__ = ["run", "session_settings", "session_params", "select_result", "show_create_text"]
 
 INDEX_NOT_USED = 277
 TOO_MANY_ROWS = 158
@@ -55,6 +55,22 @@ def session_settings(db: Any) -> dict[str, Any]:
     return s
 
 
+def session_params(db: Any) -> dict[str, Any]:
+    """The query parameters `SET param_name = value` gave this database connection."""
+    p = getattr(db, "_session_params", None)
+    if p is None:
+        p = {}
+        db._session_params = p
+    return p
+
+
+def _param_value(kv: A.KeywordArg) -> Any:
+    if not isinstance(kv.value, A.Literal):
+        raise _err(f"SET {kv.name}: the value must be a literal", kv)
+    v = kv.value.value
+    return v.decode("utf-8", "surrogateescape") if isinstance(v, bytes) else v
+
+
 def run(db: Any, s: A.Statement) -> Result | None:
     """Run `s` if it is one of this module's statements; None otherwise."""
     if isinstance(s, A.Select):
@@ -80,9 +96,12 @@ def run(db: Any, s: A.Statement) -> Result | None:
         exists = db.catalog.exists(name) if _is_name(name) else False
         return Result(pa.table({"result": pa.array([1 if exists else 0], pa.uint8())}))
     if isinstance(s, A.SetStatement):
-        sess = session_settings(db)
-        new = {kv.name: setting_value(kv.name, kv.value, kv) for kv in s.settings}
-        sess.update(new)
+        # `SET param_x = v` defines query parameter x, as in clickhouse-client
+        params = {kv.name[len("param_"):]: _param_value(kv) for kv in s.settings if kv.name.startswith("param_")}
+        new = {kv.name: setting_value(kv.name, kv.value, kv) for kv in s.settings
+               if not kv.name.startswith("param_")}
+        session_settings(db).update(new)
+        session_params(db).update(params)
         return Result(message="set")
     return None
 
