@@ -27,17 +27,20 @@ _default = None
 _default_lock = threading.Lock()
 
 
-def connect(path: str | None = None, *, kms=None):
+def connect(path: str | None = None, *, kms=None, user_files_path=None, allow_file_access: bool = True):
     """Open (or create) the database directory `path`.
 
     With no path, a temporary database is created and removed on close().
     `kms`: a KMS client with pyarrow's KmsClient methods (``wrap_key``,
     ``unwrap_key``) for tables with sensitive columns (``SETTINGS
     encrypted_columns = 'col:keyid, ...', footer_key = 'keyid'``).
+    `user_files_path`: the directory SQL's ``INFILE``, ``file()`` and ``INTO
+    OUTFILE`` are confined to (ClickHouse's setting; relative paths are
+    relative to it); ``allow_file_access=False`` forbids them.
     """
     from skipidx.engine import Database
 
-    return Database(path, kms=kms)
+    return Database(path, kms=kms, user_files_path=user_files_path, allow_file_access=allow_file_access)
 
 
 def default_connection():

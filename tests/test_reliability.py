@@ -430,3 +430,54 @@ def test_symlinked_table_directory_is_refused(tmp_path):
     db.close()
     assert os.path.isdir(elsewhere / "parts") and os.path.islink(os.path.join(path, "t"))
     assert [n for n in os.listdir(path) if "dropped" in n] == []
+
+
+# ---------------------------------------------------------------- confined file access
+def test_user_files_path_confines_infile_file_and_outfile(tmp_path):
+    uf = tmp_path / "user_files"
+    uf.mkdir()
+    (uf / "a.csv").write_text("1,x\n2,y\n")
+    secret = tmp_path / "secret.csv"
+    secret.write_text("root:$6$hash-that-must-not-leak:19000::\n")
+    (uf / "link.csv").symlink_to(secret)
+    db = skipidx.connect(str(tmp_path / "db"), user_files_path=str(uf))
+    db.sql("CREATE TABLE t (a UInt64, s String)")
+    assert db.sql("INSERT INTO t FROM INFILE 'a.csv' FORMAT CSV").message == "inserted 2 rows"
+    assert db.sql("SELECT count() FROM file('a*.csv', CSV, 'a UInt64, s String')").fetchall() == [(2,)]
+    with pytest.raises(SkipidxError, match="outside user_files_path"):   # a matched link leads out
+        db.sql("SELECT count() FROM file('*.csv', CSV, 'a UInt64, s String')")
+    refused = [f"INSERT INTO t FROM INFILE '{secret}' FORMAT CSV",
+               "INSERT INTO t FROM INFILE '../secret.csv' FORMAT CSV",
+               "INSERT INTO t FROM INFILE 'link.csv' FORMAT CSV",
+               f"SELECT * FROM file('{secret}', CSV)",
+               f"SELECT * FROM t INTO OUTFILE '{tmp_path / 'out.csv'}'"]
+    for q in refused:
+        with pytest.raises(SkipidxError, match="outside user_files_path") as ei:
+            db.sql(q)
+        assert "must-not-leak" not in str(ei.value)
+    assert not (tmp_path / "out.csv").exists()
+    db.sql("SELECT * FROM t INTO OUTFILE 'out.tsv'")
+    assert (uf / "out.tsv").read_text().splitlines() == ["1\tx", "2\ty"]
+    db.close()
+    db = skipidx.connect(str(tmp_path / "db"), allow_file_access=False)
+    for q in (f"INSERT INTO t FROM INFILE '{uf / 'a.csv'}' FORMAT CSV", f"SELECT * FROM file('{uf / 'a.csv'}', CSV)",
+              f"SELECT * FROM t INTO OUTFILE '{uf / 'o2.tsv'}'"):
+        with pytest.raises(SkipidxError, match="allow_file_access=False"):
+            db.sql(q)
+    db.close()
+
+
+def test_parse_errors_never_echo_file_contents(tmp_path):
+    secret = tmp_path / "shadow"
+    secret.write_text("root:$6$hash-that-must-not-leak:19000:0:99999:7:::\n")
+    bad = tmp_path / "bad.csv"
+    bad.write_text("must-not-leak-2,x\n")
+    db = skipidx.connect(str(tmp_path / "db"))
+    db.sql("CREATE TABLE t (a UInt64, s String)")
+    for q in (f"INSERT INTO t FROM INFILE '{secret}' FORMAT CSV", f"INSERT INTO t FROM INFILE '{bad}' FORMAT CSV",
+              f"SELECT * FROM file('{bad}', CSV, 'a UInt64, s String')",
+              f"INSERT INTO t FROM INFILE '{secret}' FORMAT JSONEachRow"):
+        with pytest.raises(SkipidxError) as ei:
+            db.sql(q).fetchall()
+        assert "must-not-leak" not in str(ei.value).replace(str(tmp_path), ""), str(ei.value)
+    db.close()

@@ -27,9 +27,14 @@ from skipidx.sql import ast as A
 class Database:
     """A database directory (created if missing); with no path, a temporary one removed on close()."""
 
-    def __init__(self, path: str | os.PathLike | None = None, *, kms: Any = None) -> None:
+    def __init__(self, path: str | os.PathLike | None = None, *, kms: Any = None,
+                 user_files_path: str | os.PathLike | None = None, allow_file_access: bool = True) -> None:
         from skipidx.core.kms import KeyRing
         from skipidx.store.catalog import Catalog
+        from skipidx.store.file_access import FileAccess
+
+        #: what SQL may read and write outside the database (store/file_access)
+        self.file_access = FileAccess.make(user_files_path, allow_file_access)
 
         self._temp = path is None
         self.path = tempfile.mkdtemp(prefix="skipidx-") if path is None else os.fspath(path)
@@ -133,6 +138,15 @@ class Database:
         return Cursor(self)
 
     def _run_statement(self, stmt: A.Statement) -> Result:
+        from skipidx.store.file_access import POLICY
+
+        token = POLICY.set(self.file_access)
+        try:
+            return self._run_statement_checked(stmt)
+        finally:
+            POLICY.reset(token)
+
+    def _run_statement_checked(self, stmt: A.Statement) -> Result:
         try:
             res = self._dispatch(stmt)
         except SkipidxError:
@@ -293,9 +307,10 @@ class Database:
                 raise BindError("INSERT ... FROM INFILE with a column list is not supported; "
                                 "the file must hold the table's columns",
                                 line=s.pos.line or None, column=s.pos.column or None)
+            from skipidx.store.file_access import resolve_many
             from skipidx.store.ingest import insert_any
 
-            n = insert_any(t, s.path, format=s.format)
+            n = insert_any(t, resolve_many(s.path, "INFILE"), format=s.format)
             return Result(message=f"inserted {n} rows", rows_affected=int(n))
         if isinstance(s, A.AlterAddIndex):
             from skipidx.planner.ddl import index_def_from_ast
@@ -433,7 +448,9 @@ def _write_outfile(res: Result) -> Result:
     must not exist (ClickHouse refuses to overwrite too)."""
     from skipidx.engine.formats import canonical_format, format_from_path, write_batches
 
-    path = res.outfile
+    from skipidx.store.file_access import resolve
+
+    path = resolve(res.outfile, "INTO OUTFILE", write=True)
     fmt = canonical_format(res.format_name) if res.format_name else format_from_path(path)
     if os.path.exists(path):
         raise SkipidxError(f"cannot write INTO OUTFILE {path!r}: the file exists")
@@ -534,9 +551,9 @@ class Cursor:
         self.close()
 
 
-def connect(path: str | os.PathLike | None = None) -> Database:
+def connect(path: str | os.PathLike | None = None, **kwargs: Any) -> Database:
     """Open (or create) a database directory; no path: a temporary database."""
-    return Database(path)
+    return Database(path, **kwargs)
 
 
 __all__ = ["Database", "Cursor", "connect", "QueryStats", "Result"]

@@ -185,8 +185,10 @@ def expand_paths(pattern: str) -> list[str]:
 def _file(tf: A.TableFunction) -> tuple[pa.Table, TableMeta]:
     if not 1 <= len(tf.args) <= 3:
         raise _err(f"file() takes 1 to 3 arguments (path, [format], [structure]), got {len(tf.args)}", tf)
+    from skipidx.store.file_access import resolve_many
+
     pattern = _text_arg(tf.args[0], "the path of file()")
-    paths = expand_paths(pattern)
+    paths = expand_paths(resolve_many(pattern, "file()"))
     if not paths:
         raise _err(f"file(): no file matches {pattern!r}", tf.args[0])
     if len(tf.args) >= 2:
@@ -211,7 +213,9 @@ def _file(tf: A.TableFunction) -> tuple[pa.Table, TableMeta]:
             raise _err(e.message + (f" ({e.path})" if e.path else ""), tf) from None
         raise
     except (pa.ArrowException, OSError, ValueError) as e:
-        raise _err(f"file(): {fmt}: {e}", tf) from None
+        from skipidx.store.ingest import redact
+
+        raise _err(f"file(): {fmt}: {redact(str(e))}", tf) from None
     meta = _meta("file", structure)
     if len(tables) > 1:
         tables = [_conform(t, structure) for t in tables]
@@ -401,7 +405,10 @@ def _from_text(t: pa.Table, structure: list[tuple[str, ColumnType]]) -> pa.Table
             else:
                 v = pc.cast(c, at)
         except pa.ArrowInvalid as e:
-            raise SkipidxError(f"file(): column {name!r}: cannot read a value as {ctype.name}: {e}") from None
+            from skipidx.store.ingest import redact
+
+            raise SkipidxError(f"file(): column {name!r}: cannot read a value as {ctype.name}: "
+                               f"{redact(str(e))}") from None
         if not ctype.nullable and v.null_count:
             from skipidx.store.ingest import _default
 

@@ -11,6 +11,7 @@ everything else must parse as the column's type and fit its range.
 from __future__ import annotations
 
 import os
+import re
 from typing import Any, Iterator
 
 import pyarrow as pa
@@ -93,7 +94,20 @@ def _wrap(it: Iterator, fmt: str, path: str) -> Iterator[pa.Table]:
     except SkipidxError:
         raise
     except (pa.ArrowException, OSError, ValueError) as e:
-        raise SkipidxError(f"{fmt}: {e}", path=path) from None
+        raise SkipidxError(f"{fmt}: {redact(str(e))}", path=path) from None
+
+
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
+_AFTER_COUNT = re.compile(r"(got \d+( columns)?):.*", re.S)
+
+
+def redact(msg: str) -> str:
+    """An Arrow parse error without the bytes of the file it quotes (a row
+    after "got N columns:", quoted values): an error never echoes a file's
+    contents (INFILE '/etc/shadow' must not print its first line)."""
+    msg = _AFTER_COUNT.sub(r"\1", msg)
+    msg = _QUOTED.sub("<value>", msg)
+    return msg.splitlines()[0][:300] if msg else msg
 
 
 def open_file_batches(path: str, fmt: str | None, meta: TableMeta, **options: Any) -> Iterator[pa.Table]:
@@ -192,7 +206,7 @@ def _located(e: Exception, path: str, fmt: str, meta: TableMeta, header: bool, d
     m = re.search(r"CSV column #(\d+)", msg)
     if m is None:
         line = re.search(r"Row #(\d+)", msg)
-        return SkipidxError(f"{fmt}: {msg}", path=path, **({"line": int(line.group(1))} if line else {}))
+        return SkipidxError(f"{fmt}: {redact(msg)}", path=path, **({"line": int(line.group(1))} if line else {}))
     col = int(m.group(1))
     names = meta.column_names
     try:
@@ -209,12 +223,13 @@ def _located(e: Exception, path: str, fmt: str, meta: TableMeta, header: bool, d
             bad = _first_bad(vals, target)
             if bad is not None:
                 n = row + bad + 1 + (1 if header else 0)
-                return SkipidxError(f"{fmt}: cannot parse {vals[bad].as_py()!r} as {meta.column(name).type.name} "
+                # the place, not the value: an error never echoes the file's contents
+                return SkipidxError(f"{fmt}: cannot parse the value as {meta.column(name).type.name} "
                                     f"in column {name!r}", path=path, line=n, column=col + 1)
             row += b.num_rows
     except (pa.ArrowException, SkipidxError, KeyError, IndexError):
         pass
-    return SkipidxError(f"{fmt}: {msg}", path=path)
+    return SkipidxError(f"{fmt}: {redact(msg)}", path=path)
 
 
 def _first_bad(vals: pa.Array, target: pa.DataType) -> int | None:
@@ -307,7 +322,7 @@ def parse_datetimes(col: pa.Array | pa.ChunkedArray, t: pa.DataType, name: str =
     if pc.any(bad).as_py():
         idx = pc.index(bad, True).as_py()
         what = type_name or ("Date" if pa.types.is_date(t) else "DateTime")
-        raise SkipidxError(f"column {name!r}: cannot parse a value as {what}: {col[idx].as_py()!r}",
+        raise SkipidxError(f"column {name!r}: cannot parse a value as {what}",   # the place, not the value
                            path=path, line=first_line + idx + 1)
 
     def field(f: str, default: int = 0) -> np.ndarray:
