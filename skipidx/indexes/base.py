@@ -193,9 +193,7 @@ def register_index_type(cls: type[IndexType]) -> type[IndexType]:
 
 
 def get_index_type(name: str) -> type[IndexType]:
-    if name not in INDEX_TYPES:
-        # import the built-ins lazily so the registry is complete
-        import skipidx.indexes.builtin  # noqa: F401
+    """The index type registered as `name` (the built-ins register when the package is imported)."""
     if name not in INDEX_TYPES:
         raise SkipidxError(f"unknown index type {name!r}; known: {', '.join(sorted(INDEX_TYPES))}")
     return INDEX_TYPES[name]

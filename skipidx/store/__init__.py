@@ -1,1 +1,1 @@
-"""store stage of skipidx (see ../shared/design.md, "Layout")."""
+"""store stage of skipidx: tables, parts, commits, merges, external tables (docs/design.md, "Layout")."""

@@ -52,6 +52,7 @@ import xxhash
 
 from skipidx.core.errors import CorruptionError, SkipidxError
 from skipidx.core.lru import LRU
+from skipidx.store.manifest import _PART_NAME, check_part_name, new_part_name
 from skipidx.store.metadata import FORMAT_VERSION, TableMeta
 
 __all__ = [
@@ -77,7 +78,6 @@ DETACHED_MARK = ".detached"   # inside a staged dir: written by a remote (Spark)
 #: commit) is removed by cleanup only after this many seconds.
 DETACHED_TTL_S = 24 * 3600
 
-_PART_NAME = re.compile(r"^[a-z0-9_]{1,100}$")
 #: ``tmp/<part>.<8 hex>``: the name :func:`stage_dir` gives a staged part.
 _STAGED_NAME = re.compile(r"^[a-z0-9_]{1,100}\.[0-9a-f]{8}$")
 
@@ -103,17 +103,6 @@ def new_table_id() -> str:
 class TableGoneError(SkipidxError):
     """The table a statement started on was dropped (or dropped and created
     again) before the statement could commit; nothing was changed."""
-
-
-def new_part_name(level: int = 0) -> str:
-    """A fresh, unique, time-ordered part name: ``p_<ns hex>_<rand>_<level>``."""
-    return f"p_{time.time_ns():016x}_{secrets.token_hex(4)}_{level}"
-
-
-def check_part_name(name: object, where: str) -> str:
-    if not isinstance(name, str) or not _PART_NAME.match(name):
-        raise CorruptionError(f"invalid part name {name!r}", path=where)
-    return name
 
 
 # ---------------------------------------------------------------- fsync
@@ -556,7 +545,7 @@ def commit_parts(
     if `expect_id` is given and the table is not that incarnation any more
     (dropped, or dropped and created again). Returns the new generation.
     """
-    from skipidx.store.manifest import read_manifest, manifest_matches_meta   # manifest imports this module
+    from skipidx.store.manifest import read_manifest, manifest_matches_meta
 
     retire = list(retire)
     with WriteLock(table_dir):

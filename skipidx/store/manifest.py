@@ -15,17 +15,33 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import secrets
+import time
 
 import numpy as np
 import xxhash
 
 from skipidx.core.errors import CorruptionError, SkipidxError
-from skipidx.store import commit as _commit
 from skipidx.store.checksums import FileSum
 from skipidx.store.metadata import FORMAT_VERSION, TableMeta
 
 __all__ = ["DATA_FILE", "MANIFEST", "index_file_name", "zones", "read_manifest",
-           "manifest_matches_meta", "PartInfo"]
+           "manifest_matches_meta", "PartInfo", "new_part_name", "check_part_name"]
+
+_PART_NAME = re.compile(r"^[a-z0-9_]{1,100}$")
+
+
+def new_part_name(level: int = 0) -> str:
+    """A fresh, unique, time-ordered part name: ``p_<ns hex>_<rand>_<level>``."""
+    return f"p_{time.time_ns():016x}_{secrets.token_hex(4)}_{level}"
+
+
+def check_part_name(name: object, where: str) -> str:
+    if not isinstance(name, str) or not _PART_NAME.match(name):
+        raise CorruptionError(f"invalid part name {name!r}", path=where)
+    return name
+
 
 DATA_FILE = "data.parquet"
 MANIFEST = "manifest.json"
@@ -63,7 +79,7 @@ def read_manifest(part_dir: str, expected_hash: str | None = None) -> tuple[dict
             raise CorruptionError("damaged part manifest (not an object)", path=path)
         if m["format_version"] != FORMAT_VERSION:
             raise CorruptionError(f"unsupported part format version {m['format_version']!r}", path=path)
-        _commit.check_part_name(m["part"], path)
+        check_part_name(m["part"], path)
         rows = m["rows"]
         marks = m["marks"]
         if (not _int(rows) or not 0 < rows < 1 << 48 or not isinstance(marks, list) or len(marks) < 2
