@@ -177,7 +177,8 @@ def main() -> None:
 
         t0 = time.perf_counter()
         spark = (SparkSession.builder.master("local[2]").appName("bench_lake")
-                 .config("spark.ui.enabled", "false").config("spark.driver.memory", "2g")
+                 .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+                 .config("spark.driver.memory", "2g")
                  .config("spark.sql.session.timeZone", "UTC").getOrCreate())
         spark.sparkContext.setLogLevel("ERROR")
         from skipidx.apps.spark import register

@@ -88,7 +88,8 @@ def _read_filtered(part: Any, batch: list[tuple[int, int]], columns: list[str], 
         n = rows_in_ranges(part, batch)
         return zero_column_table(n), n
     as_dict = (_where_columns(where) if DICTIONARY_READS and part.dictionary_columns
-               and sum(e - s for s, e in batch) >= DICTIONARY_MIN_GRANULES else ())
+               and sum(e - s for s, e in batch) >= getattr(part, "dictionary_min_granules", DICTIONARY_MIN_GRANULES)
+               else ())
     kw: dict[str, Any] = {} if use_threads is None else {"use_threads": use_threads}
     t = part.read(columns, batch, dictionary=as_dict, **kw) if as_dict else part.read(columns, batch, **kw)
     read = t.num_rows

@@ -498,7 +498,7 @@ KEEP_OPEN = 256
 class _FileInfo:
     """What a query needs of one version of a data file, derived from its footer once."""
 
-    __slots__ = ("marks", "schema", "columns", "blooms", "col_bytes")
+    __slots__ = ("marks", "schema", "columns", "blooms", "col_bytes", "dictionary")
 
     def __init__(self, md: pq.FileMetaData) -> None:
         rg = np.fromiter((md.row_group(i).num_rows for i in range(md.num_row_groups)), dtype=np.int64,
@@ -516,6 +516,26 @@ class _FileInfo:
                 blooms.add(name)
         self.blooms = frozenset(blooms)
         self.col_bytes: dict[str, float] = {}
+        # String columns whose every chunk is dictionary-encoded throughout: the data pages
+        # hold indices (at most 4 bytes a row), not values a writer fell back to plain for
+        dic = set()
+        for j in range(md.num_columns):
+            c0 = md.schema.column(j)
+            if c0.physical_type != "BYTE_ARRAY" or "." in c0.path or not md.num_row_groups:
+                continue
+            ok = True
+            for i in range(md.num_row_groups):
+                cc = md.row_group(i).column(j)
+                dpo = cc.dictionary_page_offset
+                if not cc.has_dictionary_page or dpo is None or cc.data_page_offset < dpo:
+                    ok = False
+                    break
+                if cc.total_compressed_size - (cc.data_page_offset - dpo) > 4 * max(1, cc.num_values):
+                    ok = False
+                    break
+            if ok:
+                dic.add(c0.path)
+        self.dictionary = frozenset(dic)
 
 
 #: per file identity (a new version of a file is a new key)
@@ -557,9 +577,15 @@ class ExternalFile:
     def n_granules(self) -> int:
         return int(self.marks.shape[0] - 1)
 
+    #: a granule (row group) is large: reading a WHERE's dictionary-encoded String column as
+    #: an Arrow dictionary (the filter then runs on the distinct values) pays from one on
+    dictionary_min_granules = 1
+
     @property
     def dictionary_columns(self) -> frozenset:
-        return frozenset()
+        """String columns whose chunks are dictionary-encoded throughout (read as Arrow
+        dictionaries when the scan asks: no string is copied per row)."""
+        return self._info.dictionary
 
     @property
     def stale(self) -> bool:
@@ -605,9 +631,11 @@ class ExternalFile:
             self._fd = self.snap._adopt(fd)
         return self._fd
 
-    def _open(self) -> pq.ParquetFile:
+    def _open(self, columns: int = 2, read_dictionary: Sequence[str] = ()) -> pq.ParquetFile:
         src = pa.OSFile(_fd_path(self.fd, self.data_path))
-        return pq.ParquetFile(src, metadata=self.md, pre_buffer=True)
+        # pre-buffering coalesces the reads of several column chunks; for one it only adds a copy
+        return pq.ParquetFile(src, metadata=self.md, pre_buffer=columns > 1,
+                              read_dictionary=list(read_dictionary) or None)
 
     def _open_data(self) -> pq.ParquetFile:
         return self._open()
@@ -621,9 +649,11 @@ class ExternalFile:
         rgs = [g for a, b in ranges for g in range(a, b)]
         n = int(sum(int(self.marks[b] - self.marks[a]) for a, b in ranges))
         file_cols = [c for c in cols if c in self._file_cols and c not in self.partition]
+        as_dict = tuple(c for c in file_cols if c in dictionary and c in self.dictionary_columns
+                        and pa.types.is_string(meta.column(c).type.arrow_type)) if dictionary else ()
         if rgs and file_cols:
             try:
-                with self._open() as pf:
+                with self._open(len(file_cols), as_dict) as pf:
                     t = pf.read_row_groups(rgs, columns=file_cols,
                                            use_threads=len(file_cols) > 1 if use_threads is None else use_threads)
             except (OSError, pa.ArrowException) as e:
@@ -644,14 +674,20 @@ class ExternalFile:
                                                                               else [v] * n, ct.arrow_type)
             elif t is not None and c in t.column_names:
                 col = t.column(c)
-                arr = col if col.type == ct.arrow_type and (ct.nullable or col.null_count == 0) else cast_to(ct, col, c)
+                if c in as_dict and col.type == pa.dictionary(pa.int32(), ct.arrow_type) and (
+                        ct.nullable or col.null_count == 0):
+                    arr = col      # the caller asked for this String column as a dictionary
+                else:
+                    if pa.types.is_dictionary(col.type):
+                        col = col.cast(col.type.value_type)
+                    arr = col if col.type == ct.arrow_type and (ct.nullable or col.null_count == 0) \
+                        else cast_to(ct, col, c)
             else:
                 if not ct.nullable and n:
                     raise SkipidxError(f"data file {self.name} has no column {c!r} (declared {ct.name}, not Nullable)")
                 arr = pa.nulls(n, ct.arrow_type)
             arrays.append(arr)
-        schema = pa.schema([pa.field(c, meta.column(c).type.arrow_type, nullable=meta.column(c).type.nullable)
-                            for c in cols])
+        schema = pa.schema([pa.field(c, a.type, nullable=meta.column(c).type.nullable) for c, a in zip(cols, arrays)])
         if not cols:
             return pa.table({"__n": pa.nulls(n)}).drop_columns(["__n"])
         return pa.Table.from_arrays([a if isinstance(a, pa.ChunkedArray) else pa.chunked_array([a]) for a in arrays],
