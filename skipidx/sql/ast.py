@@ -271,12 +271,16 @@ class FunctionCall(Expr):
     args: tuple[Expr, ...]
     distinct: bool = False
     pos: Pos = _pos_field()
+    params: tuple[Expr, ...] | None = None     # quantile(0.5)(x): the parameters
 
     def _sql_level(self) -> tuple[str, int]:
         args = ", ".join(_wrap(a, LEVEL_OR) for a in self.args)
         if self.distinct:
             args = "DISTINCT " + args
-        return f"{quote_identifier(self.name, in_expression=True)}({args})", LEVEL_ATOM
+        head = quote_identifier(self.name, in_expression=True)
+        if self.params is not None:
+            head += "(" + ", ".join(_wrap(p, LEVEL_OR) for p in self.params) + ")"
+        return f"{head}({args})", LEVEL_ATOM
 
     def to_sql(self) -> str:
         return self._sql_level()[0]

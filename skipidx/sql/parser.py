@@ -81,6 +81,7 @@ _KEYWORD_TERMINALS = {
     IS LAST LIKE LIMIT MATERIALIZE NOT NULL NULLS OFFSET OPTIMIZE OR ORDER PLAN REFRESH SELECT SETTINGS SHOW
     TABLE TABLES TRUE TYPE VALUES WHERE
     AFTER COLUMN DEFAULT KEY MODIFY OUTFILE PREWHERE PRIMARY SET SETTING TRUNCATE
+    CAST CASE WHEN THEN ELSE END INTERVAL
     ATTACH PARTS MERGES
     """.split()
 }
@@ -105,7 +106,18 @@ _IS_OPERATOR_NEXT = frozenset({"NULL", "NOT", "TRUE", "FALSE", "DISTINCT", "UNKN
 _FLOAT_WORDS = {"INF": float("inf"), "INFINITY": float("inf"), "NAN": float("nan")}
 _NOT_COMPOUNDS = {"LIKE": "NOT_LIKE", "ILIKE": "NOT_ILIKE", "IN": "NOT_IN", "BETWEEN": "NOT_BETWEEN"}
 
+_CASE_NOT_BEFORE = frozenset({"AS", "FROM", "WHERE", "AND", "OR", "IS", "IN", "LIKE", "ILIKE", "BETWEEN",
+                              "ORDER", "GROUP", "LIMIT", "HAVING", "SETTINGS", "FORMAT", "PREWHERE"})
+#: Expression keywords that are keywords only before what they need.
+_NEEDS_NEXT = {
+    "CAST": lambda nxt: nxt[0] == "LPAR",
+    "CASE": lambda nxt: nxt[0] in ("int", "float", "string", "LPAR", "param", "ident", "LSQB")
+    or (nxt[0] == "word" and nxt[3] not in _CASE_NOT_BEFORE),
+    "INTERVAL": lambda nxt: nxt[0] in ("int", "float", "string", "LPAR", "param", "MINUS"),
+}
+
 _PUNCT = {
+    "::": "DCOLON", "||": "CONCAT",
     "==": "EQ", "!=": "NE", "<>": "NE", "<=": "LE", ">=": "GE",
     "(": "LPAR", ")": "RPAR", "[": "LSQB", "]": "RSQB", ",": "COMMA", ";": "SEMI", ".": "DOT",
     "=": "EQ", "<": "LT", ">": "GT", "+": "PLUS", "-": "MINUS", "*": "STAR", "/": "SLASH", "%": "PERCENT",
@@ -423,6 +435,11 @@ def _classify_word(text: str, word: str, start: int, end: int, accepts: dict,
             if ctx is not None:
                 ctx.implicit_alias = (text[start:end], end)
             return "IDENT", end, text[start:end]
+    if word in _NEEDS_NEXT and "IDENT" in accepts:
+        # CAST(, CASE WHEN, INTERVAL n: otherwise the word is a name (a column `cast`)
+        nxt = _scan(text, end)
+        if nxt is None or not _NEEDS_NEXT[word](nxt):
+            return "IDENT", end, text[start:end]
     term = _KEYWORD_TERMINALS.get(word)
     if term is not None and word in _CLAUSE_OPENERS and "AS" in accepts and term in accepts \
             and not _opens_clause(text, word, end):
@@ -589,6 +606,66 @@ class _AstBuilder(Transformer):
         else:
             args = _exprs(c[1:])
         return self._expr(A.FunctionCall(name.decoded, args, distinct, pos=_pos(name)), *args)
+
+    def param_func_call(self, c: list) -> A.FunctionCall:
+        # quantile(0.5)(x): the first call's arguments are the parameters
+        head = c[0]
+        args = _exprs(c[1:])
+        node = A.FunctionCall(head.name, args, head.distinct, pos=head.pos, params=head.args)
+        return self._expr(node, *head.args, *args)
+
+    def concat_op(self, c: list) -> A.Expr:
+        left, op, right = c
+        return self._expr(A.FunctionCall("concat", (left, right), pos=_pos(left)), left, right)
+
+    def _cast(self, x: A.Expr, type_: A.TypeExpr | A.Expr, pos) -> A.Expr:
+        target = (A.Literal(type_.to_sql().encode(), "string", pos=type_.pos)
+                  if isinstance(type_, A.TypeExpr) else type_)
+        return self._expr(A.FunctionCall("CAST", (x, target), pos=pos), x, target)
+
+    def cast_op(self, c: list) -> A.Expr:
+        x, _, type_ = c
+        return self._cast(x, type_, _pos(c[1]))
+
+    def cast_expr(self, c: list) -> A.Expr:
+        items = [x for x in c if not isinstance(x, Token)]
+        return self._cast(items[0], items[1], _pos(c[0]))
+
+    def case_when(self, c: list) -> tuple:
+        return ("when", _exprs(c))
+
+    def case_expr(self, c: list) -> A.Expr:
+        subject = None
+        pairs: list[A.Expr] = []
+        default: A.Expr = A.Literal(None, "null", pos=_pos(c[0]))
+        seen_else = False
+        for x in c[1:]:
+            if isinstance(x, Token):
+                seen_else = seen_else or x.type == "ELSE"
+                continue
+            if x is None:
+                continue
+            if isinstance(x, tuple) and x and x[0] == "when":
+                pairs.extend(x[1])
+            elif seen_else:
+                default = x
+            else:
+                subject = x
+        args = (*((subject,) if subject is not None else ()), *pairs, default)
+        name = "caseWithExpression" if subject is not None else "multiIf"
+        return self._expr(A.FunctionCall(name, args, pos=_pos(c[0])), *args)
+
+    def interval_expr(self, c: list) -> A.Expr:
+        _, value, unit = c
+        u = unit.decoded.lower()
+        units = {"second": "Second", "minute": "Minute", "hour": "Hour", "day": "Day", "week": "Week",
+                 "month": "Month", "quarter": "Quarter", "year": "Year", "millisecond": "Millisecond",
+                 "microsecond": "Microsecond", "nanosecond": "Nanosecond"}
+        key = u[:-1] if u.endswith("s") and u[:-1] in units else u
+        if key not in units:
+            raise _error(f"unknown INTERVAL unit {unit.decoded!r}; expected one of "
+                         f"{', '.join(k.upper() for k in units)}", unit)
+        return self._expr(A.FunctionCall(f"toInterval{units[key]}", (value,), pos=_pos(c[0])), value)
 
     def tuple(self, c: list) -> A.TupleLiteral:
         items = _exprs(c)
@@ -1112,15 +1189,17 @@ _DISPLAY = {
     "IDENT": "identifier", "STRING": "string literal", "INT": "integer literal", "FLOAT": "number",
     "LPAR": "'('", "RPAR": "')'", "LSQB": "'['", "RSQB": "']'", "COMMA": "','", "SEMI": "';'", "DOT": "'.'",
     "EQ": "'='", "NE": "'!='", "LT": "'<'", "LE": "'<='", "GT": "'>'", "GE": "'>='", "PLUS": "'+'",
-    "MINUS": "'-'", "STAR": "'*'", "SLASH": "'/'", "PERCENT": "'%'",
+    "MINUS": "'-'", "STAR": "'*'", "SLASH": "'/'", "PERCENT": "'%'", "DCOLON": "'::'", "CONCAT": "'||'",
     "NOT_LIKE": "NOT LIKE", "NOT_ILIKE": "NOT ILIKE", "NOT_IN": "NOT IN", "NOT_BETWEEN": "NOT BETWEEN",
     "PARAM": "query parameter", "IDENT_PARAM": "{name:Identifier}",
     "$END": "end of input",
 }
 _ORDER = ["IDENT", "STRING", "INT", "FLOAT", "LPAR", "RPAR", "LSQB", "RSQB", "COMMA", "DOT", "EQ", "NE", "LT",
           "LE", "GT", "GE", "PLUS", "MINUS", "STAR", "SLASH", "PERCENT", "SEMI"]
-_EXPR_START = frozenset({"IDENT", "STRING", "INT", "FLOAT", "NULL", "TRUE", "FALSE", "LPAR", "LSQB", "MINUS"})
-_OPERATORS = frozenset({"EQ", "NE", "LT", "LE", "GT", "GE", "PLUS", "MINUS", "STAR", "SLASH", "PERCENT"})
+_EXPR_START = frozenset({"IDENT", "STRING", "INT", "FLOAT", "NULL", "TRUE", "FALSE", "LPAR", "LSQB", "MINUS",
+                         "CAST", "CASE", "INTERVAL"})
+_OPERATORS = frozenset({"EQ", "NE", "LT", "LE", "GT", "GE", "PLUS", "MINUS", "STAR", "SLASH", "PERCENT",
+                        "CONCAT", "DCOLON"})
 _OPERATOR_WORDS = frozenset({"LIKE", "NOT_LIKE", "ILIKE", "NOT_ILIKE", "IN", "NOT_IN", "IS", "BETWEEN",
                              "NOT_BETWEEN", "AND", "OR"})
 
