@@ -456,3 +456,17 @@ def test_many_files_open_lazily(small, monkeypatch):
         os.replace(p + ".tmp", p)
         with pytest.raises(SkipidxError, match="changed during the query"):
             lazy[-1].read(["id"])
+
+
+def test_db_scan_streams_external_rows(lake):
+    """db.scan on an external table: the kept row groups only, exactly the matching rows,
+    as a RecordBatchReader DuckDB (or Polars) reads."""
+    root, db = lake
+    where = "hasToken(msg, 'kraken1') OR region = 'eu' AND id < 100"
+    reader = db.scan("logs", where=where, columns=["id", "region"])
+    got = duckdb.sql("SELECT id, region FROM reader ORDER BY id").fetchall()
+    assert got == _duck(root, "regexp_matches(msg, '(^|[^A-Za-z0-9])kraken1([^A-Za-z0-9]|$)') OR "
+                              "region = 'eu' AND id < 100", "id, region")
+    res = db.scan_result("logs", where="hasToken(msg, 'kraken1')", columns=["id"])
+    n = sum(b.num_rows for b in res.fetch_record_batch(1000))
+    assert n == 4 and res.stats.granules_selected < res.stats.granules_total
