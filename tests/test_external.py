@@ -470,3 +470,21 @@ def test_db_scan_streams_external_rows(lake):
     res = db.scan_result("logs", where="hasToken(msg, 'kraken1')", columns=["id"])
     n = sum(b.num_rows for b in res.fetch_record_batch(1000))
     assert n == 4 and res.stats.granules_selected < res.stats.granules_total
+
+
+def test_cli_build_external(tmp_path, capsys):
+    from skipidx.apps.cli import main
+
+    root = tmp_path / "lake"
+    root.mkdir()
+    for i in range(2):
+        pq.write_table(_rows(30 + i, i * 5000, 5000), root / f"f{i}.parquet", row_group_size=2000)
+    dbdir = str(tmp_path / "db")
+    assert main(["build", dbdir, "logs", "--external", "--from", f"{root}/*.parquet",
+                 "--index", "INDEX tok msg TYPE sbbf('token')"]) == 0
+    assert "indexed 2 new files" in capsys.readouterr().out
+    pq.write_table(_rows(40, 10_000, 5000), root / "f2.parquet", row_group_size=2000)
+    assert main(["build", dbdir, "logs"]) == 0
+    assert "indexed 1 new files" in capsys.readouterr().out
+    with skipidx.connect(dbdir) as db:
+        assert _count(db, "hasToken(msg, 'kraken0')") == _dcount(str(root), "msg LIKE 'kraken0 %'") == 3
