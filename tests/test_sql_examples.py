@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import io
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -101,7 +102,16 @@ def test_example_matches_chdb(demo_db, chdb_session, path):
         # chDB's copy of the table has no skip indexes: a forced index would fail there
         stmt = dataclasses.replace(stmt, settings=tuple(k for k in stmt.settings
                                                         if k.name != "force_data_skipping_indices"))
-        sql = stmt.to_sql().replace("file('sql_examples/", f"file('{ROOT}/sql_examples/")
+        fmt = stmt.format
+        sql = dataclasses.replace(stmt, format=None, outfile=None).to_sql().replace(
+            "file('sql_examples/", f"file('{ROOT}/sql_examples/")
+        if fmt is not None:
+            # a FORMAT clause: the text equals ClickHouse's bytes for that format
+            from skipidx.apps.render import print_result
+
+            buf = io.StringIO()
+            print_result(res, out=buf, show_stats=False)
+            assert buf.getvalue().encode() == chdb_session.query(sql, fmt).bytes(), f"{path.name}: {fmt}"
         want = chdb_session.query(sql, "ArrowTable")
         want_rows = [tuple(_norm(v) for v in r.values()) for r in want.to_pylist()]
         got_rows = [tuple(_norm(v) for v in r) for r in res.fetchall()]

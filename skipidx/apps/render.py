@@ -71,14 +71,17 @@ def print_result(res, out: IO[str] = sys.stdout, show_stats: bool = True) -> Non
         from skipidx.engine.formats import write_batches
 
         buf = io.BytesIO()
-        write_batches(res.fetch_record_batch(), res.schema, res.types, res.format_name, buf)
+        # the whole result (a printed Result can be printed again), streamed only when it streams
+        src = res.fetch_record_batch() if res.streaming else res.to_arrow().to_batches()
+        write_batches(src, res.schema, res.types, res.format_name, buf)
         out.write(buf.getvalue().decode("utf-8", "replace"))
         return
     table = res.to_arrow()
     if table.num_columns == 0:
         return
     names = table.column_names
-    rows = res.fetchall()
+    cols = [c.to_pylist() for c in table.columns]
+    rows = list(zip(*cols))
     if names == ["explain"]:
         out.write("\n".join(_cell(r[0]) for r in rows) + "\n")
         return
