@@ -165,6 +165,122 @@ def _read_with_spark(spark: Any, path: str, fmt: str, meta: Any) -> Any:
             .option("mode", "FAILFAST").json(path))
 
 
+#: rows a text file's schema is inferred from (ClickHouse's input_format_max_rows_to_read_for_schema_inference)
+INFER_ROWS = 25_000
+_ISO_RE = (r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.,]([0-9]+))?)?"
+           r"\s*(Z|z|UTC|[+-][0-9]{2}(:?[0-9]{2})?)?$")
+
+
+def _sample(path: str, rows: int) -> str:
+    """The first `rows` lines of a text file (a temporary file; the caller removes it)."""
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(suffix=os.path.splitext(path)[1])
+    with open(path, "rb") as src, os.fdopen(fd, "wb") as dst:
+        for i, line in enumerate(src):
+            if i > rows:
+                break
+            dst.write(line)
+    return tmp
+
+
+def _text_type(col) -> str:
+    """ClickHouse's inferred type of a text column (skipidx.engine.table_functions),
+    plus ISO 8601 timestamps with T, fractions or offsets: DateTime64(3|6|9) / DateTime."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from skipidx.engine.table_functions import _infer_text
+
+    base = _infer_text(col)
+    if base != "String":
+        return base
+    vals = pc.drop_null(col)
+    vals = vals.filter(pc.and_(pc.not_equal(vals, ""), pc.not_equal(vals, "\\N")))
+    if len(vals) and pc.all(pc.match_substring_regex(vals, _ISO_RE)).as_py():
+        frac = pc.extract_regex(vals, r"[.,](?P<f>[0-9]+)")
+        digits = pc.max(pc.utf8_length(pc.struct_field(frac, "f"))).as_py() if frac.null_count < len(frac) else 0
+        if not digits:
+            return "DateTime"
+        return f"DateTime64({3 if digits <= 3 else 6 if digits <= 6 else 9})"
+    return "String"
+
+
+def infer_columns(path: str, fmt: str) -> str:
+    """'name Type, ...' of a file as ClickHouse's schema inference reads it:
+    Parquet's own types; for CSV/JSONEachRow, from the first :data:`INFER_ROWS`
+    rows -- Int64, Float64, Bool, Date, DateTime / DateTime64(p) (ISO 8601 with
+    T, fractions, offsets), else String; Nullable(T) where the sample holds a
+    NULL or an empty field; a CSV header row is detected (text above typed
+    rows), else the columns are c1, c2, ..."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from skipidx.sql.ast import quote_identifier
+
+    if fmt == "Parquet":
+        return _columns_from_parquet([path])
+    tmp = _sample(path, INFER_ROWS)
+    try:
+        if fmt == "JSONEachRow":
+            import pyarrow.json as pj
+
+            try:
+                t = pj.read_json(tmp)
+                stamps = [f.name for f in t.schema if pa.types.is_timestamp(f.type)]
+                if stamps:
+                    # Arrow reads dates as timestamps: their text decides (Date, DateTime, DateTime64)
+                    po = pj.ParseOptions(explicit_schema=pa.schema([pa.field(n, pa.string()) for n in stamps]),
+                                         unexpected_field_behavior="infer")
+                    t = pj.read_json(tmp, parse_options=po).select(t.column_names)
+            except pa.ArrowInvalid as e:
+                raise SkipidxError(f"cannot infer the schema: {e}", path=path) from None
+            cols = []
+            for f in t.schema:
+                c = t.column(f.name)
+                if pa.types.is_boolean(f.type):
+                    base = "Bool"
+                elif pa.types.is_integer(f.type):
+                    base = "Int64"
+                elif pa.types.is_floating(f.type):
+                    base = "Float64"
+                elif pa.types.is_timestamp(f.type):
+                    base = "DateTime"
+                elif pa.types.is_string(f.type) or pa.types.is_null(f.type):
+                    base = _text_type(c.cast(pa.string()))
+                else:
+                    raise SkipidxError(f"column {f.name!r} holds {f.type} values: give --columns", path=path)
+                cols.append((f.name, base, c.null_count > 0))
+        else:
+            import pyarrow.csv as pcsv
+
+            header = fmt.endswith("WithNames")
+            ro = pcsv.ReadOptions(autogenerate_column_names=not header)
+            po = pcsv.ParseOptions(delimiter=",", quote_char='"', double_quote=True, newlines_in_values=True)
+            try:
+                with pcsv.open_csv(tmp, read_options=ro, parse_options=po) as reader:
+                    names = reader.schema.names
+                t = pcsv.read_csv(tmp, read_options=ro, parse_options=po, convert_options=pcsv.ConvertOptions(
+                    column_types={n: pa.string() for n in names}, strings_can_be_null=False))
+            except pa.ArrowInvalid as e:
+                raise SkipidxError(f"cannot infer the schema: {e}", path=path) from None
+            if not header:
+                t = t.rename_columns([f"c{i + 1}" for i in range(t.num_columns)])
+                if t.num_rows >= 2:
+                    first, rest = t.slice(0, 1), t.slice(1)
+                    if all(_text_type(first.column(i)) == "String" for i in range(t.num_columns)) and \
+                            any(_text_type(rest.column(i)) != "String" for i in range(t.num_columns)):
+                        t = rest.rename_columns([first.column(i)[0].as_py() for i in range(t.num_columns)])
+            cols = []
+            for n in t.column_names:
+                c = t.column(n)
+                empty = pc.sum(pc.is_in(c, pa.array(["", "\\N"]))).as_py() or 0
+                cols.append((n, _text_type(c), empty > 0))
+    finally:
+        os.unlink(tmp)
+    return ", ".join(f"{quote_identifier(n)} {f'Nullable({b})' if null else b}" for n, b, null in cols)
+
+
 def build(dbdir: str, table: str, source: str, *, fmt: str | None = None, engine: str = "embedded",
           master: str = "local[*]", partitions: int | None = None, order_by: str | None = None,
           indexes: list[str] | None = None, index_granularity: int | None = None,
@@ -196,20 +312,38 @@ def build(dbdir: str, table: str, source: str, *, fmt: str | None = None, engine
     fmt = normalize_format(fmt if fmt is None else {"json": "jsoneachrow"}.get(fmt.lower(), fmt), source)
     files = _input_files(source, fmt)
     cat = Catalog(dbdir)
+    created = False
     if not cat.exists(table):
         if columns is None:
-            if fmt != "Parquet":
-                raise SkipidxError(f"table {table!r} does not exist: create it first, or give --columns "
-                                   "'name Type, ...' (a text format does not say its types)")
-            columns = _columns_from_parquet(files)
+            columns = infer_columns(files[0], fmt)
+            if not quiet:
+                print(f"table {table} does not exist: created from the schema inferred from "
+                      f"{os.path.basename(files[0])}: {columns} (give --columns 'name Type, ...' to choose)",
+                      flush=True)
         from skipidx.planner.ddl import table_meta_from_ast
 
         stmts = parse(_create_sql(table, columns, order_by, indexes or [], index_granularity))
-        cat.create_table(table_meta_from_ast(stmts[0]), if_not_exists=True)
+        created = cat.create_table(table_meta_from_ast(stmts[0]), if_not_exists=True) is not None
     elif columns is not None or order_by is not None or indexes or index_granularity is not None:
         raise SkipidxError(f"table {table!r} exists: --columns/--order-by/--index/--index-granularity "
                            "only apply when the build creates it")
     t = cat.table(table)
+    try:
+        return _build_into(t, table, source, files, fmt, engine, master, partitions, quiet)
+    except BaseException:
+        if created:
+            # a failed build leaves the database as before: the table it created goes too
+            try:
+                cat.drop_table(table, if_exists=True)
+            except Exception:
+                pass
+        raise
+
+
+def _build_into(t, table: str, source: str, files: list[str], fmt: str, engine: str, master: str,
+                partitions: int | None, quiet: bool) -> BuildSummary:
+    from skipidx.store.commit import read_state
+
     before = {p.name for p in read_state(t.path).parts}
     t0 = time.perf_counter()
     if engine == "embedded":
