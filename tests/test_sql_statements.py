@@ -447,3 +447,44 @@ def test_setting_that_would_change_answers_only_takes_its_default(db) -> None:
     assert db.sql("SELECT 1 SETTINGS transform_null_in = 0").scalar() == 1
     with pytest.raises(SkipidxError, match="transform_null_in = 1 is not supported"):
         db.sql("SELECT 1 SETTINGS transform_null_in = 1")
+
+
+# ---------------------------------------------------------------------------- tuple-form indexes
+
+@chdb_mark
+def test_tuple_index_prunes_like_clickhouse(db) -> None:
+    """ClickHouse's 00990 case: INDEX (s, lower(s)) TYPE tokenbf_v1 answers hasToken on s and
+    hasTokenCaseInsensitive through lower(s); max_rows_to_read = 16 holds only if it prunes."""
+    script = """CREATE TABLE bf (id UInt64, s String, INDEX tok_bf (s, lower(s)) TYPE tokenbf_v1(512, 3, 0)
+                    GRANULARITY 1) ENGINE = MergeTree() ORDER BY id SETTINGS index_granularity = 8;
+                INSERT INTO bf SELECT number, 'yyy,uuu' FROM numbers(1024);
+                INSERT INTO bf SELECT number + 2000, 'ABC,def,zzz' FROM numbers(8);
+                INSERT INTO bf SELECT number + 3000, 'abcdefzzz' FROM numbers(1024)"""
+    with _chdb_db() as (name, ch):
+        _both(db, ch, script)
+        assert db.sql("SHOW CREATE TABLE bf").scalar() == _show_create(ch, name, "bf")
+        for q in ["SELECT max(id) FROM bf WHERE hasToken(s, 'ABC')",
+                  "SELECT max(id) FROM bf WHERE hasTokenCaseInsensitive(s, 'abc')",
+                  "SELECT max(id) FROM bf WHERE hasToken(s, 'def') SETTINGS force_data_skipping_indices = 'tok_bf'"]:
+            _same(db, ch, q + (" SETTINGS" if "SETTINGS" not in q else ",") + " max_rows_to_read = 16")
+    with pytest.raises(SkipidxError, match="TOO_MANY_ROWS"):
+        db.sql("SELECT max(id) FROM bf WHERE hasToken(s, 'yyy') SETTINGS max_rows_to_read = 16")
+    db.sql("ALTER TABLE bf DROP INDEX tok_bf")
+    assert db.table_meta("bf").indexes == []
+    db.sql("ALTER TABLE bf ADD INDEX t2 (s, lower(s)) TYPE tokenbf_v1(512, 3, 0), MATERIALIZE INDEX t2")
+    r = db.sql("SELECT max(id) FROM bf WHERE hasTokenCaseInsensitive(s, 'abc') SETTINGS force_data_skipping_indices = 't2'")
+    assert r.scalar() == 2007 and r.stats.granules_selected < r.stats.granules_total
+
+
+@pytest.mark.parametrize("ddl,fragment,column", [
+    ("CREATE TABLE z (s String, INDEX i s TYPE bloom_filte GRANULARITY 1) ENGINE = MergeTree ORDER BY s",
+     "maybe you meant 'bloom_filter'", 27),
+    ("CREATE TABLE z (s String, INDEX i (s, s) TYPE bloom_filter) ENGINE = MergeTree ORDER BY s",
+     "listed twice", 39),
+    ("CREATE TABLE z (s String, INDEX i sx TYPE minmax) ENGINE = MergeTree ORDER BY s", "unknown column 'sx'", 35),
+])
+def test_index_ddl_errors_have_their_place(db, ddl, fragment, column) -> None:
+    with pytest.raises(SkipidxError) as info:
+        db.sql(ddl)
+    assert fragment in info.value.message
+    assert (info.value.line, info.value.column) == (1, column)

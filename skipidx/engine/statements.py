@@ -88,6 +88,8 @@ def run(db: Any, s: A.Statement) -> Result | None:
         return _alter(db, s)
     if isinstance(s, (A.AlterAddColumn, A.AlterDropColumn, A.AlterModifySetting)):
         return _alter_command(db, s)
+    if isinstance(s, (A.AlterAddIndex, A.AlterDropIndex, A.AlterMaterializeIndex)):
+        return _alter_index_group(db, s)
     if isinstance(s, A.ShowCreate):
         meta = db._table(s.table).meta
         return Result(pa.table({"statement": pa.array([show_create_text(meta)], pa.string())}))
@@ -204,6 +206,13 @@ def select_table(db: Any, s: A.Select):
     return out, stats
 
 
+def _group_of(meta: Any) -> dict[str, str]:
+    """Index name -> the name it was declared under (a tuple-form index's members
+    ``i``, ``i__1``, ... all map to ``i``)."""
+    return {im.name: (im.definition.group[0] if getattr(im.definition, "group", None) else im.name)
+            for im in meta.indexes}
+
+
 def _apply_index_settings(plan: Any, qs: QuerySettings) -> None:
     """use_skip_indexes = 0 drops every skip index (the ORDER BY key's min/max stays,
     as ClickHouse's primary key); ignore_data_skipping_indices drops the named ones."""
@@ -212,7 +221,8 @@ def _apply_index_settings(plan: Any, qs: QuerySettings) -> None:
         return
     ignored = set(qs.index_names("ignore_data_skipping_indices"))
     if ignored:
-        plan.uses = [u for u in plan.uses if u.is_primary_key or u.name not in ignored]
+        group = _group_of(plan.snapshot.meta)
+        plan.uses = [u for u in plan.uses if u.is_primary_key or group.get(u.name, u.name) not in ignored]
 
 
 def _check_forced_indexes(plan: Any, qs: QuerySettings) -> None:
@@ -220,7 +230,8 @@ def _check_forced_indexes(plan: Any, qs: QuerySettings) -> None:
     the WHERE clause (it may still keep every granule); skipped when use_skip_indexes = 0."""
     if not qs.get("use_skip_indexes"):
         return
-    used = {u.name for u in plan.uses if not u.is_primary_key and _index_used(u)}
+    group = _group_of(plan.snapshot.meta)
+    used = {group.get(u.name, u.name) for u in plan.uses if not u.is_primary_key and _index_used(u)}
     for name in qs.index_names("force_data_skipping_indices"):
         if name not in used:
             raise QueryLimitError(f"Index `{name}` is not used and setting 'force_data_skipping_indices' "
@@ -547,6 +558,34 @@ def _add_column(t: Any, s: A.AlterAddColumn) -> Result:
     return Result(message=f"added column {c.name}" if done else "column exists")
 
 
+def _alter_index_group(db: Any, s: A.Statement) -> Result | None:
+    """ADD INDEX in the tuple form, and DROP/MATERIALIZE INDEX of such an index (each
+    of its members); None for the plain forms (the database runs those)."""
+    from skipidx.planner.ddl import index_defs_from_ast
+
+    t = db._table(s.table)
+    if isinstance(s, A.AlterAddIndex):
+        defs = index_defs_from_ast(s.index, t.meta)
+        if len(defs) == 1:
+            return None
+        if s.if_not_exists and any(im.name == s.index.name for im in t.meta.indexes):
+            return Result(message="index exists")
+        for d in defs:
+            t.add_index(d)
+        return Result(message=f"added index {s.index.name}")
+    members = [im.name for im in t.meta.indexes
+               if getattr(im.definition, "group", None) is not None and im.definition.group[0] == s.name]
+    if len(members) < 2:
+        return None
+    for m in members:
+        if isinstance(s, A.AlterDropIndex):
+            t.drop_index(m)
+        else:
+            t.materialize_index(m)
+    db.index_cache.clear()
+    return Result(message=f"{'dropped' if isinstance(s, A.AlterDropIndex) else 'materialized'} index {s.name}")
+
+
 # ---------------------------------------------------------------------------- SHOW CREATE
 
 def show_create_text(meta: Any) -> str:
@@ -562,8 +601,11 @@ def show_create_text(meta: Any) -> str:
             line += f" CODEC({c.codec})"
         lines.append(line)
     for im in meta.indexes:
-        lines.append(f"    INDEX {im.name} {_index_expr_sql(im)} TYPE {_index_type_sql(im)} "
-                     f"GRANULARITY {im.definition.granularity}")
+        g = getattr(im.definition, "group", None)
+        if g is not None and g[1] > 0:
+            continue                         # a tuple-form index prints once, as declared
+        name, expr = (g[0], g[2]) if g is not None else (im.name, _index_expr_sql(im))
+        lines.append(f"    INDEX {name} {expr} TYPE {_index_type_sql(im)} GRANULARITY {im.definition.granularity}")
     text = f"CREATE TABLE default.{A.quote_identifier(meta.name)}\n(\n" + ",\n".join(lines) + "\n)\nENGINE = MergeTree"
     if meta.primary_key is not None:
         text += "\nPRIMARY KEY " + _key_sql(meta.primary_key)

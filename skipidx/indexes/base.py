@@ -40,6 +40,10 @@ class IndexDef:
     args: tuple = ()               # positional constant args, as written
     kwargs: tuple = ()             # (key, value) pairs (sbbf's key = value args)
     granularity: int = 1           # data granules per index granule
+    #: ClickHouse's tuple form ``INDEX i (s, lower(s)) TYPE ...`` is one index per
+    #: element: the first is named `i`, the others `i__1`, `i__2`, ...; each
+    #: records the group (name `i` and the tuple as written). None otherwise.
+    group: tuple | None = None     # (group name, element position, tuple SQL)
 
     @property
     def expr_sql(self) -> str:
@@ -195,7 +199,10 @@ def register_index_type(cls: type[IndexType]) -> type[IndexType]:
 def get_index_type(name: str) -> type[IndexType]:
     """The index type registered as `name` (the built-ins register when the package is imported)."""
     if name not in INDEX_TYPES:
-        raise SkipidxError(f"unknown index type {name!r}; known: {', '.join(sorted(INDEX_TYPES))}")
+        from skipidx.core.hints import did_you_mean
+
+        raise SkipidxError(f"unknown index type {name!r}{did_you_mean(name, INDEX_TYPES)}; "
+                           f"known: {', '.join(sorted(INDEX_TYPES))}")
     return INDEX_TYPES[name]
 
 

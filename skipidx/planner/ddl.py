@@ -9,6 +9,7 @@ integer; a column not listed gets its type's default, NULL if Nullable).
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 from typing import Any
 
@@ -43,6 +44,28 @@ def _literal_value(lit: A.Literal) -> Any:
         except UnicodeDecodeError:
             raise _err("parameter strings must be valid UTF-8", lit) from None
     return v
+
+
+def index_defs_from_ast(ic: A.IndexClause, column_names: Any) -> list[IndexDef]:
+    """The IndexDefs of an INDEX clause: one, or for ClickHouse's tuple form
+    ``INDEX i (s, lower(s)) TYPE ...`` one per element (``i``, ``i__1``, ...; each
+    a column or lower(column), as a single index), recorded as a group."""
+    e = ic.expr
+    if not (isinstance(e, A.TupleLiteral) and len(e.items) > 1) and not (
+            isinstance(e, A.FunctionCall) and e.name == "tuple" and len(e.args) > 1 and not e.distinct):
+        return [index_def_from_ast(ic, column_names)]
+    items = e.items if isinstance(e, A.TupleLiteral) else e.args
+    tuple_sql = "(" + ", ".join(x.to_sql() for x in items) + ")"
+    out = []
+    seen: set[tuple] = set()
+    for k, item in enumerate(items):
+        name = ic.name if k == 0 else f"{ic.name}__{k}"
+        d = index_def_from_ast(dataclasses.replace(ic, name=name, expr=item), column_names)
+        if (d.column, d.expr_func) in seen:
+            raise _err(f"index {ic.name!r}: {item.to_sql()} is listed twice", item)
+        seen.add((d.column, d.expr_func))
+        out.append(dataclasses.replace(d, group=(ic.name, k, tuple_sql)))
+    return out
 
 
 def index_def_from_ast(ic: A.IndexClause, column_names: Any) -> IndexDef:
@@ -124,11 +147,11 @@ def table_meta_from_ast(s: A.CreateTable):
     by_name = {c.name: c for c in columns}
     indexes = []
     for ic in s.indexes:
-        defn = index_def_from_ast(ic, names)
-        try:
-            indexes.append(make_index_meta(defn, by_name[defn.column].type))
-        except SkipidxError as e:
-            raise _at(e, ic) from None
+        for defn in index_defs_from_ast(ic, names):
+            try:
+                indexes.append(make_index_meta(defn, by_name[defn.column].type))
+            except SkipidxError as e:
+                raise _at(e, ic) from None
     meta = TableMeta(name=s.table.name, columns=columns, order_by=order_by, index_granularity=granularity,
                      indexes=indexes, settings=settings,
                      primary_key=None if primary_key is None or primary_key == order_by else primary_key)

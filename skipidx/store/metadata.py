@@ -192,6 +192,7 @@ class IndexMeta:
             "args": list(d.args),
             "kwargs": [[k, v] for k, v in d.kwargs],
             "granularity": d.granularity,
+            **({"group": list(d.group)} if d.group is not None else {}),
             "params": self.params,
             "version": self.version,
             "tokenizer": self.tokenizer,
@@ -215,6 +216,13 @@ class IndexMeta:
         # DDL arguments are literals: a nested list or object is damage
         if not all(_is_literal(a) for a in args) or not all(_is_literal(v) for _, v in kwargs):
             raise SkipidxError(f"{w}: index arguments must be literals")
+        group = None
+        if "group" in o:
+            g = _get(o, "group", list, w)
+            if len(g) != 3 or not isinstance(g[0], str) or isinstance(g[1], bool) or not isinstance(g[1], int) \
+                    or not isinstance(g[2], str):
+                raise SkipidxError(f"{w}: group must be [name, position, tuple SQL]")
+            group = (g[0], g[1], g[2])
         defn = IndexDef(
             name=name,
             column=_get(o, "column", str, w),
@@ -223,6 +231,7 @@ class IndexMeta:
             args=tuple(args),
             kwargs=tuple((k, v) for k, v in kwargs),
             granularity=gran,
+            group=group,
         )
         return IndexMeta(
             definition=defn,
