@@ -706,6 +706,24 @@ def _round_bytes(definition: IndexDef, b: Any) -> int:
     return (b + 31) // 32 * 32
 
 
+def _clickhouse_args(definition: IndexDef, column_type: pa.DataType, names: tuple[str, ...]) -> tuple:
+    """The positional arguments of tokenbf_v1 / ngrambf_v1 (a String column, exactly `names`)."""
+    _no_kwargs(definition)
+    if len(definition.args) != len(names):
+        raise index_error(definition, f"{definition.type_name} must have exactly {len(names)} arguments "
+                                      f"({', '.join(names)}), got {len(definition.args)}")
+    _string_column(definition, column_type)
+    return tuple(definition.args)
+
+
+def _fixed_size(definition: IndexDef, b: Any, h: Any, s: Any) -> dict[str, Any]:
+    """Params of a fixed-size filter from ClickHouse's (bytes, hashes, seed)."""
+    return {"bytes": _round_bytes(definition, b),
+            "hashes": int_arg(definition, h, "the number of hash functions", minimum=1, maximum=255),
+            "seed": int_arg(definition, s, "seed", minimum=0, maximum=2**64 - 1),
+            "sizing": "fixed"}
+
+
 def _string_column(definition: IndexDef, column_type: pa.DataType) -> None:
     if not is_string_like(column_type):
         raise index_error(definition, f"{definition.type_name} can only be used with String, FixedString and "
@@ -738,16 +756,8 @@ class TokenBFIndex(_SBBFIndexType):
 
     @classmethod
     def validate(cls, definition: IndexDef, column_type: pa.DataType) -> dict[str, Any]:
-        _no_kwargs(definition)
-        if len(definition.args) != 3:
-            raise index_error(definition, f"tokenbf_v1 must have exactly 3 arguments (bytes, hashes, seed), "
-                                          f"got {len(definition.args)}")
-        b, h, s = definition.args
-        _string_column(definition, column_type)
-        params = {"bytes": _round_bytes(definition, b),
-                  "hashes": int_arg(definition, h, "the number of hash functions", minimum=1, maximum=255),
-                  "seed": int_arg(definition, s, "seed", minimum=0, maximum=2**64 - 1),
-                  "sizing": "fixed", "tokenizer": "token", "tokenizer_params": {}}
+        b, h, s = _clickhouse_args(definition, column_type, ("bytes", "hashes", "seed"))
+        params = {**_fixed_size(definition, b, h, s), "tokenizer": "token", "tokenizer_params": {}}
         cls._make_tokenizer(definition, "token", {}, column_type)
         return params
 
@@ -761,17 +771,9 @@ class NgramBFIndex(_SBBFIndexType):
 
     @classmethod
     def validate(cls, definition: IndexDef, column_type: pa.DataType) -> dict[str, Any]:
-        _no_kwargs(definition)
-        if len(definition.args) != 4:
-            raise index_error(definition, f"ngrambf_v1 must have exactly 4 arguments (n, bytes, hashes, seed), "
-                                          f"got {len(definition.args)}")
-        n, b, h, s = definition.args
-        _string_column(definition, column_type)
+        n, b, h, s = _clickhouse_args(definition, column_type, ("n", "bytes", "hashes", "seed"))
         n = int_arg(definition, n, "ngram length", minimum=1, maximum=255)
-        params = {"n": n, "bytes": _round_bytes(definition, b),
-                  "hashes": int_arg(definition, h, "the number of hash functions", minimum=1, maximum=255),
-                  "seed": int_arg(definition, s, "seed", minimum=0, maximum=2**64 - 1),
-                  "sizing": "fixed", "tokenizer": "ngram", "tokenizer_params": {"n": n}}
+        params = {"n": n, **_fixed_size(definition, b, h, s), "tokenizer": "ngram", "tokenizer_params": {"n": n}}
         tok = cls._make_tokenizer(definition, "ngram", {"n": n}, column_type)
         params["tokenizer_params"] = tok.params or {"n": n}
         return params
