@@ -161,6 +161,42 @@ def _evaluate_dict(e: BExpr, table: pa.Table, memo: dict[int, str | None]) -> pa
     return _evaluate(e, table)
 
 
+#: An OR of at least this many ``col = constant`` terms on one column is
+#: evaluated as one ``col IN (...)`` (one hash-set lookup instead of a
+#: comparison per term).
+FOLD_OR_EQUALS_MIN = 8
+
+
+def _fold_or_equals(args: list, table: pa.Table) -> tuple[list, list]:
+    """Split OR operands into ([(column, values)], rest): the ``col = c``
+    terms of an integer or String column with constants of that kind, grouped
+    by column, where a group is long enough to fold. ``x = a OR x = b`` is
+    ``x IN (a, b)`` exactly: a NULL x gives NULL in both, and IN compares the
+    constants with the column's type as ``=`` does."""
+    groups: dict[str, list] = {}
+    for i, a in enumerate(args):
+        if not (isinstance(a, BCall) and a.func == "equals" and len(a.args) == 2):
+            continue
+        x, y = a.args
+        if isinstance(x, BConst) and isinstance(y, BColumn):
+            x, y = y, x
+        if not (isinstance(x, BColumn) and isinstance(y, BConst)) or x.name not in table.column_names:
+            continue
+        t = table.schema.field(x.name).type
+        t = t.value_type if pa.types.is_dictionary(t) else t
+        v = y.value
+        ok = ((pa.types.is_integer(t) and isinstance(v, int) and not isinstance(v, bool))
+              or ((pa.types.is_string(t) or pa.types.is_large_string(t)) and isinstance(v, str)))
+        if ok:
+            groups.setdefault(x.name, []).append((i, x, v))
+    folded, used = [], set()
+    for items in groups.values():
+        if len(items) >= FOLD_OR_EQUALS_MIN:
+            folded.append((items[0][1], [v for _, _, v in items]))
+            used.update(i for i, _, _ in items)
+    return folded, [a for i, a in enumerate(args) if i not in used]
+
+
 def _evaluate(e: BExpr, table: pa.Table,
               sub: Callable[[BExpr, pa.Table], pa.Array] | None = None) -> pa.Array:
     """evaluate() over plain columns; `sub` evaluates the arguments (default: this function)."""
@@ -186,8 +222,19 @@ def _evaluate(e: BExpr, table: pa.Table,
     if f in ("and", "or"):
         # Kleene logic over all operands; no short-circuit is needed for
         # correctness: every constant argument was validated at bind time.
-        vals = [_as_bool(sub(a, table)) for a in e.args]
-        return F.and_(*vals) if f == "and" else F.or_(*vals)
+        # Accumulated into one mask operand by operand: a chain of 100k terms
+        # holds two masks, not 100k.
+        args = list(e.args)
+        acc = None
+        if f == "or":
+            folded, args = _fold_or_equals(args, table)
+            for col, values in folded:
+                v = F.is_in(sub(col, table), values)
+                acc = v if acc is None else F.or_(acc, v)
+        for a in args:
+            v = _as_bool(sub(a, table))
+            acc = v if acc is None else (F.and_(acc, v) if f == "and" else F.or_(acc, v))
+        return acc
     if f == "not":
         return F.not_(_as_bool(sub(e.args[0], table)))
     args = e.args
