@@ -40,6 +40,7 @@ class KeyUnavailableError(SkipidxError):
 
     def __init__(self, key_id: str, reason: str, *, path: str | None = None) -> None:
         self.key_id = key_id
+        self.reason = reason
         super().__init__(f"encryption key {key_id!r} is not available: {reason}", path=path)
 
 

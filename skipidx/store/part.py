@@ -238,7 +238,7 @@ class Part:
                 except KeyUnavailableError as e:
                     what = f"column {col!r}" if col is not None else "the data file's footer"
                     raise KeyUnavailableError(kid, f"{what} of table {self.meta.name!r} is encrypted with it; "
-                                                   f"{e.message.split(': ', 1)[-1]}") from None
+                                                   f"{e.reason}") from None
         except (KeyError, TypeError, AttributeError):
             raise CorruptionError("bad encryption entry in the part manifest",
                                   path=os.path.join(self.path, MANIFEST)) from None
@@ -433,7 +433,7 @@ class Part:
                 dek = ring.unwrap(sealed[0], sealed[1], path)
             except KeyUnavailableError as e:
                 raise KeyUnavailableError(sealed[0], f"index {name!r} of table {self.meta.name!r} is encrypted "
-                                                     f"with it; {e.message.split(': ', 1)[-1]}", path=path) from None
+                                                     f"with it; {e.reason}", path=path) from None
             table = open_index_table(table, dek, path)
         elif im.definition.column in ((self.encryption or {}).get("columns") or {}):
             raise DecryptionError(f"index {name!r} of sensitive column {im.definition.column!r} is not encrypted",
