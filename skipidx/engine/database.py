@@ -128,9 +128,10 @@ class Database:
         if isinstance(stmt, str):
             return self.sql(stmt, params)
         self._check_open()
+        from skipidx.engine.statements import session_params
         from skipidx.sql.params import bind_params
 
-        return self._run_statement(bind_params(stmt, params))
+        return self._run_statement(bind_params(stmt, {**session_params(self), **(params or {})}))
 
     def cursor(self) -> "Cursor":
         """A PEP 249 cursor over this database."""
