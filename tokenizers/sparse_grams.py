@@ -294,6 +294,19 @@ class SparseGramsTokenizer(TextTokenizer):
 
         return token_rows(values, kernel, self.name)
 
+    def token_spans(self, values: pa.Array):
+        """(rows, data, starts, ends): every gram as a span of the values buffer `data`, or
+        None for arrays that are not one flat string/binary array (use tokenize then)."""
+        from ._arrow import buffer_views
+
+        t = values.type
+        if not (pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_large_string(t)
+                or pa.types.is_large_binary(t)):
+            return None
+        data, offsets, validity, voff = buffer_views(values)
+        rows, st, en = self._spans(data, offsets, validity, voff)
+        return rows, data, st, en
+
     def hash_column(self, values: pa.Array | pa.ChunkedArray, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
         s = np.uint64(check_seed(self.name, seed))
 

@@ -193,7 +193,6 @@ def select_table(db: Any, s: A.Select):
         bs = bind_select(snap.meta, q)
         plan = plan_query(snap, bs, db.index_cache)
         _apply_index_settings(plan, qs)
-        plan.direct_read = bool(qs.get("query_plan_direct_read_from_text_index")) and bool(qs.get("use_skip_indexes"))
 
         def before_scan(selections: list, stats: Any) -> None:
             _check_forced_indexes(plan, qs)
@@ -215,7 +214,9 @@ def _group_of(meta: Any) -> dict[str, str]:
 
 def _apply_index_settings(plan: Any, qs: QuerySettings) -> None:
     """use_skip_indexes = 0 drops every skip index (the ORDER BY key's min/max stays,
-    as ClickHouse's primary key); ignore_data_skipping_indices drops the named ones."""
+    as ClickHouse's primary key); ignore_data_skipping_indices drops the named ones;
+    query_plan_direct_read_from_text_index = 0 reads the column for count()s too."""
+    plan.direct_read = bool(qs.get("query_plan_direct_read_from_text_index"))
     if not qs.get("use_skip_indexes"):
         plan.uses = [u for u in plan.uses if u.is_primary_key]
         return

@@ -315,8 +315,15 @@ class TextAggregator(IndexAggregator):
         self._nc.append(null_counts(vals, zs, zl))
         if self._merged is not None:
             return
-        tk = self.tokenizer.tokenize(raw)
-        self._parts.append(_sorted_postings(tk.rows + row0, tk.offsets, tk.data))
+        spans_of = getattr(self.tokenizer, "token_spans", None)
+        spans = spans_of(raw) if spans_of is not None else None
+        if spans is not None:
+            # the tokens as spans of the values buffer: no copy of every token
+            rows, data, st, en = spans
+            self._parts.append(_spans_postings(rows + row0, data, st, en))
+        else:
+            tk = self.tokenizer.tokenize(raw)
+            self._parts.append(_sorted_postings(tk.rows + row0, tk.offsets, tk.data))
 
     def finish(self) -> TextGranules:
         zl = np.concatenate(self._zl) if self._zl else np.zeros(0, np.int64)
@@ -337,53 +344,60 @@ def _binary_of(offs: np.ndarray, data: np.ndarray) -> pa.Array:
                                                         pa.py_buffer(data)])
 
 
-def _sorted_postings(rows: np.ndarray, offs: np.ndarray, data: np.ndarray) -> tuple[pa.Array, np.ndarray, np.ndarray]:
-    """(sorted distinct tokens, posting offsets, rows) from (row, token) occurrences."""
-    arr = _binary_of(offs, data)
-    if len(arr) == 0:
-        return arr, np.zeros(1, np.int64), np.zeros(0, np.int64)
-    enc = pc.dictionary_encode(arr)
-    dic = enc.dictionary
-    order = pc.sort_indices(dic).to_numpy()
+def _rank_distinct(data: np.ndarray, starts: np.ndarray, ends: np.ndarray):
+    """(ids per token, sorted distinct tokens as a large_binary array, rank of each id)."""
+    ids, ds, de = TP.distinct_tokens(data, np.ascontiguousarray(starts, np.int64),
+                                     np.ascontiguousarray(ends, np.int64))
+    from skipidx_tokenizers._kernels import gather_spans
+
+    offs, buf = gather_spans(data, ds, de)
+    uniq = _binary_of(offs, buf)
+    order = pc.sort_indices(uniq).to_numpy() if len(uniq) else np.zeros(0, np.int64)
     rank = np.empty(order.shape[0], dtype=np.int64)
     rank[order] = np.arange(order.shape[0], dtype=np.int64)
-    tr = rank[enc.indices.to_numpy()]
-    return _pairs_to_postings(dic.take(pa.array(order)), tr, np.asarray(rows, dtype=np.int64))
+    return ids, uniq.take(pa.array(order, pa.int64())) if len(uniq) else uniq, rank
 
 
-def _pairs_to_postings(tokens: pa.Array, ranks: np.ndarray, rows: np.ndarray):
-    o = np.lexsort((rows, ranks))
-    r, w = ranks[o], rows[o]
-    keep = TP.dedup_pairs(r, w)
-    r, w = r[keep], w[keep]
-    counts = np.bincount(r, minlength=len(tokens)).astype(np.int64)
-    po = np.zeros(len(tokens) + 1, dtype=np.int64)
-    np.cumsum(counts, out=po[1:])
-    return tokens, po, w
+def _sorted_postings(rows: np.ndarray, offs: np.ndarray, data: np.ndarray) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+    """(sorted distinct tokens, posting offsets, rows) from (row, token) occurrences in row order."""
+    offs = np.asarray(offs, dtype=np.int64)
+    return _spans_postings(np.asarray(rows, np.int64), data, offs[:-1], offs[1:])
+
+
+def _spans_postings(rows: np.ndarray, data: np.ndarray, starts: np.ndarray, ends: np.ndarray):
+    if rows.shape[0] == 0:
+        return pa.array([], pa.large_binary()), np.zeros(1, np.int64), np.zeros(0, np.int64)
+    ids, toks, rank = _rank_distinct(data, starts, ends)
+    po, pr = TP.postings_by_rank(rank, ids, rows, len(toks), False)
+    return toks, po, pr
 
 
 def _combine(parts: list[tuple[pa.Array, np.ndarray, np.ndarray]], row_maps: list[np.ndarray] | None):
     """One sorted dictionary with postings from several (tokens, posting offsets, rows), rows
-    mapped through row_maps[i] (None: kept)."""
-    parts = [p for p in parts if len(p[0])]
+    mapped through row_maps[i] (None: kept; then the parts must come in row order)."""
+    if row_maps is not None:
+        keep = [i for i, p in enumerate(parts) if len(p[0])]
+        parts, row_maps = [parts[i] for i in keep], [row_maps[i] for i in keep]
+    else:
+        parts = [p for p in parts if len(p[0])]
     if not parts:
         return pa.array([], pa.large_binary()), np.zeros(1, np.int64), np.zeros(0, np.int64)
     if len(parts) == 1 and row_maps is None:
         return parts[0]
     toks = pa.concat_arrays([p[0].cast(pa.large_binary()) for p in parts])
-    enc = pc.dictionary_encode(toks)
-    dic = enc.dictionary
-    order = pc.sort_indices(dic).to_numpy()
-    rank = np.empty(order.shape[0], dtype=np.int64)
-    rank[order] = np.arange(order.shape[0], dtype=np.int64)
-    tok_rank = rank[enc.indices.to_numpy()]
-    ranks, rows, base = [], [], 0
+    offs = np.frombuffer(toks.buffers()[1], dtype=np.int64, count=len(toks) + 1, offset=toks.offset * 8)
+    data = np.frombuffer(toks.buffers()[2], dtype=np.uint8)
+    tok_ids = np.arange(len(toks), dtype=np.int64)
+    ids, utoks, rank = _rank_distinct(data, offs[:-1], offs[1:])
+    entry_ids, rows, base = [], [], 0
     for i, (t, po, pr) in enumerate(parts):
         n = len(t)
-        ranks.append(np.repeat(tok_rank[base:base + n], np.diff(po)))
+        entry_ids.append(np.repeat(ids[tok_ids[base:base + n]], np.diff(po)))
         rows.append(pr if row_maps is None else row_maps[i][pr])
         base += n
-    return _pairs_to_postings(dic.take(pa.array(order)), np.concatenate(ranks), np.concatenate(rows))
+    po, pr = TP.postings_by_rank(rank, np.concatenate(entry_ids), np.concatenate(rows), len(utoks),
+                                 row_maps is not None)
+    return utoks, po, pr
 
 
 def _granules(params, tokenizer: Tokenizer | tuple[str, str], zl, nc, toks: pa.Array, po, pr) -> TextGranules:

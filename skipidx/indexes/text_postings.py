@@ -260,3 +260,166 @@ def dedup_pairs(ranks, rows):
         if ranks[i] == ranks[i - 1] and rows[i] == rows[i - 1]:
             keep[i] = False
     return keep
+
+
+# ---------------------------------------------------------------- building postings
+from skipidx.core._kernels.xxh64 import xxh64_span  # noqa: E402
+
+
+@njit(inline="always", cache=True)
+def _same(data, a0, a1, b0, b1):
+    if a1 - a0 != b1 - b0:
+        return False
+    for q in range(a1 - a0):
+        if data[a0 + q] != data[b0 + q]:
+            return False
+    return True
+
+
+@njit(inline="always", cache=True)
+def _word(data, p, e):
+    """Up to 8 bytes at data[p:e] as a little-endian integer (0 past e)."""
+    w = np.uint64(0)
+    m = e - p
+    if m > 8:
+        m = 8
+    for q in range(m if m > 0 else 0):
+        w |= np.uint64(data[p + q]) << np.uint64(8 * q)
+    return w
+
+
+@njit(cache=True, nogil=True)
+def distinct_tokens(data, starts, ends):
+    """Token ids by content (exact: hash tables on xxh64, then length, the first 16 bytes
+    and -- for longer tokens -- a byte compare): (ids int64 per token, first span of each
+    distinct token as (starts, ends)).
+
+    Tokens are first partitioned by the top byte of their hash (sequential writes), then
+    each of the 256 partitions gets its own small table, and a probe compares against the
+    partition's distinct tokens' hash/length/leading words (kept together, in cache):
+    one table over all tokens of a part missed the cache on nearly every probe."""
+    n = starts.shape[0]
+    hs = np.empty(n, dtype=np.uint64)
+    cnt = np.zeros(257, dtype=np.int64)
+    for k in range(n):
+        h = xxh64_span(data, starts[k], ends[k] - starts[k], np.uint64(0))
+        hs[k] = h
+        cnt[(h >> np.uint64(56)) + 1] += 1
+    for b in range(256):
+        cnt[b + 1] += cnt[b]
+    pos = cnt[:-1].copy()
+    # scatter every token's key into its partition, in partition order (sequential reads later)
+    ph = np.empty(n, dtype=np.uint64)
+    pw0 = np.empty(n, dtype=np.uint64)
+    pw1 = np.empty(n, dtype=np.uint64)
+    pln = np.empty(n, dtype=np.int64)
+    pk = np.empty(n, dtype=np.int64)
+    for k in range(n):
+        h = hs[k]
+        b = h >> np.uint64(56)
+        q = pos[b]
+        pos[b] += 1
+        s0 = starts[k]
+        e0 = ends[k]
+        ph[q] = h
+        pw0[q] = _word(data, s0, e0)
+        pw1[q] = _word(data, s0 + 8, e0)
+        pln[q] = e0 - s0
+        pk[q] = k
+    ids = np.empty(n, dtype=np.int64)
+    m = max(n, 1)
+    ds = np.empty(m, dtype=np.int64)
+    de = np.empty(m, dtype=np.int64)
+    dh = np.empty(m, dtype=np.uint64)
+    dw0 = np.empty(m, dtype=np.uint64)
+    dw1 = np.empty(m, dtype=np.uint64)
+    dln = np.empty(m, dtype=np.int64)
+    nd = 0
+    cap = 1024
+    table = np.full(cap, -1, dtype=np.int64)
+    for b in range(256):
+        table[:] = -1
+        used = 0
+        for q in range(cnt[b], cnt[b + 1]):
+            h = ph[q]
+            w0 = pw0[q]
+            w1 = pw1[q]
+            ln = pln[q]
+            mask = cap - 1
+            j = np.int64((h >> np.uint64(20)) & np.uint64(mask))
+            while True:
+                t = table[j]
+                if t < 0:
+                    k = pk[q]
+                    table[j] = nd
+                    ds[nd] = starts[k]
+                    de[nd] = ends[k]
+                    dh[nd] = h
+                    dw0[nd] = w0
+                    dw1[nd] = w1
+                    dln[nd] = ln
+                    ids[k] = nd
+                    nd += 1
+                    used += 1
+                    break
+                if dh[t] == h and dw0[t] == w0 and dw1[t] == w1 and dln[t] == ln:
+                    if ln <= 16:
+                        ids[pk[q]] = t
+                        break
+                    k = pk[q]
+                    if _same(data, ds[t], de[t], starts[k], ends[k]):
+                        ids[k] = t
+                        break
+                j = (j + 1) & mask
+            if 2 * used > cap:
+                # grow this partition's table: reinsert its distinct tokens
+                cap <<= 1
+                mask = cap - 1
+                table = np.full(cap, -1, dtype=np.int64)
+                for t in range(nd - used, nd):
+                    jj = np.int64((dh[t] >> np.uint64(20)) & np.uint64(mask))
+                    while table[jj] >= 0:
+                        jj = (jj + 1) & mask
+                    table[jj] = t
+    return ids, ds[:nd], de[:nd]
+
+
+@njit(cache=True, nogil=True)
+def postings_by_rank(rank_of_id, ids, rows, n_ranks, sort_segments):
+    """Counting sort of (rank, row) pairs by rank, keeping row order inside a rank and
+    dropping a repeated row of a token; ``sort_segments``: rows are not in order, sort and
+    dedup each token's rows. Returns (post_offs, post_rows)."""
+    n = ids.shape[0]
+    cnt = np.zeros(n_ranks + 1, dtype=np.int64)
+    last = np.full(n_ranks, -1, dtype=np.int64)
+    for k in range(n):
+        r = rank_of_id[ids[k]]
+        if sort_segments or last[r] != rows[k]:
+            cnt[r + 1] += 1
+            last[r] = rows[k]
+    for r in range(n_ranks):
+        cnt[r + 1] += cnt[r]
+    pos = cnt[:-1].copy()
+    out = np.empty(cnt[n_ranks], dtype=np.int64)
+    last[:] = -1
+    for k in range(n):
+        r = rank_of_id[ids[k]]
+        if sort_segments or last[r] != rows[k]:
+            out[pos[r]] = rows[k]
+            pos[r] += 1
+            last[r] = rows[k]
+    if not sort_segments:
+        return cnt, out
+    # each token's rows sorted, duplicates dropped, compacted
+    offs = np.zeros(n_ranks + 1, dtype=np.int64)
+    w = 0
+    for r in range(n_ranks):
+        seg = np.sort(out[cnt[r]:cnt[r + 1]])
+        prev = -1
+        for v in seg:
+            if v != prev:
+                out[w] = v
+                w += 1
+                prev = v
+        offs[r + 1] = w
+    return offs, out[:w]
