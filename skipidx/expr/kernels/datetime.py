@@ -1,0 +1,366 @@
+"""Date and time functions (ClickHouse 26.9 semantics, checked against chDB).
+
+DateTime values are instants (Arrow timestamps); a column's time zone
+(``DateTime('Asia/Tokyo')``) is its Arrow timestamp's zone and the calendar
+parts are read in it; without a zone they are read in UTC, the session time
+zone skipidx runs with (and the tests give chDB).
+"""
+from __future__ import annotations
+
+import datetime as _dt
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from skipidx.core.errors import SkipidxError
+
+ArrayLike = pa.Array | pa.ChunkedArray
+
+_UNIT_S = {"s": 1, "ms": 1000, "us": 10**6, "ns": 10**9}
+#: ClickHouse's Date is days since 1970 as UInt16: toDate(n) reads n < 65536 as days, else as seconds.
+_DATE_DAYS_LIMIT = 65536
+
+
+def _one(a: ArrayLike) -> pa.Array:
+    if isinstance(a, pa.ChunkedArray):
+        a = a.combine_chunks() if a.num_chunks != 1 else a.chunk(0)
+    if pa.types.is_dictionary(a.type):
+        a = a.dictionary_decode()
+    return a
+
+
+def _temporal(a: ArrayLike, fn: str) -> pa.Array:
+    a = _one(a)
+    if not (pa.types.is_timestamp(a.type) or pa.types.is_date(a.type)):
+        raise SkipidxError(f"{fn}: expected a Date or DateTime argument, got {a.type}")
+    return a
+
+
+def part(a: ArrayLike, which: str) -> pa.Array:
+    """toYear .. toSecond, toQuarter, toDayOfWeek (1 = Monday), toDayOfYear, toYYYYMM, toYYYYMMDD."""
+    a = _temporal(a, which)
+    if which == "year":
+        return pc.year(a).cast(pa.uint16())
+    if which == "quarter":
+        return pc.quarter(a).cast(pa.uint8())
+    if which == "month":
+        return pc.month(a).cast(pa.uint8())
+    if which == "day":
+        return pc.day(a).cast(pa.uint8())
+    if which == "day_of_week":
+        return pc.add(pc.day_of_week(a), 1).cast(pa.uint8())
+    if which == "day_of_year":
+        return pc.day_of_year(a).cast(pa.uint16())
+    if which in ("hour", "minute", "second"):
+        if pa.types.is_date(a.type):
+            return pa.array(np.zeros(len(a), np.uint8), pa.uint8(), mask=_mask(a))
+        return getattr(pc, which)(a).cast(pa.uint8())
+    if which == "yyyymm":
+        return pc.add(pc.multiply(pc.year(a), 100), pc.month(a)).cast(pa.uint32())
+    if which == "yyyymmdd":
+        return pc.add(pc.add(pc.multiply(pc.year(a), 10000), pc.multiply(pc.month(a), 100)), pc.day(a)).cast(pa.uint32())
+    raise SkipidxError(f"unknown date part {which!r}")
+
+
+def _mask(a: pa.Array) -> np.ndarray | None:
+    return a.is_null().to_numpy(zero_copy_only=False) if a.null_count else None
+
+
+def start_of(a: ArrayLike, unit: str) -> pa.Array:
+    """toStartOfMinute/Hour/Day (DateTime) and toStartOfWeek (Sunday)/Month/Quarter/Year (Date)."""
+    a = _temporal(a, f"toStartOf{unit}")
+    if unit in ("minute", "hour", "day"):
+        if pa.types.is_date(a.type):
+            a = a.cast(pa.timestamp("s"))
+        out = pc.floor_temporal(a, unit=unit)
+        return out.cast(pa.timestamp("s", a.type.tz))
+    if unit == "week":   # mode 0: weeks start on Sunday
+        d = to_date(a)
+        days = d.cast(pa.int32()).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+        # 1970-01-01 was a Thursday: (days + 4) % 7 is the weekday with Sunday = 0
+        start = days - (days + 4) % 7
+        start = np.maximum(start, 0)     # ClickHouse clamps to the Date range
+        return pa.array(start.astype(np.int32), pa.int32(), mask=_mask(d)).cast(pa.date32())
+    if unit in ("month", "quarter", "year"):
+        return pc.floor_temporal(to_date(a), unit=unit)
+    raise SkipidxError(f"unknown unit {unit!r}")
+
+
+def to_date(a: ArrayLike) -> pa.Array:
+    """toDate: a DateTime's calendar day in its zone; a number below 65536 is a day number,
+    a larger one seconds since the epoch; a String 'YYYY-MM-DD[ hh:mm:ss]'."""
+    a = _one(a)
+    t = a.type
+    if pa.types.is_date32(t):
+        return a
+    if pa.types.is_date64(t):
+        return a.cast(pa.date32())
+    if pa.types.is_timestamp(t):
+        if t.tz:
+            local = pc.local_timestamp(a)
+            return local.cast(pa.timestamp(t.unit)).cast(pa.date32())
+        return pc.floor_temporal(a, unit="day").cast(pa.date32())
+    if pa.types.is_integer(t) or pa.types.is_floating(t):
+        v = a.cast(pa.int64(), safe=False).fill_null(0).to_numpy(zero_copy_only=False)
+        days = np.where(v < _DATE_DAYS_LIMIT, v, np.floor_divide(v, 86400))
+        return pa.array(days.astype(np.int32), pa.int32(), mask=_mask(a)).cast(pa.date32())
+    if pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_large_string(t):
+        return parse_datetime(a, "toDate", date_only=True)
+    raise SkipidxError(f"toDate: cannot convert {t}")
+
+
+def to_datetime(a: ArrayLike, tz: str | None = None, precision: int | None = None,
+                name: str = "toDateTime") -> pa.Array:
+    """toDateTime / toDateTime64(x, p): Strings parse as 'YYYY-MM-DD[ hh:mm:ss[.f]]' in `tz`
+    (UTC when none), numbers are seconds since the epoch, Dates are midnight."""
+    a = _one(a)
+    t = a.type
+    unit = "s" if not precision else "ms" if precision <= 3 else "us" if precision <= 6 else "ns"
+    target = pa.timestamp(unit, tz)
+    if pa.types.is_timestamp(t):
+        return _retick(a.cast(pa.timestamp(t.unit)), unit, precision).cast(target)
+    if pa.types.is_date(t):
+        return a.cast(pa.timestamp("s")).cast(pa.timestamp(unit)).cast(target)
+    if pa.types.is_integer(t):
+        secs = a.cast(pa.int64(), safe=False)
+        return pc.multiply(secs, _UNIT_S[unit]).cast(pa.timestamp(unit)).cast(target)
+    if pa.types.is_floating(t):
+        v = a.cast(pa.float64()).to_numpy(zero_copy_only=False)
+        ticks = np.trunc(np.nan_to_num(v) * _UNIT_S[unit]).astype(np.int64)
+        return pa.array(ticks, pa.int64(), mask=_mask(a)).cast(pa.timestamp(unit)).cast(target)
+    if pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_large_string(t):
+        naive = parse_datetime(a, name, unit=unit)
+        if tz:
+            naive = pc.assume_timezone(naive, timezone=tz, ambiguous="earliest", nonexistent="earliest")
+        return _retick(naive.cast(pa.timestamp(unit)), unit, precision).cast(target)
+    raise SkipidxError(f"{name}: cannot convert {t}")
+
+
+def _retick(a: pa.Array, unit: str, precision: int | None) -> pa.Array:
+    """Truncate to `unit` (and to DateTime64(p)'s tick when p is not a whole unit)."""
+    src = _UNIT_S[a.type.unit]
+    dst = _UNIT_S[unit]
+    v = a.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
+    if src > dst:
+        v = np.floor_divide(v, src // dst)
+    elif dst > src:
+        v = v * (dst // src)
+    if precision is not None and precision not in (0, 3, 6, 9):
+        tick = 10 ** ({"s": 0, "ms": 3, "us": 6, "ns": 9}[unit] - precision)
+        v = np.floor_divide(v, tick) * tick
+    return pa.array(v, pa.int64(), mask=_mask(a)).cast(pa.timestamp(unit))
+
+
+_ISO = (r"^\s*(?P<y>\d{4})-(?P<mo>\d{1,2})-(?P<d>\d{1,2})(?:[T ](?P<h>\d{1,2}):(?P<mi>\d{2})"
+        r"(?::(?P<s>\d{2})(?:\.(?P<f>\d{1,9}))?)?)?\s*(?P<z>Z|[+-]\d{2}(?::?\d{2})?)?\s*$")
+
+
+def parse_datetime(a: ArrayLike, name: str, *, date_only: bool = False, unit: str = "s",
+                   on_error: str = "raise", best_effort: bool = False) -> pa.Array:
+    """Text to a (naive, UTC-read) timestamp or a Date. `on_error`: raise | null | zero.
+
+    Strict form (toDate/toDateTime): YYYY-MM-DD[ hh:mm:ss[.fraction]]. `best_effort`
+    (parseDateTimeBestEffort) also takes 'T', 'Z' and offsets, and a bare epoch number."""
+    a = _one(a)
+    s = a.cast(pa.string()) if not pa.types.is_string(a.type) else a
+    if best_effort or date_only:
+        pattern = _ISO
+    else:   # toDateTime: two-digit fields, seconds required, a fraction only for DateTime64
+        pattern = (r"^\s*(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})(?: (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
+                   + (r"(?:\.(?P<f>\d{1,9}))?" if unit != "s" else r"(?P<f>)") + r")?(?P<z>)\s*$")
+    parts = pc.extract_regex(s, pattern=pattern)
+    ok = pc.is_valid(parts)
+    n = len(s)
+    valid_in = pc.is_valid(s).to_numpy(zero_copy_only=False)
+    okn = ok.to_numpy(zero_copy_only=False)
+
+    def field(i: int, default: int = 0) -> np.ndarray:
+        f = pc.struct_field(parts, [i])
+        f = pc.if_else(pc.equal(pc.utf8_length(pc.fill_null(f, "")), 0), None, f)
+        return pc.fill_null(pc.cast(f, pa.int64(), safe=False), default).to_numpy(zero_copy_only=False)
+
+    if best_effort:
+        digits = pc.match_substring_regex(s, pattern=r"^\s*\d{9,10}\s*$").fill_null(False).to_numpy(zero_copy_only=False)
+    else:
+        digits = np.zeros(n, bool)
+    y, mo, d = field(0, 1970), field(1, 1), field(2, 1)
+    hh, mi, ss = field(3), field(4), field(5)
+    frac_txt = pc.fill_null(pc.struct_field(parts, [6]), "")
+    frac_len = pc.utf8_length(frac_txt).to_numpy(zero_copy_only=False)
+    frac_val = pc.fill_null(pc.cast(pc.if_else(pc.equal(frac_txt, ""), None, frac_txt), pa.int64(), safe=False), 0) \
+        .to_numpy(zero_copy_only=False)
+    per = _UNIT_S[unit]
+    sub = np.zeros(n, np.int64)
+    if per > 1:
+        scale = np.power(10.0, np.clip(9 - frac_len, 0, 9)).astype(np.int64)
+        nanos = frac_val * scale
+        sub = nanos // (10**9 // per)
+    offset_s = np.zeros(n, np.int64)
+    if best_effort:
+        off = pc.fill_null(pc.struct_field(parts, [7]), "").to_pylist()
+        for i, o in enumerate(off):
+            if o and o != "Z":
+                sign = -1 if o[0] == "-" else 1
+                digs = o[1:].replace(":", "")
+                offset_s[i] = sign * (int(digs[:2]) * 3600 + (int(digs[2:4]) if len(digs) > 2 else 0) * 60)
+    good = okn & (mo >= 1) & (mo <= 12) & (d >= 1) & (d <= 31) & (hh < 24) & (mi < 60) & (ss < 60)
+    days = np.zeros(n, np.int64)
+    if good.any():
+        # toDate/toDateTime do not check the day against the month (2021-02-30 is 2021-03-02);
+        # parseDateTimeBestEffort does
+        if best_effort:
+            ny, nm = np.where(mo == 12, y + 1, y), np.where(mo == 12, 1, mo + 1)
+            good &= d <= _days_from_civil(ny, nm, np.ones_like(nm)) - _days_from_civil(y, mo, np.ones_like(mo))
+        days = np.where(good, _days_from_civil(y, mo, d), 0)
+    secs = days * 86400 + hh * 3600 + mi * 60 + ss - offset_s
+    if best_effort and digits.any():
+        epoch = pc.fill_null(pc.cast(pc.if_else(pa.array(digits), pc.utf8_trim_whitespace(s), None), pa.int64(),
+                                     safe=False), 0).to_numpy(zero_copy_only=False)
+        secs = np.where(digits, epoch, secs)
+        sub = np.where(digits, 0, sub)
+        good = good | digits
+    bad = valid_in & ~good
+    if bad.any():
+        if on_error == "raise":
+            first = s[int(np.argmax(bad))].as_py()
+            want = "YYYY-MM-DD" if date_only else "YYYY-MM-DD hh:mm:ss"
+            raise SkipidxError(f"{name}: cannot parse {first!r} (expected {want})")
+    mask = ~valid_in | (bad if on_error == "null" else np.zeros(n, bool))
+    secs = np.where(bad, 0, secs)
+    sub = np.where(bad, 0, sub)
+    if date_only:
+        return pa.array(np.floor_divide(secs, 86400).astype(np.int32), pa.int32(), mask=mask).cast(pa.date32())
+    return pa.array(secs * per + sub, pa.int64(), mask=mask).cast(pa.timestamp(unit))
+
+
+def _days_from_civil(y: np.ndarray, m: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm)."""
+    y = y - (m <= 2)
+    era = np.floor_divide(y, 400)
+    yoe = y - era * 400
+    mp = (m + 9) % 12
+    doy = (153 * mp + 2) // 5 + d - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
+
+
+_RELATIVE = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}
+
+
+def date_diff(unit: str, a: ArrayLike, b: ArrayLike) -> pa.Array:
+    """dateDiff(unit, a, b): boundaries of `unit` crossed from a to b (Int64), as ClickHouse counts."""
+    u = unit.lower().rstrip("s") if isinstance(unit, str) else unit.decode().lower().rstrip("s")
+    aliases = {"ss": "second", "mi": "minute", "hh": "hour", "dd": "day", "d": "day", "wk": "week",
+               "mm": "month", "m": "month", "qq": "quarter", "yy": "year", "yyyy": "year"}
+    u = aliases.get(u, u)
+    x, y = _one(a), _one(b)
+    if u in _RELATIVE:
+        return pc.subtract(_relative(y, u), _relative(x, u))
+    if u == "week":   # ClickHouse's toRelativeWeekNum: weeks start on Monday
+        return pc.subtract(_week_num(y), _week_num(x))
+    if u in ("month", "quarter", "year"):
+        def num(t):
+            yr = pc.year(t).cast(pa.int64())
+            if u == "year":
+                return yr
+            if u == "quarter":
+                return pc.add(pc.multiply(yr, 4), pc.subtract(pc.quarter(t).cast(pa.int64()), 1))
+            return pc.add(pc.multiply(yr, 12), pc.subtract(pc.month(t).cast(pa.int64()), 1))
+        return pc.subtract(num(y), num(x))
+    raise SkipidxError(f"dateDiff: unknown unit {unit!r}")
+
+
+def _seconds(t: pa.Array) -> pa.Array:
+    if pa.types.is_date(t.type):
+        return pc.multiply(t.cast(pa.int32()).cast(pa.int64()), 86400)
+    if t.type.tz:
+        t = pc.local_timestamp(t)
+    v = t.cast(pa.timestamp(t.type.unit)).cast(pa.int64())
+    return pc.divide(v, _UNIT_S[t.type.unit]) if _UNIT_S[t.type.unit] > 1 else v
+
+
+def _relative(t: pa.Array, u: str) -> pa.Array:
+    s = _seconds(t).to_numpy(zero_copy_only=False) if not _seconds(t).null_count else \
+        _seconds(t).fill_null(0).to_numpy(zero_copy_only=False)
+    return pa.array(np.floor_divide(s, _RELATIVE[u]), pa.int64(), mask=_mask(t))
+
+
+def _week_num(t: pa.Array) -> pa.Array:
+    days = _relative(t, "day").fill_null(0).to_numpy(zero_copy_only=False)
+    return pa.array(np.floor_divide(days + 3, 7), pa.int64(), mask=_mask(t))
+
+
+def add_interval(a: ArrayLike, unit: str, n: int) -> pa.Array:
+    """See :func:`_add_interval`; DateTime and Date results saturate at their ranges, as ClickHouse's do."""
+    out = _add_interval(a, unit, n)
+    if pa.types.is_date(out.type):
+        v = np.clip(out.cast(pa.int32()).fill_null(0).to_numpy(zero_copy_only=False), 0, 65535)
+        return pa.array(v.astype(np.int32), pa.int32(), mask=_mask(out)).cast(pa.date32())
+    if out.type.unit == "s":
+        v = np.clip(out.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False), 0, 2**32 - 1)
+        return pa.array(v, pa.int64(), mask=_mask(out)).cast(out.type)
+    return out
+
+
+def _add_interval(a: ArrayLike, unit: str, n: int) -> pa.Array:
+    """Date/DateTime + n units (n may be negative). Months and years clamp the day to the
+    month's last day (2020-01-31 + 1 month = 2020-02-29); a Date plus a sub-day unit is a DateTime."""
+    x = _one(a)
+    if unit in ("second", "minute", "hour", "millisecond", "microsecond", "nanosecond"):
+        step = {"second": 1, "minute": 60, "hour": 3600}.get(unit)
+        if pa.types.is_date(x.type):
+            x = x.cast(pa.timestamp("s"))
+        tu = x.type.unit
+        if step is None:
+            sub = {"millisecond": 1000, "microsecond": 10**6, "nanosecond": 10**9}[unit]
+            if _UNIT_S[tu] < sub:
+                raise SkipidxError(f"INTERVAL {unit} needs a DateTime64 of that precision")
+            delta = n * (_UNIT_S[tu] // sub)
+        else:
+            delta = n * step * _UNIT_S[tu]
+        return pc.add(x.cast(pa.int64()), delta).cast(pa.timestamp(tu, x.type.tz))
+    if unit in ("day", "week"):
+        days = n * (7 if unit == "week" else 1)
+        if pa.types.is_date(x.type):
+            return pc.add(x.cast(pa.int32()), days).cast(pa.date32())
+        return pc.add(x.cast(pa.int64()), days * 86400 * _UNIT_S[x.type.unit]).cast(x.type)
+    if unit in ("month", "quarter", "year"):
+        months = n * {"month": 1, "quarter": 3, "year": 12}[unit]
+        return _add_months(x, months)
+    raise SkipidxError(f"unknown interval unit {unit!r}")
+
+
+def _add_months(x: pa.Array, months: int) -> pa.Array:
+    is_date = pa.types.is_date(x.type)
+    d = x if is_date else (pc.local_timestamp(x) if x.type.tz else x)
+    y = pc.year(d).cast(pa.int64()).fill_null(1970).to_numpy(zero_copy_only=False)
+    m = pc.month(d).cast(pa.int64()).fill_null(1).to_numpy(zero_copy_only=False)
+    day = pc.day(d).cast(pa.int64()).fill_null(1).to_numpy(zero_copy_only=False)
+    total = y * 12 + (m - 1) + months
+    ny, nm = np.floor_divide(total, 12), total % 12 + 1
+    last = _days_from_civil(np.where(nm == 12, ny + 1, ny), np.where(nm == 12, 1, nm + 1), np.ones_like(nm)) - \
+        _days_from_civil(ny, nm, np.ones_like(nm))
+    nd = np.minimum(day, last)
+    days = _days_from_civil(ny, nm, nd)
+    if is_date:
+        return pa.array(days.astype(np.int32), pa.int32(), mask=_mask(x)).cast(pa.date32())
+    unit = x.type.unit
+    per = _UNIT_S[unit]
+    within = _seconds(d).fill_null(0).to_numpy(zero_copy_only=False) % 86400
+    ticks = d.cast(pa.timestamp(unit)).cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False) % per \
+        if per > 1 else 0
+    local = (days * 86400 + within) * per + ticks
+    out = pa.array(local, pa.int64(), mask=_mask(x)).cast(pa.timestamp(unit))
+    if x.type.tz:
+        out = pc.assume_timezone(out, timezone=x.type.tz, ambiguous="earliest", nonexistent="earliest")
+    return out
+
+
+def now(tz: str | None = None) -> _dt.datetime:
+    """The statement's current time, to the second (one value per statement, as ClickHouse)."""
+    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0, tzinfo=None)
+
+
+def today() -> _dt.date:
+    return _dt.datetime.now(_dt.timezone.utc).date()

@@ -1,0 +1,249 @@
+"""String functions beyond search (ClickHouse 26.9 semantics, checked against chDB).
+
+Strings are bytes, as in ClickHouse: ``length``, ``substring`` and
+``position`` count bytes; the ``...UTF8`` variants count code points.
+NULL in gives NULL out. Constant arguments arrive as Python values.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from skipidx.core.errors import SkipidxError
+ArrayLike = pa.Array | pa.ChunkedArray
+
+_BIN = pa.binary()
+
+
+def _bin(a: ArrayLike) -> pa.Array:
+    """One binary array (dictionaries decoded, chunks combined): byte-wise kernels."""
+    if isinstance(a, pa.ChunkedArray):
+        a = a.combine_chunks() if a.num_chunks != 1 else a.chunk(0)
+    if pa.types.is_dictionary(a.type):
+        a = a.dictionary_decode()
+    t = a.type
+    if pa.types.is_string(t):
+        return a.view(_BIN)
+    if pa.types.is_large_string(t):
+        return a.view(pa.large_binary()).cast(_BIN)
+    if pa.types.is_binary(t):
+        return a
+    if pa.types.is_fixed_size_binary(t) or pa.types.is_large_binary(t) or pa.types.is_string_view(t) \
+            or pa.types.is_binary_view(t):
+        return a.cast(_BIN)
+    raise SkipidxError(f"expected a String argument, got {t}")
+
+
+def _as_string(a: pa.Array) -> pa.Array:
+    """Binary results back as String when they are valid UTF-8 (ClickHouse's String holds either)."""
+    try:
+        return a.cast(pa.string())
+    except pa.ArrowInvalid:
+        return a
+
+
+def _const_bytes(v) -> bytes:
+    return v.encode() if isinstance(v, str) else bytes(v)
+
+
+def concat(*args: ArrayLike) -> pa.Array:
+    """``concat(a, b, ...)``: non-String arguments are their text (the caller casts them)."""
+    parts = [_bin(a) for a in args]
+    return _as_string(pc.binary_join_element_wise(*parts, pa.scalar(b"", _BIN)))
+
+
+def length_utf8(a: ArrayLike) -> pa.Array:
+    """Code points; an invalid UTF-8 byte counts as one, as ClickHouse's UTF8 functions do."""
+    b = _bin(a)
+    data, offs = _data_offsets(b)
+    # every byte that is not a continuation byte (10xxxxxx) starts a code point
+    starts = np.concatenate([[0], np.cumsum((data & 0xC0) != 0x80)]) if data.size else np.zeros(1, np.int64)
+    n = starts[offs[1:]] - starts[offs[:-1]]
+    return pa.array(n.astype(np.uint64), pa.uint64(), mask=_null_mask(b))
+
+
+def _data_offsets(b: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    bufs = b.buffers()
+    offs = np.frombuffer(bufs[1], np.int32, len(b) + 1, b.offset * 4).astype(np.int64)
+    data = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
+    return data, offs
+
+
+def _null_mask(a: pa.Array) -> np.ndarray | None:
+    return a.is_null().to_numpy(zero_copy_only=False) if a.null_count else None
+
+
+def upper_utf8(a: ArrayLike) -> pa.Array:
+    return _map_valid_utf8(a, pc.utf8_upper)
+
+
+def lower_utf8(a: ArrayLike) -> pa.Array:
+    return _map_valid_utf8(a, pc.utf8_lower)
+
+
+def _map_valid_utf8(a: ArrayLike, fn) -> pa.Array:
+    b = _bin(a)
+    try:
+        s = b.cast(pa.string())
+    except pa.ArrowInvalid:
+        # rows that are not UTF-8 stay as they are (ClickHouse leaves invalid sequences)
+        vals = [None if v is None else _try_utf8(v, fn) for v in b.to_pylist()]
+        return _as_string(pa.array(vals, _BIN))
+    return fn(s)
+
+
+def _try_utf8(v: bytes, fn) -> bytes:
+    try:
+        return fn(pa.array([v.decode()]))[0].as_py().encode()
+    except UnicodeDecodeError:
+        return v
+
+
+def substring(a: ArrayLike, offset, length=None) -> pa.Array:
+    """ClickHouse's ``substring(s, offset[, length])``: 1-based bytes; a negative offset
+    counts from the end; offset 0 gives ''; a negative length drops that many bytes at the end."""
+    b = _bin(a)
+    data, offs = _data_offsets(b)
+    lens = offs[1:] - offs[:-1]
+    off = _int_arg(offset, len(b))
+    start = np.where(off > 0, off - 1, np.where(off < 0, lens + off, lens))  # off == 0: empty
+    start = np.where(off == 0, lens, start)
+    start = np.clip(start, 0, lens)
+    neg_before = np.where((off < 0) & (lens + off < 0), lens + off, 0)     # start before the string
+    if length is None:
+        end = lens.copy()
+    else:
+        ln = _int_arg(length, len(b))
+        end = np.where(ln >= 0, np.clip(start + ln + neg_before, start, lens), np.clip(lens + ln, start, lens))
+    end = np.maximum(end, start)
+    return _slices(b, offs[:-1] + start, offs[:-1] + end, data)
+
+
+def _int_arg(v, n: int) -> np.ndarray:
+    if isinstance(v, (pa.Array, pa.ChunkedArray)):
+        return np.asarray(v.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False), np.int64)
+    return np.full(n, int(v), np.int64)
+
+
+def _slices(b: pa.Array, s: np.ndarray, e: np.ndarray, data: np.ndarray) -> pa.Array:
+    n = e - s
+    out_offs = np.zeros(len(n) + 1, np.int64)
+    np.cumsum(n, out=out_offs[1:])
+    if out_offs[-1]:
+        idx = np.repeat(s - out_offs[:-1], n) + np.arange(out_offs[-1])
+        out = data[idx]
+    else:
+        out = np.zeros(0, np.uint8)
+    arr = pa.Array.from_buffers(pa.large_binary(), len(n),
+                                [b.buffers()[0] if b.null_count and b.offset == 0 else None,
+                                 pa.py_buffer(out_offs.tobytes()), pa.py_buffer(out.tobytes())])
+    if b.null_count and b.offset != 0:
+        arr = pc.if_else(b.is_null(), pa.scalar(None, pa.large_binary()), arr)
+    return _as_string(arr.cast(_BIN))
+
+
+def position(a: ArrayLike, needle, case_insensitive: bool = False) -> pa.Array:
+    """1-based byte position of the first occurrence, 0 if none; an empty needle is at 1."""
+    b = _bin(a)
+    nd = _const_bytes(needle)
+    hay = b
+    if case_insensitive:
+        hay = pc.ascii_lower(b.cast(pa.string(), safe=False)).view(_BIN) if _valid_utf8(b) else _ascii_fold(b)
+        nd = nd.lower() if nd.isascii() else bytes(x + 32 if 65 <= x <= 90 else x for x in nd)
+    if not nd:
+        return pa.array(np.ones(len(b), np.uint64), pa.uint64(), mask=_null_mask(b))
+    idx = pc.find_substring(hay, pattern=nd)
+    return pc.add(idx, 1).cast(pa.uint64())
+
+
+def _valid_utf8(b: pa.Array) -> bool:
+    try:
+        b.cast(pa.string())
+        return True
+    except pa.ArrowInvalid:
+        return False
+
+
+def _ascii_fold(b: pa.Array) -> pa.Array:
+    data, offs = _data_offsets(b)
+    up = (data >= 65) & (data <= 90)
+    d = data.copy()
+    d[up] += 32
+    return pa.Array.from_buffers(_BIN, len(b), [b.buffers()[0], b.buffers()[1], pa.py_buffer(d.tobytes())],
+                                 b.null_count, b.offset)
+
+
+def replace_all(a: ArrayLike, needle, replacement) -> pa.Array:
+    """Every occurrence of `needle` (an empty needle changes nothing, as in ClickHouse)."""
+    nd, rp = _const_bytes(needle), _const_bytes(replacement)
+    b = _bin(a)
+    if not nd:
+        return _as_string(b)
+    return _as_string(pc.replace_substring(b, pattern=nd, replacement=rp))
+
+
+def _re2_replacement(rep: bytes) -> bytes:
+    r"""ClickHouse writes groups as ``\0``..``\9`` (RE2's rewrite); Arrow too, so only ``$`` needs no change."""
+    return rep
+
+
+def replace_regexp_all(a: ArrayLike, pattern, replacement) -> pa.Array:
+    pat, rp = _const_bytes(pattern), _const_bytes(replacement)
+    b = _bin(a)
+    try:
+        return _as_string(pc.replace_substring_regex(b, pattern=pat, replacement=_re2_replacement(rp)))
+    except pa.ArrowInvalid as e:
+        raise SkipidxError(f"bad regular expression {pat!r}: {e}") from None
+
+
+def extract(a: ArrayLike, pattern) -> pa.Array:
+    """The first match of `pattern`, or of its first group when it has one; '' when none."""
+    pat = _const_bytes(pattern)
+    try:
+        rx = re.compile(pat)
+    except re.error as e:
+        raise SkipidxError(f"bad regular expression {pat!r}: {e}") from None
+    group = 1 if rx.groups else 0
+    b = _bin(a)
+    out = []
+    for v in b.to_pylist():
+        if v is None:
+            out.append(None)
+            continue
+        m = rx.search(v)
+        out.append(b"" if m is None or m.group(group) is None else m.group(group))
+    return _as_string(pa.array(out, _BIN))
+
+
+def trim(a: ArrayLike, left: bool = True, right: bool = True) -> pa.Array:
+    """ClickHouse's trimBoth/trimLeft/trimRight remove ASCII spaces only (not tabs or newlines)."""
+    b = _bin(a)
+    s = b.cast(pa.string(), safe=False) if _valid_utf8(b) else None
+    if s is not None:
+        fn = pc.utf8_trim if left and right else (pc.utf8_ltrim if left else pc.utf8_rtrim)
+        return fn(s, characters=" ")
+    vals = [None if v is None else (v.strip(b" ") if left and right else v.lstrip(b" ") if left else v.rstrip(b" "))
+            for v in b.to_pylist()]
+    return _as_string(pa.array(vals, _BIN))
+
+
+def split_by_char(sep, a: ArrayLike) -> pa.Array:
+    """``splitByChar(sep, s)``: Array(String); an empty string gives ['']."""
+    sp = _const_bytes(sep)
+    if len(sp) != 1:
+        raise SkipidxError("splitByChar: the separator must be exactly one character")
+    b = _bin(a)
+    if _valid_utf8(b):
+        return pc.split_pattern(b.cast(pa.string()), pattern=sp.decode("latin-1") if sp < b"\x80" else sp.decode())
+    return pc.split_pattern(b, pattern=sp)
+
+
+def empty(a: ArrayLike) -> pa.Array:
+    return pc.equal(pc.binary_length(_bin(a)), 0)
+
+
+def not_empty(a: ArrayLike) -> pa.Array:
+    return pc.not_equal(pc.binary_length(_bin(a)), 0)
