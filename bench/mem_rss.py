@@ -21,9 +21,12 @@ import textwrap
 import time
 
 CHILD = textwrap.dedent("""
-    import json, resource, sys, time
+    import json, sys, time
     import skipidx
-    def rss(): return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    def rss():   # VmHWM: this process's own peak (ru_maxrss carries the parent's over fork+exec)
+        for line in open("/proc/self/status"):
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
     db = skipidx.connect(sys.argv[1])
     before = rss(); t0 = time.time()
     r = db.sql(sys.argv[2])
