@@ -326,7 +326,14 @@ def create_table_from_schema(table_dir: str, schema: Any, options: Any) -> None:
     for f in schema.fields:
         t = overrides.get(f.name) or ch_type_of_spark(f.dataType, f.nullable)
         cols.append(f"{A.quote_identifier(f.name)} {t}")
-    cols.extend(_split_top_level(options.get("indexes") or "", ";"))
+    indexes = options.get("indexes")
+    if indexes is None:
+        raise SkipidxError(
+            f"table {name!r} does not exist and the write does not say its indexes: add "
+            ".option('indexes', \"INDEX msg_tokens msg TYPE tokenbf_v1(32768, 3, 0) GRANULARITY 1; ...\") "
+            "(or 'none' for a table without skip indexes), or CREATE TABLE it first", path=table_dir)
+    if str(indexes).strip().lower() != "none":
+        cols.extend(_split_top_level(str(indexes), ";"))
     sql = f"CREATE TABLE {A.quote_identifier(name)} ({', '.join(cols)}) ENGINE = MergeTree"
     order_by = (options.get("order_by") or "").strip()
     sql += f" ORDER BY ({order_by})" if order_by and order_by != "tuple()" else " ORDER BY tuple()"
