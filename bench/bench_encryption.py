@@ -78,8 +78,8 @@ def main() -> None:
     kms = MemoryKms()
     paths = {"plain": os.path.join(root, "plain"), "enc": os.path.join(root, "enc")}
     builds: dict[str, list[float]] = {"plain": [], "enc": []}
-    for _ in range(a.builds):
-        for k in ("plain", "enc"):
+    for r in range(a.builds):
+        for k in (("plain", "enc") if r % 2 == 0 else ("enc", "plain")):   # alternate who goes first
             builds[k].append(build(paths[k], data, kms, k == "enc"))
     traces = data.column("trace_id").to_pylist()
     users = data.column("user_id").to_pylist()
