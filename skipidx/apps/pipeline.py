@@ -11,7 +11,8 @@
 PATH is a file or a directory of files (Spark's output layout: part files,
 ``_SUCCESS`` and hidden files skipped). If TABLE does not exist it is created
 first -- from ``--columns``, or from the Parquet schema (unsigned and
-LowCardinality-free ClickHouse types as Arrow says them) -- with the given
+LowCardinality-free ClickHouse types as Arrow says them), or for CSV/JSON
+from ClickHouse-style schema inference (:func:`infer_columns`, printed) -- with the given
 ORDER BY, indexes and granularity, so both engines build the very same table.
 
 ``--engine embedded`` (default) inserts every file in one atomic insert
@@ -447,8 +448,8 @@ def build_external(dbdir: str, table: str, source: str | None, *, engine: str = 
 def build_main(argv: list[str]) -> int:
     """Entry point of ``skipidx build``; returns the exit code."""
     p = argparse.ArgumentParser(prog="skipidx build", description="Build a table from files (embedded or Spark).")
-    p.add_argument("dbdir")
-    p.add_argument("table")
+    p.add_argument("dbdir", help="database directory (created if missing)")
+    p.add_argument("table", help="table to build or append to (created if missing)")
     p.add_argument("--from", dest="source", default=None,
                    help="a file or a directory of files (with --external: a glob of Parquet files)")
     p.add_argument("--external", action="store_true",
@@ -456,13 +457,16 @@ def build_main(argv: list[str]) -> int:
                         "(sidecars; the data is never copied); an existing external table is refreshed")
     p.add_argument("--format", choices=["parquet", "csv", "csvwithnames", "json", "jsoneachrow"], default=None,
                    help="input format (default: from the file extension; parquet for a directory)")
-    p.add_argument("--engine", choices=["embedded", "spark"], default="embedded")
+    p.add_argument("--engine", choices=["embedded", "spark"], default="embedded",
+                   help="embedded: one atomic insert in this process (default); spark: one part per Spark task")
     p.add_argument("--master", default="local[*]", help="Spark master URL (default local[*])")
     p.add_argument("--partitions", type=int, default=None, help="Spark tasks (= parts) to write")
     p.add_argument("--order-by", default=None, help="ORDER BY key when the table is created")
     p.add_argument("--index", action="append", default=[], help="'INDEX name expr TYPE ...' (repeatable)")
-    p.add_argument("--index-granularity", type=int, default=None)
-    p.add_argument("--columns", default=None, help="'name Type, ...' when the table is created")
+    p.add_argument("--index-granularity", type=int, default=None,
+                   help="rows per granule when the table is created (default 8192)")
+    p.add_argument("--columns", default=None,
+                   help="'name Type, ...' when the table is created (default: inferred from the file, and shown)")
     try:
         args = p.parse_args(argv)
     except SystemExit as e:   # --help (0) or a usage error (2, already printed): an exit code, not an exit
