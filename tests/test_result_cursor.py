@@ -217,3 +217,25 @@ def test_streaming_select_star_has_bounded_memory(tmp_path):
     for key, bound in (("arrow_peak_kib", 0.25), ("anon_growth_kib", 0.4)):
         assert figures["whole"][key] > data_kib * 0.8, figures      # the measurement sees the data
         assert figures["stream"][key] < data_kib * bound, figures   # streaming holds a few batches only
+
+
+def test_pretty_converts_only_the_rows_it_shows(db, monkeypatch):
+    import io
+
+    from skipidx.engine import formats
+
+    seen = []
+    real = formats.column_texts
+
+    def counting(arr, mode, null):
+        seen.append(len(arr))
+        return real(arr, mode, null)
+
+    monkeypatch.setattr(formats, "column_texts", counting)
+    res = db.sql("SELECT id, msg FROM logs LIMIT 5000000")
+    buf = io.BytesIO()
+    formats.write_batches(res.fetch_record_batch(100), res.schema, res.types, "PrettyCompact", buf)
+    text = buf.getvalue().decode()
+    assert text.endswith("Showed 1000 out of 2000 rows.\n")
+    assert sum(seen) == 2 * 1000            # two columns, the 1000 rows shown (first 500, last 500)
+    assert "1999 │ request 1999 ok" in text and " 499 │" in text and " 500 │" not in text and "1500 │" in text
