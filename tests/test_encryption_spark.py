@@ -55,16 +55,18 @@ def spark_kms(tmp_path_factory):
     return spark
 
 
-def _crypto_options(w, keys=KEYS, plaintext_footer=False):
-    return (w.option("parquet.crypto.factory.class", FACTORY)
-            .option("parquet.encryption.kms.client.class", "skipidxtest.TestKms")
-            .option("skipidx.test.master.keys", java_key_list(keys))
-            .option("parquet.encryption.footer.key", "kf")
-            .option("parquet.encryption.column.keys", "k1:user_id;k2:msg")
-            .option("parquet.encryption.plaintext.footer", str(plaintext_footer).lower()))
+def _crypto_options(w, keys=KEYS, plaintext_footer=False, uniform=False):
+    w = (w.option("parquet.crypto.factory.class", FACTORY)
+         .option("parquet.encryption.kms.client.class", "skipidxtest.TestKms")
+         .option("skipidx.test.master.keys", java_key_list(keys))
+         .option("parquet.encryption.plaintext.footer", str(plaintext_footer).lower()))
+    if uniform:   # every column and the footer under one key (columns "with the footer key")
+        return w.option("parquet.encryption.uniform.key", "kf")
+    return (w.option("parquet.encryption.footer.key", "kf")
+            .option("parquet.encryption.column.keys", "k1:user_id;k2:msg"))
 
 
-def _write_encrypted(spark, path, plaintext_footer=False):
+def _write_encrypted(spark, path, plaintext_footer=False, uniform=False):
     df = spark.range(0, 40_000, 1, 1).selectExpr(
         "id", "concat('user-', id % 3500) AS user_id", "concat('event ', id % 997, ' done') AS msg",
         "cast(id % 1234 as int) AS n")
@@ -74,7 +76,7 @@ def _write_encrypted(spark, path, plaintext_footer=False):
         w = (w.option(f"parquet.bloom.filter.enabled#{c}", "true")
               .option(f"parquet.bloom.filter.expected.ndv#{c}", str(NDV))
               .option(f"parquet.bloom.filter.fpp#{c}", str(FPP)))
-    _crypto_options(w, plaintext_footer=plaintext_footer).parquet(path)
+    _crypto_options(w, plaintext_footer=plaintext_footer, uniform=uniform).parquet(path)
     files = glob.glob(os.path.join(path, "*.parquet"))
     assert len(files) == 1
     return files[0]
@@ -85,9 +87,10 @@ def _pyarrow_read(path, kms):
     return pq.ParquetFile(path, decryption_properties=cf.file_decryption_properties(pe.KmsConnectionConfig()))
 
 
-@pytest.mark.parametrize("plaintext_footer", [False, True], ids=["encrypted-footer", "plaintext-footer"])
-def test_parquet_java_encrypted_filters_byte_equal(spark_kms, tmp_path, plaintext_footer):
-    path = _write_encrypted(spark_kms, str(tmp_path / "out"), plaintext_footer)
+@pytest.mark.parametrize("plaintext_footer, uniform", [(False, False), (True, False), (False, True)],
+                         ids=["encrypted-footer", "plaintext-footer", "uniform-key"])
+def test_parquet_java_encrypted_filters_byte_equal(spark_kms, tmp_path, plaintext_footer, uniform):
+    path = _write_encrypted(spark_kms, str(tmp_path / "out"), plaintext_footer, uniform)
     with open(path, "rb") as f:
         head = f.read(4)
     assert head == (b"PAR1" if plaintext_footer else b"PARE")
@@ -103,7 +106,7 @@ def test_parquet_java_encrypted_filters_byte_equal(spark_kms, tmp_path, plaintex
             ours = SBBF.for_ndv(NDV, FPP, sizing="parquet-java", max_bytes=JAVA_MAX_BYTES)
             ours.insert_hashes(parquet_xxh64(vals))
             assert ours.to_bytes() == theirs.to_bytes(), (c, rg)
-    # the unencrypted column has no filter here; the call is still safe
+    # the column without a filter: None, also when it is encrypted
     assert read_bloom_filter(path, 0, "id", kms=kms) is None
     # the ciphertext holds no filter bit pattern: the plaintext bitset is nowhere in the file
     raw = open(path, "rb").read()
