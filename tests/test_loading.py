@@ -59,7 +59,8 @@ def test_bad_timestamp_names_file_line_and_column(tmp_path):
         with pytest.raises(SkipidxError) as ei:
             db.insert("e", str(path))
         msg = str(ei.value)
-        assert "bad.jsonl" in msg and "line 2" in msg and "'t'" in msg and "yesterday" in msg, msg
+        # the place, never the value (an error does not echo a file's bytes)
+        assert "bad.jsonl" in msg and "line 2" in msg and "'t'" in msg and "yesterday" not in msg, msg
         assert db.sql("SELECT count() FROM e").scalar() == 0
 
 
@@ -77,7 +78,7 @@ def test_csv_header_detection(tmp_path):
         with pytest.raises(SkipidxError) as ei:
             db.sql(f"INSERT INTO t FROM INFILE '{tmp_path / 'bad.csv'}'")
         msg = str(ei.value)
-        assert "bad.csv" in msg and "line 3" in msg and "column 1" in msg and "'five'" in msg, msg
+        assert "bad.csv" in msg and "line 3" in msg and "column 1" in msg and "'id'" in msg, msg
         assert db.sql("SELECT count() FROM t").scalar() == 3          # nothing of the bad file
 
 
