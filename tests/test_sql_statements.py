@@ -488,3 +488,40 @@ def test_index_ddl_errors_have_their_place(db, ddl, fragment, column) -> None:
         db.sql(ddl)
     assert fragment in info.value.message
     assert (info.value.line, info.value.column) == (1, column)
+
+
+# ---------------------------------------------------------------------------- indexes on expressions
+
+@chdb_mark
+def test_expression_index_prunes_like_clickhouse(db) -> None:
+    script = """CREATE TABLE ex (id UInt64, s String, INDEX twice id * 2 TYPE set(0) GRANULARITY 1,
+                    INDEX len length(s) TYPE minmax GRANULARITY 1) ENGINE = MergeTree ORDER BY s
+                    SETTINGS index_granularity = 4;
+                INSERT INTO ex SELECT number, 'x' FROM numbers(100);
+                INSERT INTO ex VALUES (7, 'a longer string')"""
+    with _chdb_db() as (name, ch):
+        _both(db, ch, script)
+        assert db.sql("SHOW CREATE TABLE ex").scalar() == _show_create(ch, name, "ex")
+        for q in ["SELECT count() FROM ex WHERE id * 2 = 14 SETTINGS force_data_skipping_indices = 'twice'",
+                  "SELECT count() FROM ex WHERE length(s) > 5 SETTINGS force_data_skipping_indices = 'len', "
+                  "max_rows_to_read = 4",
+                  "SELECT count() FROM ex WHERE id * 2 IN (14, 16) AND s = 'x'"]:
+            _same(db, ch, q)
+        with pytest.raises(SkipidxError, match="INDEX_NOT_USED"):
+            db.sql("SELECT count() FROM ex WHERE id = 7 SETTINGS force_data_skipping_indices = 'twice'")
+        with pytest.raises(Exception, match="INDEX_NOT_USED"):
+            ch.query("SELECT count() FROM ex WHERE id = 7 SETTINGS force_data_skipping_indices = 'twice'")
+    r = db.sql("SELECT count() FROM ex WHERE id * 2 = 14")
+    assert r.stats.granules_selected < r.stats.granules_total
+    db.sql("ALTER TABLE ex ADD INDEX plus_one id + 1 TYPE minmax, MATERIALIZE INDEX plus_one")
+    db.sql("OPTIMIZE TABLE ex FINAL")
+    r = db.sql("SELECT count() FROM ex WHERE id + 1 < 5 SETTINGS force_data_skipping_indices = 'plus_one'")
+    assert r.scalar() == 4 and r.stats.granules_selected < r.stats.granules_total
+    with pytest.raises(SkipidxError, match="index plus_one|index twice"):
+        db.sql("ALTER TABLE ex DROP COLUMN id")
+
+
+def test_constant_index_expression_is_an_error(db) -> None:
+    with pytest.raises(SkipidxError) as info:
+        db.sql("CREATE TABLE c (id UInt64, INDEX t 'foo' TYPE set(2)) ENGINE = MergeTree ORDER BY id")
+    assert "is a constant" in info.value.message and (info.value.line, info.value.column) == (1, 36)

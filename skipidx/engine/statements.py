@@ -157,6 +157,7 @@ def _select_streamed(db: Any, s: A.Select) -> Result | None:
     try:
         bs = bind_select(snap.meta, q)
         plan = plan_query(snap, bs, db.index_cache)
+        _use_expression_indexes(plan, snap.meta, db.index_cache)
         _apply_index_settings(plan, qs)
 
         def before_scan(selections: list, stats: Any) -> None:
@@ -192,6 +193,7 @@ def select_table(db: Any, s: A.Select):
     with table.snapshot() as snap:
         bs = bind_select(snap.meta, q)
         plan = plan_query(snap, bs, db.index_cache)
+        _use_expression_indexes(plan, snap.meta, db.index_cache)
         _apply_index_settings(plan, qs)
 
         def before_scan(selections: list, stats: Any) -> None:
@@ -210,6 +212,78 @@ def _group_of(meta: Any) -> dict[str, str]:
     ``i``, ``i__1``, ... all map to ``i``)."""
     return {im.name: (im.definition.group[0] if getattr(im.definition, "group", None) else im.name)
             for im in meta.indexes}
+
+
+def _bound_key(e: Any) -> Any:
+    """A bound expression compared by meaning (function, arguments, type), not by its text."""
+    from skipidx.planner.bound import BCall, BColumn, BConst
+
+    if isinstance(e, BColumn):
+        return ("col", e.name)
+    if isinstance(e, BConst):
+        return ("const", repr(e.value), str(e.type))
+    if isinstance(e, BCall):
+        return ("call", e.func, tuple(_bound_key(a) for a in e.args), str(e.type))
+    return ("other", id(e))
+
+
+def _use_expression_indexes(plan: Any, meta: Any, cache: Any) -> None:
+    """Indexes on expressions (``INDEX i id * 2 TYPE ...``): where the WHERE holds the
+    same expression, the RPN sees the index's virtual column there, so the index
+    answers those atoms. The scan still evaluates the WHERE as written."""
+    exprs = [im.definition for im in meta.indexes if getattr(im.definition, "expression", None)]
+    if not exprs or plan.select.where is None:
+        return
+    from skipidx.planner.binder import Binder
+    from skipidx.planner.bound import BCall, BColumn
+    from skipidx.planner.prune import plan_indexes
+    from skipidx.planner.rpn import build_rpn
+    from skipidx.sql.parser import parse_expression
+
+    virtual = {}
+    for d in exprs:
+        try:
+            b = Binder(meta).expr(parse_expression(d.expression))
+        except SkipidxError:
+            continue      # a definition that no longer binds answers nothing (its index stays unused)
+        virtual[_bound_key(b)] = BColumn(d.column, b.type, getattr(b, "nullable", False), d.expression_type)
+
+    def rewrite(e: Any) -> Any:
+        v = virtual.get(_bound_key(e)) if isinstance(e, BCall) else None
+        if v is not None:
+            return v
+        if isinstance(e, BCall):
+            args = tuple(rewrite(a) for a in e.args)
+            if any(x is not y for x, y in zip(args, e.args)):
+                return dataclasses.replace(e, args=args)
+        return e
+
+    where = rewrite(plan.select.where)
+    if where is plan.select.where:
+        return
+    plan.rpn = build_rpn(where)
+    plan.uses = plan_indexes(plan.rpn, meta, cache)
+
+
+def _evaluate_index_expression(sql: str, table: pa.Table, meta: Any) -> pa.Array:
+    """The values of an expression index over a part's rows (registered with the store)."""
+    from skipidx.execution.evaluate import evaluate
+    from skipidx.planner.binder import Binder
+    from skipidx.sql.parser import parse_expression
+
+    v = evaluate(Binder(meta).expr(parse_expression(sql)), table)
+    if isinstance(v, pa.Scalar):
+        v = pa.array([v.as_py()] * table.num_rows, v.type)
+    return v
+
+
+def _register() -> None:
+    from skipidx.expr.index_expressions import register_expression_evaluator
+
+    register_expression_evaluator(_evaluate_index_expression)
+
+
+_register()
 
 
 def _apply_index_settings(plan: Any, qs: QuerySettings) -> None:

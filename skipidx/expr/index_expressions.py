@@ -136,6 +136,25 @@ EXPRESSIONS: dict[str | None, Expression] = {
 }
 
 
+#: Evaluates an index on an arbitrary expression over a table's rows:
+#: ``fn(expression_sql, table, table_meta) -> pyarrow Array``. The binder and the
+#: kernels live above this layer; the engine registers them here on import.
+_EXPRESSION_EVALUATOR: list = []
+
+
+def register_expression_evaluator(fn: Callable[[str, Any, Any], Any]) -> None:
+    _EXPRESSION_EVALUATOR[:] = [fn]
+
+
+def evaluate_index_expression(sql: str, table: Any, meta: Any) -> Any:
+    """The values of an expression index (``id * 2``) over `table`'s rows."""
+    if not _EXPRESSION_EVALUATOR:
+        import importlib
+
+        importlib.import_module("skipidx.engine")      # registers the evaluator
+    return _EXPRESSION_EVALUATOR[0](sql, table, meta)
+
+
 def get_expression(name: str | None) -> Expression:
     """The registered expression `name` (``None`` = the bare column); SkipidxError if unknown."""
     key = name.lower() if isinstance(name, str) else name

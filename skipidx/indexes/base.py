@@ -44,6 +44,12 @@ class IndexDef:
     #: element: the first is named `i`, the others `i__1`, `i__2`, ...; each
     #: records the group (name `i` and the tuple as written). None otherwise.
     group: tuple | None = None     # (group name, element position, tuple SQL)
+    #: an index on any other deterministic expression (``toStartOfHour(ts)``, ``id * 2``):
+    #: its SQL text (then `column` is that same text, a virtual column), the
+    #: expression's ClickHouse type and the table columns it reads. None otherwise.
+    expression: str | None = None
+    expression_type: str | None = None
+    expression_columns: tuple = ()
 
     @property
     def expr_sql(self) -> str:

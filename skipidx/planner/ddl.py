@@ -81,6 +81,8 @@ def index_def_from_ast(ic: A.IndexClause, column_names: Any) -> IndexDef:
     elif (isinstance(e, A.FunctionCall) and e.name.lower() == "lower" and len(e.args) == 1
           and isinstance(e.args[0], A.Column) and not e.distinct):
         column, func = e.args[0].name, "lower"
+    elif hasattr(column_names, "columns"):
+        return _expression_index(ic, column_names)
     else:
         raise _err(f"index {ic.name!r}: the index expression must be a column or lower(column), "
                    f"got {e.to_sql()}", e)
@@ -95,6 +97,55 @@ def index_def_from_ast(ic: A.IndexClause, column_names: Any) -> IndexDef:
         args=tuple(_literal_value(a) for a in ic.args),
         kwargs=tuple((k.name, _literal_value(k.value)) for k in ic.kwargs),
         granularity=gran,
+    )
+
+
+def _expression_index(ic: A.IndexClause, meta: Any) -> IndexDef:
+    """An index on a deterministic expression of the table's columns (``toStartOfHour(ts)``,
+    ``id * 2``): a virtual column named by the expression's SQL, of the expression's type."""
+    from skipidx.planner.bound import BAgg, BColumn
+
+    try:
+        bound = Binder(meta).expr(ic.expr)
+    except SkipidxError as e:
+        raise _at(e, ic.expr) from None
+    cols: list[str] = []
+
+    def walk(x: Any) -> None:
+        if isinstance(x, BColumn):
+            if x.name not in cols:
+                cols.append(x.name)
+        elif isinstance(x, BAgg):
+            raise _err(f"index {ic.name!r}: an aggregate function cannot be an index expression", ic.expr)
+        for a in getattr(x, "args", ()) or ():
+            walk(a)
+
+    walk(bound)
+    if not cols:
+        # ClickHouse: INCORRECT_QUERY for an index on a constant
+        raise _err(f"index {ic.name!r}: the index expression {ic.expr.to_sql()} is a constant", ic.expr)
+    from skipidx.core.types import ch_type_of, parse_type
+
+    try:
+        ch = ch_type_of(bound.type)
+        if getattr(bound, "nullable", False):
+            ch = f"Nullable({ch})"
+        parse_type(ch)
+    except SkipidxError as e:
+        raise _err(f"index {ic.name!r}: cannot index {ic.expr.to_sql()}: {e.message}", ic.expr) from None
+    gran = 1 if ic.granularity is None else ic.granularity
+    text = ic.expr.to_sql()
+    return IndexDef(
+        name=ic.name,
+        column=text,
+        expr_func=None,
+        type_name=ic.type_name,
+        args=tuple(_literal_value(a) for a in ic.args),
+        kwargs=tuple((k.name, _literal_value(k.value)) for k in ic.kwargs),
+        granularity=gran,
+        expression=text,
+        expression_type=ch,
+        expression_columns=tuple(cols),
     )
 
 
@@ -144,12 +195,13 @@ def table_meta_from_ast(s: A.CreateTable):
             granularity = v
         else:
             settings[kv.name] = v
-    by_name = {c.name: c for c in columns}
+    probe = TableMeta(name=s.table.name, columns=columns)     # the column types, for expression indexes
     indexes = []
     for ic in s.indexes:
-        for defn in index_defs_from_ast(ic, names):
+        for defn in index_defs_from_ast(ic, probe):
             try:
-                indexes.append(make_index_meta(defn, by_name[defn.column].type))
+                indexes.append(make_index_meta(defn, probe.column(defn.column).type
+                                               if defn.expression is None else parse_type(defn.expression_type)))
             except SkipidxError as e:
                 raise _at(e, ic) from None
     meta = TableMeta(name=s.table.name, columns=columns, order_by=order_by, index_granularity=granularity,

@@ -193,6 +193,8 @@ class IndexMeta:
             "kwargs": [[k, v] for k, v in d.kwargs],
             "granularity": d.granularity,
             **({"group": list(d.group)} if d.group is not None else {}),
+            **({"expression": d.expression, "expression_type": d.expression_type,
+                "expression_columns": list(d.expression_columns)} if d.expression is not None else {}),
             "params": self.params,
             "version": self.version,
             "tokenizer": self.tokenizer,
@@ -232,7 +234,14 @@ class IndexMeta:
             kwargs=tuple((k, v) for k, v in kwargs),
             granularity=gran,
             group=group,
+            expression=_get(o, "expression", str, w) if "expression" in o else None,
+            expression_type=_get(o, "expression_type", str, w) if "expression" in o else None,
+            expression_columns=tuple(_get(o, "expression_columns", list, w)) if "expression" in o else (),
         )
+        if defn.expression is not None:
+            parse_type(defn.expression_type)      # SkipidxError for a damaged type
+            if defn.column != defn.expression or not all(isinstance(c, str) for c in defn.expression_columns):
+                raise SkipidxError(f"{w}: malformed expression index")
         return IndexMeta(
             definition=defn,
             params=_get(o, "params", dict, w),
@@ -307,6 +316,10 @@ class TableMeta:
         for c in self.columns:
             if c.name == name:
                 return c
+        for im in self.indexes:       # the virtual column of an index on an expression
+            d = im.definition
+            if d.expression is not None and d.column == name:
+                return ColumnMeta(name, parse_type(d.expression_type))
         raise SkipidxError(f"table {self.name!r} has no column {name!r}; columns: {', '.join(self.column_names)}")
 
     def index(self, name: str) -> IndexMeta:
@@ -393,7 +406,12 @@ class TableMeta:
             if im.name in names:
                 raise SkipidxError(f"table {self.name!r}: duplicate index {im.name!r}")
             names.add(im.name)
-            if im.definition.column not in seen:
+            d = im.definition
+            if d.expression is not None:
+                missing = [c for c in d.expression_columns if c not in seen]
+                if missing:
+                    raise SkipidxError(f"table {self.name!r}: index {im.name!r} reads unknown column {missing[0]!r}")
+            elif im.definition.column not in seen:
                 raise SkipidxError(f"table {self.name!r}: index {im.name!r} reads unknown column "
                                    f"{im.definition.column!r}")
         if self.primary_key is not None:

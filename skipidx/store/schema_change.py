@@ -102,7 +102,7 @@ def drop_column(table: Any, name: str, *, if_exists: bool = False) -> bool:
         raise SkipidxError(f"table {meta.name!r} has no column {name!r}{did_you_mean(name, meta.column_names)}")
     if name in meta.order_by:
         raise SkipidxError(f"cannot drop column {name!r}: it is part of the sorting key (ORDER BY)")
-    users = [i.name for i in meta.indexes if i.definition.column == name]
+    users = [i.name for i in meta.indexes if i.definition.column == name or name in i.definition.expression_columns]
     if users:
         raise SkipidxError(f"cannot drop column {name!r}: index {', '.join(users)} depends on it; drop the index first")
     if len(meta.columns) == 1:

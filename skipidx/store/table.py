@@ -323,7 +323,13 @@ class Table:
                 if if_not_exists:
                     return False
                 raise SkipidxError(f"table {meta.name!r} already has an index {defn.name!r}")
-            im = make_index_meta(defn, meta.column(defn.column).type)
+            if defn.expression is not None:
+                from skipidx.core.types import parse_type
+
+                col_type = parse_type(defn.expression_type)
+            else:
+                col_type = meta.column(defn.column).type
+            im = make_index_meta(defn, col_type)
         new_meta = meta.with_indexes(list(meta.indexes) + [im]).validate()
 
         def check(cur: TableMeta) -> None:
@@ -441,7 +447,9 @@ class Table:
                 G = meta.index_granularity
                 step = max(1, _writer.INDEX_CHUNK_ROWS // writer.chunk_multiple()) * (writer.chunk_multiple() // G)
                 for a in range(0, p.n_granules, step):
-                    writer.write(p.read([add.definition.column], [(a, min(a + step, p.n_granules))]))
+                    cols = list(add.definition.expression_columns) if add.definition.expression is not None \
+                        else [add.definition.column]
+                    writer.write(p.read(cols, [(a, min(a + step, p.n_granules))]))
             writer.finish()
         except BaseException:
             if writer is not None:

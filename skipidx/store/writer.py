@@ -261,8 +261,14 @@ class PartWriter:
             self._pw.write_table(chunk, row_group_size=self.G)
         for name, iw in self._iw.items():
             im = iw.im
-            arr = chunk.column(im.definition.column)
-            arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
+            if im.definition.expression is not None:
+                from skipidx.expr.index_expressions import evaluate_index_expression
+
+                arr = evaluate_index_expression(im.definition.expression, chunk, self.meta)
+            else:
+                arr = chunk.column(im.definition.column)
+            if isinstance(arr, pa.ChunkedArray):
+                arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
             zl_rows = self.G * im.definition.granularity
             zs = np.arange(0, n, zl_rows, dtype=np.int64)
             zl = np.minimum(zs + zl_rows, n) - zs
