@@ -110,3 +110,42 @@ def test_parquet_infile_streams_row_groups(tmp_path):
         peaks.append(r["peak"] - r["before"])
     assert sizes[1] - sizes[0] > 45
     assert peaks[1] - peaks[0] < 20, (peaks, sizes)
+
+
+def _like_runs_loop(pattern: bytes):
+    """The per-byte reference of like_runs (the escape-aware loop)."""
+    from skipidx.core.text_patterns import Literal
+
+    runs, cur, at_start, i = [], bytearray(), True, 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == 0x5C:
+            if i + 1 < len(pattern) and pattern[i + 1] in (0x25, 0x5F, 0x5C):
+                cur.append(pattern[i + 1])
+                i += 2
+                continue
+            cur.append(c)
+        elif c in (0x25, 0x5F):
+            if cur:
+                runs.append(Literal(bytes(cur), at_start, False))
+                cur = bytearray()
+            at_start = False
+        else:
+            cur.append(c)
+        i += 1
+    if cur:
+        runs.append(Literal(bytes(cur), at_start, True))
+    return runs
+
+
+def test_like_runs_fast_path_equals_the_loop():
+    import random
+
+    from skipidx.core.text_patterns import like_runs
+
+    rng = random.Random(3)
+    for _ in range(3000):
+        p = bytes(rng.choice(b"ab%_\\\xc3\xa9") for _ in range(rng.randrange(0, 12)))
+        assert like_runs(p) == _like_runs_loop(p), p
+    long = b"%" + b"abcdefghij" * 100_000 + b"%"
+    assert like_runs(long) == _like_runs_loop(long)

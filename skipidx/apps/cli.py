@@ -100,10 +100,16 @@ def _read_sql(args) -> str | None:
         if args.file == "-":
             return sys.stdin.read()
         try:
-            with open(args.file, encoding="utf-8") as fh:
-                return fh.read()
+            with open(args.file, "rb") as fh:
+                raw = fh.read()
         except OSError as e:
             raise SkipidxError(f"cannot read {args.file}: {e.strerror}") from None
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            line = raw.count(b"\n", 0, e.start) + 1
+            raise SkipidxError("the SQL file is not UTF-8 text", path=args.file, line=line,
+                               column=e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1) from None
     if args.statements is not None:
         return args.statements
     if not _is_tty(sys.stdin):
