@@ -11,7 +11,7 @@ are stored and change nothing (blocks are always front-coded, postings
 always take their smaller form). The tokenizers map to skipidx's:
 splitByNonAlpha -> ``token``, ngrams(n) -> ``ngram`` (n = 3 by default),
 sparseGrams -> ``sparse_grams`` with ``utf8 = 1``, array -> ``value``
-(the whole value). A skipidx tokenizer name takes its parameters as further
+(the whole value), splitByString([seps]) -> ``split_by_string``. A skipidx tokenizer name takes its parameters as further
 keys: ``text(tokenizer = 'sparse_grams', min_length = 4)``.
 
 The file (Arrow IPC, readable by pyarrow) has one row per dictionary block::
@@ -71,6 +71,7 @@ CH_TOKENIZERS: dict[str, tuple[str, tuple[str, ...], dict[str, Any]]] = {
     "ngrams": ("ngram", ("n",), {"n": 3}),
     "sparseGrams": ("sparse_grams", ("min_length", "max_length", "min_cutoff_length"), {"utf8": 1}),
     "array": ("value", (), {}),
+    "splitByString": ("split_by_string", ("separators",), {}),
 }
 CH_KEYS = ("tokenizer", "dictionary_block_size", "dictionary_block_frontcoding_compression",
            "posting_list_block_size", "posting_list_codec", "preprocessor")
@@ -110,6 +111,12 @@ def _tokenizer_spec(definition: IndexDef, value: Any, extra: dict[str, Any]) -> 
                                           f"but got {len(args)}")
         params = dict(defaults)
         for k, a in zip(names, args):
+            if k == "separators":
+                if not isinstance(a, list) or not all(isinstance(x, str) for x in a):
+                    raise index_error(definition, f"Tokenizer argument 'separators' expected to be of type "
+                                                  f"Array(String), but got {a!r}")
+                params[k] = a
+                continue
             if isinstance(a, bool) or not isinstance(a, int):
                 raise index_error(definition, f"Tokenizer argument {k!r} expected to be of type UInt64, "
                                               f"but got {a!r}")

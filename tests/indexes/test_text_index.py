@@ -43,6 +43,8 @@ def _corpus(n: int, seed: int) -> pa.Table:
     ("text(tokenizer = splitByNonAlpha, dictionary_block_size = 0)", False),
     ("text(tokenizer = splitByNonAlpha, bogus = 1)", False), ("text('splitByNonAlpha')", False),
     ("text(tokenizer = 1)", False), ("text(tokenizer = ngrams('3'))", False),
+    ("text(tokenizer = splitByString)", True), ("text(tokenizer = splitByString([', ', ' ']))", True),
+    ("text(tokenizer = splitByString([]))", False),
 ])
 def test_ddl_accepted_as_chdb(ddl, ok):
     cdb = _chdb.scratch_database("txt")
@@ -275,3 +277,35 @@ def test_no_direct_read_when_not_exact(direct_db, where):
     assert r.stats.rows_read > 0
     ex = [x[0] for x in db.sql(f"EXPLAIN indexes = 1 SELECT count() FROM t WHERE {where}").fetchall()]
     assert not any("ReadFromTextIndexCount" in x for x in ex)
+
+
+@pytest.mark.parametrize("seps", [[" "], [", ", " "], ["-", "_", "."], ["ab"]])
+def test_split_by_string_equals_chdb(seps):
+    from skipidx.core.tokenizer_api import get_tokenizer
+
+    values = ["a  b, c", "", "  ", "x-y_z.w", "abcabab", "-lead trail-", "a, b,c ,d", "пр ив-ет"]
+    tok = get_tokenizer("split_by_string", separators=seps)
+    tk = tok.tokenize(pa.array(values))
+    got = [[] for _ in values]
+    for r, t in zip(tk.rows.tolist(), tk.to_pylist()):
+        got[r].append(t.decode())
+    arr = "[" + ", ".join("'" + x + "'" for x in seps) + "]"
+    for v, g in zip(values, got):
+        want = str(_chdb.query(f"SELECT arrayJoin(tokens('{v}', 'splitByString', {arr}))", "TSVRaw")).split("\n")
+        assert g == [w for w in want if w], (v, seps)
+        assert [t.decode() for t in tok.value_tokens(v.encode())] == g
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(st.sampled_from(list("ab -,")), max_size=20), st.data())
+def test_split_by_string_substrings_sound(text, data):
+    from skipidx.core.tokenizer_api import get_tokenizer
+
+    tok = get_tokenizer("split_by_string", separators=[" ", "-"])
+    v = text.encode()
+    a = data.draw(st.integers(0, len(v)))
+    b = data.draw(st.integers(a, len(v)))
+    req = tok.requirement("like", (b"%" + v[a:b] + b"%",))
+    if req is not None:
+        have = set(tok.value_tokens(v))
+        assert any(set(g) <= have for g in req.any_of)
