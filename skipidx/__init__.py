@@ -59,3 +59,22 @@ def default_connection():
 def sql(query: str, params: dict | None = None):
     """Run `query` on the default temporary database (as ``duckdb.sql``)."""
     return default_connection().sql(query, params)
+
+
+# `skipidx.sql("SELECT 1")` (as ``duckdb.sql``): the SQL front end's package
+# `skipidx.sql` takes this attribute once imported, so that module is made
+# callable here, at the top, which may use every layer (skipidx.sql itself
+# never reaches up to the engine).
+import importlib as _importlib  # noqa: E402
+import types as _types  # noqa: E402
+
+_sql_package = _importlib.import_module("skipidx.sql")
+
+
+class _CallableSQLModule(_types.ModuleType):
+    def __call__(self, query: str, params: dict | None = None):
+        """Run `query` on the default temporary database (:func:`default_connection`)."""
+        return default_connection().sql(query, params)
+
+
+_sql_package.__class__ = _CallableSQLModule

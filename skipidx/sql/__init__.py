@@ -14,19 +14,3 @@ from skipidx.sql.parser import MAX_EXPRESSION_DEPTH, parse, parse_expression
 
 __all__ = ["ast", "parse", "parse_expression", "MAX_EXPRESSION_DEPTH"]
 
-
-# `skipidx.sql("SELECT 1")` runs on the default temporary database (as duckdb.sql does).
-# Importing this package puts it at the attribute `skipidx.sql`, so the package
-# module itself is made callable for that.
-import sys as _sys
-import types as _types
-
-
-class _CallableModule(_types.ModuleType):
-    def __call__(self, query: str, params: dict | None = None):
-        from skipidx import default_connection
-
-        return default_connection().sql(query, params)
-
-
-_sys.modules[__name__].__class__ = _CallableModule
