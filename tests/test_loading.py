@@ -62,6 +62,11 @@ def test_bad_timestamp_names_file_line_and_column(tmp_path):
         # the place, never the value (an error does not echo a file's bytes)
         assert "bad.jsonl" in msg and "line 2" in msg and "'t'" in msg and "yesterday" not in msg, msg
         assert db.sql("SELECT count() FROM e").scalar() == 0
+        path.write_text('{"id": 1, "t": "2024-01-02 03:04:05"}\n{"id": "two", "t": "2024-01-02 03:04:05"}\n')
+        with pytest.raises(SkipidxError) as ei:
+            db.insert("e", str(path))
+        msg = str(ei.value)
+        assert "bad.jsonl" in msg and "line 2" in msg and "'id'" in msg and "UInt32" in msg, msg
 
 
 def test_csv_header_detection(tmp_path):

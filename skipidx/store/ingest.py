@@ -273,11 +273,35 @@ def _json(path: str, meta: TableMeta) -> Iterator[pa.Table]:
     ro = pj.ReadOptions(block_size=BLOCK_BYTES)
     po = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error", newlines_in_values=False)
     row = 0
-    for b in pj.open_json(path, read_options=ro, parse_options=po):
-        t = pa.Table.from_batches([b])
-        t = _parse_temporal_columns(t, temporal, path, row)
-        row += b.num_rows
-        yield _defaults_for_nulls(meta, t)
+    try:
+        reader = pj.open_json(path, read_options=ro, parse_options=po)
+        while True:
+            try:
+                b = reader.read_next_batch()
+            except StopIteration:
+                return
+            t = pa.Table.from_batches([b])
+            t = _parse_temporal_columns(t, temporal, path, row)
+            row += b.num_rows
+            yield _defaults_for_nulls(meta, t)
+    except pa.ArrowInvalid as e:
+        raise _json_located(e, path, meta, row) from None
+
+
+def _json_located(e: Exception, path: str, meta: TableMeta, before: int) -> SkipidxError:
+    """A JSONEachRow error with its line and column (Arrow says 'Column(/name) ... in
+    row N' of the failing block): the place, never the value."""
+    import re
+
+    msg = str(e)
+    m_row = re.search(r"in row (\d+)", msg)
+    m_col = re.search(r"Column\(/([^)]*)\)", msg)
+    line = before + int(m_row.group(1)) + 1 if m_row else None
+    if m_col and m_col.group(1) in meta.column_names:
+        name = m_col.group(1)
+        return SkipidxError(f"JSONEachRow: column {name!r}: a value does not read as "
+                            f"{meta.column(name).type.name}", path=path, line=line)
+    return SkipidxError(f"JSONEachRow: {redact(msg)}", path=path, line=line)
 
 
 def _parse_temporal_columns(t: pa.Table, temporal: dict, path: str, first_line: int) -> pa.Table:
