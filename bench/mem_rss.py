@@ -29,7 +29,8 @@ CHILD = textwrap.dedent("""
                 return int(line.split()[1]) / 1024
     db = skipidx.connect(sys.argv[1])
     before = rss(); t0 = time.time()
-    r = db.sql(sys.argv[2])
+    sql = open(sys.argv[2][1:]).read() if sys.argv[2].startswith("@") else sys.argv[2]
+    r = db.sql(sql)
     out = r.fetchall() if r.columns else r.message
     print(json.dumps({"rss_before_mb": round(before), "rss_peak_mb": round(rss()), "s": round(time.time() - t0, 1),
                       "result": str(out)[:80]}))
@@ -53,6 +54,11 @@ def make_parquet(path: str, rows: int) -> None:
 
 
 def child(db: str, sql: str) -> dict:
+    if len(sql) > 10_000:   # beyond what argv takes: through a file
+        f = os.path.join(os.path.dirname(db), "q.sql")
+        with open(f, "w") as fh:
+            fh.write(sql)
+        sql = "@" + f
     out = subprocess.run([sys.executable, "-c", CHILD, db, sql], capture_output=True, text=True)
     if out.returncode != 0:
         return {"error": out.stderr[-400:]}
@@ -64,6 +70,7 @@ def main() -> int:
     ap.add_argument("which", nargs="*", default=["infile", "orchain", "cli"])
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--terms", type=int, default=100_000)
+    ap.add_argument("--chain-rows", type=int, default=1_000_000)
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="skipidx-mem-")
     db = os.path.join(work, "db")
@@ -78,10 +85,20 @@ def main() -> int:
     make_parquet(pq_path, a.rows)
     print(f"data: {a.rows} rows, {os.path.getsize(pq_path) / 2**20:.0f} MiB Parquet ({time.time() - t0:.0f} s)")
     res = {}
-    if "infile" in a.which or "orchain" in a.which or "cli" in a.which:
+    if "infile" in a.which or "cli" in a.which:
         res["infile"] = child(db, f"INSERT INTO t FROM INFILE '{pq_path}' FORMAT Parquet")
         print("infile", res["infile"], "load", os.getloadavg(), flush=True)
     if "orchain" in a.which:
+        # a table of --chain-rows rows (a 100k-term AND is 100k comparisons of the whole column)
+        import numpy as np
+        import pyarrow as pa
+
+        db2 = os.path.join(work, "db2")
+        d = skipidx.connect(db2)
+        d.sql("CREATE TABLE t (id UInt64) ORDER BY id")
+        d.insert("t", pa.table({"id": pa.array(np.arange(a.chain_rows, dtype=np.uint64))}))
+        d.close()
+        db = db2
         k = a.terms
         ors = " OR ".join(f"id = {i * 97}" for i in range(k))
         res["orchain"] = child(db, f"SELECT count() FROM t WHERE {ors}")
@@ -91,7 +108,7 @@ def main() -> int:
         print("andchain", k, res["andchain"], "load", os.getloadavg(), flush=True)
     if "cli" in a.which:
         t0 = time.time()
-        out = subprocess.run(["/usr/bin/time", "-f", "%M", sys.executable, "-m", "skipidx", "sql", db,
+        out = subprocess.run(["/usr/bin/time", "-f", "%M", sys.executable, "-m", "skipidx", "sql", os.path.join(work, "db"),
                               "SELECT * FROM t LIMIT 5000000", "--format", "PrettyCompact"],
                              capture_output=True, text=True)
         res["cli"] = {"rss_peak_mb": round(int(out.stderr.strip().splitlines()[-1]) / 1024)

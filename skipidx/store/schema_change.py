@@ -37,28 +37,41 @@ def truncate(table: Any) -> int:
 
 
 def _rewrite_all(table: Any, new_meta: TableMeta, transform: Callable[[pa.Table], pa.Table]) -> None:
-    """Every part rewritten through `transform` under `new_meta`, in one commit."""
-    for _ in range(10):
-        staged = []
-        with table.snapshot() as snap:
-            try:
-                for p in snap.parts:
-                    data = transform(p.read())
-                    staged.append(build_part(table.path, new_meta, data, level=int(p.manifest.get("level", 0)),
-                                             keyring=getattr(table, "keyring", None)))
-                commit_parts(table.path, staged, retire=[p.name for p in snap.parts], meta=new_meta,
-                             expect_gen=snap.gen)
-            except ConflictError:
-                for s in staged:
-                    s.discard()
-                continue
-            except BaseException:
-                for s in staged:
-                    s.discard()
-                raise
-        _commit.cleanup(table.path)
-        return
-    raise ConflictError("ALTER: the table kept changing; retry")
+    """Every part rewritten through `transform` under `new_meta`, in one commit.
+
+    Parts are rewritten one by one and kept; when inserts committed new parts
+    meanwhile (the commit's generation check fails), only those are rewritten
+    before the next try, so steady inserts never starve the ALTER (each try
+    has less to catch up). Background merges wait (merge lock) meanwhile."""
+    from skipidx.store.merge import _MergeLock
+
+    done: dict[str, Any] = {}   # source part name -> its staged rewrite
+    try:
+        with _MergeLock(table.path, blocking=True):
+            for _ in range(1000):
+                with table.snapshot() as snap:
+                    active = {p.name for p in snap.parts}
+                    for gone in [n for n in done if n not in active]:
+                        done.pop(gone).discard()   # retired meanwhile (an ALTER of its own)
+                    for p in snap.parts:
+                        if p.name not in done:
+                            data = transform(p.read())
+                            done[p.name] = build_part(table.path, new_meta, data, level=int(p.manifest.get("level", 0)),
+                                                      keyring=getattr(table, "keyring", None))
+                    try:
+                        commit_parts(table.path, [done[p.name] for p in snap.parts],
+                                     retire=[p.name for p in snap.parts], meta=new_meta, expect_gen=snap.gen,
+                                     expect_id=getattr(table, "table_id", None))
+                    except ConflictError:
+                        continue
+                    done.clear()
+                    break
+            else:
+                raise ConflictError("ALTER: the table kept changing; retry")
+    finally:
+        for s in done.values():
+            s.discard()
+    _commit.cleanup(table.path)
 
 
 def add_column(table: Any, column: ColumnMeta, *, after: str | None = None, first: bool = False,
