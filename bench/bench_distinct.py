@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 import skipidx
-import skipidx.planner.query as query
+import skipidx.engine.query as query
 
 QUERIES = [
     "SELECT DISTINCT service, user_id FROM t ORDER BY service, user_id",

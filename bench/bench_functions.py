@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from skipidx.execution import aggregates as A
-from skipidx.execution import functions as F
+from skipidx.expr import kernels as F
 
 WORDS = ["error", "timeout", "connection", "refused", "GET", "POST", "user", "login", "failed", "ok",
          "request", "retry", "cache", "miss", "hit", "disk", "full", "db", "caf\u00e9", "shard", "node"]

@@ -65,8 +65,8 @@ def queries(db, n: int, seed: int) -> dict[str, list[str]]:
 
 
 def run(db, qs: list[str], mode: str, repeat: int, junk: np.ndarray) -> tuple[float, float, float, tuple]:
-    from skipidx.planner.query import plan_query
-    from skipidx.planner.binder import bind_select
+    from skipidx.planner.plan import plan_query
+    from skipidx.expr.binder import bind_select
     from skipidx.sql.parser import parse
 
     e2e, prune, plan = [], [], []

@@ -114,9 +114,9 @@ def chdb_granules(sess, where: str) -> int | None:
 
 def ideal_granules(db, where: str) -> int:
     """Granules holding at least one row that satisfies `where` (a full scan with the exact evaluator)."""
-    from skipidx.execution.evaluate import where_mask
-    from skipidx.planner.binder import bind_where
-    from skipidx.planner.bound import columns_of
+    from skipidx.expr.evaluate import where_mask
+    from skipidx.expr.binder import bind_where
+    from skipidx.expr.bound import columns_of
     from skipidx.sql.parser import parse_expression
 
     snap = db.catalog.table("logs").snapshot()

@@ -1,4 +1,4 @@
-"""Exact string-predicate evaluation per byte: skipidx.execution._search vs the current paths.
+"""Exact string-predicate evaluation per byte: skipidx.expr.kernels._search vs the current paths.
 
 Data: the demo generator's ``msg`` column (``skipidx.apps.datagen.generate(rows, 42)``,
 ~111-byte log lines), whole, and the slice a rare-token query keeps after
@@ -33,8 +33,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from skipidx.apps import datagen
-from skipidx.execution import _search as S
-from skipidx.execution import functions as F
+from skipidx.expr.kernels import _search as S
+from skipidx.expr import kernels as F
 
 GRANULE = 8192
 

@@ -109,8 +109,8 @@ class Env:
         return [line.split("\t") for line in out.split("\n")] if out else []
 
     def ideal(self, where: str) -> int:
-        from skipidx.execution.evaluate import where_mask
-        from skipidx.planner.binder import bind_where
+        from skipidx.expr.evaluate import where_mask
+        from skipidx.expr.binder import bind_where
         from skipidx.sql.parser import parse_expression
 
         bound = bind_where(self.meta, parse_expression(where))

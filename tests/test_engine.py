@@ -414,8 +414,8 @@ def test_saturated_filters_are_reported() -> None:
 
 
 def test_prune_where_for_embedders(db) -> None:
-    from skipidx.execution.evaluate import where_mask
-    from skipidx.planner.query import prune_where
+    from skipidx.expr.evaluate import where_mask
+    from skipidx.planner.plan import prune_where
 
     snap = db.catalog.table("t").snapshot()
     sel, st, bound = prune_where(snap, "hasToken(msg, 'needle')", db.index_cache)

@@ -1,4 +1,4 @@
-"""Golden tables and property tests for skipidx.execution.functions.
+"""Golden tables and property tests for skipidx.expr.kernels.
 
 The expected values are ClickHouse 26.9's (each was asked of chDB; the
 differential file tests_functions_chdb.py re-asks it on a large corpus). Here
@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from skipidx.core.errors import SkipidxError
-from skipidx.execution import functions as F
+from skipidx.expr import kernels as F
 
 E_ACUTE = "\u00e9".encode()        # 2 bytes
 NIHON = "\u65e5\u672c".encode()    # 3 bytes each

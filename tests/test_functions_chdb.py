@@ -1,4 +1,4 @@
-"""Differential tests: skipidx.execution.functions vs chDB (ClickHouse 26.9), row by row.
+"""Differential tests: skipidx.expr.kernels vs chDB (ClickHouse 26.9), row by row.
 
 A seeded corpus (log lines, stdlib source lines, edge cases with NULLs,
 multi-byte and invalid UTF-8) goes to chDB as Parquet; for many needles,
@@ -16,7 +16,7 @@ import pytest
 
 from functions_corpus import chdb_columns, chdb_error, corpus, sql_str, tokens_by_frequency, write_parquet
 from skipidx.core.errors import SkipidxError
-from skipidx.execution import functions as F
+from skipidx.expr import kernels as F
 
 chdb = pytest.importorskip("chdb")
 pytestmark = pytest.mark.chdb

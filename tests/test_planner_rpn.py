@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from skipidx.indexes.base import BoolMask
-from skipidx.planner.binder import Binder
+from skipidx.expr.binder import Binder
 from skipidx.planner.prune import _data_to_index_granule, mark_ranges
 from skipidx.planner.rpn import Op, build_rpn, evaluate, useful_answers
 from skipidx.sql.parser import parse_expression

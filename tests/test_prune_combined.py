@@ -15,11 +15,11 @@ import pyarrow as pa
 import pytest
 
 import skipidx
-from skipidx.execution.evaluate import where_mask
+from skipidx.expr.evaluate import where_mask
 from skipidx.planner import prune as PR
-from skipidx.planner.binder import bind_where
-from skipidx.planner.bound import BoundSelect
-from skipidx.planner.query import plan_query
+from skipidx.expr.binder import bind_where
+from skipidx.expr.bound import BoundSelect
+from skipidx.planner.plan import plan_query
 from skipidx.planner.stats import QueryStats
 from skipidx.sql.parser import parse_expression
 

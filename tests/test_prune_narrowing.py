@@ -21,12 +21,12 @@ from hypothesis import strategies as st
 
 import skipidx
 from skipidx.core._kernels.sbbf import SALT, bank_check_any_of, check_one, insert_one
-from skipidx.execution.evaluate import where_mask
+from skipidx.expr.evaluate import where_mask
 from skipidx.indexes.base import BoolMask
 from skipidx.planner import prune as PR
-from skipidx.planner.binder import bind_where
-from skipidx.planner.bound import BoundSelect
-from skipidx.planner.query import plan_query
+from skipidx.expr.binder import bind_where
+from skipidx.expr.bound import BoundSelect
+from skipidx.planner.plan import plan_query
 from skipidx.planner.rpn import RPN, Op, RPNItem, evaluate
 from skipidx.planner.stats import IndexStats, QueryStats
 from skipidx.sql.parser import parse_expression

@@ -15,10 +15,10 @@ import pyarrow.compute as pc
 import pytest
 
 import skipidx
-from skipidx.planner.binder import bind_where
+from skipidx.expr.binder import bind_where
 from skipidx.planner.prune import prune, prune_part
-from skipidx.planner.query import plan_query
-from skipidx.planner.bound import BoundSelect
+from skipidx.planner.plan import plan_query
+from skipidx.expr.bound import BoundSelect
 from skipidx.planner.stats import QueryStats
 from skipidx.sql.parser import parse, parse_expression
 from skipidx.core.errors import ParseError
@@ -80,7 +80,7 @@ def test_all_parts_at_once_equals_part_by_part(db, where: str) -> None:
         # never a false negative: every granule holding a match is kept
         for p in snap.parts:
             t = p.read(["id", "k", "msg"])
-            from skipidx.execution.evaluate import where_mask
+            from skipidx.expr.evaluate import where_mask
             m = where_mask(bw, t)
             hit = np.ones(t.num_rows, bool) if m is None else m.to_numpy(zero_copy_only=False)
             need = set(np.unique(np.searchsorted(p.marks, np.flatnonzero(hit), side="right") - 1).tolist())

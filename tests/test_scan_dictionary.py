@@ -20,10 +20,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import skipidx
-from skipidx.execution import evaluate as E
-from skipidx.execution import functions as F
+from skipidx.expr import evaluate as E
+from skipidx.expr import kernels as F
 from skipidx.execution import scan as S
-from skipidx.planner.binder import bind_where
+from skipidx.expr.binder import bind_where
 from skipidx.sql.parser import parse_expression
 
 DDL = """CREATE TABLE t (id UInt64, s Nullable(String), k String, n Int64)

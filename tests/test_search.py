@@ -1,4 +1,4 @@
-"""skipidx.execution._search (whole-buffer substring / hasToken / multiSearchAny) vs per-row references.
+"""skipidx.expr.kernels._search (whole-buffer substring / hasToken / multiSearchAny) vs per-row references.
 
 The oracle is plain Python per row: ``needle in row`` for substrings, a
 find-every-occurrence loop with an explicit separator check for hasToken, and
@@ -18,8 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from skipidx.execution import _search as S
-from skipidx.execution.functions import _offsets_data
+from skipidx.expr.kernels import _search as S
+from skipidx.expr.kernels._arrow import _offsets_data
 
 TOKEN_BYTES = frozenset(b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz") | frozenset(range(0x80, 0x100))
 _LOWER = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ", b"abcdefghijklmnopqrstuvwxyz")

@@ -1,4 +1,4 @@
-"""skipidx.execution._search vs chDB (ClickHouse) on a few hundred rows: golden answers per row.
+"""skipidx.expr.kernels._search vs chDB (ClickHouse) on a few hundred rows: golden answers per row.
 
 Rows: the shared edge cases (separators at the edges, UTF-8, invalid UTF-8,
 NUL bytes), seeded log lines and stdlib source lines (tests/functions_corpus.py)
@@ -15,8 +15,8 @@ import pytest
 
 from functions_corpus import chdb_columns, corpus, sql_str, tokens_by_frequency, write_parquet
 from skipidx.apps import datagen
-from skipidx.execution import _search as S
-from skipidx.execution.functions import _offsets_data
+from skipidx.expr.kernels import _search as S
+from skipidx.expr.kernels._arrow import _offsets_data
 
 pytest.importorskip("chdb")
 pytestmark = pytest.mark.chdb

@@ -386,8 +386,8 @@ class Database:
 
     # -- SELECT -----------------------------------------------------------
     def _plan(self, s: A.Select):
-        from skipidx.planner.binder import bind_select
-        from skipidx.planner.query import plan_query
+        from skipidx.expr.binder import bind_select
+        from skipidx.planner.plan import plan_query
 
         if s.table is None:
             return None, bind_select(None, s), None
@@ -401,7 +401,7 @@ class Database:
             raise
 
     def _select(self, s: A.Select) -> Result:
-        from skipidx.planner.query import run_constant_select, run_query
+        from skipidx.engine.query import run_constant_select, run_query
 
         snap, bs, plan = self._plan(s)
         if snap is None:
@@ -418,6 +418,7 @@ class Database:
             raise
 
     def _explain(self, s: A.Explain) -> Result:
+        from skipidx.execution.direct_read import direct_count
         from skipidx.planner.explain import explain_lines
 
         snap, bs, plan = self._plan(s.select)
@@ -425,7 +426,7 @@ class Database:
             lines = ["Expression", "  (no table: nothing to read)"]
             return Result(pa.table({"explain": pa.array(lines, pa.string())}))
         with snap:
-            lines, stats = explain_lines(plan, indexes=s.indexes)
+            lines, stats = explain_lines(plan, indexes=s.indexes, direct_count=direct_count)
         return Result(pa.table({"explain": pa.array(lines, pa.string())}), stats)
 
 

@@ -2,7 +2,7 @@
 
 Only the kept granules are read (``Part.read(columns, mark_ranges)``), and
 only the columns the query needs. The WHERE clause is evaluated exactly on
-what was read (:mod:`skipidx.execution.evaluate`), so false positives of the
+what was read (:mod:`skipidx.expr.evaluate`), so false positives of the
 indexes never reach the answer. Chunks are yielded one at a time, so a
 caller that has enough rows (LIMIT without ORDER BY or aggregation) stops
 reading the rest.
@@ -20,8 +20,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from skipidx.execution.evaluate import where_mask
-from skipidx.planner.bound import BExpr, columns_of
+from skipidx.expr.evaluate import where_mask
+from skipidx.expr.bound import BExpr, columns_of
 from skipidx.planner.prune import PartSelection
 
 
@@ -81,7 +81,7 @@ def _read_filtered(part: Any, batch: list[tuple[int, int]], columns: list[str], 
 
     The String columns the WHERE reads are read as Arrow dictionaries where
     the part wrote them dictionary-encoded: the filter then runs on the
-    distinct values (:func:`skipidx.execution.evaluate.evaluate`), and a
+    distinct values (:func:`skipidx.expr.evaluate.evaluate`), and a
     column that is also kept is decoded after the filter, for the rows kept only.
     """
     if not columns:

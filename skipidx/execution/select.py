@@ -56,10 +56,10 @@ import pyarrow.compute as pc
 
 from skipidx.core.errors import SkipidxError
 from skipidx.execution.aggregates import aggregate
-from skipidx.execution.evaluate import evaluate, where_mask
+from skipidx.expr.evaluate import evaluate, where_mask
 from skipidx.execution.scan import zero_column_table
-from skipidx.planner.binder import TUPLE_FUNC
-from skipidx.planner.bound import (
+from skipidx.expr.binder import TUPLE_FUNC
+from skipidx.expr.bound import (
     BAgg, BCall, BColumn, BConst, BExpr, BoundSelect, OrderItem, OutputItem, columns_of,
 )
 

@@ -17,8 +17,8 @@ import pyarrow as pa
 
 from skipidx.core.errors import BindError, SkipidxError
 from skipidx.indexes.base import IndexDef
-from skipidx.planner.binder import Binder, coerce_constant, is_int, is_string, value_type
-from skipidx.planner.bound import BConst
+from skipidx.expr.binder import Binder, coerce_constant, is_int, is_string, value_type
+from skipidx.expr.bound import BConst
 from skipidx.sql import ast as A
 
 

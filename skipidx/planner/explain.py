@@ -28,12 +28,17 @@ answered. Every index that was not read gets one "Not used" line saying why.
 """
 from __future__ import annotations
 
-from skipidx.planner.query import QueryPlan, prune_plan
+from typing import Any, Callable
+
+from skipidx.planner.plan import QueryPlan, prune_plan
 from skipidx.planner.rpn import Op
 from skipidx.planner.stats import QueryStats
 
 
-def explain_lines(plan: QueryPlan, indexes: bool = True) -> tuple[list[str], QueryStats]:
+def explain_lines(plan: QueryPlan, indexes: bool = True,
+                  direct_count: Callable[[QueryPlan, list], Any] | None = None) -> tuple[list[str], QueryStats]:
+    """EXPLAIN's lines; `direct_count` (the engine's count-from-postings reader) says
+    whether a count() would be answered from index postings."""
     bs = plan.select
     stats = QueryStats(table=bs.table)
     prune_plan(plan, stats)
@@ -53,9 +58,7 @@ def explain_lines(plan: QueryPlan, indexes: bool = True) -> tuple[list[str], Que
         lines.append(f"  Limit {bs.limit}" + (f" offset {bs.offset}" if bs.offset else ""))
     if bs.where is not None:
         lines.append(f"  Filter: {_where_text(bs)}")
-    if plan.direct_read and not ext and stats.parts_selected:
-        from skipidx.planner.direct_read import direct_count
-
+    if direct_count is not None and plan.direct_read and not ext and stats.parts_selected:
         got = direct_count(plan, [p for p in plan.snapshot.parts])
         if got is not None:
             lines.append(f"  ReadFromTextIndexCount ({bs.table}): count() from the postings of "

@@ -34,7 +34,7 @@ from typing import Callable, Mapping
 import numpy as np
 
 from skipidx.indexes.base import Atom, BoolMask
-from skipidx.planner.bound import BCall, BColumn, BConst, BExpr, BFolded
+from skipidx.expr.bound import BCall, BColumn, BConst, BExpr, BFolded
 
 #: Atom functions that take the subject first and only constants after it.
 ATOM_FUNCS = frozenset({

@@ -16,9 +16,9 @@ import pytest
 import skipidx
 from skipidx.indexes import bloom
 from skipidx.indexes.base import Atom
-from skipidx.planner.binder import bind_where
-from skipidx.planner.bound import BoundSelect
-from skipidx.planner.query import plan_query
+from skipidx.expr.binder import bind_where
+from skipidx.expr.bound import BoundSelect
+from skipidx.planner.plan import plan_query
 from skipidx.sql.parser import parse_expression
 
 

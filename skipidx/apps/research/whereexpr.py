@@ -19,7 +19,7 @@ predicate part of the skipidx/ClickHouse dialect over one string column::
 
 The same text runs unchanged in ClickHouse (chDB) and in the skipidx engine.
 Exact evaluation (the "ideal": granules that truly hold a match) uses
-`skipidx.execution.functions`, the engine's ClickHouse-exact row functions.
+`skipidx.expr.kernels`, the engine's ClickHouse-exact row functions.
 """
 from __future__ import annotations
 
@@ -274,7 +274,7 @@ def evaluate_exact(e: Expr, values: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """Row mask (bool numpy) of the rows where the WHERE clause is true (NULL counts as false)."""
     import pyarrow.compute as pc
 
-    from skipidx.execution import functions as F
+    from skipidx.expr import kernels as F
 
     def ev(x: Expr):
         if isinstance(x, And):

@@ -93,7 +93,7 @@ def plan_scan(table_dir: str, where: A.Expr | None, cache: Any = None) -> ScanPl
     """Prune the current snapshot of `table_dir` with `where` (an unbound
     expression; None reads everything). The snapshot is pinned only while
     pruning: readers pin its generation again while they read."""
-    from skipidx.planner.binder import bind_where
+    from skipidx.expr.binder import bind_where
     from skipidx.planner.prune import plan_indexes, prune
     from skipidx.planner.rpn import build_rpn
     from skipidx.planner.stats import QueryStats

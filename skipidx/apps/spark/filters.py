@@ -242,7 +242,7 @@ def filter_to_expr(f: Any, meta: Any) -> A.Expr | None:
 def filters_to_exprs(filters: Iterable[Any], meta: Any) -> list[A.Expr]:
     """The pushable filters as bindable expressions (each checked by binding it alone,
     so one filter the binder refuses never takes the others down)."""
-    from skipidx.planner.binder import bind_where
+    from skipidx.expr.binder import bind_where
 
     out = []
     for f in filters:

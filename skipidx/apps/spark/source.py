@@ -218,7 +218,7 @@ class SkipidxDataSource(DataSource):
                                f"got {schema.simpleString()}", path=table_dir)
         where = _where_option(self.options)
         if where is not None:
-            from skipidx.planner.binder import bind_where
+            from skipidx.expr.binder import bind_where
 
             bind_where(meta, where)   # a bad WHERE fails at planning, with its line and column
         return SkipidxReader(
@@ -476,8 +476,8 @@ def _read_slices(reader: SkipidxReader, gen: int, slices: list) -> Iterator[pa.R
     import fcntl
 
     from skipidx.execution.scan import split_ranges
-    from skipidx.planner.binder import bind_where
-    from skipidx.planner.bound import columns_of
+    from skipidx.expr.binder import bind_where
+    from skipidx.expr.bound import columns_of
     from skipidx.apps.spark.filters import conjunction
     from skipidx.store.commit import READERS_DIR, PartEntry
     from skipidx.store.part import Part
@@ -523,7 +523,7 @@ def _mask(bound: Any, t: pa.Table) -> Any:
     import numpy as np
     import pyarrow.compute as pc
 
-    from skipidx.execution.evaluate import where_mask
+    from skipidx.expr.evaluate import where_mask
 
     m = where_mask(bound, t)
     if m is None:

@@ -1,6 +1,6 @@
 """Exact evaluation of bound expressions over an Arrow table (the rows a scan read).
 
-Every function is :mod:`skipidx.execution.functions` (ClickHouse semantics,
+Every function is :mod:`skipidx.expr.kernels` (ClickHouse semantics,
 checked against chDB); this module only walks the bound tree. Results are
 Arrow arrays of the table's length; boolean results are three-valued (NULL
 where ClickHouse gives NULL), and :func:`where_mask` turns the WHERE result
@@ -15,8 +15,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from skipidx.core.errors import SkipidxError
-from skipidx.execution import functions as F
-from skipidx.planner.bound import BAgg, BCall, BColumn, BConst, BExpr, BFolded
+from skipidx.expr import kernels as F
+from skipidx.expr.bound import BAgg, BCall, BColumn, BConst, BExpr, BFolded
 
 _CMP = {"equals": "=", "notEquals": "!=", "less": "<", "lessOrEquals": "<=",
         "greater": ">", "greaterOrEquals": ">="}

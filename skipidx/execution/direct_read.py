@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from skipidx.core.errors import SkipidxError
+from skipidx.execution.select import collect_aggs
 from skipidx.planner.rpn import Op
 
 #: ClickHouse's setting; SETTINGS query_plan_direct_read_from_text_index = 0 turns it off
@@ -24,8 +25,6 @@ SETTING = "query_plan_direct_read_from_text_index"
 
 
 def _count_only(bs: Any) -> bool:
-    from skipidx.execution.select import collect_aggs
-
     if not bs.aggregate or bs.group_by or bs.distinct or bs.output_columns() or bs.where is None:
         return False
     aggs = collect_aggs(bs)

@@ -9,7 +9,7 @@ does:
 * an integer column compared with a constant outside its range, or with a
   fractional constant for ``=``, is decided from the types alone
   (``UInt8 = 300`` is false, ``UInt8 < 300`` is true for every non-NULL row)
-  and becomes a :class:`~skipidx.planner.bound.BFolded`;
+  and becomes a :class:`~skipidx.expr.bound.BFolded`;
 * ``x < 2.5`` on an integer column is ``x < 3`` (and so on for the other
   comparisons), so the index atoms only ever see values of the column type;
 * a string constant compared with a number column is parsed as a number
@@ -35,7 +35,7 @@ from typing import Any
 import pyarrow as pa
 
 from skipidx.core.errors import BindError, SkipidxError
-from skipidx.planner.bound import (
+from skipidx.expr.bound import (
     BAgg, BCall, BColumn, BConst, BExpr, BFolded, BoundSelect, OrderItem, OutputItem, contains_agg,
 )
 from skipidx.sql import ast as A
@@ -512,7 +512,7 @@ class Binder:
                 return BConst(None, pa.null(), True)
             if not is_numeric(it):
                 raise _err(f"illegal type {ch_name(it)} of argument of function negate", n)
-            from skipidx.execution.functions import negate_result_type
+            from skipidx.expr.kernels import negate_result_type
 
             # ClickHouse's negate, not `0 - x`: IntN stays IntN (wrapping: -(-128) of an Int8
             # is -128), UIntN widens to the signed type twice as wide, Float32 stays Float32,
@@ -677,7 +677,7 @@ class Binder:
         return BCall(func, (subject, BConst(vals, value_type(subject.type))), _BOOL, subject.nullable, text)
 
     def _arith(self, func: str, left: BExpr, right: BExpr, node: Any) -> BExpr:
-        from skipidx.execution.functions import arithmetic_result_type
+        from skipidx.expr.kernels import arithmetic_result_type
 
         # a constant keeps its type: `1 + 2 * 3` is plus(UInt8, UInt16) -> UInt32, as ClickHouse
         lt, rt = value_type(left.type), value_type(right.type)
@@ -687,7 +687,7 @@ class Binder:
             if not is_numeric(t):
                 raise _err(f"illegal types {ch_name(lt)} and {ch_name(rt)} of arguments of function {func}", node)
         if isinstance(left, BConst) and isinstance(right, BConst):
-            from skipidx.execution.functions import arithmetic
+            from skipidx.expr.kernels import arithmetic
 
             try:
                 v = arithmetic({"plus": "+", "minus": "-", "multiply": "*", "divide": "/", "modulo": "%"}[func],
@@ -780,7 +780,7 @@ class Binder:
             raise _err(f"function {n.name} takes {k} argument{'s' if k != 1 else ''}, got {len(n.args)}", n)
 
     def _string_predicate(self, func: str, kind: str, args: list[BExpr], node: Any, arg_nodes: list) -> BExpr:
-        from skipidx.execution import functions as F
+        from skipidx.expr import kernels as F
 
         if len(args) != 2:
             raise _err(f"function {func} takes 2 arguments, got {len(args)}", node)
@@ -833,7 +833,7 @@ class Binder:
 
     @staticmethod
     def _eval_const_predicate(func: str, hay: bytes, v: Any) -> bool | None:
-        from skipidx.execution.evaluate import evaluate
+        from skipidx.expr.evaluate import evaluate
 
         e = BCall(func, (BColumn("h", pa.binary()), BConst(v, pa.string())), _BOOL)
         out = evaluate(e, pa.table({"h": pa.array([hay], pa.binary())}))

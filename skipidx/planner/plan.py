@@ -1,0 +1,65 @@
+"""A query plan: the WHERE clause's RPN, the indexes that answer it, the columns to read; and pruning with it."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from skipidx.expr.binder import bind_where
+from skipidx.expr.bound import BoundSelect, columns_of
+from skipidx.planner.prune import IndexCache, IndexUse, PartSelection, plan_indexes, prune
+from skipidx.planner.rpn import RPN, build_rpn
+from skipidx.planner.stats import QueryStats
+from skipidx.sql.parser import parse_expression
+
+@dataclass
+class QueryPlan:
+    snapshot: Any                  # store TableSnapshot (meta + parts)
+    select: BoundSelect
+    rpn: RPN
+    uses: list[IndexUse]
+    columns: list[str]             # columns the scan reads, in table order
+    cache: IndexCache | None = None
+    #: answer count()-only queries from exact postings when it can (planner.direct_read)
+    direct_read: bool = True
+    #: set by run_query / EXPLAIN when it did: the indexes whose postings gave the count
+    direct_read_from: list[str] | None = None
+
+
+def plan_query(snapshot: Any, bs: BoundSelect, cache: IndexCache | None = None) -> QueryPlan:
+    """The RPN of the WHERE clause, the indexes that can answer it, the columns to read."""
+    meta = snapshot.meta
+    rpn = build_rpn(bs.where)
+    derived = None
+    if getattr(snapshot, "kind", None) == "external":
+        from skipidx.planner.external import external_uses
+
+        def derived(rpn_: RPN, cache_: Any, declared: list) -> list:
+            return external_uses(snapshot, rpn_, cache_, declared)
+    uses = plan_indexes(rpn, meta, cache, derived)
+    need = columns_of(bs.where) | bs.output_columns()
+    columns = [c for c in meta.column_names if c in need]
+    return QueryPlan(snapshot, bs, rpn, uses, columns, cache)
+
+
+def prune_plan(plan: QueryPlan, stats: QueryStats) -> list[PartSelection]:
+    t0 = time.perf_counter()
+    sel = prune(plan.snapshot.parts, plan.rpn, plan.uses, stats, plan.cache)
+    stats.prune_ms = (time.perf_counter() - t0) * 1000
+    stats.notes.extend(getattr(plan.snapshot, "notes", ()))
+    return sel
+
+
+def prune_where(snapshot: Any, where: str | None, cache: IndexCache | None = None):
+    """Prune a table snapshot with a skipidx WHERE text (no SELECT around it).
+
+    Returns ``(selections, stats, bound_where)``: the parts and mark ranges to
+    read, the pruning figures, and the bound expression to apply exactly on
+    what is read (``skipidx.expr.evaluate.where_mask(bound_where, table)``;
+    None means every row passes). For embedders such as the Spark source.
+    """
+    bound = None if where is None or not where.strip() else bind_where(snapshot.meta, parse_expression(where))
+    bs = BoundSelect(snapshot.meta.name, [], bound)
+    plan = plan_query(snapshot, bs, cache)
+    stats = QueryStats(table=snapshot.meta.name)
+    return prune_plan(plan, stats), stats, bound
