@@ -116,7 +116,7 @@ def ideal_granules(db, where: str) -> int:
     """Granules holding at least one row that satisfies `where` (a full scan with the exact evaluator)."""
     from skipidx.expr.evaluate import where_mask
     from skipidx.expr.binder import bind_where
-    from skipidx.expr.bound import columns_of
+    from skipidx.expr.visitors import columns_of
     from skipidx.sql.parser import parse_expression
 
     snap = db.catalog.table("logs").snapshot()

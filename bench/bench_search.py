@@ -35,6 +35,7 @@ import pyarrow.compute as pc
 from skipidx.apps import datagen
 from skipidx.expr.kernels import _search as S
 from skipidx.expr import kernels as F
+from skipidx.expr.kernels import _arrow as FA
 
 GRANULE = 8192
 
@@ -43,8 +44,8 @@ def _per_chunk(arr: pa.ChunkedArray, fn: Callable[[np.ndarray, np.ndarray], np.n
     """What the patched functions.py does per chunk: views, kernel, BooleanArray (nulls laid over)."""
     out = []
     for c in arr.chunks:
-        o, d = F._offsets_data(F._binary_view(c))
-        out.append(F._bool_result(fn(o, d), c))
+        o, d = FA._offsets_data(FA._binary_view(c))
+        out.append(FA._bool_result(fn(o, d), c))
     return pa.chunked_array(out, type=pa.bool_())
 
 
@@ -139,12 +140,12 @@ def same(a: pa.ChunkedArray | pa.Array, b: pa.ChunkedArray | pa.Array, what: str
 
 
 def bench(label: str, col: pa.ChunkedArray, needles: list[str], repeat: int) -> list[float]:
-    nbytes = sum(int(F._offsets_data(c)[0][-1] - F._offsets_data(c)[0][0]) for c in col.chunks)
+    nbytes = sum(int(FA._offsets_data(c)[0][-1] - FA._offsets_data(c)[0][0]) for c in col.chunks)
     print(f"\n== {label}: {len(col):,} rows in {col.num_chunks} chunk(s), {nbytes / 1e6:.1f} MB of text, "
           f"load average {os.getloadavg()[0]:.2f}")
     print(f"{'case':34s} {'mine ms':>8s} {'GB/s':>6s} | {'baseline':28s} {'ms':>8s} {'GB/s':>6s} {'ratio':>6s} rows")
     ratios = []
-    datas = [F._offsets_data(c)[1] for c in col.chunks]
+    datas = [FA._offsets_data(c)[1] for c in col.chunks]
     ref = timed({"np": lambda: [np.count_nonzero(d == 0x7F) for d in datas]}, repeat)["np"]
     print(f"(machine speed now: one numpy compare pass `count_nonzero(data == c)` {ref * 1e3:.2f} ms, "
           f"{nbytes / ref / 1e9:.2f} GB/s)")

@@ -17,6 +17,7 @@ import pytest
 from functions_corpus import chdb_columns, chdb_error, corpus, sql_str, tokens_by_frequency, write_parquet
 from skipidx.core.errors import SkipidxError
 from skipidx.expr import kernels as F
+from skipidx.expr.kernels import strings as FS
 
 chdb = pytest.importorskip("chdb")
 pytestmark = pytest.mark.chdb
@@ -63,7 +64,7 @@ _STRATEGIES = {"auto": None, "passes": 1 << 30, "re2-alternation": 0}
 def _force(strategy: str, monkeypatch) -> None:
     """Force multiSearchAny to one strategy (or leave the automatic choice)."""
     if _STRATEGIES[strategy] is not None:
-        monkeypatch.setattr(F, "_MSA_PASSES_MAX", _STRATEGIES[strategy])
+        monkeypatch.setattr(FS, "_MSA_PASSES_MAX", _STRATEGIES[strategy])
 
 
 @pytest.mark.parametrize("ci", [False, True], ids=["hasToken", "hasTokenCaseInsensitive"])

@@ -18,7 +18,7 @@ import skipidx
 from skipidx.expr.evaluate import where_mask
 from skipidx.planner import prune as PR
 from skipidx.expr.binder import bind_where
-from skipidx.expr.bound import BoundSelect
+from skipidx.expr.select import BoundSelect
 from skipidx.planner.plan import plan_query
 from skipidx.planner.stats import QueryStats
 from skipidx.sql.parser import parse_expression

@@ -25,7 +25,7 @@ from skipidx.expr.evaluate import where_mask
 from skipidx.indexes.base import BoolMask
 from skipidx.planner import prune as PR
 from skipidx.expr.binder import bind_where
-from skipidx.expr.bound import BoundSelect
+from skipidx.expr.select import BoundSelect
 from skipidx.planner.plan import plan_query
 from skipidx.planner.rpn import RPN, Op, RPNItem, evaluate
 from skipidx.planner.stats import IndexStats, QueryStats

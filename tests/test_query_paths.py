@@ -18,7 +18,7 @@ import skipidx
 from skipidx.expr.binder import bind_where
 from skipidx.planner.prune import prune, prune_part
 from skipidx.planner.plan import plan_query
-from skipidx.expr.bound import BoundSelect
+from skipidx.expr.select import BoundSelect
 from skipidx.planner.stats import QueryStats
 from skipidx.sql.parser import parse, parse_expression
 from skipidx.core.errors import ParseError

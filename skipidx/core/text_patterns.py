@@ -43,6 +43,44 @@ class Literal:
 _WILDCARDS = re.compile(rb"[%_]")
 
 
+#: like_scan items for the unescaped wildcards ``%`` and ``_`` (literal bytes are 0..255).
+ANY, ONE = -1, -2
+
+
+def like_scan(pattern: bytes, strict: bool = False) -> list[int]:
+    """The pattern as ClickHouse reads it, one item per character: a literal byte
+    (0..255), :data:`ANY` for an unescaped ``%``, :data:`ONE` for ``_``.
+
+    The one place that knows LIKE's escapes: ``\\%``, ``\\_`` and ``\\\\`` are
+    the literal character; a backslash before anything else is a literal
+    backslash (the next character is read normally). A trailing lone
+    backslash is an error in ClickHouse: ValueError when `strict`, else a
+    literal backslash.
+    """
+    if b"\\" not in pattern:
+        return [ANY if c == 0x25 else ONE if c == 0x5F else c for c in pattern]
+    out: list[int] = []
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == 0x5C:  # backslash
+            if i + 1 < n and pattern[i + 1] in (0x25, 0x5F, 0x5C):  # \% \_ \\
+                out.append(pattern[i + 1])
+                i += 2
+                continue
+            if i + 1 == n and strict:
+                raise ValueError("Invalid escape sequence at the end of LIKE pattern")
+            out.append(c)
+        elif c == 0x25:
+            out.append(ANY)
+        elif c == 0x5F:
+            out.append(ONE)
+        else:
+            out.append(c)
+        i += 1
+    return out
+
+
 def like_runs(pattern: bytes) -> list[Literal]:
     """Maximal literal runs of a LIKE pattern, unescaped, in order (empty runs dropped).
 
@@ -56,28 +94,22 @@ def like_runs(pattern: bytes) -> list[Literal]:
         parts = _WILDCARDS.split(pattern)
         last = len(parts) - 1
         return [Literal(bytes(p), i == 0, i == last) for i, p in enumerate(parts) if p]
+    if b"\\" not in pattern:
+        # no escapes: the runs are the pieces between wildcards (one C-level split)
+        parts = _WILDCARDS.split(pattern)
+        last = len(parts) - 1
+        return [Literal(bytes(p), i == 0, i == last) for i, p in enumerate(parts) if p]
     runs: list[Literal] = []
     cur = bytearray()
     cur_at_start = True           # no wildcard seen before the current run
-    i, n = 0, len(pattern)
-    while i < n:
-        c = pattern[i]
-        if c == 0x5C:  # backslash
-            if i + 1 < n and pattern[i + 1] in (0x25, 0x5F, 0x5C):  # \% \_ \\
-                cur.append(pattern[i + 1])
-                i += 2
-            else:
-                cur.append(c)     # ClickHouse: a backslash before anything else is literal
-                i += 1
-        elif c == 0x25 or c == 0x5F:  # % _
+    for c in like_scan(pattern):
+        if c < 0:
             if cur:
                 runs.append(Literal(bytes(cur), cur_at_start, False))
                 cur = bytearray()
             cur_at_start = False
-            i += 1
         else:
             cur.append(c)
-            i += 1
     if cur:
         runs.append(Literal(bytes(cur), cur_at_start, True))
     return runs
@@ -85,22 +117,14 @@ def like_runs(pattern: bytes) -> list[Literal]:
 
 def like_has_wildcards(pattern: bytes) -> bool:
     """True iff the pattern has an unescaped ``%`` or ``_`` (else LIKE is equality)."""
-    i, n = 0, len(pattern)
-    while i < n:
-        c = pattern[i]
-        if c == 0x5C:
-            i += 2 if (i + 1 < n and pattern[i + 1] in (0x25, 0x5F, 0x5C)) else 1
-        elif c == 0x25 or c == 0x5F:
-            return True
-        else:
-            i += 1
-    return False
+    if b"\\" not in pattern:
+        return _WILDCARDS.search(pattern) is not None
+    return any(c < 0 for c in like_scan(pattern))
 
 
 def like_unescape(pattern: bytes) -> bytes:
     """The value a wildcard-free LIKE pattern equals (escapes removed)."""
-    runs = like_runs(pattern)
-    return runs[0].text if runs else b""
+    return bytes(c for c in like_scan(pattern) if c >= 0)
 
 
 # ---------------------------------------------------------------------------

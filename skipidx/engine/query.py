@@ -9,7 +9,7 @@ import pyarrow as pa
 from skipidx.execution.direct_read import direct_count
 from skipidx.execution.scan import scan, zero_column_table
 from skipidx.execution.select import run_select
-from skipidx.expr.bound import BoundSelect
+from skipidx.expr.select import BoundSelect
 from skipidx.expr.evaluate import where_mask
 from skipidx.planner.plan import QueryPlan, prune_plan
 from skipidx.planner.stats import QueryStats

@@ -21,7 +21,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from skipidx.expr.evaluate import where_mask
-from skipidx.expr.bound import BExpr, columns_of
+from skipidx.expr.bound import BExpr
+from skipidx.expr.visitors import columns_of
 from skipidx.planner.prune import PartSelection
 
 

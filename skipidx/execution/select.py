@@ -58,10 +58,10 @@ from skipidx.core.errors import SkipidxError
 from skipidx.execution.aggregates import aggregate
 from skipidx.expr.evaluate import evaluate, where_mask
 from skipidx.execution.scan import zero_column_table
-from skipidx.expr.binder import TUPLE_FUNC
-from skipidx.expr.bound import (
-    BAgg, BCall, BColumn, BConst, BExpr, BoundSelect, OrderItem, OutputItem, columns_of,
-)
+from skipidx.expr.catalogue import TUPLE_FUNC
+from skipidx.expr.bound import BAgg, BCall, BColumn, BConst, BExpr, BFolded
+from skipidx.expr.select import BoundSelect, OrderItem, OutputItem
+from skipidx.expr.visitors import columns_of, transform
 
 
 # ---------------------------------------------------------------------------
@@ -114,13 +114,14 @@ def collect_aggs(bs: BoundSelect) -> list[BAgg]:
 
 def _rewrite(e: BExpr, repl: dict[Any, BColumn]) -> BExpr:
     """Replace aggregate calls and GROUP BY expressions by columns of the aggregated table."""
-    if e in repl:
-        return repl[e]
-    if isinstance(e, BCall):
-        return BCall(e.func, tuple(_rewrite(a, repl) for a in e.args), e.type, e.nullable, e.text)
-    if isinstance(e, BColumn):
-        raise SkipidxError(f"column {e.name!r} is neither under an aggregate function nor in GROUP BY")
-    return e
+    def step(x: BExpr) -> BExpr | None:
+        if x in repl:
+            return repl[x]
+        if isinstance(x, BColumn):
+            raise SkipidxError(f"column {x.name!r} is neither under an aggregate function nor in GROUP BY")
+        return x if isinstance(x, (BAgg, BFolded, BConst)) else None
+
+    return transform(e, step)
 
 
 # ---------------------------------------------------------------------------

@@ -35,56 +35,28 @@ from typing import Any
 import pyarrow as pa
 
 from skipidx.core.errors import BindError, SkipidxError
-from skipidx.expr.bound import (
-    BAgg, BCall, BColumn, BConst, BExpr, BFolded, BoundSelect, OrderItem, OutputItem, contains_agg,
+from skipidx.core.hints import did_you_mean
+from skipidx.expr.bound import BAgg, BCall, BColumn, BConst, BExpr, BFolded
+from skipidx.expr.select import BoundSelect, OrderItem, OutputItem
+from skipidx.expr.visitors import contains_agg, source_column
+from skipidx.expr import dates
+from skipidx.expr.evaluate import evaluate
+from skipidx.expr.catalogue import CATALOGUE, CONST_ARRAY_STRING, CONST_TOKENS, Function, TUPLE_FUNC as _TUPLE_FUNC
+from skipidx.expr.kernels import arithmetic, arithmetic_result_type, negate_result_type
+from skipidx.expr.types import (
+    _int_range, ch_name, is_int, is_numeric, is_string, literal_type, value_type,
 )
 from skipidx.sql import ast as A
 
 _BOOL = pa.uint8()      # ClickHouse's predicate result type (UInt8)
 
 #: Comparison operators and their canonical function names.
-_CMP_OPS = {"=": "equals", "!=": "notEquals", "<": "less", "<=": "lessOrEquals", ">": "greater",
-            ">=": "greaterOrEquals"}
 _FLIP = {"equals": "equals", "notEquals": "notEquals", "less": "greater", "greater": "less",
          "lessOrEquals": "greaterOrEquals", "greaterOrEquals": "lessOrEquals"}
-_ARITH_OPS = {"+": "plus", "-": "minus", "*": "multiply", "/": "divide", "%": "modulo"}
 
-#: String-search functions: name -> (canonical name, kind of the constant argument).
-_STRING_PREDICATES = {
-    "hastoken": ("hasToken", "string"),
-    "hastokenornull": ("hasTokenOrNull", "string"),
-    "hastokencaseinsensitive": ("hasTokenCaseInsensitive", "string"),
-    "startswith": ("startsWith", "string"),
-    "endswith": ("endsWith", "string"),
-    "like": ("like", "string"),
-    "notlike": ("notLike", "string"),
-    "ilike": ("ilike", "string"),
-    "notilike": ("notILike", "string"),
-    "match": ("match", "string"),
-    "multisearchany": ("multiSearchAny", "array"),
-    "hasanytokens": ("hasAnyTokens", "tokens"),
-    "hasalltokens": ("hasAllTokens", "tokens"),
-}
-_STRING_FUNCS = {"lower": "lower", "lcase": "lower", "upper": "upper", "ucase": "upper", "length": "length"}
 #: The BCall function holding the arguments of a multi-argument uniqExact (only there).
-TUPLE_FUNC = "tuple"
-_AGGREGATES = {"count": "count", "sum": "sum", "avg": "avg", "min": "min", "max": "max",
-               "uniqexact": "uniqExact", "countdistinct": "uniqExact"}
-_FUNCTION_ALIASES = {  # function-call spellings of operators
-    "equals": "=", "notequals": "!=", "less": "<", "lessorequals": "<=", "greater": ">",
-    "greaterorequals": ">=",
-}
-_LOGICAL = {"and": "and", "or": "or", "not": "not"}
-_NULL_FUNCS = {"isnull": "isNull", "isnotnull": "isNotNull"}
-_IN_FUNCS = {"in": "in", "notin": "notIn"}
-_ARITH_FUNCS = {"plus": "plus", "minus": "minus", "multiply": "multiply", "divide": "divide",
-                "modulo": "modulo"}
-
-KNOWN_FUNCTIONS = sorted(
-    {v[0] for v in _STRING_PREDICATES.values()} | set(_STRING_FUNCS.values()) | set(_AGGREGATES.values())
-    | {"equals", "notEquals", "less", "lessOrEquals", "greater", "greaterOrEquals", "and", "or", "not",
-       "isNull", "isNotNull", "in", "notIn", "plus", "minus", "multiply", "divide", "modulo"}
-)
+TUPLE_FUNC = _TUPLE_FUNC
+KNOWN_FUNCTIONS = CATALOGUE.names()
 
 
 def _err(msg: str, node: Any = None) -> BindError:
@@ -94,102 +66,19 @@ def _err(msg: str, node: Any = None) -> BindError:
     return BindError(msg)
 
 
-# ---------------------------------------------------------------------------
-# types
-# ---------------------------------------------------------------------------
-
-def value_type(t: pa.DataType) -> pa.DataType:
-    return t.value_type if pa.types.is_dictionary(t) else t
-
-
-def is_string(t: pa.DataType) -> bool:
-    t = value_type(t)
-    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) \
-        or pa.types.is_large_binary(t) or pa.types.is_string_view(t)
-
-
-def is_int(t: pa.DataType) -> bool:
-    return pa.types.is_integer(t) or pa.types.is_boolean(t)
-
-
-def is_numeric(t: pa.DataType) -> bool:
-    return is_int(t) or pa.types.is_floating(t)
-
-
-def ch_name(t: pa.DataType, nullable: bool = False) -> str:
-    """ClickHouse spelling of an Arrow type, for messages."""
-    t = value_type(t)
-    names = {pa.uint8(): "UInt8", pa.uint16(): "UInt16", pa.uint32(): "UInt32", pa.uint64(): "UInt64",
-             pa.int8(): "Int8", pa.int16(): "Int16", pa.int32(): "Int32", pa.int64(): "Int64",
-             pa.float32(): "Float32", pa.float64(): "Float64", pa.bool_(): "Bool", pa.date32(): "Date",
-             pa.null(): "Nullable(Nothing)"}
-    if is_string(t):
-        n = "String"
-    elif pa.types.is_timestamp(t):
-        n = "DateTime"
-    else:
-        n = names.get(t, str(t))
-    return f"Nullable({n})" if nullable and n != "Nullable(Nothing)" else n
-
-
-def _int_range(t: pa.DataType) -> tuple[int, int]:
-    if pa.types.is_boolean(t):
-        return 0, 1
-    bits = t.bit_width
-    if pa.types.is_unsigned_integer(t):
-        return 0, (1 << bits) - 1
-    return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
-
-
-def literal_type(value: Any) -> pa.DataType:
-    """The type ClickHouse gives a literal (smallest unsigned/signed integer, Float64, String)."""
-    if value is None:
-        return pa.null()
-    if isinstance(value, bool):
-        return pa.bool_()
-    if isinstance(value, int):
-        if value >= 0:
-            for t in (pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64()):
-                if value <= _int_range(t)[1]:
-                    return t
-        else:
-            for t in (pa.int8(), pa.int16(), pa.int32(), pa.int64()):
-                if value >= _int_range(t)[0]:
-                    return t
-        return pa.float64()   # beyond 64 bits: ClickHouse reads it as Float64
-    if isinstance(value, float):
-        return pa.float64()
-    if isinstance(value, (bytes, str)):
-        return pa.string()
-    if isinstance(value, tuple):
-        return pa.null()
-    raise AssertionError(f"unexpected literal {value!r}")
-
-
-_DATE_RE = re.compile(r"^\s*(\d{4})-(\d{1,2})-(\d{1,2})\s*$")
-_DATETIME_RE = re.compile(r"^\s*(\d{4})-(\d{1,2})-(\d{1,2})(?:[ T](\d{1,2}):(\d{2}):(\d{2}))?\s*$")
-
-
 def parse_date(text: bytes, node: Any = None) -> _dt.date:
-    s = text.decode("utf-8", "replace")
-    m = _DATE_RE.match(s)
     try:
-        if m is None:
-            raise ValueError
-        return _dt.date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+        return dates.parse_date(text)
     except ValueError:
+        s = text.decode("utf-8", "replace")
         raise _err(f"cannot parse {s!r} as Date (expected YYYY-MM-DD)", node) from None
 
 
 def parse_datetime(text: bytes, node: Any = None) -> _dt.datetime:
-    s = text.decode("utf-8", "replace")
-    m = _DATETIME_RE.match(s)
     try:
-        if m is None:
-            raise ValueError
-        y, mo, d, hh, mi, ss = m.groups()
-        return _dt.datetime(int(y), int(mo), int(d), int(hh or 0), int(mi or 0), int(ss or 0))
+        return dates.parse_datetime(text)
     except ValueError:
+        s = text.decode("utf-8", "replace")
         raise _err(f"cannot parse {s!r} as DateTime (expected YYYY-MM-DD hh:mm:ss)", node) from None
 
 
@@ -435,8 +324,6 @@ class Binder:
         if c is None:
             where = f"table {self.meta.name!r}" if self.meta is not None else "a SELECT without FROM"
             known = ", ".join(self._columns) or "none"
-            from skipidx.core.hints import did_you_mean
-
             hint = did_you_mean(node.name, list(self._columns) + list(getattr(self, "_aliases", {}) or {}))
             raise _err(f"unknown column {node.name!r} in {where}{hint}; columns: {known}", node)
         return self._table_column(c)
@@ -503,30 +390,17 @@ class Binder:
             if n.op == "not":
                 a = self._logical_arg(n.operand, agg)
                 return self._fold_logic(BCall("not", (a,), _BOOL, a.nullable, n.to_sql()))
-            inner = self._expr(n.operand, agg)
-            if isinstance(inner, BConst) and isinstance(inner.value, (int, float)) \
-                    and not isinstance(inner.value, bool):
-                return _negate_constant(inner)
-            it = value_type(inner.type)
-            if isinstance(inner, BConst) and inner.value is None:
-                return BConst(None, pa.null(), True)
-            if not is_numeric(it):
-                raise _err(f"illegal type {ch_name(it)} of argument of function negate", n)
-            from skipidx.expr.kernels import negate_result_type
-
-            # ClickHouse's negate, not `0 - x`: IntN stays IntN (wrapping: -(-128) of an Int8
-            # is -128), UIntN widens to the signed type twice as wide, Float32 stays Float32,
-            # and -(0.) is -0. (1 / -(f * 0) is -inf)
-            return BCall("negate", (inner,), negate_result_type(it), inner.nullable, n.to_sql())
+            return self._negate(self._expr(n.operand, agg), n)
         if isinstance(n, A.BinaryOp):
             left, right = self._expr(n.left, agg), self._expr(n.right, agg)
-            if n.op in _CMP_OPS:
-                return self.compare(_CMP_OPS[n.op], left, right, n)
-            return self._arith(_ARITH_OPS[n.op], left, right, n)
+            fn = CATALOGUE.operator(n.op)
+            if fn.rule == "comparison":
+                return self.compare(fn.name, left, right, n)
+            return self._arith(fn.name, left, right, n)
         if isinstance(n, A.Like):
             func = ("notILike" if n.negated else "ilike") if n.case_insensitive else \
                 ("notLike" if n.negated else "like")
-            return self._string_predicate(func, "string", [self._expr(n.expr, agg), self._expr(n.pattern, agg)],
+            return self._string_predicate(func, [self._expr(n.expr, agg), self._expr(n.pattern, agg)],
                                           n, [n.expr, n.pattern])
         if isinstance(n, A.InList):
             subject = self._expr(n.expr, agg)
@@ -556,6 +430,20 @@ class Binder:
         if isinstance(n, A.Star):
             raise _err("* is only allowed as a select item or in count(*)", n)
         raise _err(f"unsupported expression {n.to_sql()}", n)
+
+    def _negate(self, inner: BExpr, n: Any) -> BExpr:
+        if isinstance(inner, BConst) and isinstance(inner.value, (int, float)) \
+                and not isinstance(inner.value, bool):
+            return _negate_constant(inner)
+        it = value_type(inner.type)
+        if isinstance(inner, BConst) and inner.value is None:
+            return BConst(None, pa.null(), True)
+        if not is_numeric(it):
+            raise _err(f"illegal type {ch_name(it)} of argument of function negate", n)
+        # ClickHouse's negate, not `0 - x`: IntN stays IntN (wrapping: -(-128) of an Int8
+        # is -128), UIntN widens to the signed type twice as wide, Float32 stays Float32,
+        # and -(0.) is -0. (1 / -(f * 0) is -inf)
+        return BCall("negate", (inner,), negate_result_type(it), inner.nullable, n.to_sql())
 
     def _logical_arg(self, n: A.Expr, agg: bool) -> BExpr:
         a = self._expr(n, agg)
@@ -631,7 +519,7 @@ class Binder:
             v = coerce_constant(right.value, left.type, node)
             r = normalize_comparison(func, left.type, v)
             if isinstance(r, bool):
-                src = _source_column(left)
+                src = source_column(left)
                 return BFolded(r, src if (src is not None and left.nullable) else None, text)
             f2, v2 = r
             return BCall(f2, (left, BConst(v2, value_type(left.type))), _BOOL, left.nullable, text)
@@ -672,13 +560,11 @@ class Binder:
             return BConst(int(hit != negated), _BOOL)
         vals = normalize_in_list(subject.type, values, node)
         if not vals:
-            src = _source_column(subject)
+            src = source_column(subject)
             return BFolded(negated, src if (src is not None and subject.nullable) else None, text)
         return BCall(func, (subject, BConst(vals, value_type(subject.type))), _BOOL, subject.nullable, text)
 
     def _arith(self, func: str, left: BExpr, right: BExpr, node: Any) -> BExpr:
-        from skipidx.expr.kernels import arithmetic_result_type
-
         # a constant keeps its type: `1 + 2 * 3` is plus(UInt8, UInt16) -> UInt32, as ClickHouse
         lt, rt = value_type(left.type), value_type(right.type)
         for side, t in ((left, lt), (right, rt)):
@@ -687,8 +573,6 @@ class Binder:
             if not is_numeric(t):
                 raise _err(f"illegal types {ch_name(lt)} and {ch_name(rt)} of arguments of function {func}", node)
         if isinstance(left, BConst) and isinstance(right, BConst):
-            from skipidx.expr.kernels import arithmetic
-
             try:
                 v = arithmetic({"plus": "+", "minus": "-", "multiply": "*", "divide": "/", "modulo": "%"}[func],
                                pa.array([left.value], lt), pa.scalar(right.value, rt))
@@ -707,81 +591,113 @@ class Binder:
 
     # -- functions --------------------------------------------------------
     def _call(self, n: A.FunctionCall, agg: bool) -> BExpr:
-        key = n.name.lower()
-        if key in _AGGREGATES:
+        fn = CATALOGUE.lookup(n.name)
+        if fn is None:
+            hint = did_you_mean(n.name, KNOWN_FUNCTIONS)
+            raise _err(f"unknown function {n.name!r}{hint}; known: {', '.join(KNOWN_FUNCTIONS)}", n)
+        if fn.rule == "aggregate":
             if not agg:
                 raise _err(f"aggregate function {n.name}() is not allowed here (only in the SELECT list, "
                            f"ORDER BY)", n)
-            return self._aggregate(_AGGREGATES[key], n)
+            return self._aggregate(fn.name, n)
         if n.distinct:
             raise _err(f"DISTINCT is only allowed in aggregate functions, not in {n.name}()", n)
         if any(isinstance(a, A.Star) for a in n.args):
             raise _err(f"* is not a valid argument of {n.name}()", n)
-        if key in _STRING_PREDICATES:
-            func, kind = _STRING_PREDICATES[key]
-            args = [self._expr(a, agg) for a in n.args]
-            return self._string_predicate(func, kind, args, n, list(n.args))
-        if key in _STRING_FUNCS:
-            func = _STRING_FUNCS[key]
-            self._arity(n, 1)
-            a = self._expr(n.args[0], agg)
-            if isinstance(a, BConst) and a.value is None:
-                return _null_result()     # lower(NULL) is NULL (Nullable(Nothing))
-            if not is_string(a.type):
-                raise _err(f"illegal type {ch_name(a.type)} of argument of function {func}", n.args[0])
-            if isinstance(a, BConst):
-                v = a.value
-                if v is None:
-                    return BConst(None, pa.string(), True)
-                if func == "length":
-                    return BConst(len(v), pa.uint64())
-                tbl = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ", b"abcdefghijklmnopqrstuvwxyz")
-                if func == "upper":
-                    tbl = bytes.maketrans(b"abcdefghijklmnopqrstuvwxyz", b"ABCDEFGHIJKLMNOPQRSTUVWXYZ")
-                return BConst(v.translate(tbl), pa.string())
-            rtype = pa.uint64() if func == "length" else value_type(a.type)
-            return BCall(func, (a,), rtype, a.nullable, n.to_sql())
-        if key in _FUNCTION_ALIASES:
-            self._arity(n, 2)
-            return self.compare(_CMP_OPS[_FUNCTION_ALIASES[key]], self._expr(n.args[0], agg),
-                                self._expr(n.args[1], agg), n)
-        if key in _LOGICAL:
-            if key == "not":
-                self._arity(n, 1)
-                a = self._logical_arg(n.args[0], agg)
-                return self._fold_logic(BCall("not", (a,), _BOOL, a.nullable, n.to_sql()))
-            if len(n.args) < 2:
-                raise _err(f"function {key} takes at least 2 arguments, got {len(n.args)}", n)
-            args = tuple(self._logical_arg(a, agg) for a in n.args)
-            return self._fold_logic(BCall(key, args, _BOOL, any(a.nullable for a in args), n.to_sql()))
-        if key in _NULL_FUNCS:
-            self._arity(n, 1)
-            a = self._expr(n.args[0], agg)
-            if isinstance(a, BConst):
-                return BConst(int((a.value is None) == (key == "isnull")), _BOOL)
-            return BCall(_NULL_FUNCS[key], (a,), _BOOL, False, n.to_sql())
-        if key in _IN_FUNCS:
-            self._arity(n, 2)
-            subject = self._expr(n.args[0], agg)
-            lst = n.args[1]
-            items = lst.items if isinstance(lst, (A.TupleLiteral, A.ArrayLiteral)) else (lst,)
-            return self._in(subject, items, key == "notin", A.InList(n.args[0], items, key == "notin", pos=n.pos))
-        if key in _ARITH_FUNCS:
-            self._arity(n, 2)
-            return self._arith(_ARITH_FUNCS[key], self._expr(n.args[0], agg), self._expr(n.args[1], agg), n)
-        from skipidx.core.hints import did_you_mean
+        return getattr(self, "_bind_" + fn.rule)(fn, n, agg)
 
-        hint = did_you_mean(n.name, KNOWN_FUNCTIONS)
-        raise _err(f"unknown function {n.name!r}{hint}; known: {', '.join(KNOWN_FUNCTIONS)}", n)
+    # One method per catalogue rule (skipidx.expr.catalogue.RULES).
+    def _bind_search(self, fn: Function, n: A.FunctionCall, agg: bool) -> BExpr:
+        args = [self._expr(a, agg) for a in n.args]
+        return self._string_predicate(fn.name, args, n, list(n.args))
+
+    def _bind_string_map(self, fn: Function, n: A.FunctionCall, agg: bool) -> BExpr:
+        func = fn.name
+        self._arity(n, 1)
+        a = self._expr(n.args[0], agg)
+        if isinstance(a, BConst) and a.value is None:
+            return _null_result()     # lower(NULL) is NULL (Nullable(Nothing))
+        if not is_string(a.type):
+            raise _err(f"illegal type {ch_name(a.type)} of argument of function {func}", n.args[0])
+        if isinstance(a, BConst):
+            return BConst(fn.fold(a.value), fn.result_type([pa.string()]))
+        return BCall(func, (a,), fn.result_type([a.type]), a.nullable, n.to_sql())
+
+    def _bind_comparison(self, fn: Function, n: A.FunctionCall, agg: bool) -> BExpr:
+        self._arity(n, 2)
+        return self.compare(fn.name, self._expr(n.args[0], agg), self._expr(n.args[1], agg), n)
+
+    def _bind_not(self, fn: Function, n: A.FunctionCall, agg: bool) -> BExpr:
+        self._arity(n, 1)
+        a = self._logical_arg(n.args[0], agg)
+        return self._fold_logic(BCall("not", (a,), _BOOL, a.nullable, n.to_sql()))
+
+    def _bind_logical(self, fn: Function, n: A.FunctionCall, agg: bool) -> BExpr:
+        if len(n.args) < 2:
+            raise _err(f"function {fn.name} takes at least 2 arguments, got {len(n.args)}", n)
+        args = tuple(self._logical_arg(a, agg) for a in n.args)
+        return self._fold_logic(BCall(fn.name, args, _BOOL, any(a.nullable for a in args), n.to_sql()))
+
+    def _bind_null_test(self, fn: Function, n: A.FunctionCall, agg: bool) -> BExpr:
+        self._arity(n, 1)
+        a = self._expr(n.args[0], agg)
+        if isinstance(a, BConst):
+            return BConst(int((a.value is None) == (fn.name == "isNull")), _BOOL)
+        return BCall(fn.name, (a,), _BOOL, False, n.to_sql())
+
+    def _bind_membership(self, fn: Function, n: A.FunctionCall, agg: bool) -> BExpr:
+        self._arity(n, 2)
+        negated = fn.name == "notIn"
+        subject = self._expr(n.args[0], agg)
+        lst = n.args[1]
+        items = lst.items if isinstance(lst, (A.TupleLiteral, A.ArrayLiteral)) else (lst,)
+        return self._in(subject, items, negated, A.InList(n.args[0], items, negated, pos=n.pos))
+
+    def _bind_arithmetic(self, fn: Function, n: A.FunctionCall, agg: bool) -> BExpr:
+        self._arity(n, 2)
+        return self._arith(fn.name, self._expr(n.args[0], agg), self._expr(n.args[1], agg), n)
+
+    def _bind_negate(self, fn: Function, n: A.FunctionCall, agg: bool) -> BExpr:
+        self._arity(n, 1)
+        return self._negate(self._expr(n.args[0], agg), n)
+
+    def _bind_scalar(self, fn: Function, n: A.FunctionCall, agg: bool) -> BExpr:
+        """The generic rule: arity and argument types from the entry, NULL in -> NULL,
+        Nullable if any argument is, constant arguments fold."""
+        lo, hi = fn.arity()
+        k = len(n.args)
+        if k < lo or (hi is not None and k > hi):
+            want = f"{lo}" if hi == lo else (f"at least {lo}" if hi is None else f"{lo} to {hi}")
+            raise _err(f"function {n.name} takes {want} argument{'s' if want != '1' else ''}, got {k}", n)
+        args = tuple(self._expr(a, agg) for a in n.args)
+        for i, (a, an) in enumerate(zip(args, n.args)):
+            spec = fn.arg_type(i)
+            if isinstance(a, BConst) and a.value is None and fn.nullable != "never":
+                return _null_result()
+            if spec.const and not isinstance(a, BConst):
+                raise _err(f"argument {i + 1} of function {fn.name} must be a constant", an)
+            if not spec.accepts(a.type):
+                raise _err(f"illegal type {ch_name(a.type, a.nullable)} of argument {i + 1} of function "
+                           f"{fn.name} ({spec.name} is required)", an)
+            if fn.validate is not None and spec.const:
+                try:
+                    fn.validate(a.value)
+                except SkipidxError as e:
+                    raise _err(f"{fn.name}: {e.message}", an) from None
+        nullable = fn.nullable == "always" or (fn.nullable == "propagate" and any(a.nullable for a in args))
+        call = BCall(fn.name, args, fn.result_type([a.type for a in args]), nullable, n.to_sql())
+        if all(isinstance(a, BConst) for a in args):
+            return _fold_call(fn, call, node=n)
+        return call
 
     @staticmethod
     def _arity(n: A.FunctionCall, k: int) -> None:
         if len(n.args) != k:
             raise _err(f"function {n.name} takes {k} argument{'s' if k != 1 else ''}, got {len(n.args)}", n)
 
-    def _string_predicate(self, func: str, kind: str, args: list[BExpr], node: Any, arg_nodes: list) -> BExpr:
-        from skipidx.expr import kernels as F
-
+    def _string_predicate(self, func: str, args: list[BExpr], node: Any, arg_nodes: list) -> BExpr:
+        fn = CATALOGUE[func]
+        kind = "array" if fn.args[1] is CONST_ARRAY_STRING else "tokens" if fn.args[1] is CONST_TOKENS else "string"
         if len(args) != 2:
             raise _err(f"function {func} takes 2 arguments, got {len(args)}", node)
         hay, needle = args
@@ -816,28 +732,17 @@ class Binder:
                            f"(a String is required)", arg_nodes[1])
         # validate the constant now: ClickHouse raises these during analysis
         try:
-            if func in ("hasToken", "hasTokenCaseInsensitive"):
-                F.check_token_needle(v)
-            elif func in ("like", "notLike", "ilike", "notILike"):
-                F.like(pa.array([], pa.string()), v)
-            elif func == "match":
-                F.match(pa.array([], pa.string()), v)
+            if fn.validate is not None:
+                fn.validate(v)
         except SkipidxError as e:
             raise _err(f"{func}: {e.message}", arg_nodes[1]) from None
         if isinstance(hay, BConst):
             if hay.value is None:
                 return _null_result()
-            res = self._eval_const_predicate(func, hay.value, v)
+            e = BCall(func, (BColumn("h", pa.binary()), BConst(v, pa.string())), _BOOL)
+            res = _evaluate_one(e, {"h": pa.array([hay.value], pa.binary())})
             return BConst(None if res is None else int(res), _BOOL, res is None)
         return BCall(func, (hay, BConst(v, pa.string())), _BOOL, hay.nullable or func == "hasTokenOrNull", text)
-
-    @staticmethod
-    def _eval_const_predicate(func: str, hay: bytes, v: Any) -> bool | None:
-        from skipidx.expr.evaluate import evaluate
-
-        e = BCall(func, (BColumn("h", pa.binary()), BConst(v, pa.string())), _BOOL)
-        out = evaluate(e, pa.table({"h": pa.array([hay], pa.binary())}))
-        return out[0].as_py()
 
     def _aggregate(self, func: str, n: A.FunctionCall) -> BExpr:
         text = output_name(n)
@@ -994,15 +899,20 @@ class Binder:
             check(having, s.having)
 
 
-def _source_column(e: BExpr) -> BColumn | None:
-    if isinstance(e, BColumn):
-        return e
-    if isinstance(e, BCall):
-        for a in e.args:
-            c = _source_column(a)
-            if c is not None:
-                return c
-    return None
+def _evaluate_one(e: BExpr, columns: dict[str, pa.Array]) -> Any:
+    """The value of `e` over one row (the binder folds constant calls with the kernels)."""
+    table = pa.table(columns) if columns else pa.table({"_": pa.array([0], pa.uint8())})
+    return evaluate(e, table)[0].as_py()
+
+
+def _fold_call(fn: Function, call: BCall, node: Any = None) -> BConst:
+    """A call whose arguments are all constants, as its constant value."""
+    values = [a.value for a in call.args]   # type: ignore[union-attr]
+    try:
+        v = fn.fold(*values) if fn.fold is not None else _evaluate_one(call, {})
+    except SkipidxError as e:
+        raise _err(f"{fn.name}: {e.message}", node) from None
+    return BConst(v, call.type, v is None)
 
 
 def _comparable(a: pa.DataType, b: pa.DataType) -> bool:
@@ -1035,8 +945,6 @@ def output_name(e: A.Expr) -> str:
     return _ch_name(e)
 
 
-#: Binary operator -> ClickHouse function.
-_OP_FUNCS = {**_CMP_OPS, **_ARITH_OPS}
 
 # ClickHouse's quoted-string writer (writeQuotedString / writeAnyEscapedString):
 # only these characters are escaped; other control characters stay raw.
@@ -1117,15 +1025,14 @@ def _ch_name(e: A.Expr) -> str:
     if isinstance(e, A.Star):
         return "*"
     if isinstance(e, A.FunctionCall):
-        args = e.args
-        if e.name.lower() == "count" and not e.distinct and len(args) == 1 and isinstance(args[0], A.Star):
-            args = ()
+        args = [_ch_name(a) for a in e.args]
         if e.name.lower() == "tuple" and not e.distinct:
-            return "(" + ", ".join(_ch_name(a) for a in args) + ")"   # tuple(1, 2) is (1, 2)
+            return "(" + ", ".join(args) + ")"   # tuple(1, 2) is (1, 2)
         name = e.name + ("Distinct" if e.distinct else "")
-        return _call_name(name, args)
+        fn = CATALOGUE.lookup(e.name)
+        return fn.column_name(name, args) if fn is not None else f"{name}({', '.join(args)})"
     if isinstance(e, A.BinaryOp):
-        return _call_name(_OP_FUNCS[e.op], (e.left, e.right))
+        return _call_name(CATALOGUE.operator(e.op).name, (e.left, e.right))
     if isinstance(e, A.BoolOp):
         return _call_name(e.op, e.args)
     if isinstance(e, A.UnaryOp):

@@ -1,7 +1,7 @@
 """Exact evaluation of bound expressions over an Arrow table (the rows a scan read).
 
-Every function is :mod:`skipidx.expr.kernels` (ClickHouse semantics,
-checked against chDB); this module only walks the bound tree. Results are
+Every function's kernel comes from the catalogue (:mod:`skipidx.expr.catalogue`;
+ClickHouse semantics, checked against chDB); this module only walks the bound tree. Results are
 Arrow arrays of the table's length; boolean results are three-valued (NULL
 where ClickHouse gives NULL), and :func:`where_mask` turns the WHERE result
 into the row filter (a row passes iff its value is true).
@@ -14,14 +14,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from skipidx.core.errors import SkipidxError
 from skipidx.expr import kernels as F
+from skipidx.expr.catalogue import CATALOGUE, as_bool
 from skipidx.expr.bound import BAgg, BCall, BColumn, BConst, BExpr, BFolded
-
-_CMP = {"equals": "=", "notEquals": "!=", "less": "<", "lessOrEquals": "<=",
-        "greater": ">", "greaterOrEquals": ">="}
-_ARITH = {"plus": "+", "minus": "-", "multiply": "*", "divide": "/", "modulo": "%"}
-
 
 def _plain(a: pa.Array | pa.ChunkedArray) -> pa.Array:
     if isinstance(a, pa.ChunkedArray):
@@ -107,18 +102,6 @@ def _const_array(value: Any, typ: pa.DataType, n: int) -> pa.Array:
     if pa.types.is_integer(typ) or pa.types.is_floating(typ):
         return pa.array(np.full(n, value, dtype=typ.to_pandas_dtype()), typ)
     return pa.repeat(pa.scalar(value, typ), n)
-
-
-def _as_bool(a: pa.Array) -> pa.Array:
-    """A logical operand: UInt8-like numbers are true iff non-zero (NULL stays NULL)."""
-    t = a.type
-    if pa.types.is_boolean(t):
-        return a
-    if pa.types.is_null(t):
-        return pa.nulls(len(a), pa.bool_())
-    if pa.types.is_integer(t) or pa.types.is_floating(t):
-        return pc.not_equal(a, pa.scalar(0, t))
-    raise SkipidxError(f"Illegal type {t} of argument of a logical function")
 
 
 def evaluate(e: BExpr, table: pa.Table) -> pa.Array:
@@ -232,56 +215,19 @@ def _evaluate(e: BExpr, table: pa.Table,
                 v = F.is_in(sub(col, table), values)
                 acc = v if acc is None else F.or_(acc, v)
         for a in args:
-            v = _as_bool(sub(a, table))
+            v = as_bool(sub(a, table))
             acc = v if acc is None else (F.and_(acc, v) if f == "and" else F.or_(acc, v))
         return acc
     if f == "not":
-        return F.not_(_as_bool(sub(e.args[0], table)))
-    args = e.args
-    if f in _CMP:
-        left = sub(args[0], table)
-        r = args[1]
-        right = r.value if isinstance(r, BConst) else sub(r, table)
-        return F.compare(_CMP[f], left, right)
-    if f in ("in", "notIn"):
-        return F.is_in(sub(args[0], table), args[1].value, negated=(f == "notIn"))
-    if f == "isNull":
-        return F.is_null(sub(args[0], table))
-    if f == "isNotNull":
-        return F.is_not_null(sub(args[0], table))
-    if f in ("like", "notLike", "ilike", "notILike"):
-        return F.like(sub(args[0], table), args[1].value, negated=f in ("notLike", "notILike"),
-                      case_insensitive=f in ("ilike", "notILike"))
-    if f == "hasToken":
-        return F.has_token(sub(args[0], table), args[1].value)
-    if f == "hasTokenCaseInsensitive":
-        return F.has_token_case_insensitive(sub(args[0], table), args[1].value)
-    if f == "hasTokenOrNull":
-        return F.has_token_or_null(sub(args[0], table), args[1].value)
-    if f in ("hasAnyTokens", "hasAllTokens"):
-        return F.has_tokens(sub(args[0], table), args[1].value, f == "hasAllTokens")
-    if f == "startsWith":
-        return F.starts_with(sub(args[0], table), args[1].value)
-    if f == "endsWith":
-        return F.ends_with(sub(args[0], table), args[1].value)
-    if f == "multiSearchAny":
-        return F.multi_search_any(sub(args[0], table), args[1].value)
-    if f == "match":
-        return F.match(sub(args[0], table), args[1].value)
-    if f == "lower":
-        return F.lower(sub(args[0], table))
-    if f == "upper":
-        return F.upper(sub(args[0], table))
-    if f == "length":
-        return F.length(sub(args[0], table))
-    if f == "negate":
-        return F.negate(sub(args[0], table))
-    if f in _ARITH:
-        a, b = args
-        left = a.value if isinstance(a, BConst) else sub(a, table)
-        right = b.value if isinstance(b, BConst) else sub(b, table)
-        return _plain(F.arithmetic(_ARITH[f], left, right))
-    raise AssertionError(f"no evaluator for bound function {f!r}")
+        return F.not_(as_bool(sub(e.args[0], table)))
+    fn = CATALOGUE.get(e.func)
+    if fn is None or fn.kernel is None:
+        raise AssertionError(f"no kernel for bound function {e.func!r}")
+    # constants go to the kernel as Python values where it takes them (a compare's
+    # right side, a LIKE pattern), else as arrays of the table's length
+    vals = [a.value if isinstance(a, BConst) and (fn.scalars or fn.arg_type(i).const) else sub(a, table)
+            for i, a in enumerate(e.args)]
+    return _plain(fn.kernel(*vals))
 
 
 def where_mask(e: BExpr | None, table: pa.Table) -> pa.Array | None:

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from skipidx.expr.binder import bind_where
-from skipidx.expr.bound import BoundSelect, columns_of
+from skipidx.expr.select import BoundSelect
+from skipidx.expr.visitors import columns_of
 from skipidx.planner.prune import IndexCache, IndexUse, PartSelection, plan_indexes, prune
 from skipidx.planner.rpn import RPN, build_rpn
 from skipidx.planner.stats import QueryStats

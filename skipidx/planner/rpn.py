@@ -34,16 +34,13 @@ from typing import Callable, Mapping
 import numpy as np
 
 from skipidx.indexes.base import Atom, BoolMask
+from skipidx.expr.catalogue import CATALOGUE
 from skipidx.expr.bound import BCall, BColumn, BConst, BExpr, BFolded
 
-#: Atom functions that take the subject first and only constants after it.
-ATOM_FUNCS = frozenset({
-    "equals", "less", "lessOrEquals", "greater", "greaterOrEquals", "in", "isNull", "like",
-    "hasToken", "hasTokenOrNull", "hasTokenCaseInsensitive", "startsWith", "endsWith",
-    "multiSearchAny", "match", "has", "hasAnyTokens", "hasAllTokens",
-})
-#: Negated functions and the positive atom they are NOT of.
-NEGATED = {"notEquals": "equals", "notIn": "in", "notLike": "like", "isNotNull": "isNull"}
+#: Atom functions (the subject first, only constants after it): the catalogue's
+#: functions with an index hint, and the negated ones with the atom they are NOT of.
+ATOM_FUNCS = CATALOGUE.atoms()
+NEGATED = CATALOGUE.negations()
 
 
 class Op(IntEnum):

@@ -17,7 +17,7 @@ import skipidx
 from skipidx.indexes import bloom
 from skipidx.indexes.base import Atom
 from skipidx.expr.binder import bind_where
-from skipidx.expr.bound import BoundSelect
+from skipidx.expr.select import BoundSelect
 from skipidx.planner.plan import plan_query
 from skipidx.sql.parser import parse_expression
 

@@ -477,7 +477,7 @@ def _read_slices(reader: SkipidxReader, gen: int, slices: list) -> Iterator[pa.R
 
     from skipidx.execution.scan import split_ranges
     from skipidx.expr.binder import bind_where
-    from skipidx.expr.bound import columns_of
+    from skipidx.expr.visitors import columns_of
     from skipidx.apps.spark.filters import conjunction
     from skipidx.store.commit import READERS_DIR, PartEntry
     from skipidx.store.part import Part

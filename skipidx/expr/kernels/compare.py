@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
-import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -14,6 +13,7 @@ from numba import njit
 
 from skipidx.core.lru import LRU
 from skipidx.core.errors import SkipidxError
+from skipidx.expr import dates
 from skipidx.expr.kernels._arrow import (
     _is_stringish, _as_bytes, _map_chunks, _string_fn, _binary_view, _with_nulls_of, _const_bool, ArrayLike,
 )
@@ -80,18 +80,9 @@ def _type_kind(t: pa.DataType) -> str:
     raise SkipidxError(f"unsupported type in comparison: {t}")
 
 
-_DATE_RE = re.compile(r"^\s*(\d{4})-(\d{1,2})-(\d{1,2})\s*$|^\s*(\d{4})(\d{2})(\d{2})\s*$")
-_DATETIME_RE = re.compile(
-    r"^\s*(\d{4})-(\d{1,2})-(\d{1,2})(?:[ T](\d{1,2}):(\d{2}):(\d{2}))?\s*$")
-
-
 def _parse_date(text: str) -> _dt.date:
-    m = _DATE_RE.match(text)
     try:
-        if m is None:
-            raise ValueError(text)
-        g = [x for x in m.groups() if x is not None]
-        return _dt.date(int(g[0]), int(g[1]), int(g[2]))
+        return dates.parse_date(text)
     except ValueError:
         raise SkipidxError(
             f"Cannot parse date: expected a date in the YYYY-MM-DD or YYYYMMDD format: while converting '{text}' to Date"
@@ -99,12 +90,8 @@ def _parse_date(text: str) -> _dt.date:
 
 
 def _parse_datetime(text: str) -> _dt.datetime:
-    m = _DATETIME_RE.match(text)
     try:
-        if m is None:
-            raise ValueError(text)
-        y, mo, d, hh, mi, ss = m.groups()
-        return _dt.datetime(int(y), int(mo), int(d), int(hh or 0), int(mi or 0), int(ss or 0))
+        return dates.parse_datetime(text)
     except ValueError:
         raise SkipidxError(f"Cannot parse DateTime from '{text}'") from None
 

@@ -40,6 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from skipidx.core.errors import SkipidxError
+from skipidx.core.text_patterns import ANY, ONE, like_scan
 from skipidx.expr.kernels import _search
 from skipidx.expr.kernels._arrow import (
     _is_stringish, _as_bytes, _map_chunks, _string_fn, _binary_view, _utf8_view, _offsets_data, _bool_result, _const_bool, ArrayLike,
@@ -161,30 +162,10 @@ def _like_substring(pattern: bytes) -> bytes | None:
     This is ClickHouse's likePatternIsSubstring: such patterns are searched
     byte-wise, never through RE2 (which matters for invalid UTF-8).
     """
-    if len(pattern) < 2 or pattern[0:1] != b"%" or pattern[-1:] != b"%":
+    items = like_scan(pattern)
+    if len(items) < 2 or items[0] != ANY or items[-1] != ANY or any(c < 0 for c in items[1:-1]):
         return None
-    out = bytearray()
-    i, end = 1, len(pattern) - 1
-    while i < end:
-        c = pattern[i]
-        if c == 0x25 or c == 0x5F:  # '%' or '_' inside: not a plain substring
-            return None
-        if c == 0x5C:  # backslash
-            if i + 1 >= end:
-                # A backslash right before the closing '%' escapes it: 'lit\%' is
-                # not '%lit%'-shaped; let the regex path decide.
-                return None
-            nxt = pattern[i + 1]
-            if nxt in (0x25, 0x5F, 0x5C):
-                out.append(nxt)
-            else:
-                out.append(0x5C)
-                out.append(nxt)
-            i += 2
-            continue
-        out.append(c)
-        i += 1
-    return bytes(out)
+    return bytes(items[1:-1])
 
 
 def like_to_regex(pattern: bytes | str) -> bytes:
@@ -192,53 +173,40 @@ def like_to_regex(pattern: bytes | str) -> bytes:
 
     - ``%`` -> ``.*`` (dropped when leading or trailing: the match is then
       unanchored on that side), ``_`` -> ``.`` (one UTF-8 code point);
-    - ``\\%``, ``\\_`` -> the literal character, ``\\\\`` -> one literal backslash;
-      a backslash before any other character is a literal backslash followed
-      by that character (``'a\\d'`` matches the three bytes ``a\\d``, not a digit);
+    - escapes as :func:`skipidx.core.text_patterns.like_scan` reads them;
     - a pattern ending in a single backslash raises `SkipidxError`
       ("Invalid escape sequence at the end of LIKE pattern").
     The regex is anchored with ``^``/``$`` where the pattern does not begin/end with %.
     """
     p = _as_bytes(pattern, "LIKE pattern")
+    try:
+        items = like_scan(p, strict=True)
+    except ValueError as e:
+        raise SkipidxError(f"{e} '{p.decode('utf-8', 'replace')}'") from None
     res = bytearray()
-    i, n = 0, len(p)
-    if i < n and p[i] == 0x25:
-        while i < n and p[i] == 0x25:
+    i, n = 0, len(items)
+    if i < n and items[i] == ANY:
+        while i < n and items[i] == ANY:
             i += 1
     else:
         res += b"^"
     while i < n:
-        c = p[i]
-        if c in _LIKE_REGEX_SPECIAL:
-            res += b"\\" + bytes([c])
-        elif c == 0x25:  # '%'
+        c = items[i]
+        if c == ANY:
             j = i
-            while j < n and p[j] == 0x25:
+            while j < n and items[j] == ANY:
                 j += 1
             if j == n:
                 return bytes(res)  # trailing %: unanchored end
             res += b".*"
             i = j
             continue
-        elif c == 0x5F:  # '_'
+        if c == ONE:
             res += b"."
-        elif c == 0x5C:  # backslash
-            if i + 1 == n:
-                raise SkipidxError(
-                    f"Invalid escape sequence at the end of LIKE pattern '{p.decode('utf-8', 'replace')}'")
-            nxt = p[i + 1]
-            if nxt in (0x25, 0x5F):  # \% and \_ are the literal characters
-                res.append(nxt)
-                i += 2
-            elif nxt == 0x5C:  # \\ is one literal backslash
-                res += b"\\\\"
-                i += 2
-            else:
-                # A backslash before any other character is itself literal; the
-                # character follows as an ordinary pattern character.
-                res += b"\\\\"
-                i += 1
-            continue
+        elif c == 0x5C:
+            res += b"\\\\"
+        elif c in _LIKE_REGEX_SPECIAL:
+            res += b"\\" + bytes([c])
         else:
             res.append(c)
         i += 1
