@@ -16,6 +16,7 @@ demo: $(STAMP)
 	$(VENV)/bin/skipidx demo
 
 test: $(STAMP)
+	$(VENV)/bin/lint-imports
 	$(VENV)/bin/python -m pytest -q tests
 
 bench: $(STAMP)

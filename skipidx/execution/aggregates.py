@@ -4,7 +4,7 @@
 ``min``, ``max``, ``sum``, ``avg``, ``uniqExact`` and ``any`` over a whole
 table (no keys) or per GROUP BY group, with pyarrow's hash aggregation
 (``Table.group_by(...).aggregate``); chDB checks the values and the types in
-``tests/test_aggregates_chdb.py``.
+``tests/execution/test_aggregates_chdb.py``.
 
 Result types (ClickHouse):
 

@@ -912,6 +912,8 @@ def _fold_call(fn: Function, call: BCall, node: Any = None) -> BConst:
         v = fn.fold(*values) if fn.fold is not None else _evaluate_one(call, {})
     except SkipidxError as e:
         raise _err(f"{fn.name}: {e.message}", node) from None
+    if isinstance(v, str):
+        v = v.encode("utf-8")   # String constants are bytes in the bound tree
     return BConst(v, call.type, v is None)
 
 

@@ -2,7 +2,7 @@
 
 These are what the query engine evaluates *after* pruning, so they decide the
 answer: every function here is checked row by row against chDB (the embedded
-ClickHouse) in ``tests/test_functions_chdb.py``.
+ClickHouse) in ``tests/expr/test_kernels_chdb.py``.
 
 Conventions (all public functions):
 
