@@ -285,8 +285,9 @@ def test_appended_deleted_half_written(small):
 
 def test_file_truncated_or_replaced_while_query_runs(small):
     root, db = small
-    from skipidx.planner.binder import bind_select
-    from skipidx.planner.query import plan_query, run_query
+    from skipidx.expr.binder import bind_select
+    from skipidx.engine.query import run_query
+    from skipidx.planner.plan import plan_query
     from skipidx.sql.parser import parse
 
     def start(sql):

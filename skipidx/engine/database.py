@@ -238,7 +238,7 @@ class Database:
         by every index of the table (for external tables also the files' footers, Bloom
         filters and partitions); the rows of those row groups still need `where` applied."""
         self._check_open()
-        from skipidx.planner.query import prune_where
+        from skipidx.planner.plan import prune_where
 
         t = self.catalog.table(table)
         with t.snapshot() as snap:
