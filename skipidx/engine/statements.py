@@ -145,8 +145,8 @@ def _select_streamed(db: Any, s: A.Select) -> Result | None:
     """A SELECT over a table as a (possibly streamed) Result with ClickHouse's
     column types; None for table functions and SELECTs without FROM."""
     from skipidx.engine.streaming import select_stream
-    from skipidx.planner.binder import bind_select
-    from skipidx.planner.query import plan_query
+    from skipidx.expr.binder import bind_select
+    from skipidx.planner.plan import plan_query
 
     qs = resolve_settings(session_settings(db), s.settings)
     q = _with_prewhere(s)
@@ -180,8 +180,8 @@ def result_rows_exceeded(limit: int, rows: int) -> QueryLimitError:
 
 def select_table(db: Any, s: A.Select):
     """(Arrow table, stats) of a SELECT."""
-    from skipidx.planner.binder import bind_select
-    from skipidx.planner.query import plan_query, run_constant_select, run_query
+    from skipidx.expr.binder import bind_select
+    from skipidx.planner.plan import plan_query, run_constant_select, run_query
 
     qs = resolve_settings(session_settings(db), s.settings)
     q = _with_prewhere(s)
@@ -349,7 +349,7 @@ def _size(n: float) -> str:
 def _trivial_count(bs: Any) -> bool:
     """``SELECT count() FROM t`` without WHERE: ClickHouse answers it from part
     metadata, reading no rows (so no read limit applies)."""
-    from skipidx.planner.bound import BAgg
+    from skipidx.expr.bound import BAgg
 
     return (bs.where is None and bs.aggregate and not bs.group_by
             and all(isinstance(i.expr, BAgg) and i.expr.func == "count" and i.expr.arg is None for i in bs.items))
@@ -391,9 +391,9 @@ def _check_read_limits(selections: list, plan: Any, qs: QuerySettings, bs: Any) 
 
 def _select_table_function(q: A.Select, qs: QuerySettings):
     from skipidx.engine.table_functions import run_table_function
-    from skipidx.execution.evaluate import where_mask
+    from skipidx.expr.evaluate import where_mask
     from skipidx.execution.select import run_select
-    from skipidx.planner.binder import bind_select
+    from skipidx.expr.binder import bind_select
     from skipidx.planner.stats import QueryStats
 
     data, meta = run_table_function(q.table_function)
@@ -430,8 +430,8 @@ def fill_defaults(meta: Any, data: dict[str, pa.Array], n: int) -> pa.Table:
     """A table with every column of `meta`: those in `data`, the rest from their
     DEFAULT expression (over the given columns) or their type's default."""
     from skipidx.core.types import cast_to
-    from skipidx.execution.evaluate import evaluate
-    from skipidx.planner.binder import Binder
+    from skipidx.expr.evaluate import evaluate
+    from skipidx.expr.binder import Binder
     from skipidx.planner.ddl import _column_array, _default
     from skipidx.sql.parser import parse_expression
 
@@ -497,7 +497,7 @@ def _ch_type_of_output(e: Any) -> str:
 
 
 def _create_as_select(db: Any, s: A.CreateTable) -> Result:
-    from skipidx.planner.binder import bind_select
+    from skipidx.expr.binder import bind_select
     from skipidx.planner.ddl import table_meta_from_ast
 
     if db.catalog.exists(s.table.name):
@@ -599,8 +599,8 @@ def _alter_command(db: Any, s: A.Statement) -> Result:
 
 def _add_column(t: Any, s: A.AlterAddColumn) -> Result:
     from skipidx.core.types import cast_to, parse_type
-    from skipidx.execution.evaluate import evaluate
-    from skipidx.planner.binder import Binder
+    from skipidx.expr.evaluate import evaluate
+    from skipidx.expr.binder import Binder
     from skipidx.planner.ddl import _at, _column_array, _default, default_text
     from skipidx.store import schema_change as sc
     from skipidx.store.metadata import ColumnMeta

@@ -58,11 +58,12 @@ def select_stream(snap, plan, force: bool, before_scan: Any = None, max_result_r
 
     from skipidx.execution.scan import rows_in_ranges, scan
     from skipidx.execution.select import run_select
-    from skipidx.planner.query import LIMIT_BATCH_GRANULES, prune_plan
+    from skipidx.engine.query import LIMIT_BATCH_GRANULES
+    from skipidx.planner.plan import prune_plan
 
     bs = plan.select
     if not streamable(bs):
-        from skipidx.planner.query import run_query
+        from skipidx.engine.query import run_query
 
         with snap:
             table, stats = run_query(plan, before_scan=before_scan)
@@ -135,9 +136,10 @@ def _check_result_rows(limit: int | None, table: pa.Table) -> None:
 
 def scan_stream(snap, columns: list[str], where_expr, cache) -> Result:
     """db.scan: the table's `columns` where `where_expr` holds, streamed."""
-    from skipidx.planner.binder import bind_where
-    from skipidx.planner.bound import BColumn, BoundSelect, OutputItem
-    from skipidx.planner.query import plan_query
+    from skipidx.expr.binder import bind_where
+    from skipidx.expr.bound import BColumn
+    from skipidx.expr.select import BoundSelect, OutputItem
+    from skipidx.planner.plan import plan_query
 
     meta = snap.meta
     bound = bind_where(meta, where_expr) if where_expr is not None else None

@@ -72,8 +72,8 @@ def run_table_function(tf: A.TableFunction) -> tuple[pa.Table, TableMeta]:
 
 
 def _const(node: A.Expr, what: str) -> Any:
-    from skipidx.planner.binder import Binder
-    from skipidx.planner.bound import BConst
+    from skipidx.expr.binder import Binder
+    from skipidx.expr.bound import BConst
 
     e = Binder(None).expr(node)
     if not isinstance(e, BConst):

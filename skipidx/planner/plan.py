@@ -21,7 +21,7 @@ class QueryPlan:
     uses: list[IndexUse]
     columns: list[str]             # columns the scan reads, in table order
     cache: IndexCache | None = None
-    #: answer count()-only queries from exact postings when it can (planner.direct_read)
+    #: answer count()-only queries from exact postings when it can (execution.direct_read)
     direct_read: bool = True
     #: set by run_query / EXPLAIN when it did: the indexes whose postings gave the count
     direct_read_from: list[str] | None = None

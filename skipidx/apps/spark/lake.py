@@ -49,9 +49,9 @@ def plan_external_scan(table_dir: str, where: Any, cache: Any = None):
     :class:`skipidx.apps.spark._plan.ScanPlan` whose slices name data files (``part``),
     their identity key (``manifest_hash``) and the kept row groups (``ranges``)."""
     from skipidx.apps.spark._plan import ScanPlan, TaskSlice
-    from skipidx.planner.binder import bind_where
-    from skipidx.planner.bound import BoundSelect
-    from skipidx.planner.query import plan_query, prune_plan
+    from skipidx.expr.binder import bind_where
+    from skipidx.expr.select import BoundSelect
+    from skipidx.planner.plan import plan_query, prune_plan
     from skipidx.planner.stats import QueryStats
     from skipidx.store.external import ExternalTable
 
@@ -80,8 +80,8 @@ def read_external_slices(reader: Any, slices: list) -> Iterator[pa.RecordBatch]:
     from skipidx.apps.spark.filters import conjunction
     from skipidx.apps.spark.source import _filtered, _mask, _read_filter_first, _spark_arrow_schema, _to_spark
     from skipidx.execution.scan import split_ranges
-    from skipidx.planner.binder import bind_where
-    from skipidx.planner.bound import columns_of
+    from skipidx.expr.binder import bind_where
+    from skipidx.expr.visitors import columns_of
     from skipidx.store.external import ExternalTable
 
     meta = reader._meta()
