@@ -181,7 +181,8 @@ def result_rows_exceeded(limit: int, rows: int) -> QueryLimitError:
 def select_table(db: Any, s: A.Select):
     """(Arrow table, stats) of a SELECT."""
     from skipidx.expr.binder import bind_select
-    from skipidx.planner.plan import plan_query, run_constant_select, run_query
+    from skipidx.engine.query import run_constant_select, run_query
+    from skipidx.planner.plan import plan_query
 
     qs = resolve_settings(session_settings(db), s.settings)
     q = _with_prewhere(s)
