@@ -111,7 +111,7 @@ def test_rpn_reads_negations_from_the_catalogue():
 
 
 def test_unknown_function_lists_the_catalogue():
-    with pytest.raises(SkipidxError, match="unknown function 'nope'; known: .*hasToken"):
+    with pytest.raises(SkipidxError, match="unknown function 'nope'.*; known: .*hasToken"):
         with skipidx.connect() as db:
             db.sql("SELECT nope(1)")
 
