@@ -217,7 +217,7 @@ def _group_of(meta: Any) -> dict[str, str]:
 
 def _bound_key(e: Any) -> Any:
     """A bound expression compared by meaning (function, arguments, type), not by its text."""
-    from skipidx.planner.bound import BCall, BColumn, BConst
+    from skipidx.expr.bound import BCall, BColumn, BConst
 
     if isinstance(e, BColumn):
         return ("col", e.name)
@@ -235,8 +235,8 @@ def _use_expression_indexes(plan: Any, meta: Any, cache: Any) -> None:
     exprs = [im.definition for im in meta.indexes if getattr(im.definition, "expression", None)]
     if not exprs or plan.select.where is None:
         return
-    from skipidx.planner.binder import Binder
-    from skipidx.planner.bound import BCall, BColumn
+    from skipidx.expr.binder import Binder
+    from skipidx.expr.bound import BCall, BColumn
     from skipidx.planner.prune import plan_indexes
     from skipidx.planner.rpn import build_rpn
     from skipidx.sql.parser import parse_expression
@@ -268,8 +268,8 @@ def _use_expression_indexes(plan: Any, meta: Any, cache: Any) -> None:
 
 def _evaluate_index_expression(sql: str, table: pa.Table, meta: Any) -> pa.Array:
     """The values of an expression index over a part's rows (registered with the store)."""
-    from skipidx.execution.evaluate import evaluate
-    from skipidx.planner.binder import Binder
+    from skipidx.expr.evaluate import evaluate
+    from skipidx.expr.binder import Binder
     from skipidx.sql.parser import parse_expression
 
     v = evaluate(Binder(meta).expr(parse_expression(sql)), table)

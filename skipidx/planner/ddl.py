@@ -103,7 +103,7 @@ def index_def_from_ast(ic: A.IndexClause, column_names: Any) -> IndexDef:
 def _expression_index(ic: A.IndexClause, meta: Any) -> IndexDef:
     """An index on a deterministic expression of the table's columns (``toStartOfHour(ts)``,
     ``id * 2``): a virtual column named by the expression's SQL, of the expression's type."""
-    from skipidx.planner.bound import BAgg, BColumn
+    from skipidx.expr.bound import BAgg, BColumn
 
     try:
         bound = Binder(meta).expr(ic.expr)
