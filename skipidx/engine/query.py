@@ -29,7 +29,9 @@ def run_query(plan: QueryPlan, before_scan: Any = None) -> tuple[pa.Table, Query
     if before_scan is not None:
         before_scan(selections, stats)
     t0 = time.perf_counter()
-    if plan.direct_read and selections and getattr(plan.snapshot, "kind", None) != "external":
+    # (external tables too: a file's sidecar is used only for the version the query's snapshot
+    # checked, so its postings count that version's rows; a stale or missing one falls back)
+    if plan.direct_read and selections:
         got = direct_count(plan, [s.part for s in selections])
         if got is not None:
             n, plan.direct_read_from = got
