@@ -258,7 +258,10 @@ class Table:
         if n:
             from skipidx.store.merge import after_insert
 
-            after_insert(self)
+            try:
+                after_insert(self)
+            except (SkipidxError, OSError):
+                pass   # the insert committed; merges are best effort (the next insert tries again)
         return n
 
     def _insert(self, data: Any, max_part_rows: int | None, threads: int | None) -> int:
