@@ -334,7 +334,11 @@ class Database:
             t.optimize(final=s.final)
             return Result(message="optimized")
         if isinstance(s, A.ShowParts):
-            return Result(self._table(s.table).parts_table())
+            t = self._table(s.table)
+            if not hasattr(t, "parts_table"):
+                raise SkipidxError(f"SHOW PARTS: table {s.table.name!r} is an external table (ENGINE = "
+                                   "ParquetFiles): its data files are not parts")
+            return Result(t.parts_table())
         if isinstance(s, A.ShowMerges):
             return Result(self._merges(s.table))
         if isinstance(s, A.AlterAttachParts):
