@@ -134,8 +134,8 @@ def select_result(db: Any, s: A.Select) -> Result:
     A large SELECT of a table's rows streams (skipidx.engine.streaming)."""
     res = _select_streamed(db, s)
     if res is None:
-        table, stats = select_table(db, s)
-        res = Result(table, stats)
+        table, stats, types = _select_table(db, s)
+        res = Result(table, stats, types=types)
     res.format_name = s.format
     res.outfile = s.outfile
     return res
@@ -180,6 +180,12 @@ def result_rows_exceeded(limit: int, rows: int) -> QueryLimitError:
 
 def select_table(db: Any, s: A.Select):
     """(Arrow table, stats) of a SELECT."""
+    return _select_table(db, s)[:2]
+
+
+def _select_table(db: Any, s: A.Select):
+    """(Arrow table, stats, ClickHouse types or None) of a SELECT: the types are the
+    bound ones for a table function (a Nullable column stays Nullable without NULLs)."""
     from skipidx.expr.binder import bind_select
     from skipidx.engine.query import run_constant_select, run_query
     from skipidx.planner.plan import plan_query
@@ -189,7 +195,7 @@ def select_table(db: Any, s: A.Select):
     if q.table_function is not None:
         return _select_table_function(q, qs)
     if q.table is None:
-        return run_constant_select(bind_select(None, q)), None
+        return run_constant_select(bind_select(None, q)), None, None
     table = db._table(q.table)
     with table.snapshot() as snap:
         bs = bind_select(snap.meta, q)
@@ -205,7 +211,7 @@ def select_table(db: Any, s: A.Select):
     limit = qs.get("max_result_rows")
     if limit and out.num_rows > limit:
         raise result_rows_exceeded(limit, out.num_rows)
-    return out, stats
+    return out, stats, None
 
 
 def _group_of(meta: Any) -> dict[str, str]:
@@ -410,7 +416,10 @@ def _select_table_function(q: A.Select, qs: QuerySettings):
     mask = where_mask(bs.where, data)
     filtered = data if mask is None else data.filter(mask)
     stats.rows_matched = filtered.num_rows
-    return run_select(bs, iter([filtered])), stats
+    from skipidx.engine.streaming import bound_types
+
+    out = run_select(bs, iter([filtered]))
+    return out, stats, bound_types(bs, out)
 
 
 # ---------------------------------------------------------------------------- INSERT

@@ -1,5 +1,5 @@
-"""Table functions in FROM: ``numbers(N)``, ``numbers(offset, N)`` and
-``file('path or glob'[, Format[, 'structure']])``.
+"""Table functions in FROM: ``numbers(N)``, ``numbers(offset, N)``,
+``file('path or glob'[, Format[, 'structure']])`` and ``values([structure,] row, ...)``.
 
 Each gives an Arrow table and the column types to bind the query against
 (a :class:`~skipidx.store.metadata.TableMeta` without indexes). Files are
@@ -16,6 +16,14 @@ Float64 for other numbers, Bool for true/false, Date for YYYY-MM-DD,
 DateTime for 'YYYY-MM-DD hh:mm:ss', else String; headerless CSV/TSV columns
 are named c1, c2, ...; a ``.csv``/``.tsv`` whose first row is all text above
 typed rows takes it as the header, as ClickHouse's header detection does.
+
+``values()`` as ClickHouse's: ``values('a UInt8, b String', (1, 'x'), (2, 'y'))``
+converts each value to the structure's type as ``INSERT ... VALUES`` does;
+without a structure (a first string argument that is not one is a value) the
+columns are c1, c2, ... typed as the least supertype of their values' types
+(``values(1, -2, 300)`` is Int32, ``values((NULL, 0.), (1, 2.))`` gives
+Nullable(Float64), Float64). A row is a tuple (one item per column) or a
+single value; every value is a constant expression.
 """
 from __future__ import annotations
 
@@ -36,7 +44,7 @@ from skipidx.store.metadata import ColumnMeta, TableMeta
 
 __all__ = ["TABLE_FUNCTIONS", "run_table_function", "FILE_FORMATS", "parse_structure"]
 
-TABLE_FUNCTIONS = ("file", "numbers")
+TABLE_FUNCTIONS = ("file", "numbers", "values")
 #: Formats of file() (case-insensitive spellings ClickHouse accepts) -> canonical name.
 FILE_FORMATS = {
     "parquet": "Parquet", "csv": "CSV", "csvwithnames": "CSVWithNames", "tsv": "TSV", "tabseparated": "TSV",
@@ -67,6 +75,8 @@ def run_table_function(tf: A.TableFunction) -> tuple[pa.Table, TableMeta]:
         return _numbers(tf)
     if name == "file":
         return _file(tf)
+    if name == "values":
+        return _values(tf)
     raise _err(f"unknown table function '{tf.name}'{did_you_mean(tf.name, TABLE_FUNCTIONS)}; "
                f"supported: {', '.join(TABLE_FUNCTIONS)}", tf)
 
@@ -416,3 +426,170 @@ def _from_text(t: pa.Table, structure: list[tuple[str, ColumnType]]) -> pa.Table
         cols.append(cast_to(ctype, v, name))
         fields.append(pa.field(name, at, nullable=ctype.nullable))
     return pa.table(cols, schema=pa.schema(fields))
+
+
+# ---------------------------------------------------------------------------- values()
+
+def _values(tf: A.TableFunction) -> tuple[pa.Table, TableMeta]:
+    args = list(tf.args)
+    if not args:
+        raise _err("table function 'values' requires at least 1 argument", tf)
+    structure = None
+    if len(args) >= 2 and isinstance(args[0], A.Literal) and args[0].kind == "string":
+        try:        # ClickHouse takes a first string as the structure when it parses as one
+            structure = parse_structure(args[0].value.decode("utf-8"), args[0])
+        except (SkipidxError, UnicodeDecodeError):
+            structure = None
+        if structure is not None:
+            args = args[1:]
+    width = len(structure) if structure is not None else None
+    rows: list[tuple[A.Expr, ...]] = []
+    for a in args:
+        row = a.items if isinstance(a, A.TupleLiteral) and width != 1 else (a,)
+        if width is None:
+            width = len(row)
+        if len(row) != width:
+            raise _err("values(): cannot determine a common structure: the number of columns differs "
+                       f"between rows ({width} and {len(row)})", a)
+        rows.append(row)
+    if structure is not None:
+        from skipidx.planner.ddl import values_table
+
+        meta = _meta("values", structure)
+        rows = [tuple(_as_text(node) if c.base_name == "String" else node for node, (_, c) in zip(r, structure))
+                for r in rows]
+        stmt = A.InsertValues(A.TableRef("values"), None, tuple(rows), pos=tf.pos)
+        data = values_table(meta, stmt)
+        cols = [cast_to(c, data.column(n), n) for n, c in structure]
+        fields = [pa.field(n, c.arrow_type, nullable=c.nullable) for n, c in structure]
+        return pa.table(cols, schema=pa.schema(fields)), meta
+    consts = _constants(rows)
+    columns, arrays = [], []
+    for j in range(width or 0):
+        vals = [r[j] for r in consts]
+        nodes = [r[j] for r in rows]
+        t, nullable = _supertype([t for _, t in vals], nodes[0])
+        name = f"c{j + 1}"
+        ch = ch_type_of(t)
+        ctype = parse_type(f"Nullable({ch})" if nullable else ch)
+        arr = _column(vals, t, nodes)
+        columns.append((name, ctype))
+        arrays.append(cast_to(ctype, arr, name))
+    meta = _meta("values", columns)
+    schema = pa.schema([pa.field(n, c.arrow_type, nullable=c.nullable) for n, c in columns])
+    return pa.table(arrays, schema=schema), meta
+
+
+def _as_text(node: A.Expr) -> A.Expr:
+    """An integer literal for a String column is its text (ClickHouse converts the field)."""
+    if isinstance(node, A.Literal) and node.kind == "int":
+        return A.Literal(str(node.value).encode(), "string", pos=node.pos)
+    return node
+
+
+def _constants(rows: list[tuple[A.Expr, ...]]) -> list[list[tuple[Any, pa.DataType]]]:
+    """Each value as (Python value, Arrow type): literals as the binder types them,
+    other constant expressions evaluated on one row."""
+    from skipidx.execution.scan import zero_column_table
+    from skipidx.expr.binder import Binder, array_constant_type
+    from skipidx.expr.bound import BConst
+    from skipidx.expr.evaluate import evaluate
+    from skipidx.expr.visitors import columns_of
+
+    binder = Binder(None)
+    one = None
+    out = []
+    for row in rows:
+        vals = []
+        for node in row:
+            if isinstance(node, A.TupleLiteral):
+                raise _err("values(): tuple values are not supported (a row's tuple gives the columns)", node)
+            e = binder.expr(node)
+            if isinstance(e, BConst) and isinstance(e.value, tuple) and pa.types.is_null(e.type):
+                vals.append((e.value, array_constant_type(e.value, node)))
+                continue
+            if isinstance(e, BConst):
+                vals.append((e.value, e.type))
+                continue
+            if columns_of(e):
+                raise _err(f"values() takes constant expressions, got {node.to_sql()}", node)
+            one = zero_column_table(1) if one is None else one
+            arr = evaluate(e, one)
+            v = arr[0].as_py()
+            vals.append((v.encode() if isinstance(v, str) else v, arr.type))
+        out.append(vals)
+    return out
+
+
+_INT_BY_BITS = {(8, True): pa.int8(), (16, True): pa.int16(), (32, True): pa.int32(), (64, True): pa.int64(),
+                (8, False): pa.uint8(), (16, False): pa.uint16(), (32, False): pa.uint32(),
+                (64, False): pa.uint64()}
+
+
+def _supertype(types: list[pa.DataType], node: Any) -> tuple[pa.DataType, bool]:
+    """ClickHouse's least supertype of the values' types (and whether a NULL is among them)."""
+    nullable = any(pa.types.is_null(t) for t in types)
+    ts = []
+    for t in types:
+        t = t.value_type if pa.types.is_dictionary(t) else t
+        if not pa.types.is_null(t) and t not in ts:
+            ts.append(t)
+    if not ts:
+        raise _err("values(): a column holds only NULLs (type Nullable(Nothing)), which skipidx does not store",
+                   node)
+    if len(ts) == 1:
+        return ts[0], nullable
+
+    def no_common() -> BindError:
+        names = ", ".join(_ch_name(t) for t in ts)
+        return _err(f"values(): there is no supertype for types {names}", node)
+
+    if all(pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t) for t in ts):
+        ints = [pa.uint8() if pa.types.is_boolean(t) else t for t in ts if not pa.types.is_floating(t)]
+        floats = [t for t in ts if pa.types.is_floating(t)]
+        if floats:
+            small = all(pa.types.is_float32(t) for t in floats) and all(t.bit_width <= 16 for t in ints)
+            return (pa.float32() if small else pa.float64()), nullable
+        u = max((t.bit_width for t in ints if pa.types.is_unsigned_integer(t)), default=0)
+        sg = max((t.bit_width for t in ints if pa.types.is_signed_integer(t)), default=0)
+        if not sg:
+            return _INT_BY_BITS[(u, False)], nullable
+        if not u:
+            return _INT_BY_BITS[(sg, True)], nullable
+        bits = max(sg, 2 * u) if u >= sg else sg
+        if bits > 64:
+            raise no_common()
+        return _INT_BY_BITS[(bits, True)], nullable
+    if all(pa.types.is_string(t) or pa.types.is_binary(t) for t in ts):
+        return (pa.string() if all(pa.types.is_string(t) for t in ts) else pa.binary()), nullable
+    if all(pa.types.is_date(t) or pa.types.is_timestamp(t) for t in ts):
+        stamps = [t for t in ts if pa.types.is_timestamp(t)]
+        if len(set(stamps)) == 1:
+            return stamps[0], nullable
+        raise no_common()
+    if all(pa.types.is_list(t) for t in ts):
+        inner, _ = _supertype([t.value_type for t in ts], node)
+        return pa.list_(inner), nullable
+    raise no_common()
+
+
+def _ch_name(t: pa.DataType) -> str:
+    try:
+        return ch_type_of(t)
+    except SkipidxError:
+        return str(t)
+
+
+def _column(vals: list[tuple[Any, pa.DataType]], t: pa.DataType, nodes: list[Any]) -> pa.Array:
+    """The values of one column as an Arrow array of the supertype `t`."""
+    py = [v for v, _ in vals]
+    try:
+        if pa.types.is_string(t):
+            return pa.array(py, pa.binary()).cast(pa.string())
+        if pa.types.is_list(t) and pa.types.is_string(t.value_type):
+            return pa.array(py, pa.list_(pa.binary())).cast(t)
+        if pa.types.is_integer(t) or pa.types.is_floating(t):
+            py = [int(v) if isinstance(v, bool) else v for v in py]
+        return pa.array(py, t)
+    except (pa.ArrowException, TypeError, ValueError, OverflowError):
+        raise _err(f"values(): cannot convert the values to {_ch_name(t)}", nodes[0]) from None
