@@ -39,7 +39,6 @@ import sys
 import tempfile
 import time
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 

@@ -464,7 +464,7 @@ def test_db_scan_streams_external_rows(lake):
     as a RecordBatchReader DuckDB (or Polars) reads."""
     root, db = lake
     where = "hasToken(msg, 'kraken1') OR region = 'eu' AND id < 100"
-    reader = db.scan("logs", where=where, columns=["id", "region"])
+    reader = db.scan("logs", where=where, columns=["id", "region"])  # noqa: F841 (DuckDB reads it by name)
     got = duckdb.sql("SELECT id, region FROM reader ORDER BY id").fetchall()
     assert got == _duck(root, "regexp_matches(msg, '(^|[^A-Za-z0-9])kraken1([^A-Za-z0-9]|$)') OR "
                               "region = 'eu' AND id < 100", "id, region")

@@ -48,12 +48,12 @@ import xxhash
 
 from skipidx.core.errors import CorruptionError, SkipidxError
 from skipidx.core.lru import LRU
-from skipidx.core.types import ColumnType, cast_to, parse_type
-from skipidx.indexes.base import IndexDef, get_index_type
+from skipidx.core.types import ColumnType, cast_to
+from skipidx.indexes.base import IndexDef
 from skipidx.store.commit import WriteLock, fsync_dir, write_file_durably
 from skipidx.store.lake import (FileIdentity, HalfWritten, discover, glob_base, hive_partition, identity_of,
                                 infer_columns, partition_types, probe)
-from skipidx.store.metadata import ColumnMeta, IndexMeta, TableMeta
+from skipidx.store.metadata import TableMeta
 from skipidx.store.part import index_fingerprint
 from skipidx.store.sidecar import SIDECAR_DIR, build_file_sidecars, load_sidecar
 

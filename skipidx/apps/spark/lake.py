@@ -15,7 +15,6 @@
 """
 from __future__ import annotations
 
-import os
 from dataclasses import asdict
 from typing import Any, Callable, Iterator
 
