@@ -511,3 +511,23 @@ def test_count_from_text_index_sidecars(small):
     direct = db.sql("SELECT count() FROM logs WHERE hasToken(msg, 'kraken1')")
     assert direct.fetchall() == [(_dcount(root, "msg LIKE 'kraken1 %'"),)]
     assert not any("postings" in n for n in direct.stats.notes)
+
+
+def test_file_appended_in_place_is_not_trusted(small):
+    """Bytes appended to a data file in place (a writer reopening it): the footer no longer
+    ends the file, so it is skipped and reported, never read with its stale sidecar; once
+    the writer finished a new footer the file is read and REFRESH re-indexes it."""
+    root, db = small
+    p = os.path.join(root, "f2.parquet")
+    original = open(p, "rb").read()
+    with open(p, "ab") as f:
+        f.write(b"\0" * 4096)
+    r = db.sql("SELECT count() FROM logs WHERE id >= 0")
+    assert r.fetchall() == [(40_000,)] and any("f2.parquet" in n for n in r.stats.notes)
+    rep = db.sql("ALTER TABLE logs REFRESH").fetchall()
+    assert [(a, os.path.basename(x)) for a, x, _ in rep] == [("skipped", "f2.parquet")]
+    pq.write_table(_rows(13, 40_000, 20_000), p, row_group_size=8192)   # the writer's final file
+    assert open(p, "rb").read() != original
+    assert _count(db, "hasToken(msg, 'kraken0')") == _dcount(root, "msg LIKE 'kraken0 %'")
+    rep = db.sql("ALTER TABLE logs REFRESH").fetchall()
+    assert [(a, os.path.basename(x)) for a, x, _ in rep] == [("indexed", "f2.parquet")]

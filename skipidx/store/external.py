@@ -403,7 +403,8 @@ class ExternalTable:
                         rep.sidecars_written += 1
                     (rep.indexed if kinds[p] == "indexed" else rep.rebuilt).append(p)
                 fsync_dir(sdir)
-                rep.removed = sorted(set(st.files) - set(new_files))
+                # (a skipped file that had sidecars loses them too: it is reported as skipped)
+                rep.removed = sorted(set(st.files) - set(new_files) - {x["path"] for x in rep.skipped})
                 prev = st.files
                 st.files = new_files
                 st.skipped = rep.skipped
