@@ -567,6 +567,8 @@ class Binder:
     def _arith(self, func: str, left: BExpr, right: BExpr, node: Any) -> BExpr:
         # a constant keeps its type: `1 + 2 * 3` is plus(UInt8, UInt16) -> UInt32, as ClickHouse
         lt, rt = value_type(left.type), value_type(right.type)
+        if pa.types.is_interval(rt) or pa.types.is_interval(lt):
+            return self._date_interval(func, left, right, node)
         for side, t in ((left, lt), (right, rt)):
             if isinstance(side, BConst) and side.value is None:
                 return BConst(None, pa.null(), True)
@@ -588,6 +590,25 @@ class Binder:
         # `x % 0` is no bind error: ClickHouse raises "Division by zero" only when it computes
         # an integer row (none when WHERE keeps no row); a float x % 0 is nan
         return BCall(func, (left, right), rtype, left.nullable or right.nullable, node.to_sql() if node else "")
+
+    def _date_interval(self, func: str, left: BExpr, right: BExpr, node: Any) -> BExpr:
+        if pa.types.is_interval(left.type) and func == "plus":
+            left, right = right, left
+        if not pa.types.is_interval(right.type) or func not in ("plus", "minus"):
+            raise _err(f"illegal arguments of function {func}: an interval can only be added to or "
+                       f"subtracted from a Date or DateTime", node)
+        t = value_type(left.type)
+        if not (pa.types.is_date(t) or pa.types.is_timestamp(t)):
+            raise _err(f"illegal type {ch_name(t)} of a date argument of an interval", node)
+        unit, k = right.value
+        k = k if func == "plus" else -k
+        sub_day = unit in ("second", "minute", "hour", "millisecond", "microsecond", "nanosecond")
+        rtype = pa.timestamp("s") if pa.types.is_date(t) and sub_day else t
+        call = BCall("addInterval", (left, BConst((unit, k), right.type)), rtype, left.nullable,
+                     node.to_sql() if node else "")
+        if isinstance(left, BConst):
+            return _fold_call(CATALOGUE["addInterval"], call, node=node)
+        return call
 
     # -- functions --------------------------------------------------------
     def _call(self, n: A.FunctionCall, agg: bool) -> BExpr:
@@ -689,6 +710,104 @@ class Binder:
         if all(isinstance(a, BConst) for a in args):
             return _fold_call(fn, call, node=n)
         return call
+
+    def _bind_typed(self, fn: Function, n: A.FunctionCall, agg: bool) -> BExpr:
+        """A function whose result type depends on its constant arguments (CAST's type,
+        toDateTime64's precision and zone): the entry's `typed` gives it."""
+        self._check_arity(fn, n)
+        args = tuple(self._expr(a, agg) for a in n.args)
+        for i, (a, an) in enumerate(zip(args, n.args)):
+            spec = fn.arg_type(i)
+            if spec.const and not isinstance(a, BConst):
+                raise _err(f"argument {i + 1} of function {fn.name} must be a constant", an)
+            if not (isinstance(a, BConst) and a.value is None) and not spec.accepts(a.type):
+                raise _err(f"illegal type {ch_name(a.type, a.nullable)} of argument {i + 1} of function "
+                           f"{fn.name} ({spec.name} is required)", an)
+        consts = [a.value if isinstance(a, BConst) else None for a in args]
+        try:
+            rtype, nullable = fn.typed([a.type for a in args], consts)
+        except SkipidxError as e:
+            raise _err(f"{fn.name}: {e.message}", n) from None
+        if nullable is None:
+            nullable = fn.nullable == "always" or any(a.nullable for a in args)
+        if isinstance(args[0], BConst) and args[0].value is None:
+            if not nullable:
+                raise _err(f"{fn.name}: cannot convert NULL to a non-Nullable type", n.args[0])
+            return BConst(None, rtype, True)
+        call = BCall(fn.name, args, rtype, nullable, n.to_sql())
+        if all(isinstance(a, BConst) for a in args):
+            return _fold_call(fn, call, node=n)
+        return call
+
+    def _bind_conditional(self, fn: Function, n: A.FunctionCall, agg: bool) -> BExpr:
+        """if / multiIf / caseWithExpression / coalesce / ifNull / nullIf / assumeNotNull:
+        the value arguments are cast to their least common type, as ClickHouse does."""
+        self._check_arity(fn, n)
+        if fn.name == "multiIf" and len(n.args) % 2 == 0:
+            raise _err("multiIf takes an odd number of arguments (condition, value pairs and an else)", n)
+        if fn.name == "caseWithExpression":
+            if len(n.args) % 2 != 0:
+                raise _err("CASE x WHEN ... needs WHEN/THEN pairs and an ELSE", n)
+            subject, rest = n.args[0], n.args[1:]
+            conds: list[A.Expr] = []
+            for i in range(0, len(rest) - 1, 2):
+                conds += [A.BinaryOp("=", subject, rest[i], pos=rest[i].pos), rest[i + 1]]
+            node = A.FunctionCall("multiIf", (*conds, rest[-1]), pos=n.pos)
+            e = self._bind_conditional(CATALOGUE["multiIf"], node, agg)
+            return BCall(e.func, e.args, e.type, e.nullable, n.to_sql()) if isinstance(e, BCall) else e
+        args = list(self._expr(a, agg) for a in n.args)
+        if fn.name == "if":
+            value_at = [1, 2]
+        elif fn.name == "multiIf":
+            value_at = list(range(1, len(args) - 1, 2)) + [len(args) - 1]
+        elif fn.name in ("nullIf", "assumeNotNull"):
+            value_at = [0]
+        else:
+            value_at = list(range(len(args)))
+        values = [args[i] for i in value_at]
+        try:
+            common = least_supertype([v.type for v in values if not (isinstance(v, BConst) and v.value is None)])
+        except SkipidxError as e:
+            raise _err(f"{fn.name}: {e.message}", n) from None
+        for i in value_at:
+            args[i] = _cast_to(args[i], common)
+        if fn.name in ("coalesce", "ifNull"):
+            nullable = all(v.nullable or (isinstance(v, BConst) and v.value is None) for v in values)
+        elif fn.name == "nullIf":
+            nullable = True
+        elif fn.name == "assumeNotNull":
+            nullable = False
+        else:
+            nullable = any(v.nullable or (isinstance(v, BConst) and v.value is None) for v in values)
+        if fn.name == "nullIf":
+            args[1] = _cast_to(args[1], common) if not pa.types.is_null(args[1].type) else args[1]
+        call = BCall(fn.name, tuple(args), common, nullable, n.to_sql())
+        if all(isinstance(a, BConst) for a in args):
+            return _fold_call(fn, call, node=n)
+        return call
+
+    def _bind_interval(self, fn: Function, n: A.FunctionCall, agg: bool) -> BExpr:
+        """toInterval<Unit>(n): a constant (unit, n) that plus/minus of a date understand."""
+        if fn.name == "addInterval":
+            raise _err("addInterval is internal: write d + INTERVAL n unit", n)
+        self._check_arity(fn, n)
+        v = self._expr(n.args[0], agg)
+        if not isinstance(v, BConst) or not isinstance(v.value, int) or isinstance(v.value, bool):
+            raise _err(f"{fn.name}: the interval length must be an integer constant", n.args[0])
+        return BConst((fn.name[len("toInterval"):].lower(), int(v.value)), pa.month_day_nano_interval())
+
+    def _bind_type_of(self, fn: Function, n: A.FunctionCall, agg: bool) -> BExpr:
+        """toTypeName(x): the ClickHouse type of x, a constant."""
+        self._check_arity(fn, n)
+        a = self._expr(n.args[0], agg)
+        return BConst(type_name_of(a).encode(), pa.string())
+
+    def _check_arity(self, fn: Function, n: A.FunctionCall) -> None:
+        lo, hi = fn.arity()
+        k = len(n.args)
+        if k < lo or (hi is not None and k > hi):
+            want = f"{lo}" if hi == lo else (f"at least {lo}" if hi is None else f"{lo} to {hi}")
+            raise _err(f"function {n.name} takes {want} argument{'s' if want != '1' else ''}, got {k}", n)
 
     @staticmethod
     def _arity(n: A.FunctionCall, k: int) -> None:
@@ -915,6 +1034,79 @@ def _fold_call(fn: Function, call: BCall, node: Any = None) -> BConst:
     if isinstance(v, str):
         v = v.encode("utf-8")   # String constants are bytes in the bound tree
     return BConst(v, call.type, v is None)
+
+
+def type_name_of(e: BExpr) -> str:
+    """The ClickHouse type name of a bound expression (a column's declared name where it has one)."""
+    from skipidx.core.types import ch_type_of
+
+    if isinstance(e, BColumn) and e.ch_type:
+        return e.ch_type
+    t = e.type
+    if pa.types.is_null(t):
+        return "Nullable(Nothing)"
+    if isinstance(e, (BCall, BFolded)) and pa.types.is_boolean(t):
+        name = "UInt8"
+    elif isinstance(e, BConst) and pa.types.is_boolean(t):
+        name = "Bool"
+    else:
+        try:
+            name = ch_type_of(t)
+        except SkipidxError:
+            name = str(t)
+    nullable = e.nullable and not (isinstance(e, BConst) and e.value is not None)
+    return f"Nullable({name})" if nullable and not name.startswith(("Array(", "LowCardinality(")) else name
+
+
+def least_supertype(types: list[pa.DataType]) -> pa.DataType:
+    """ClickHouse's least common type of branches (getLeastSupertype), for the types skipidx has."""
+    ts = [value_type(t) for t in types]
+    if not ts:
+        return pa.null()
+    first = ts[0]
+    if all(t == first for t in ts):
+        return first
+    if all(is_string(t) for t in ts):
+        return pa.string()
+    if all(pa.types.is_date(t) or pa.types.is_timestamp(t) for t in ts):
+        stamps = [t for t in ts if pa.types.is_timestamp(t)]
+        units = ["s", "ms", "us", "ns"]
+        unit = max((t.unit for t in stamps), key=units.index)
+        return pa.timestamp(unit, stamps[0].tz)
+    if all(is_numeric(t) for t in ts):
+        ints = [t for t in ts if is_int(t)]
+        floats = [t for t in ts if pa.types.is_floating(t)]
+        width = lambda t: 8 if pa.types.is_boolean(t) else t.bit_width  # noqa: E731
+        if floats:
+            if all(pa.types.is_float32(t) for t in floats) and all(width(t) <= 16 for t in ints):
+                return pa.float32()
+            if any(width(t) == 64 for t in ints):
+                raise SkipidxError(f"there is no supertype for types {', '.join(ch_name(t) for t in ts)}")
+            return pa.float64()
+        unsigned = [t for t in ints if pa.types.is_unsigned_integer(t) or pa.types.is_boolean(t)]
+        signed = [t for t in ints if pa.types.is_signed_integer(t)]
+        if not signed:
+            return {8: pa.uint8(), 16: pa.uint16(), 32: pa.uint32(), 64: pa.uint64()}[max(map(width, unsigned))]
+        need = max([width(t) for t in signed] + [2 * width(t) for t in unsigned])
+        if need > 64:
+            raise SkipidxError(f"there is no supertype for types {', '.join(ch_name(t) for t in ts)}")
+        return {8: pa.int8(), 16: pa.int16(), 32: pa.int32(), 64: pa.int64()}[need]
+    raise SkipidxError(f"there is no supertype for types {', '.join(ch_name(t) for t in ts)}")
+
+
+def _cast_to(e: BExpr, t: pa.DataType) -> BExpr:
+    """`e` converted to `t` (NULL constants just take the type)."""
+    if isinstance(e, BConst) and e.value is None:
+        return BConst(None, t, True)
+    if value_type(e.type) == t or pa.types.is_null(t):
+        return e
+    from skipidx.core.types import ch_type_of
+
+    target = ch_type_of(t)
+    if isinstance(e, BConst):
+        call = BCall("CAST", (e, BConst(target.encode(), pa.string())), t, e.nullable, "")
+        return _fold_call(CATALOGUE["CAST"], call)
+    return BCall("CAST", (e, BConst(target.encode(), pa.string())), t, e.nullable, e.text if hasattr(e, "text") else "")
 
 
 def _comparable(a: pa.DataType, b: pa.DataType) -> bool:

@@ -133,6 +133,10 @@ class Function:
     nullable: str = "propagate"                # propagate | always | never
     output_name: Callable[[str, list[str]], str] | None = None   # (name as written, arg names)
     doc: str = ""
+    # rule "typed": (argument types, constant values or None) -> (result type, nullable or None to propagate)
+    typed: Callable[[list[pa.DataType], list[Any]], tuple[pa.DataType, bool | None]] | None = None
+    min_args: int | None = None                # trailing arguments are optional down to this many
+    constant: bool = False                     # the binder always folds a call (no row kernel)
 
     def result_type(self, types: list[pa.DataType]) -> pa.DataType:
         r = self.returns
@@ -152,12 +156,13 @@ class Function:
 
     def arity(self) -> tuple[int, int | None]:
         n = len(self.args)
-        return (n, None) if self.variadic else (n, n)
+        lo = n if self.min_args is None else self.min_args
+        return (lo, None) if self.variadic else (lo, n)
 
 
 #: The binder's rules (skipidx.expr.binder.Binder._bind_<rule>).
 RULES = ("scalar", "comparison", "logical", "not", "null_test", "membership", "search", "string_map",
-         "arithmetic", "negate", "aggregate")
+         "arithmetic", "negate", "aggregate", "typed", "conditional", "interval", "type_of")
 
 
 def _cmp(op: str) -> Callable[..., Any]:
@@ -276,6 +281,310 @@ ARITHMETIC_FUNCTIONS = [
 ]
 
 
+# --- strings beyond search (kernels: skipidx.expr.kernels.text) ---------------
+
+_STR = pa.string()
+_TEXT_OR_NUMBER = ArgType("String or number", lambda t: is_string(t) or is_numeric(t) or pa.types.is_date(t)
+                          or pa.types.is_timestamp(t))
+_TEMPORAL = ArgType("Date or DateTime", lambda t: pa.types.is_date(t) or pa.types.is_timestamp(t))
+_TO_DATE_SRC = ArgType("String, number, Date or DateTime",
+                       lambda t: is_string(t) or is_numeric(t) or pa.types.is_date(t) or pa.types.is_timestamp(t))
+
+
+def _text_k(name: str, **kw: Any) -> Callable[..., Any]:
+    from skipidx.expr.kernels import text as T
+
+    return getattr(T, name) if not kw else (lambda *a: getattr(T, name)(*a, **kw))
+
+
+TEXT_FUNCTIONS = [
+    Function("concat", "typed", (_TEXT_OR_NUMBER, _TEXT_OR_NUMBER), variadic=True,
+             typed=lambda ts, cs: (_STR, None),
+             kernel=lambda *a: _text_k("concat")(*[_as_text(x) for x in a]), operators=("||",),
+             doc="the arguments' text joined (numbers as toString writes them)"),
+    Function("lengthUTF8", "scalar", (STRING,), returns=_U64, kernel=_text_k("length_utf8"),
+             aliases=("char_length", "character_length")),
+    Function("upperUTF8", "scalar", (STRING,), returns=_STR, kernel=_text_k("upper_utf8")),
+    Function("lowerUTF8", "scalar", (STRING,), returns=_STR, kernel=_text_k("lower_utf8")),
+    Function("substring", "scalar", (STRING, INTEGER, INTEGER), returns=_STR, min_args=2,
+             kernel=lambda a, o, n=None: _text_k("substring")(a, _int_or_array(o), None if n is None else _int_or_array(n)),
+             aliases=("substr", "mid")),
+    Function("position", "scalar", (STRING, CONST_STRING), returns=_U64,
+             kernel=lambda a, nd: _text_k("position")(a, nd), aliases=("locate",)),
+    Function("positionCaseInsensitive", "scalar", (STRING, CONST_STRING), returns=_U64,
+             kernel=lambda a, nd: _text_k("position")(a, nd, True)),
+    Function("replaceAll", "scalar", (STRING, CONST_STRING, CONST_STRING), returns=_STR,
+             kernel=_text_k("replace_all"), aliases=("replace",)),
+    Function("replaceRegexpAll", "scalar", (STRING, CONST_STRING, CONST_STRING), returns=_STR,
+             kernel=_text_k("replace_regexp_all"), aliases=("REGEXP_REPLACE",)),
+    Function("extract", "scalar", (STRING, CONST_STRING), returns=_STR, kernel=_text_k("extract")),
+    Function("trimBoth", "scalar", (STRING,), returns=_STR, kernel=_text_k("trim"), aliases=("trim",)),
+    Function("trimLeft", "scalar", (STRING,), returns=_STR, kernel=_text_k("trim", left=True, right=False),
+             aliases=("ltrim",)),
+    Function("trimRight", "scalar", (STRING,), returns=_STR, kernel=_text_k("trim", left=False, right=True),
+             aliases=("rtrim",)),
+    Function("splitByChar", "scalar", (CONST_STRING, STRING), returns=pa.list_(_STR),
+             kernel=_text_k("split_by_char")),
+    Function("empty", "scalar", (STRING,), kernel=_text_k("empty")),
+    Function("notEmpty", "scalar", (STRING,), kernel=_text_k("not_empty")),
+]
+
+
+def _int_or_array(v: Any) -> Any:
+    return v
+
+
+def _as_text(a: Any) -> Any:
+    """concat's non-String arguments as their text."""
+    from skipidx.expr.kernels import convert as C
+
+    t = a.type.value_type if pa.types.is_dictionary(a.type) else a.type
+    return a if is_string(t) else C.to_string(a)
+
+
+# --- dates and times (kernels: skipidx.expr.kernels.datetime) -------------------
+
+def _dt_k(name: str, *fixed: Any) -> Callable[..., Any]:
+    from skipidx.expr.kernels import datetime as D
+
+    fn = getattr(D, name)
+    return (lambda *a: fn(*a, *fixed)) if fixed else fn
+
+
+def _same_zone_seconds(ts: list[pa.DataType]) -> tuple[pa.DataType, None]:
+    t = ts[0]
+    return pa.timestamp("s", t.tz if pa.types.is_timestamp(t) else None), None
+
+
+def _part(which: str, out: pa.DataType, name: str, *aliases: str) -> Function:
+    return Function(name, "scalar", (_TEMPORAL,), returns=out, kernel=_dt_k("part", which), aliases=aliases)
+
+
+_DATE = pa.date32()
+DATETIME_FUNCTIONS = [
+    _part("year", pa.uint16(), "toYear", "YEAR"),
+    _part("quarter", pa.uint8(), "toQuarter", "QUARTER"),
+    _part("month", pa.uint8(), "toMonth", "MONTH"),
+    _part("day", pa.uint8(), "toDayOfMonth", "DAY", "DAYOFMONTH"),
+    _part("day_of_week", pa.uint8(), "toDayOfWeek", "DAYOFWEEK"),
+    _part("day_of_year", pa.uint16(), "toDayOfYear", "DAYOFYEAR"),
+    _part("hour", pa.uint8(), "toHour", "HOUR"),
+    _part("minute", pa.uint8(), "toMinute", "MINUTE"),
+    _part("second", pa.uint8(), "toSecond", "SECOND"),
+    _part("yyyymm", pa.uint32(), "toYYYYMM"),
+    _part("yyyymmdd", pa.uint32(), "toYYYYMMDD"),
+    Function("toStartOfMinute", "typed", (_TEMPORAL,), typed=lambda ts, cs: _same_zone_seconds(ts),
+             kernel=_dt_k("start_of", "minute")),
+    Function("toStartOfHour", "typed", (_TEMPORAL,), typed=lambda ts, cs: _same_zone_seconds(ts),
+             kernel=_dt_k("start_of", "hour")),
+    Function("toStartOfDay", "typed", (_TEMPORAL,), typed=lambda ts, cs: _same_zone_seconds(ts),
+             kernel=_dt_k("start_of", "day")),
+    Function("toStartOfWeek", "scalar", (_TEMPORAL,), returns=_DATE, kernel=_dt_k("start_of", "week")),
+    Function("toStartOfMonth", "scalar", (_TEMPORAL,), returns=_DATE, kernel=_dt_k("start_of", "month")),
+    Function("toStartOfQuarter", "scalar", (_TEMPORAL,), returns=_DATE, kernel=_dt_k("start_of", "quarter")),
+    Function("toStartOfYear", "scalar", (_TEMPORAL,), returns=_DATE, kernel=_dt_k("start_of", "year")),
+    Function("dateDiff", "scalar", (CONST_STRING, _TEMPORAL, _TEMPORAL), returns=pa.int64(),
+             kernel=lambda u, a, b: _dt_k("date_diff")(u, a, b), validate=lambda u: _check_unit(u),
+             aliases=("date_diff", "timestampDiff")),
+    Function("now", "scalar", (), returns=pa.timestamp("s"), fold=lambda: _dt_k("now")(),
+             kernel=lambda: _dt_k("now")(), aliases=("current_timestamp",)),
+    Function("today", "scalar", (), returns=_DATE, fold=lambda: _dt_k("today")(), kernel=lambda: _dt_k("today")(),
+             aliases=("curdate", "current_date")),
+    Function("addInterval", "interval", (_TEMPORAL, CONST_LIST), kernel=lambda a, iv: _dt_k("add_interval")(a, *iv),
+             doc="d + INTERVAL n unit (the binder makes it from plus/minus)"),
+]
+
+_INTERVAL_UNITS = ("Nanosecond", "Microsecond", "Millisecond", "Second", "Minute", "Hour", "Day", "Week", "Month",
+                   "Quarter", "Year")
+INTERVAL_FUNCTIONS = [
+    Function(f"toInterval{u}", "interval", (INTEGER,), constant=True, doc=f"INTERVAL n {u.upper()}")
+    for u in _INTERVAL_UNITS
+]
+
+
+def _check_unit(u: Any) -> None:
+    from skipidx.expr.kernels import datetime as D
+
+    D.date_diff(u, pa.array([0], pa.timestamp("s")), pa.array([0], pa.timestamp("s")))
+
+
+# --- conversions (kernels: skipidx.expr.kernels.convert / datetime) -------------
+
+def _conv(kind: str, type_name: str = "", on_error: str = "raise") -> Callable[..., Any]:
+    from skipidx.expr.kernels import convert as C
+    from skipidx.expr.kernels import datetime as D
+
+    if kind == "int":
+        return lambda a: C.to_int(a, type_name, on_error)
+    if kind == "float":
+        return lambda a: C.to_float(a, type_name, on_error)
+    if kind == "date":
+        return lambda a: _or_error(a, on_error, lambda x: D.to_date(x), lambda x: D.parse_datetime(
+            x, "toDate", date_only=True, on_error=on_error))
+    raise AssertionError(kind)
+
+
+def _or_error(a: Any, on_error: str, plain: Callable, text: Callable) -> Any:
+    t = a.type.value_type if pa.types.is_dictionary(a.type) else a.type
+    return text(a) if (is_string(t) and on_error != "raise") else plain(a)
+
+
+def _ints() -> list[Function]:
+    out = []
+    for name, t in (("Int8", pa.int8()), ("Int16", pa.int16()), ("Int32", pa.int32()), ("Int64", pa.int64()),
+                    ("UInt8", pa.uint8()), ("UInt16", pa.uint16()), ("UInt32", pa.uint32()),
+                    ("UInt64", pa.uint64())):
+        out += [Function(f"to{name}", "scalar", (ANY,), returns=t, kernel=_conv("int", name)),
+                Function(f"to{name}OrZero", "scalar", (STRING,), returns=t, kernel=_conv("int", name, "zero")),
+                Function(f"to{name}OrNull", "scalar", (STRING,), returns=t, kernel=_conv("int", name, "null"),
+                         nullable="always")]
+    for name, t in (("Float32", pa.float32()), ("Float64", pa.float64())):
+        out += [Function(f"to{name}", "scalar", (ANY,), returns=t, kernel=_conv("float", name)),
+                Function(f"to{name}OrZero", "scalar", (STRING,), returns=t, kernel=_conv("float", name, "zero")),
+                Function(f"to{name}OrNull", "scalar", (STRING,), returns=t, kernel=_conv("float", name, "null"),
+                         nullable="always")]
+    return out
+
+
+def _datetime_type(ts: list[pa.DataType], cs: list[Any], precision_arg: int | None) -> tuple[pa.DataType, None]:
+    p = None
+    tz_i = 1
+    if precision_arg is not None:
+        p = cs[precision_arg]
+        if not isinstance(p, int) or not 0 <= p <= 9:
+            raise _bind_error("toDateTime64: the precision must be a constant 0..9")
+        tz_i = 2
+    tz = cs[tz_i] if len(cs) > tz_i else None
+    if isinstance(tz, bytes):
+        tz = tz.decode()
+    unit = "s" if not p else "ms" if p <= 3 else "us" if p <= 6 else "ns"
+    return pa.timestamp(unit, tz), None
+
+
+def _bind_error(msg: str) -> Exception:
+    from skipidx.core.errors import SkipidxError
+
+    return SkipidxError(msg)
+
+
+def _to_datetime(on_error: str, precision: bool, best_effort: bool = False) -> Callable[..., Any]:
+    from skipidx.expr.kernels import datetime as D
+
+    def k(a: Any, *consts: Any) -> Any:
+        p = consts[0] if precision else None
+        tz = consts[1 if precision else 0] if len(consts) > (1 if precision else 0) else None
+        tz = tz.decode() if isinstance(tz, bytes) else tz
+        t = a.type.value_type if pa.types.is_dictionary(a.type) else a.type
+        if is_string(t) and (on_error != "raise" or best_effort):
+            unit = "s" if not p else "ms" if p <= 3 else "us" if p <= 6 else "ns"
+            naive = D.parse_datetime(a, "parseDateTimeBestEffort" if best_effort else "toDateTime", unit=unit,
+                                     on_error=on_error, best_effort=best_effort)
+            return D.to_datetime(naive, tz, p)
+        return D.to_datetime(a, tz, p, "toDateTime64" if precision else "toDateTime")
+    return k
+
+
+_CONST_INT = ArgType("const Integer", is_int, const=True)
+
+
+def _datetimes() -> list[Function]:
+    out = [Function("toDate", "scalar", (_TO_DATE_SRC,), returns=_DATE, kernel=_conv("date"), aliases=("DATE",)),
+           Function("toDateOrZero", "scalar", (STRING,), returns=_DATE, kernel=_conv("date", on_error="zero")),
+           Function("toDateOrNull", "scalar", (STRING,), returns=_DATE, kernel=_conv("date", on_error="null"),
+                    nullable="always")]
+    for suffix, mode, nullable in (("", "raise", "propagate"), ("OrZero", "zero", "propagate"),
+                                   ("OrNull", "null", "always")):
+        src = _TO_DATE_SRC if not suffix else STRING
+        out.append(Function(f"toDateTime{suffix}", "typed", (src, CONST_STRING),
+                            typed=lambda ts, cs: _datetime_type(ts, cs, None), kernel=_to_datetime(mode, False),
+                            nullable=nullable, min_args=1))
+        out.append(Function(f"toDateTime64{suffix}", "typed", (src, _CONST_INT, CONST_STRING),
+                            typed=lambda ts, cs: _datetime_type(ts, cs, 1), kernel=_to_datetime(mode, True),
+                            nullable=nullable, min_args=2))
+        out.append(Function(f"parseDateTimeBestEffort{suffix}", "typed", (STRING, CONST_STRING),
+                            typed=lambda ts, cs: _datetime_type(ts, cs, None),
+                            kernel=_to_datetime("raise" if not suffix else mode, False, best_effort=True),
+                            nullable=nullable, min_args=1))
+    return out
+
+
+def _cast_type(ts: list[pa.DataType], cs: list[Any]) -> tuple[pa.DataType, bool]:
+    from skipidx.core.types import parse_type
+
+    target = cs[1]
+    if not isinstance(target, (bytes, str)):
+        raise _bind_error("CAST: the type must be a constant string")
+    ct = parse_type(target.decode() if isinstance(target, bytes) else target)
+    return ct.arrow_type, ct.nullable
+
+
+def _cast_kernel(a: Any, target: Any) -> Any:
+    from skipidx.core.types import cast_to, parse_type
+    from skipidx.expr.kernels import convert as C
+    from skipidx.expr.kernels import datetime as D
+
+    ct = parse_type(target.decode() if isinstance(target, bytes) else target)
+    base = ct.base_name if not ct.low_cardinality else "String"
+    if base in C.INT_TYPES:
+        return C.to_int(a, base)
+    if base in C.FLOAT_TYPES:
+        return C.to_float(a, base)
+    if base == "String":
+        return C.to_string(a)
+    if base == "Date":
+        return D.to_date(a)
+    t = ct.arrow_type
+    if pa.types.is_timestamp(t):
+        return D.to_datetime(a, t.tz, ct.precision, "CAST")
+    return cast_to(ct, a, "CAST")
+
+
+def _to_string_type(ts: list[pa.DataType], cs: list[Any]) -> tuple[pa.DataType, None]:
+    return _STR, None
+
+
+CONVERSION_FUNCTIONS = [
+    *_ints(),
+    *_datetimes(),
+    Function("toString", "typed", (ANY,), typed=_to_string_type, kernel=lambda a: _conv_string(a)),
+    Function("toTypeName", "type_of", (ANY,), returns=_STR, constant=True, doc="the argument's ClickHouse type"),
+    Function("CAST", "typed", (ANY, CONST_STRING), typed=_cast_type, kernel=_cast_kernel,
+             aliases=("_CAST",)),
+]
+
+
+def _conv_string(a: Any) -> Any:
+    from skipidx.expr.kernels import convert as C
+
+    return C.to_string(a)
+
+
+# --- conditionals (the binder unifies the branches' types) ----------------------
+
+def _cond_k(name: str) -> Callable[..., Any]:
+    from skipidx.expr.kernels import convert as C
+
+    return getattr(C, name)
+
+
+CONDITIONAL_FUNCTIONS = [
+    Function("if", "conditional", (ANY, ANY, ANY), kernel=lambda c, a, b: _cond_k("if_")(c, a, b)),
+    Function("multiIf", "conditional", (ANY, ANY, ANY), variadic=True, kernel=lambda *a: _cond_k("multi_if")(*a)),
+    Function("caseWithExpression", "conditional", (ANY, ANY, ANY, ANY), variadic=True,
+             kernel=lambda *a: _cond_k("multi_if")(*a)),
+    Function("coalesce", "conditional", (ANY,), variadic=True, kernel=lambda *a: _cond_k("coalesce")(*a)),
+    Function("ifNull", "conditional", (ANY, ANY), kernel=lambda *a: _cond_k("coalesce")(*a)),
+    Function("nullIf", "conditional", (ANY, ANY), kernel=lambda a, b: _cond_k("null_if")(a, b)),
+    Function("assumeNotNull", "conditional", (ANY,), kernel=lambda a: _cond_k("assume_not_null")(a)),
+]
+
+
+HASH_FUNCTIONS = [
+    Function("cityHash64", "scalar", (ANY,), variadic=True, returns=_U64, kernel=lambda *a: _cond_k("city_hash64")(*a)),
+    Function("xxHash64", "scalar", (ANY,), returns=_U64, kernel=lambda a: _cond_k("xx_hash64")(a)),
+]
+
+
 def _count_name(written: str, arg_names: list[str]) -> str:
     """``COUNT(*)`` is named ``COUNT()``."""
     if written.lower() == "count" and arg_names == ["*"]:
@@ -361,6 +670,8 @@ class Catalogue:
 
 CATALOGUE = Catalogue()
 for _group in (COMPARISON_FUNCTIONS, LOGICAL_FUNCTIONS, STRING_FUNCTIONS, ARITHMETIC_FUNCTIONS,
+               TEXT_FUNCTIONS, DATETIME_FUNCTIONS, INTERVAL_FUNCTIONS, CONVERSION_FUNCTIONS, CONDITIONAL_FUNCTIONS,
+               HASH_FUNCTIONS,
                AGGREGATE_FUNCTIONS):
     CATALOGUE.extend(_group)
 

@@ -22,7 +22,7 @@ def test_every_scalar_entry_has_a_kernel_and_an_output_name():
     for fn in CATALOGUE:
         assert fn.rule in RULES, fn.name
         assert fn.column_name(fn.name, ["x"] * len(fn.args)).startswith(fn.name + "("), fn.name
-        if fn.rule != "aggregate":
+        if fn.rule != "aggregate" and not fn.constant:
             assert callable(fn.kernel), f"{fn.name} has no kernel"
 
 

@@ -120,10 +120,11 @@ def to_datetime(a: ArrayLike, tz: str | None = None, precision: int | None = Non
     target = pa.timestamp(unit, tz)
     if pa.types.is_timestamp(t):
         return _retick(a.cast(pa.timestamp(t.unit)), unit, precision).cast(target)
-    if pa.types.is_date(t):
-        return a.cast(pa.timestamp("s")).cast(pa.timestamp(unit)).cast(target)
-    if pa.types.is_integer(t):
-        secs = a.cast(pa.int64(), safe=False)
+    if pa.types.is_date(t) or pa.types.is_integer(t):
+        secs = a.cast(pa.timestamp("s")).cast(pa.int64()) if pa.types.is_date(t) else a.cast(pa.int64(), safe=False)
+        if unit == "s":   # DateTime is UInt32 seconds: ClickHouse wraps what does not fit
+            secs = pa.array(np.mod(secs.fill_null(0).to_numpy(zero_copy_only=False), 2**32), pa.int64(),
+                            mask=_mask(a))
         return pc.multiply(secs, _UNIT_S[unit]).cast(pa.timestamp(unit)).cast(target)
     if pa.types.is_floating(t):
         v = a.cast(pa.float64()).to_numpy(zero_copy_only=False)
@@ -294,11 +295,16 @@ def _week_num(t: pa.Array) -> pa.Array:
 def add_interval(a: ArrayLike, unit: str, n: int) -> pa.Array:
     """See :func:`_add_interval`; DateTime and Date results saturate at their ranges, as ClickHouse's do."""
     out = _add_interval(a, unit, n)
+    # calendar units saturate at the type's range; fixed-length units wrap around it (UInt16
+    # days, UInt32 seconds), as ClickHouse's arithmetic does
+    calendar = unit in ("month", "quarter", "year")
     if pa.types.is_date(out.type):
-        v = np.clip(out.cast(pa.int32()).fill_null(0).to_numpy(zero_copy_only=False), 0, 65535)
+        v = out.cast(pa.int32()).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+        v = np.clip(v, 0, 65535) if calendar else np.mod(v, 65536)
         return pa.array(v.astype(np.int32), pa.int32(), mask=_mask(out)).cast(pa.date32())
     if out.type.unit == "s":
-        v = np.clip(out.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False), 0, 2**32 - 1)
+        v = out.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
+        v = np.clip(v, 0, 2**32 - 1) if calendar else np.mod(v, 2**32)
         return pa.array(v, pa.int64(), mask=_mask(out)).cast(out.type)
     return out
 
