@@ -534,7 +534,8 @@ class TextIndex(IndexType):
                 v = kw.pop(k)
                 stored[k] = v.decode() if isinstance(v, bytes) else v
         if "preprocessor" in kw:
-            raise index_error(definition, "the preprocessor argument is not supported: index an expression "
+            # ClickHouse's preprocessor = lower(col): not supported; an index on the expression is
+            raise index_error(definition, "the preprocessor argument is not supported: index the expression "
                                           "instead (INDEX i lower(col) TYPE text(...))")
         tok_value = kw.pop("tokenizer")
         ch_name = tok_value.decode() if isinstance(tok_value, bytes) else tok_value

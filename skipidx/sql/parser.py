@@ -911,6 +911,8 @@ class _AstBuilder(Transformer):
         lits = [x for x in c if isinstance(x, A.Literal)]
         if len(c) == 1 and lits:
             return lits[0].to_sql()
+        if len(c) == 1 and isinstance(c[0], Token) and c[0].type == "IDENT":
+            return str(c[0].decoded)
         return "[" + ", ".join(x.to_sql() for x in lits) + "]"
 
     def call_kwarg(self, c: list) -> A.KeywordArg:
