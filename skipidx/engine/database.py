@@ -422,7 +422,7 @@ class Database:
             raise
 
     def _explain(self, s: A.Explain) -> Result:
-        from skipidx.execution.direct_read import direct_count
+        from skipidx.execution.direct_read import direct_count, where_indexes
         from skipidx.planner.explain import explain_lines
 
         snap, bs, plan = self._plan(s.select)
@@ -430,7 +430,8 @@ class Database:
             lines = ["Expression", "  (no table: nothing to read)"]
             return Result(pa.table({"explain": pa.array(lines, pa.string())}))
         with snap:
-            lines, stats = explain_lines(plan, indexes=s.indexes, direct_count=direct_count)
+            lines, stats = explain_lines(plan, indexes=s.indexes, direct_count=direct_count,
+                                         direct_rows=where_indexes)
         return Result(pa.table({"explain": pa.array(lines, pa.string())}), stats)
 
 

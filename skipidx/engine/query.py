@@ -6,7 +6,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from skipidx.execution.direct_read import direct_count
+from skipidx.execution.direct_read import direct_count, direct_scan
 from skipidx.execution.scan import scan, zero_column_table
 from skipidx.execution.select import run_select
 from skipidx.expr.select import BoundSelect
@@ -43,6 +43,16 @@ def run_query(plan: QueryPlan, before_scan: Any = None) -> tuple[pa.Table, Query
             return table, stats
     stream = bs.limit is not None and not bs.order_by and not bs.aggregate
     out_cols = bs.output_columns()
+    if plan.direct_read and selections and getattr(plan.snapshot, "kind", None) != "external":
+        keep = [c for c in plan.columns if c in out_cols]
+        got = direct_scan(plan, selections, stats, keep)
+        if got is not None:
+            chunks, plan.direct_read_from = got
+            stats.notes.append(f"WHERE answered by the postings of {', '.join(plan.direct_read_from)} "
+                               f"(columns read: {', '.join(keep) or 'none'})")
+            table = run_select(bs, chunks, sort_key=plan.snapshot.meta.order_by)
+            stats.scan_ms = (time.perf_counter() - t0) * 1000
+            return table, stats
     chunks = scan(selections, plan.columns, bs.where, stats,
                   max_granules=LIMIT_BATCH_GRANULES if stream else None,
                   keep=[c for c in plan.columns if c in out_cols])

@@ -1,5 +1,7 @@
 """Direct read: ``SELECT count() FROM t WHERE <token predicates>`` from an index's postings
-alone, without reading the column (ClickHouse's ``ReadFromTextIndexCount``).
+alone, without reading the column (ClickHouse's ``ReadFromTextIndexCount``), and any other
+SELECT with such a WHERE: the rows come from the postings, so only the columns the
+SELECT outputs are read (:func:`direct_rows`).
 
 It applies when the query aggregates nothing but ``count()`` (no GROUP BY, no
 column anywhere but in the WHERE) and every atom of the WHERE has a condition
@@ -31,10 +33,12 @@ def _count_only(bs: Any) -> bool:
     return bool(aggs) and all(a.func == "count" and a.arg is None for a in aggs)
 
 
-def exact_sources(plan: Any) -> dict[int, Any] | None:
+def exact_sources(plan: Any, count_only: bool = True) -> dict[int, Any] | None:
     """atom id -> the IndexUse whose condition gives its exact rows; None when the
     query cannot be answered from the postings."""
-    if not _count_only(plan.select):
+    if count_only and not _count_only(plan.select):
+        return None
+    if plan.select.where is None:
         return None
     rpn = plan.rpn
     # only atoms and logic: a constant item may stand for a folded expression whose
@@ -59,9 +63,26 @@ def direct_count(plan: Any, parts: list[Any]) -> tuple[int, list[str]] | None:
     sources = exact_sources(plan)
     if sources is None:
         return None
+    got = _where_rows(plan, parts, sources)
+    if got is None:
+        return None
+    return sum(int(np.count_nonzero(m)) for m in got), sorted({u.name for u in sources.values()})
+
+
+def direct_rows(plan: Any, parts: list[Any]) -> tuple[list[np.ndarray], list[str]] | None:
+    """Per part, the bool mask of its rows where the WHERE is true, from the postings
+    (None: the WHERE is not made of exactly answered atoms), and the indexes read."""
+    sources = exact_sources(plan, count_only=False)
+    if sources is None:
+        return None
+    got = _where_rows(plan, parts, sources)
+    return None if got is None else (got, sorted({u.name for u in sources.values()}))
+
+
+def _where_rows(plan: Any, parts: list[Any], sources: dict[int, Any]) -> list[np.ndarray] | None:
     rpn = plan.rpn
     has_not = any(it.op == Op.NOT for it in rpn.items)
-    total = 0
+    out: list[np.ndarray] = []
     for part in parts:
         n = int(part.num_rows)
         granules: dict[str, Any] = {}
@@ -104,5 +125,49 @@ def direct_count(plan: Any, parts: list[Any]) -> tuple[int, list[str]] | None:
                 return None
         if len(stack) != 1:
             return None
-        total += int(np.count_nonzero(stack[0][0]))
-    return total, sorted({u.name for u in sources.values()})
+        out.append(stack[0][0])
+    return out
+
+
+#: Above this many kept ranges the rows come from the ordinary scan (one read per range here).
+MAX_DIRECT_RANGES = 256
+
+
+def direct_scan(plan: Any, selections: list[Any], stats: Any, columns: list[str]):
+    """The rows of a SELECT whose WHERE the postings answer: only `columns` (those the
+    SELECT outputs) are read, range by range, and filtered by the postings' row masks.
+    None when the postings cannot answer it (the caller scans as usual)."""
+    if sum(len(s.ranges) for s in selections) > MAX_DIRECT_RANGES:
+        return None
+    got = direct_rows(plan, [s.part for s in selections])
+    if got is None:
+        return None
+    masks, names = got
+    import pyarrow as pa
+
+    from skipidx.execution.scan import scan
+    from skipidx.planner.prune import PartSelection
+
+    def chunks():
+        for sel, mask in zip(selections, masks):
+            marks = sel.part.marks
+            for g0, g1 in sel.ranges:
+                r0, r1 = int(marks[g0]), int(marks[g1])
+                m = mask[r0:r1]
+                if not m.any():
+                    continue
+                off = 0
+                for t in scan([PartSelection(sel.part, sel.kept, [(g0, g1)])], columns, None, stats, keep=columns):
+                    piece = m[off:off + t.num_rows]
+                    off += t.num_rows
+                    stats.rows_matched -= t.num_rows - int(np.count_nonzero(piece))
+                    yield t.filter(pa.array(piece))
+
+    return chunks(), names
+
+
+def where_indexes(plan: Any) -> list[str] | None:
+    """Names of the indexes whose postings answer the WHERE exactly (None: they cannot),
+    for EXPLAIN."""
+    src = exact_sources(plan, count_only=False)
+    return None if src is None else sorted({u.name for u in src.values()})

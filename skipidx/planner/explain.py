@@ -36,9 +36,12 @@ from skipidx.planner.stats import QueryStats
 
 
 def explain_lines(plan: QueryPlan, indexes: bool = True,
-                  direct_count: Callable[[QueryPlan, list], Any] | None = None) -> tuple[list[str], QueryStats]:
+                  direct_count: Callable[[QueryPlan, list], Any] | None = None,
+                  direct_rows: Callable[[QueryPlan], list[str] | None] | None = None,
+                  ) -> tuple[list[str], QueryStats]:
     """EXPLAIN's lines; `direct_count` (the engine's count-from-postings reader) says
-    whether a count() would be answered from index postings."""
+    whether a count() would be answered from index postings, `direct_rows` which indexes'
+    postings would answer the WHERE of another SELECT."""
     bs = plan.select
     stats = QueryStats(table=bs.table)
     prune_plan(plan, stats)
@@ -63,6 +66,12 @@ def explain_lines(plan: QueryPlan, indexes: bool = True,
         if got is not None:
             lines.append(f"  ReadFromTextIndexCount ({bs.table}): count() from the postings of "
                          f"{', '.join(got[1])}, no column read")
+        elif direct_rows is not None:
+            names = direct_rows(plan)
+            if names is not None:
+                out = [c for c in plan.columns if c in bs.output_columns()]
+                lines.append(f"  ReadFromTextIndex ({bs.table}): WHERE from the postings of {', '.join(names)}; "
+                             f"columns read: {', '.join(out) or 'none'}")
     lines.append(f"  {'ReadFromParquetFiles' if ext else 'ReadFromMergeTree'} ({bs.table})")
     lines.append(f"    Columns: {', '.join(plan.columns) if plan.columns else '(none: row counts from marks)'}")
     lines.append(f"    {P}: {stats.parts_selected}/{stats.parts_total} | "

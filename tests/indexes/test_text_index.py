@@ -309,3 +309,17 @@ def test_split_by_string_substrings_sound(text, data):
     if req is not None:
         have = set(tok.value_tokens(v))
         assert any(set(g) <= have for g in req.any_of)
+
+
+@pytest.mark.parametrize("where", DIRECT)
+def test_direct_rows_equal_scanned(direct_db, where):
+    """SELECT of other columns: the WHERE from the postings, only the output columns read."""
+    db = direct_db
+    for q in (f"SELECT id FROM t WHERE {where} ORDER BY id", f"SELECT sum(id), count(), max(n) FROM t WHERE {where}"):
+        r = db.sql(q)
+        scanned = db.sql(q + " SETTINGS query_plan_direct_read_from_text_index = 0")
+        assert r.fetchall() == scanned.fetchall()
+        assert r.stats.rows_matched == scanned.stats.rows_matched
+    if db.sql(f"SELECT count() FROM t WHERE {where}").stats.granules_selected:
+        ex = [x[0] for x in db.sql(f"EXPLAIN indexes = 1 SELECT id FROM t WHERE {where}").fetchall()]
+        assert any("ReadFromTextIndex (t)" in x and "columns read: id" in x for x in ex)
