@@ -109,6 +109,54 @@ def _read_filtered(part: Any, batch: list[tuple[int, int]], columns: list[str], 
     return t, read
 
 
+def row_mask(where: BExpr | None, t: pa.Table) -> np.ndarray | None:
+    """The exact filter's row mask as a numpy bool array (None: every row passes)."""
+    m = where_mask(where, t)
+    if m is None:
+        return None
+    m = pc.fill_null(m, False)
+    if isinstance(m, pa.ChunkedArray):
+        m = m.combine_chunks()
+    return np.asarray(m.to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _filtered(t: pa.Table, mask: np.ndarray | None) -> pa.Table:
+    return t if mask is None else t.filter(pa.array(mask, type=pa.bool_()))
+
+
+def read_filter_first(part: Any, batch: list[tuple[int, int]], where: BExpr, first: list[str], rest: list[str],
+                      order: list[str]) -> pa.Table | None:
+    """Rows of `batch` (granule ranges of `part`) passing `where`, reading the
+    filter's columns `first`, then the columns `rest` only for the granules that
+    hold a passing row (ClickHouse's PREWHERE): a granule the indexes could not
+    rule out costs the filter's columns, not all of them. Same rows, same order
+    as reading everything and filtering; columns in `order`; None: no row passes."""
+    head = part.read(first, batch)
+    mask = row_mask(where, head)
+    if mask is None:
+        return part.read(order, batch)
+    if not mask.any():
+        return None
+    marks = np.asarray(part.marks, dtype=np.int64)
+    granules = np.concatenate([np.arange(a, b, dtype=np.int64) for a, b in batch])
+    sizes = marks[granules + 1] - marks[granules]
+    ends = np.cumsum(sizes)
+    passed = np.concatenate([[0], np.cumsum(mask, dtype=np.int64)])
+    hit = passed[ends] - passed[ends - sizes] > 0
+    if hit.all():
+        tail, tail_mask = part.read(rest, batch), mask
+    else:
+        kept = granules[hit]
+        cut = np.flatnonzero(np.diff(kept) != 1) + 1   # consecutive kept granules -> [a, b) ranges
+        ranges = [(int(g[0]), int(g[-1]) + 1) for g in np.split(kept, cut)]
+        tail, tail_mask = part.read(rest, ranges), mask[np.repeat(hit, sizes)]
+    head = _filtered(head, mask)
+    tail = _filtered(tail, tail_mask)
+    cols = {n: head.column(n) for n in first}
+    cols.update({n: tail.column(n) for n in rest})
+    return pa.Table.from_arrays([cols[n] for n in order], names=order)
+
+
 def _where_columns(where: BExpr | None) -> frozenset:
     return frozenset(columns_of(where)) if where is not None else frozenset()
 

@@ -406,6 +406,16 @@ def pin_snapshot(table_dir: str) -> tuple[TableState, int]:
         os.close(fd)
 
 
+def pin_generation(table_dir: str, gen: int) -> int:
+    """Pin generation `gen` as a snapshot of it does, for a reader that planned
+    elsewhere (a Spark task reading what the driver planned): the fd of a shared
+    flock on its reader file; close it to unpin. Parts a cleanup removed before
+    the pin are the caller's to detect (their directories are gone)."""
+    fd = _lock_file(os.path.join(table_dir, READERS_DIR, f"{gen}.lock"), fcntl.LOCK_SH)
+    assert fd is not None   # a blocking flock
+    return fd
+
+
 def _pinned_generations(table_dir: str, current_gen: int) -> list[int]:
     """Generations < current that a live snapshot pins; removes stale pin files."""
     rdir = os.path.join(table_dir, READERS_DIR)

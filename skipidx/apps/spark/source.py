@@ -116,7 +116,7 @@ def _int_option(options: Any, key: str, default: int, minimum: int = 1) -> int:
     return n
 
 
-def _task_threads(explicit: int | None) -> None:
+def _task_threads(explicit: int | None) -> int | None:
     """Hold this task to its share of the executor: ``spark.task.cpus`` threads
     (or the ``task_threads`` option) for Arrow and the index builds. Without
     it every task of an executor would start one thread per machine core, the
@@ -132,13 +132,9 @@ def _task_threads(explicit: int | None) -> None:
         except Exception:   # an older or unusual TaskContext: leave the defaults
             n = None
     if n is None or n < 1:
-        return
+        return None
     pa.set_cpu_count(n)
-    from skipidx.indexes import bloom
-
-    # the build's thread count is read per build from this module attribute
-    # (SKIPIDX_BUILD_THREADS sets it only at import, and Spark reuses workers)
-    bloom.BUILD_THREADS = n
+    return n     # the index builds' thread count, passed to the writer
 
 
 _FROZEN_MODULES = 0
@@ -473,13 +469,11 @@ def _to_spark(t: pa.Table, schema: pa.Schema) -> pa.Table:
 
 
 def _read_slices(reader: SkipidxReader, gen: int, slices: list) -> Iterator[pa.RecordBatch]:
-    import fcntl
-
-    from skipidx.execution.scan import split_ranges
+    from skipidx.execution.scan import read_filter_first, row_mask, split_ranges
     from skipidx.expr.binder import bind_where
     from skipidx.expr.visitors import columns_of
     from skipidx.apps.spark.filters import conjunction
-    from skipidx.store.commit import READERS_DIR, PartEntry
+    from skipidx.store.commit import PartEntry, pin_generation
     from skipidx.store.part import Part
 
     _task_threads(reader.task_threads)
@@ -493,11 +487,8 @@ def _read_slices(reader: SkipidxReader, gen: int, slices: list) -> Iterator[pa.R
     _settle_worker()
     # Pin the planned generation, so a concurrent merge's cleanup keeps its parts
     # while this task reads them (the planner's own pin ended with planning).
-    rdir = os.path.join(reader.table_dir, READERS_DIR)
-    os.makedirs(rdir, exist_ok=True)
-    fd = os.open(os.path.join(rdir, f"{gen}.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    fd = pin_generation(reader.table_dir, gen)
     try:
-        fcntl.flock(fd, fcntl.LOCK_SH)
         step = reader.read_granules
         for sl in slices:
             part = Part(reader.table_dir, PartEntry(sl.part, sl.rows, sl.manifest_hash), meta)
@@ -508,71 +499,15 @@ def _read_slices(reader: SkipidxReader, gen: int, slices: list) -> Iterator[pa.R
                 if bound is None:
                     t = part.read(None, batch)
                 elif first and rest:
-                    t = _read_filter_first(part, batch, bound, first, rest, meta.column_names)
+                    t = read_filter_first(part, batch, bound, first, rest, meta.column_names)
                 else:       # the filter reads every column (or none: a constant)
                     t = part.read(None, batch)
-                    t = _filtered(t, _mask(bound, t))
+                    m = row_mask(bound, t)
+                    t = t if m is None else t.filter(pa.array(m, type=pa.bool_()))
                 if t is not None and t.num_rows:
                     yield from _to_spark(t, schema).to_batches()
     finally:
         os.close(fd)
-
-
-def _mask(bound: Any, t: pa.Table) -> Any:
-    """The exact filter's row mask as a numpy bool array (None: every row passes)."""
-    import numpy as np
-    import pyarrow.compute as pc
-
-    from skipidx.expr.evaluate import where_mask
-
-    m = where_mask(bound, t)
-    if m is None:
-        return None
-    m = pc.fill_null(m, False)
-    if isinstance(m, pa.ChunkedArray):
-        m = m.combine_chunks()
-    return np.asarray(m.to_numpy(zero_copy_only=False), dtype=bool)
-
-
-def _filtered(t: pa.Table, mask: Any) -> pa.Table:
-    return t if mask is None else t.filter(pa.array(mask, type=pa.bool_()))
-
-
-def _read_filter_first(part: Any, batch: list, bound: Any, first: list[str], rest: list[str],
-                       order: list[str]) -> pa.Table | None:
-    """Rows of `batch` (granule ranges of `part`) passing `bound`, reading the
-    filter's columns `first` and the other columns only for the granules that
-    hold a passing row: a granule the indexes could not rule out (a bloom
-    filter's false positive, a granule of the key range without a match)
-    costs one column, not all of them. Same rows, same order as reading
-    everything and filtering."""
-    import numpy as np
-
-    head = part.read(first, batch)
-    mask = _mask(bound, head)
-    if mask is None:
-        return part.read(order, batch)
-    if not mask.any():
-        return None
-    marks = np.asarray(part.marks, dtype=np.int64)
-    granules = np.concatenate([np.arange(a, b, dtype=np.int64) for a, b in batch])
-    sizes = marks[granules + 1] - marks[granules]
-    ends = np.cumsum(sizes)
-    passed = np.concatenate([[0], np.cumsum(mask, dtype=np.int64)])
-    hit = passed[ends] - passed[ends - sizes] > 0
-    if hit.all():
-        tail, tail_mask = part.read(rest, batch), mask
-    else:
-        kept = granules[hit]
-        # consecutive kept granules -> [a, b) ranges
-        cut = np.flatnonzero(np.diff(kept) != 1) + 1
-        ranges = [(int(g[0]), int(g[-1]) + 1) for g in np.split(kept, cut)]
-        tail, tail_mask = part.read(rest, ranges), mask[np.repeat(hit, sizes)]
-    head = _filtered(head, mask)
-    tail = _filtered(tail, tail_mask)
-    cols = {n: head.column(n) for n in first}
-    cols.update({n: tail.column(n) for n in rest})
-    return pa.Table.from_arrays([cols[n] for n in order], names=order)
 
 
 # ====================================================================== writer
@@ -641,7 +576,7 @@ class SkipidxWriter(DataSourceArrowWriter):
         from skipidx.store.conform import conform, sort_rows
         from skipidx.store.writer import write_part
 
-        _task_threads(self.task_threads)
+        build_threads = _task_threads(self.task_threads)
         meta = TableMeta.from_json(self.meta_json)
         batches = [b for b in iterator if b.num_rows]
         if not batches:
@@ -656,7 +591,7 @@ class SkipidxWriter(DataSourceArrowWriter):
             if not self._job_alive():      # the job ended (failed elsewhere): leave nothing behind
                 staged.discard()
                 return SkipidxCommitMessage(None, None, 0)
-            write_part(staged.path, meta, data, name)
+            write_part(staged.path, meta, data, name, build_threads=build_threads)
             if not self._job_alive():
                 staged.discard()
                 return SkipidxCommitMessage(None, None, 0)

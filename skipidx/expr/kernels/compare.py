@@ -432,7 +432,7 @@ def _in_plan_uncached(vals: tuple, vt: pa.DataType) -> _InPlan:
 
 
 #: Prepared IN lists by (column type, values); see :func:`_in_plan`.
-_IN_PLANS = LRU(256)
+_IN_PLANS = LRU(256, "expr.in_plans", "prepared IN-list membership plans, by (values, value type)")
 
 
 def _in_plan(vals: list, vt: pa.DataType) -> _InPlan:
