@@ -152,9 +152,9 @@ def read_filter_first(part: Any, batch: list[tuple[int, int]], where: BExpr, fir
         tail, tail_mask = part.read(rest, ranges), mask[np.repeat(hit, sizes)]
     head = _filtered(head, mask)
     tail = _filtered(tail, tail_mask)
-    cols = {n: head.column(n) for n in first}
-    cols.update({n: tail.column(n) for n in rest})
-    return pa.Table.from_arrays([cols[n] for n in order], names=order)
+    cols = {n: (head.schema.field(n), head.column(n)) for n in first}
+    cols.update({n: (tail.schema.field(n), tail.column(n)) for n in rest})
+    return pa.Table.from_arrays([cols[n][1] for n in order], schema=pa.schema([cols[n][0] for n in order]))
 
 
 def _where_columns(where: BExpr | None) -> frozenset:
