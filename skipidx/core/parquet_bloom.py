@@ -202,7 +202,13 @@ class _Reader:
             kv = self.byte()
             if 2 * size > self.end - self.pos:
                 raise self.fail(f"map of {size} entries in {self.end - self.pos} bytes")
-            return {self.value(kv >> 4, depth + 1): self.value(kv & 0x0F, depth + 1) for _ in range(size)}
+            out = {}
+            for _ in range(size):
+                k = self.value(kv >> 4, depth + 1)
+                if isinstance(k, (dict, list)):
+                    raise self.fail("a map key that is not a scalar")
+                out[k] = self.value(kv & 0x0F, depth + 1)
+            return out
         if t == _T_STRUCT:
             return self.struct(depth + 1)
         raise self.fail(f"unknown compact type {t}")

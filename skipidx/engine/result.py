@@ -264,7 +264,13 @@ class Result:
 
     @staticmethod
     def _rows(t: pa.Table) -> list[tuple]:
-        cols = [c.to_pylist() for c in t.columns]
+        try:
+            cols = [c.to_pylist() for c in t.columns]
+        except UnicodeDecodeError:
+            # only bytes no skipidx writer made (a data file edited with its
+            # checksums recomputed, or another tool's) get here
+            raise SkipidxError("a String value read is not valid UTF-8 (a damaged or foreign data file); "
+                               "use to_arrow() to read the raw values") from None
         if not cols:
             return []
         return list(zip(*cols))

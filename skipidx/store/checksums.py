@@ -128,6 +128,8 @@ class Verifier:
         """Verify bytes [start, end) of `path` (default: all). Raises CorruptionError naming the file."""
         key = self._identity(path, expected)
         end = expected.size if end is None else min(end, expected.size)
+        if not 0 <= start <= expected.size:
+            raise CorruptionError(f"byte range from {start} lies beyond the file's {expected.size} bytes", path=path)
         bs = expected.block_size
         first, last = start // bs, max(start, end - 1) // bs
         with self._lock:

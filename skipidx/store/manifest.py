@@ -95,6 +95,10 @@ def read_manifest(part_dir: str, expected_hash: str | None = None) -> tuple[dict
             raise CorruptionError("bad file or index lists in part manifest", path=path)
         if DATA_FILE not in m["files"]:
             raise CorruptionError("part manifest lists no data file", path=path)
+        dsize = m["files"][DATA_FILE].get("size") if isinstance(m["files"][DATA_FILE], dict) else None
+        if (not _int(dsize) or spans[-1][1] > dsize - 8
+                or any(b[0] < a[1] for a, b in zip(spans, spans[1:]))):
+            raise CorruptionError("row-group spans in part manifest do not fit the data file", path=path)
         for fname, fs in m["files"].items():
             if not isinstance(fname, str) or "/" in fname or fname.startswith(".") or fname in ("", MANIFEST):
                 raise CorruptionError(f"bad file name {fname!r} in part manifest", path=path)

@@ -22,7 +22,7 @@ __all__ = ["check_footer", "check_footer_bytes"]
 
 # parquet.thrift field ids
 _FMD_SCHEMA, _FMD_ROW_GROUPS, _FMD_ENCRYPTION = 2, 4, 8
-_SE_TYPE, _SE_REPETITION, _SE_NUM_CHILDREN = 1, 3, 5
+_SE_TYPE, _SE_REPETITION, _SE_NAME, _SE_NUM_CHILDREN = 1, 3, 4, 5
 _CMD_TYPE = 1
 _RG_COLUMNS = 1
 _CC_META, _CC_CRYPTO = 3, 8
@@ -48,6 +48,11 @@ def _leaf_levels(schema: list, where: str) -> list[tuple[int, int, object]]:
         pos += 1
         if not isinstance(el, dict):
             raise CorruptionError("malformed Parquet schema in the footer", path=where)
+        name = el.get(_SE_NAME, b"")
+        try:
+            bytes(name).decode("utf-8")   # pyarrow decodes names without handling errors
+        except (UnicodeDecodeError, TypeError):
+            raise CorruptionError("a column name in the Parquet schema is not UTF-8", path=where) from None
         r = el.get(_SE_REPETITION, 0)
         rep2 = rep + (r == _REPEATED)
         dfn2 = dfn + (r in (_OPTIONAL, _REPEATED))
@@ -76,6 +81,8 @@ def check_footer_bytes(footer: bytes, where: str) -> None:
         fmd = _Reader(footer, 0, where, "FileMetaData").struct()
     except SkipidxError as e:
         raise CorruptionError(e.message, path=where) from None
+    except (TypeError, ValueError, RecursionError) as e:
+        raise CorruptionError(f"malformed Parquet footer ({type(e).__name__})", path=where) from None
     if _FMD_ENCRYPTION in fmd:
         return   # a plaintext-footer encrypted file: read through the decryption path only
     schema = fmd.get(_FMD_SCHEMA)

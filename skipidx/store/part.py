@@ -294,8 +294,8 @@ class Part:
             check_footer(path, fs.size)
             try:
                 md = pq.read_metadata(path, decryption_properties=self._decryption())
-            except (OSError, pa.ArrowException) as e:
-                raise CorruptionError(f"unreadable Parquet footer: {e}", path=path) from None
+            except (OSError, pa.ArrowException, ValueError) as e:
+                raise CorruptionError(f"unreadable Parquet footer: {type(e).__name__}", path=path) from None
             if md.num_row_groups != self.n_granules or md.num_rows != self.num_rows:
                 raise CorruptionError("Parquet footer does not match the part manifest", path=path)
             _FOOTERS.put(ident, md)
@@ -314,8 +314,8 @@ class Part:
             return pq.ParquetFile(pa.BufferReader(buf), metadata=md, pre_buffer=pre_buffer,
                                   read_dictionary=list(read_dictionary) or None,
                                   decryption_properties=self._decryption())
-        except (OSError, pa.ArrowException) as e:
-            raise CorruptionError(f"cannot open Parquet file: {e}", path=path) from None
+        except (OSError, pa.ArrowException, ValueError) as e:   # ValueError: undecodable names
+            raise CorruptionError(f"cannot open Parquet file: {type(e).__name__}", path=path) from None
 
     def read(self, columns: Sequence[str] | None = None,
              mark_ranges: Sequence[tuple[int, int]] | None = None, *,
@@ -422,7 +422,7 @@ class Part:
                 buf = src.read_buffer()
             table = pa.ipc.open_file(pa.BufferReader(buf)).read_all()
             table.validate(full=True)   # offsets/lengths in range before any kernel touches them
-        except (OSError, pa.ArrowException) as ex:
+        except (OSError, pa.ArrowException, ValueError) as ex:   # ValueError: undecodable field names
             raise CorruptionError(f"unreadable index file: {ex}", path=path) from None
         sealed = sealed_key_id(table)
         if sealed is not None:
