@@ -164,6 +164,14 @@ def probe(path: str, fd: int | None = None) -> tuple[FileIdentity, pq.FileMetaDa
             if md.serialized_size != len(tail) - 8 and plaintext_footer_encrypted(tail[:-8], path):
                 raise HalfWritten("an encrypted Parquet file (modular encryption, plaintext footer): external "
                                   "tables read unencrypted files only", path=path)
+            # column-chunk accessors abort the process on some footers
+            # read_metadata accepts (store/parquet_check): refused first
+            from skipidx.store.parquet_check import check_footer_bytes
+
+            try:
+                check_footer_bytes(tail[:-8], path)
+            except SkipidxError as e:
+                raise HalfWritten(e.message, path=path) from None
             if md.num_rows < 0 or any(md.row_group(i).num_rows < 0 for i in range(md.num_row_groups)):
                 raise HalfWritten("negative row counts in the footer", path=path)
             _FOOTERS.put(ident, md)
