@@ -359,7 +359,8 @@ def _trivial_count(bs: Any) -> bool:
     from skipidx.expr.bound import BAgg
 
     return (bs.where is None and bs.aggregate and not bs.group_by
-            and all(isinstance(i.expr, BAgg) and i.expr.func == "count" and i.expr.arg is None for i in bs.items))
+            and all(isinstance(i.expr, BAgg) and i.expr.func == "count" and i.expr.arg is None
+                    and i.expr.cond is None for i in bs.items))
 
 
 def _row_bytes(meta: Any, columns: list[str]) -> int:

@@ -20,6 +20,23 @@ min/max(col)  the column's type; NaN is skipped unless every value is NaN;
               strings compare byte-wise
 uniqExact     UInt64: distinct non-NULL values (NaN counts as one value)
 any(col)      the column's type: the first non-NULL value in table order
+anyLast(col)  the column's type: the last non-NULL value
+uniq          as uniqExact: exact (ClickHouse's uniq is approximate, but
+              exact below ~65k distinct values)
+argMin/Max    argMin(x, y): x at the row of the least (greatest) y; the first
+              such row on ties; rows where x or y is NULL are skipped (the
+              -Null combinator); NaN y never wins; Nullable if x or y is
+quantile      quantile(l)(x), default l = 0.5: Float64, linear interpolation
+              at l * (n - 1) of the sorted values, as ClickHouse's reservoir
+              sampler computes it for up to 8192 values (above that its answer
+              is a sample's; here it stays exact); NaN/NULL skipped
+quantileExact x's type: the sorted values' element at floor(l * n)
+quantiles     quantiles(l1, ...)(x): Array(Float64) (Array(T) for
+              quantilesExact), never NULL: [nan, ...] / defaults when empty
+groupArray    Array(T): the non-NULL values in input order
+fIf(..., c)   the -If combinator, for every function above: f over the rows
+              where c is true (NULL is not); a group where no row matches
+              answers as an empty input does (0, nan, default, or NULL)
 ============  ===============================================================
 
 NULLs: every function but ``count()`` skips NULL values. Over a Nullable
@@ -51,8 +68,15 @@ AggSpec = tuple[str, "str | None", str]
 # ClickHouse names (case-insensitive in SQL) -> canonical names used here.
 AGGREGATE_FUNCTIONS: dict[str, str] = {
     "count": "count", "min": "min", "max": "max", "sum": "sum", "avg": "avg",
-    "uniqexact": "uniqExact", "any": "any",
+    "uniqexact": "uniqExact", "any": "any", "uniq": "uniqExact",
+    "anylast": "anyLast", "argmin": "argMin", "argmax": "argMax", "quantile": "quantile",
+    "quantileexact": "quantileExact", "quantiles": "quantiles", "quantilesexact": "quantilesExact",
+    "grouparray": "groupArray",
 }
+#: Computed by the extended path only (one group_by with rank/list states), as are specs
+#: with options (the -If condition, argMin/argMax's compared column, quantile levels).
+_EXTENDED = {"anyLast", "argMin", "argMax", "quantile", "quantileExact", "quantiles", "quantilesExact",
+             "groupArray"}
 
 
 def _canonical(func: str) -> str:
@@ -84,6 +108,13 @@ def result_type(func: str, column_type: pa.DataType | None) -> pa.DataType:
     if column_type is None:
         raise SkipidxError(f"aggregate function {func} needs an argument")
     t = _value_type(column_type)
+    if f in ("quantile", "quantileExact", "quantiles", "quantilesExact"):
+        if not (pa.types.is_integer(t) or pa.types.is_floating(t)):
+            raise SkipidxError(f"Illegal type {t} of argument for aggregate function {func}")
+        rt = t if f.endswith("Exact") else pa.float64()
+        return _list_of(rt) if f.startswith("quantiles") else rt
+    if f == "groupArray":
+        return _list_of(t)
     if f == "sum":
         return _sum_type(t, func)
     if f == "avg":
@@ -92,6 +123,11 @@ def result_type(func: str, column_type: pa.DataType | None) -> pa.DataType:
         _sum_type(t, func)
         return pa.float64()
     return t
+
+
+def _list_of(t: pa.DataType) -> pa.DataType:
+    """Array(T) with non-Nullable items (groupArray skips NULLs; quantiles are never NULL)."""
+    return pa.list_(pa.field("item", t, nullable=False))
 
 
 def _is_temporal(t: pa.DataType) -> bool:
@@ -213,12 +249,20 @@ def aggregate(table: pa.Table, group_keys: Sequence[str], aggs: Sequence[AggSpec
     if nullable is None:
         nullable = {f.name for f in table.schema if f.nullable}
     plan: list[tuple[str, str | None, str, bool]] = []
+    options: list[dict] = []
     outs: set[str] = set(group_keys)
     for spec in aggs:
-        if len(spec) != 3:
-            raise SkipidxError(f"aggregate spec must be (function, column, output_name), got {spec!r}")
-        func, column, out = spec
+        if len(spec) not in (3, 4):
+            raise SkipidxError(f"aggregate spec must be (function, column, output_name[, options]), got {spec!r}")
+        func, column, out = spec[:3]
+        opts = dict(spec[3]) if len(spec) == 4 and spec[3] else {}
+        for key in ("cond", "by"):
+            if opts.get(key) is not None and opts[key] not in names:
+                raise SkipidxError(f"Unknown column {opts[key]} in {func}")
         f = _canonical(func)
+        if f in ("argMin", "argMax") and opts.get("by") is None:
+            raise SkipidxError(f"aggregate function {func} needs the compared column (option 'by')")
+        options.append(opts)
         if column is None and f != "count":
             raise SkipidxError(f"aggregate function {func} needs an argument")
         if column is not None and column not in names:
@@ -228,8 +272,11 @@ def aggregate(table: pa.Table, group_keys: Sequence[str], aggs: Sequence[AggSpec
         outs.add(out)
         if column is not None:
             result_type(f, table.schema.field(column).type)  # type check now, before any work
-        plan.append((f, column, out, column is not None and column in nullable))
+        plan.append((f, column, out, column is not None and (column in nullable or (
+            f in ("argMin", "argMax") and opts["by"] in nullable))))
 
+    if any(options) or any(f in _EXTENDED for f, *_ in plan):
+        return _aggregate_extended(table, list(group_keys), plan, options)
     if not group_keys:
         return _whole_table(table, plan)
 
@@ -290,6 +337,219 @@ def aggregate(table: pa.Table, group_keys: Sequence[str], aggs: Sequence[AggSpec
     return pa.Table.from_arrays(arrays, names=out_names)
 
 
+def _truth(c: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+    """A condition column as a boolean mask: non-zero is true, NULL is not."""
+    if pa.types.is_null(c.type):
+        return pc.cast(pa.nulls(len(c), pa.bool_()), pa.bool_()).fill_null(False)
+    if pa.types.is_dictionary(c.type):
+        c = c.cast(c.type.value_type)
+    b = c if pa.types.is_boolean(c.type) else pc.not_equal(c, pa.scalar(0, c.type))
+    return b.fill_null(False)
+
+
+def _np(a: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    if isinstance(a, pa.ChunkedArray):
+        a = a.combine_chunks()
+    return a.to_numpy(zero_copy_only=False)
+
+
+def _list_parts(lists: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, pa.Array]:
+    """(offsets, values) of per-group lists with NULL items removed (NaN too, if `nan`)."""
+    if isinstance(lists, pa.ChunkedArray):
+        lists = lists.combine_chunks() if lists.num_chunks else pa.array([], lists.type)
+    lists = lists.fill_null(pa.scalar([], lists.type)) if lists.null_count else lists
+    values = pc.list_flatten(lists)
+    gid = _np(pc.list_parent_indices(lists)).astype(np.int64)
+    keep = _np(values.is_valid()).astype(bool)
+    counts = np.bincount(gid[keep], minlength=len(lists)) if len(gid) else np.zeros(len(lists), np.int64)
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    return offsets, values.filter(pa.array(keep))
+
+
+def _group_arrays(lists: pa.ChunkedArray, t: pa.DataType) -> pa.Array:
+    offsets, values = _list_parts(lists)
+    return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), values.cast(t), type=_list_of(t))
+
+
+def _quantile_values(lists: pa.ChunkedArray, levels: list[float], exact: bool, t: pa.DataType,
+                     nullable: bool, many: bool) -> pa.Array:
+    """Per group, ClickHouse's quantile (linear interpolation at level * (n - 1), as its
+    reservoir sampler computes it) or quantileExact (the value at floor(level * n)); NaN
+    and NULL are skipped. A group without values: NULL (Nullable x), else nan / the default;
+    quantiles(...) always give an array."""
+    offsets, values = _list_parts(lists)
+    vals = _np(values).astype(np.float64) if not exact else _np(values)
+    if not exact or pa.types.is_floating(t):
+        keep = ~np.isnan(vals.astype(np.float64))
+        if not keep.all():
+            counts = np.diff(offsets)
+            gid = np.repeat(np.arange(len(counts)), counts)
+            counts = np.bincount(gid[keep], minlength=len(counts))
+            offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+            vals = vals[keep]
+    counts = np.diff(offsets)
+    gid = np.repeat(np.arange(len(counts)), counts)
+    sv = vals[np.lexsort((vals, gid))] if len(vals) else vals
+    empty = counts == 0
+    start = offsets[:-1]
+    outs = []
+    for level in levels:
+        if exact:
+            pos = np.where(level < 1, np.floor(level * counts), counts - 1).astype(np.int64)
+            pos = np.clip(pos, 0, np.maximum(counts - 1, 0))
+            got = sv[np.minimum(start + pos, max(len(sv) - 1, 0))] if len(sv) else np.zeros(len(counts), sv.dtype)
+            arr = pa.array(got, t) if len(sv) else pa.array(np.zeros(len(counts)), pa.float64()).cast(t)
+            if empty.any():
+                fill = None if nullable and not many else _default_scalar(t).as_py()
+                arr = pc.if_else(pa.array(empty), pa.scalar(fill, t), arr)
+        else:
+            idx = np.clip(level * (counts - 1), 0, np.maximum(counts - 1, 0))
+            left = idx.astype(np.int64)
+            right = np.minimum(left + 1, np.maximum(counts - 1, 0))
+            if len(sv):
+                a = sv[np.minimum(start + left, len(sv) - 1)]
+                b = sv[np.minimum(start + right, len(sv) - 1)]
+                rc = idx - left
+                got = np.where(left + 1 < counts, a * ((left + 1) - idx) + b * rc, a)
+            else:
+                got = np.zeros(len(counts))
+            got = np.where(empty, np.nan, got)
+            mask = empty if nullable and not many else None
+            arr = pa.array(got, pa.float64(), mask=mask)
+        outs.append(arr)
+    if not many:
+        return outs[0]
+    k = len(levels)
+    rt = t if exact else pa.float64()
+    items = pa.concat_arrays([o.cast(rt) for o in outs]) if outs else pa.array([], rt)
+    # interleave: group g's levels are items[j * G + g] for j in 0..k-1
+    g = len(counts)
+    order = (np.arange(k)[None, :] * g + np.arange(g)[:, None]).reshape(-1)
+    items = items.take(pa.array(order, pa.int64()))
+    return pa.ListArray.from_arrays(pa.array(np.arange(g + 1, dtype=np.int32) * k), items, type=_list_of(rt))
+
+
+def _empty_fill(arr: pa.Array | pa.ChunkedArray, f: str, rt: pa.DataType, nullable: bool):
+    """A group (or an empty input) without values: NULL for a Nullable argument,
+    else ClickHouse's answer for nothing (0, nan for avg, the type's default)."""
+    if f in ("count", "uniqExact"):
+        return arr.fill_null(0)
+    if nullable or f in ("groupArray", "quantiles", "quantilesExact", "quantile", "quantileExact"):
+        return arr
+    if f == "avg" and not _is_temporal(rt):
+        return arr.fill_null(float("nan"))
+    return arr.fill_null(_default_scalar(rt))
+
+
+def _aggregate_extended(table: pa.Table, group_keys: list[str], plan: list, options: list[dict]) -> pa.Table:
+    """Every aggregate in one hash aggregation, -If conditions applied by masking the
+    inputs, argMin/argMax as the least rank of a stable sort by the compared column,
+    quantiles and groupArray from per-group lists (sorted with one numpy lexsort)."""
+    n = table.num_rows
+    keys = group_keys or ["__skipidx_all"]
+    work: dict[str, pa.ChunkedArray | pa.Array] = {}
+    for k in group_keys:
+        c = table.column(k)
+        work[k] = c.cast(c.type.value_type) if pa.types.is_dictionary(c.type) else c
+    if not group_keys:
+        work[keys[0]] = pa.array(np.zeros(n, np.int8))
+    requests: list = []
+    post: list = []
+    ones = None
+    for i, ((f, column, out, is_nullable), opts) in enumerate(zip(plan, options)):
+        tmp = f"__agg{i}"
+        mask = _truth(table.column(opts["cond"])) if opts.get("cond") is not None else None
+        if column is None:          # count()[If]
+            if mask is None:
+                requests.append(([], "count_all"))
+                post.append((out, "count_all", f, pa.uint64(), is_nullable, None))
+            else:
+                ones = pa.array(np.ones(n, np.int8)) if ones is None else ones
+                work[tmp] = pc.if_else(mask, ones, pa.scalar(None, pa.int8()))
+                requests.append((tmp, "count", pc.CountOptions(mode="only_valid")))
+                post.append((out, f"{tmp}_count", f, pa.uint64(), is_nullable, None))
+            continue
+        raw = table.column(column)
+        rt = result_type(f, raw.type)
+        col = _prepare(raw, f, f)
+        skip = pc.ScalarAggregateOptions(skip_nulls=True, min_count=1)
+        if f in ("argMin", "argMax"):
+            by = table.column(opts["by"])
+            by = by.cast(by.type.value_type) if pa.types.is_dictionary(by.type) else by
+            order = pc.sort_indices(pa.table({"b": by}), sort_keys=[("b", "ascending" if f == "argMin"
+                                                                        else "descending")],
+                                    )
+            rank = np.empty(n, np.int64)
+            rank[_np(order)] = np.arange(n, dtype=np.int64)
+            valid = pc.and_(col.is_valid(), by.is_valid())
+            if mask is not None:
+                valid = pc.and_(valid, mask)
+            work[tmp] = pc.if_else(valid, pa.array(rank), pa.scalar(None, pa.int64()))
+            requests.append((tmp, "min", skip))
+            post.append((out, f"{tmp}_min", f, rt, is_nullable, (order, col)))
+            continue
+        if mask is not None:
+            col = pc.if_else(mask, col, pa.scalar(None, col.type))
+        work[tmp] = col
+        if f == "count":
+            requests.append((tmp, "count", pc.CountOptions(mode="only_valid")))
+            post.append((out, f"{tmp}_count", f, rt, is_nullable, None))
+        elif f == "uniqExact":
+            requests.append((tmp, "count_distinct", pc.CountOptions(mode="only_valid")))
+            post.append((out, f"{tmp}_count_distinct", f, rt, is_nullable, None))
+        elif f == "sum":
+            requests.append((tmp, "sum", skip))
+            post.append((out, f"{tmp}_sum", f, rt, is_nullable, None))
+        elif f == "avg":
+            requests.append((tmp, "sum", skip))
+            requests.append((tmp, "count", pc.CountOptions(mode="only_valid")))
+            post.append((out, f"{tmp}_sum/{tmp}_count", f, rt, is_nullable, None))
+        elif f in ("min", "max"):
+            requests.append((tmp, f, skip))
+            post.append((out, f"{tmp}_{f}", f, rt, is_nullable, None))
+        elif f in ("any", "anyLast"):
+            requests.append((tmp, "first" if f == "any" else "last", skip))
+            post.append((out, f"{tmp}_{'first' if f == 'any' else 'last'}", f, rt, is_nullable, None))
+        elif f in ("groupArray", "quantile", "quantileExact", "quantiles", "quantilesExact"):
+            requests.append((tmp, "list"))
+            post.append((out, f"{tmp}_list", f, rt, is_nullable, opts.get("params") or (0.5,)))
+        else:
+            raise AssertionError(f)
+    res = pa.table(work).group_by(keys, use_threads=False).aggregate(requests)
+    empty_whole = not group_keys and res.num_rows == 0
+    if empty_whole:             # no GROUP BY and no row: one row of "nothing" answers
+        res = pa.table({c: pa.nulls(1, res.schema.field(c).type) for c in res.column_names})
+        if "count_all" in res.column_names:
+            res = res.set_column(res.column_names.index("count_all"), "count_all", pa.array([0], pa.int64()))
+    arrays = [res.column(k) for k in group_keys]
+    names = list(group_keys)
+    for out, src, f, rt, is_nullable, extra in post:
+        if f == "avg":
+            s_name, c_name = src.split("/")
+            if _is_temporal(rt):
+                arr = _temporal_mean(res.column(s_name), res.column(c_name).fill_null(0), rt)
+            else:
+                arr = pc.divide(res.column(s_name).cast(pa.float64(), safe=False),
+                                res.column(c_name).fill_null(0).cast(pa.float64()))
+        elif f in ("argMin", "argMax"):
+            order, col = extra
+            rank = res.column(src)
+            idx = pc.take(order, rank.fill_null(0)) if len(order) else pa.array([0] * len(rank), pa.uint64())
+            taken = col.take(idx) if len(col) else pa.nulls(len(rank), rt)
+            arr = pc.if_else(rank.is_null(), pa.scalar(None, taken.type), taken).cast(rt)
+        elif f == "groupArray":
+            arr = _group_arrays(res.column(src), rt.value_type)
+        elif f.startswith("quantile"):
+            t = _value_type(res.schema.field(src).type.value_type)
+            arr = _quantile_values(res.column(src), [float(x) for x in extra], f.endswith("Exact"), t,
+                                   is_nullable, f.startswith("quantiles"))
+        else:
+            arr = res.column(src).cast(rt)
+        arrays.append(_empty_fill(arr, f, rt, is_nullable))
+        names.append(out)
+    return pa.Table.from_arrays(arrays, names=names)
+
+
 class Aggregator:
     """Combinable aggregation: feed batches with `update`, merge with `merge`, finish with `result`.
 
@@ -310,6 +570,10 @@ class Aggregator:
         self.group_keys = list(group_keys)
         self.aggs = list(aggs)
         self.nullable = ({f.name for f in schema if f.nullable} if nullable is None else set(nullable))
+        for spec in self.aggs:
+            if len(spec) != 3 or _canonical(spec[0]) in _EXTENDED:
+                raise SkipidxError(f"{spec[0]} (or an aggregate with options) has no combinable state here; "
+                                   "use aggregate()")
         # Validate now (names, functions, types) with the one-shot path on an empty table.
         aggregate(schema.empty_table(), self.group_keys, self.aggs, nullable=self.nullable)
         self._partials: list[pa.Table] = []

@@ -30,7 +30,7 @@ def _count_only(bs: Any) -> bool:
     if not bs.aggregate or bs.group_by or bs.distinct or bs.output_columns() or bs.where is None:
         return False
     aggs = collect_aggs(bs)
-    return bool(aggs) and all(a.func == "count" and a.arg is None for a in aggs)
+    return bool(aggs) and all(a.func == "count" and a.arg is None and a.cond is None for a in aggs)
 
 
 def exact_sources(plan: Any, count_only: bool = True) -> dict[int, Any] | None:

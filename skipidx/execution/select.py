@@ -138,7 +138,7 @@ class _Aggregation:
         self.parts: list[pa.Table] = []
         self.rows = 0
         # count() only, no keys: just count rows
-        self.count_only = not self.keys and all(a.arg is None for a in self.aggs)
+        self.count_only = not self.keys and all(a.arg is None and a.cond is None for a in self.aggs)
 
     def add(self, chunk: pa.Table) -> None:
         self.rows += chunk.num_rows
@@ -152,6 +152,10 @@ class _Aggregation:
                 cols.update(_tuple_columns(i, [_plain(evaluate(x, chunk)) for x in a.arg.args]))
             elif a.arg is not None:
                 cols[f"a{i}"] = _plain(evaluate(a.arg, chunk))
+            if a.cond is not None:
+                cols[f"c{i}"] = _plain(_column_of(evaluate(a.cond, chunk), chunk.num_rows))
+            if a.by is not None:
+                cols[f"b{i}"] = _plain(evaluate(a.by, chunk))
         self.parts.append(pa.table(cols))
 
     def _empty_inputs(self) -> pa.Table:
@@ -163,6 +167,10 @@ class _Aggregation:
                 cols.update(_tuple_columns(i, [pa.array([], _value_type(x.type)) for x in a.arg.args]))
             elif a.arg is not None:
                 cols[f"a{i}"] = pa.array([], _value_type(a.arg.type))
+            if a.cond is not None:
+                cols[f"c{i}"] = pa.array([], pa.uint8())
+            if a.by is not None:
+                cols[f"b{i}"] = pa.array([], _value_type(a.by.type))
         return pa.table(cols)
 
     def finish(self) -> pa.Table:
@@ -178,9 +186,10 @@ class _Aggregation:
         nullable = {f"a{i}" for i, a in enumerate(self.aggs)
                     if a.arg is not None and a.arg.nullable and not _is_tuple(a.arg)}
         nullable |= {f"k{j}" for j, k in enumerate(self.keys) if k.nullable}
+        nullable |= {f"b{i}" for i, a in enumerate(self.aggs) if a.by is not None and a.by.nullable}
         key_names = [f"k{j}" for j in range(len(self.keys))]
-        specs = [(a.func, None if a.arg is None else f"a{i}", f"g{i}") for i, a in enumerate(self.aggs)
-                 if not a.distinct and not _is_tuple(a.arg)]
+        specs = [(a.func, None if a.arg is None else f"a{i}", f"g{i}", _options(i, a))
+                 for i, a in enumerate(self.aggs) if not a.distinct and not _is_tuple(a.arg)]
         if not specs:
             specs = [("count", None, "_rows")]   # the groups themselves (dropped below)
         out = aggregate(data, key_names, specs, nullable=nullable)
@@ -211,6 +220,24 @@ class _Aggregation:
             d_order = _group_order(d, key_names)
             cols[f"g{i}"] = d.column(f"g{i}").take(d_order) if d_order is not None else d.column(f"g{i}")
         return pa.table({c: cols[c] for c in key_names + [f"g{i}" for i in range(len(self.aggs))]})
+
+
+def _options(i: int, a: BAgg) -> dict:
+    """The aggregate's -If condition, argMin/argMax's compared column and parameters, as
+    :func:`skipidx.execution.aggregates.aggregate` takes them."""
+    opts: dict = {}
+    if a.cond is not None:
+        opts["cond"] = f"c{i}"
+    if a.by is not None:
+        opts["by"] = f"b{i}"
+    if a.params:
+        opts["params"] = a.params
+    return opts
+
+
+def _column_of(v: pa.Array, n: int) -> pa.Array:
+    """A condition as a column of n rows (a constant condition evaluates to one value)."""
+    return v if len(v) == n else pa.repeat(v[0], n) if len(v) else pa.nulls(n, pa.uint8())
 
 
 def _is_tuple(e: BExpr | None) -> bool:

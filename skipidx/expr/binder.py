@@ -42,6 +42,7 @@ from skipidx.expr.visitors import contains_agg, source_column
 from skipidx.expr import dates
 from skipidx.expr.evaluate import evaluate
 from skipidx.expr.catalogue import CATALOGUE, CONST_ARRAY_STRING, CONST_TOKENS, Function, TUPLE_FUNC as _TUPLE_FUNC
+from skipidx.expr.catalogue import aggregate_combinator
 from skipidx.expr.kernels import arithmetic, arithmetic_result_type, negate_result_type
 from skipidx.expr.types import (
     _int_range, ch_name, is_int, is_numeric, is_string, literal_type, value_type,
@@ -613,6 +614,11 @@ class Binder:
     # -- functions --------------------------------------------------------
     def _call(self, n: A.FunctionCall, agg: bool) -> BExpr:
         fn = CATALOGUE.lookup(n.name)
+        if fn is None and aggregate_combinator(n.name) is not None:
+            if not agg:
+                raise _err(f"aggregate function {n.name}() is not allowed here (only in the SELECT list, "
+                           f"ORDER BY)", n)
+            return self._aggregate_if(aggregate_combinator(n.name)[0].name, n)
         if fn is None:
             hint = did_you_mean(n.name, KNOWN_FUNCTIONS)
             raise _err(f"unknown function {n.name!r}{hint}; known: {', '.join(KNOWN_FUNCTIONS)}", n)
@@ -863,8 +869,82 @@ class Binder:
             return BConst(None if res is None else int(res), _BOOL, res is None)
         return BCall(func, (hay, BConst(v, pa.string())), _BOOL, hay.nullable or func == "hasTokenOrNull", text)
 
+    def _aggregate_if(self, func: str, n: A.FunctionCall) -> BExpr:
+        """``fIf(args..., cond)``: f over the rows where cond is true (NULL is not true)."""
+        import dataclasses
+
+        if not n.args:
+            raise _err(f"aggregate function {n.name} needs a condition as its last argument", n)
+        cond = self._expr(n.args[-1], False)
+        if contains_agg(cond):
+            raise _err(f"aggregate function inside another aggregate function: {n.to_sql()}", n.args[-1])
+        ct = value_type(cond.type)
+        if not (is_int(ct) or pa.types.is_null(ct)):
+            raise _err(f"illegal type {ch_name(ct)} of the last argument of aggregate function {n.name}: "
+                       "it must be a condition (UInt8/Bool)", n.args[-1])
+        inner = self._aggregate(func, dataclasses.replace(n, args=n.args[:-1]))
+        if not isinstance(inner, BAgg) or inner.distinct or (
+                isinstance(inner.arg, BCall) and inner.arg.func == _TUPLE_FUNC):
+            raise _err(f"{n.name} with DISTINCT or several arguments is not supported", n)
+        return dataclasses.replace(inner, cond=cond, text=output_name(n))
+
     def _aggregate(self, func: str, n: A.FunctionCall) -> BExpr:
         text = output_name(n)
+        if func in _PARAMETRIC or n.params:
+            return self._parametric(func, n, text)
+        if func == "argMin" or func == "argMax":
+            if len(n.args) != 2 or any(isinstance(a, A.Star) for a in n.args):
+                raise _err(f"aggregate function {func} takes 2 arguments (value, compared value), "
+                           f"got {len(n.args)}", n)
+            x, by = (self._expr(a, False) for a in n.args)
+            if contains_agg(x) or contains_agg(by):
+                raise _err(f"aggregate function inside another aggregate function: {n.to_sql()}", n)
+            if pa.types.is_null(value_type(by.type)) or pa.types.is_null(value_type(x.type)):
+                raise _err(f"illegal type Nullable(Nothing) of argument for aggregate function {func}", n)
+            return BAgg(func, x, value_type(x.type), x.nullable or by.nullable, text, by=by)
+        if func == "groupArray":
+            if len(n.args) != 1:
+                raise _err(f"function {n.name} takes 1 argument, got {len(n.args)}", n)
+            x = self._expr(n.args[0], False)
+            if contains_agg(x):
+                raise _err(f"aggregate function inside another aggregate function: {n.to_sql()}", n)
+            return BAgg(func, x, pa.list_(value_type(x.type)), False, text)
+        if func == "uniq":
+            func = "uniqExact"      # exact: ClickHouse's uniq is approximate only above ~65k values
+            inner = self._aggregate_plain(func, n, text)
+            return inner
+        return self._aggregate_plain(func, n, text)
+
+    def _parametric(self, func: str, n: A.FunctionCall, text: str) -> BExpr:
+        if func not in _PARAMETRIC:
+            raise _err(f"aggregate function {n.name} takes no parameters", n)
+        levels = []
+        for p in n.params or ((A.Literal(0.5, "float", pos=n.pos),) if not func.startswith("quantiles") else ()):
+            c = self._expr(p, False)
+            if not isinstance(c, BConst) or isinstance(c.value, (bool, bytes, tuple)) or c.value is None:
+                raise _err(f"the parameters of {n.name} must be numeric constants", p)
+            if not 0 <= float(c.value) <= 1:
+                raise _err("Quantile level is out of range [0..1]", p)
+            levels.append(float(c.value))
+        if func.startswith("quantiles") and not levels:
+            raise _err(f"aggregate function {n.name} needs at least one level: {n.name}(0.5, ...)(x)", n)
+        if not func.startswith("quantiles") and len(levels) != 1:
+            raise _err(f"aggregate function {n.name} takes one level, got {len(levels)}", n)
+        if len(n.args) != 1 or isinstance(n.args[0], A.Star):
+            raise _err(f"function {n.name} takes 1 argument, got {len(n.args)}", n)
+        x = self._expr(n.args[0], False)
+        if contains_agg(x):
+            raise _err(f"aggregate function inside another aggregate function: {n.to_sql()}", n)
+        t = value_type(x.type)
+        if not is_numeric(t) or pa.types.is_boolean(t):
+            raise _err(f"illegal type {ch_name(t)} of argument for aggregate function {n.name}", n.args[0])
+        exact = func.endswith("Exact")
+        rt = t if exact else pa.float64()
+        if func.startswith("quantiles"):
+            return BAgg(func, x, pa.list_(rt), False, text, params=tuple(levels))
+        return BAgg(func, x, rt, x.nullable, text, params=tuple(levels))
+
+    def _aggregate_plain(self, func: str, n: A.FunctionCall, text: str) -> BExpr:
         if func == "count":
             if n.distinct:
                 # ClickHouse: count(DISTINCT x) is countDistinct(x), computed by
@@ -1121,6 +1201,10 @@ def _comparable(a: pa.DataType, b: pa.DataType) -> bool:
     return pa.types.is_null(a) or pa.types.is_null(b)
 
 
+#: Parametric aggregates: name(levels...)(x).
+_PARAMETRIC = ("quantile", "quantileExact", "quantiles", "quantilesExact")
+
+
 def output_name(e: A.Expr) -> str:
     """The result column name ClickHouse gives the expression `e` (checked against chDB
     in tests/test_sql_clickhouse_parity.py).
@@ -1223,6 +1307,8 @@ def _ch_name(e: A.Expr) -> str:
         if e.name.lower() == "tuple" and not e.distinct:
             return "(" + ", ".join(args) + ")"   # tuple(1, 2) is (1, 2)
         name = e.name + ("Distinct" if e.distinct else "")
+        if e.params:        # quantile(0.5)(x)
+            name += "(" + ", ".join(_ch_name(p) for p in e.params) + ")"
         fn = CATALOGUE.lookup(e.name)
         return fn.column_name(name, args) if fn is not None else f"{name}({', '.join(args)})"
     if isinstance(e, A.BinaryOp):

@@ -76,6 +76,9 @@ class BAgg:
     nullable: bool = False
     text: str = ""
     distinct: bool = False         # sum/avg over the distinct values of arg (ClickHouse's -Distinct)
+    cond: "BExpr | None" = None    # the -If combinator's condition (rows where it is not true are skipped)
+    by: "BExpr | None" = None      # argMin/argMax: the value compared
+    params: tuple = ()             # parametric aggregates: quantile(0.9)(x) has (0.9,)
 
 
 BExpr = Union[BColumn, BConst, BCall, BFolded, BAgg]

@@ -600,7 +600,37 @@ AGGREGATE_FUNCTIONS = [
     Function("min", "aggregate", (ANY,), returns=SAME_AS_FIRST),
     Function("max", "aggregate", (ANY,), returns=SAME_AS_FIRST),
     Function("uniqExact", "aggregate", (ANY,), variadic=True, returns=_U64, aliases=("countDistinct",)),
+    Function("uniq", "aggregate", (ANY,), variadic=True, returns=_U64,
+             doc="distinct non-NULL values, counted exactly (ClickHouse's is approximate above ~65k)"),
+    Function("any", "aggregate", (ANY,), returns=SAME_AS_FIRST, doc="the first non-NULL value"),
+    Function("anyLast", "aggregate", (ANY,), returns=SAME_AS_FIRST, doc="the last non-NULL value"),
+    Function("argMin", "aggregate", (ANY, ANY), returns=SAME_AS_FIRST,
+             doc="the first argument at the row of the least second one (rows with a NULL skipped)"),
+    Function("argMax", "aggregate", (ANY, ANY), returns=SAME_AS_FIRST,
+             doc="the first argument at the row of the greatest second one (rows with a NULL skipped)"),
+    Function("quantile", "aggregate", (NUMBER,), returns=pa.float64(),
+             doc="quantile(level)(x): linear interpolation at level * (n - 1) (ClickHouse's reservoir "
+                 "sample is exact up to 8192 values; skipidx is exact always)"),
+    Function("quantileExact", "aggregate", (NUMBER,), returns=SAME_AS_FIRST,
+             doc="quantileExact(level)(x): the value at floor(level * n) of the sorted values"),
+    Function("quantiles", "aggregate", (NUMBER,), doc="quantiles(l1, ...)(x): Array(Float64)"),
+    Function("quantilesExact", "aggregate", (NUMBER,), doc="quantilesExact(l1, ...)(x): Array(T)"),
+    Function("groupArray", "aggregate", (ANY,), doc="the non-NULL values as an array, in input order"),
 ]
+
+#: Aggregate combinators: ``sumIf(x, cond)`` is sum over the rows where cond is true.
+AGGREGATE_COMBINATORS = ("If",)
+
+
+def aggregate_combinator(name: str) -> tuple[Function, str] | None:
+    """``(aggregate, combinator)`` for a combined name such as ``countIf`` / ``uniqIf``
+    (the suffix is case-sensitive, as in ClickHouse); None otherwise."""
+    for suffix in AGGREGATE_COMBINATORS:
+        if name.endswith(suffix) and len(name) > len(suffix):
+            fn = CATALOGUE.lookup(name[: -len(suffix)])
+            if fn is not None and fn.rule == "aggregate":
+                return fn, suffix
+    return None
 
 #: The BCall function holding the arguments of a multi-argument uniqExact (only there).
 TUPLE_FUNC = "tuple"

@@ -8,6 +8,7 @@ matching rewriter. The analyses the stages share live here too.
 from __future__ import annotations
 
 import abc
+import dataclasses
 from typing import Callable, Generic, TypeVar
 
 from skipidx.expr.bound import BAgg, BCall, BColumn, BConst, BExpr, BFolded
@@ -63,9 +64,11 @@ def transform(e: BExpr, fn: Callable[[BExpr], BExpr | None]) -> BExpr:
     if isinstance(e, BCall):
         args = tuple(transform(a, fn) for a in e.args)
         return e if args == e.args else BCall(e.func, args, e.type, e.nullable, e.text)
-    if isinstance(e, BAgg) and e.arg is not None:
-        arg = transform(e.arg, fn)
-        return e if arg is e.arg else BAgg(e.func, arg, e.type, e.nullable, e.text, e.distinct)
+    if isinstance(e, BAgg):
+        arg, cond, by = (None if x is None else transform(x, fn) for x in (e.arg, e.cond, e.by))
+        if arg is e.arg and cond is e.cond and by is e.by:
+            return e
+        return dataclasses.replace(e, arg=arg, cond=cond, by=by)
     return e
 
 
@@ -85,7 +88,11 @@ class _Columns(BoundVisitor[frozenset]):
         return source or frozenset()
 
     def visit_agg(self, e: BAgg, arg: frozenset | None) -> frozenset:
-        return arg or frozenset()
+        out = arg or frozenset()
+        for x in (e.cond, e.by):       # the -If condition, argMin/argMax's compared value
+            if x is not None:
+                out = out | visit(x, self)
+        return out
 
 
 class _HasAgg(BoundVisitor[bool]):
