@@ -391,15 +391,18 @@ def _combine(parts: list[tuple[pa.Array, np.ndarray, np.ndarray]], row_maps: lis
         return pa.array([], pa.large_binary()), np.zeros(1, np.int64), np.zeros(0, np.int64)
     if len(parts) == 1 and row_maps is None:
         return parts[0]
+    # every part's dictionary is sorted: a k-way merge ranks their tokens
     toks = pa.concat_arrays([p[0].cast(pa.large_binary()) for p in parts])
     offs = np.frombuffer(toks.buffers()[1], dtype=np.int64, count=len(toks) + 1, offset=toks.offset * 8)
     data = np.frombuffer(toks.buffers()[2], dtype=np.uint8)
-    tok_ids = np.arange(len(toks), dtype=np.int64)
-    ids, utoks, rank = _rank_distinct(data, offs[:-1], offs[1:])
+    bounds = np.zeros(len(parts) + 1, dtype=np.int64)
+    np.cumsum([len(p[0]) for p in parts], out=bounds[1:])
+    rank, first = TP.merge_sorted_dictionaries(data, offs, bounds)
+    utoks = toks.take(pa.array(first, pa.int64()))
     entry_ids, rows, base = [], [], 0
     for i, (t, po, pr) in enumerate(parts):
         n = len(t)
-        entry_ids.append(np.repeat(ids[tok_ids[base:base + n]], np.diff(po)))
+        entry_ids.append(np.repeat(np.arange(base, base + n, dtype=np.int64), np.diff(po)))
         rows.append(pr if row_maps is None else row_maps[i][pr])
         base += n
     po, pr = TP.postings_by_rank(rank, np.concatenate(entry_ids), np.concatenate(rows), len(utoks),

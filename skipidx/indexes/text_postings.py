@@ -423,3 +423,54 @@ def postings_by_rank(rank_of_id, ids, rows, n_ranks, sort_segments):
                 prev = v
         offs[r + 1] = w
     return offs, out[:w]
+
+
+@njit(inline="always", cache=True)
+def _cmp(data, a0, a1, b0, b1):
+    """Bytewise order of data[a0:a1] and data[b0:b1]: -1, 0, 1."""
+    la = a1 - a0
+    lb = b1 - b0
+    m = la if la < lb else lb
+    for q in range(m):
+        x = data[a0 + q]
+        y = data[b0 + q]
+        if x != y:
+            return -1 if x < y else 1
+    if la == lb:
+        return 0
+    return -1 if la < lb else 1
+
+
+@njit(cache=True, nogil=True)
+def merge_sorted_dictionaries(data, offs, bounds):
+    """k-way merge of sorted, distinct token lists: tokens bounds[i]..bounds[i+1] of the
+    concatenation (data, offs) are source i's. Returns (rank of every token, first token
+    index of every rank): equal tokens of several sources share a rank."""
+    k = bounds.shape[0] - 1
+    n = offs.shape[0] - 1
+    rank = np.empty(n, dtype=np.int64)
+    first = np.empty(max(n, 1), dtype=np.int64)
+    head = bounds[:-1].copy()
+    r = 0
+    while True:
+        best = -1
+        for i in range(k):
+            if head[i] < bounds[i + 1]:
+                if best < 0:
+                    best = i
+                else:
+                    a = head[i]
+                    b = head[best]
+                    if _cmp(data, offs[a], offs[a + 1], offs[b], offs[b + 1]) < 0:
+                        best = i
+        if best < 0:
+            break
+        b = head[best]
+        first[r] = b
+        for i in range(k):
+            a = head[i]
+            if a < bounds[i + 1] and _cmp(data, offs[a], offs[a + 1], offs[b], offs[b + 1]) == 0:
+                rank[a] = r
+                head[i] = a + 1
+        r += 1
+    return rank, first[:r]

@@ -177,8 +177,14 @@ def _index_bytes(db_path: str, table: str, index: str) -> bytes:
         return fh.read()
 
 
+@pytest.mark.parametrize("chunk_rows", [1 << 20, 64])
 @pytest.mark.parametrize("tok", ["splitByNonAlpha", "ngrams(3)", "sparseGrams(3, 12)"])
-def test_merge_equals_rebuild(tmp_path, tok):
+def test_merge_equals_rebuild(tmp_path, tok, chunk_rows, monkeypatch):
+    """Also when the rebuild and the merge write their part in several chunks (each chunk's
+    postings combined at the end)."""
+    from skipidx.store import writer
+
+    monkeypatch.setattr(writer, "INDEX_CHUNK_ROWS", chunk_rows)
     data = _corpus(900, 4)
     rng = np.random.default_rng(2)
     perm = rng.permutation(900)
