@@ -144,6 +144,11 @@ class IndexCondition(abc.ABC):
     #: and negated token atoms (``x != v`` where no row can equal v) can.
     can_prove_true: bool = False
 
+    #: What a token index needs in a granule for the atom to hold there (the
+    #: tokenizer's TokenRequirement; None for other indexes): the pruner orders
+    #: its probes by it.
+    requirement: Any = None
+
     def __init__(self, atom: Atom) -> None:
         self.atom = atom
 

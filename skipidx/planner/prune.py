@@ -31,6 +31,7 @@ import numpy as np
 from skipidx.core.errors import CorruptionError, SkipidxError
 from skipidx.indexes.base import BoolMask, IndexCondition, IndexType, get_index_type
 from skipidx.planner.rpn import RPN, evaluate, polarity, useful_answers
+from skipidx.planner.sources import GranuleSource
 from skipidx.planner.stats import IndexStats
 
 @dataclass
@@ -75,7 +76,7 @@ class LoadedIndex:
 
     __slots__ = ("granules", "data_to_index", "zones", "saturated", "nbytes")
 
-    def __init__(self, part: Any, granules: Any, nbytes: int) -> None:
+    def __init__(self, part: GranuleSource, granules: Any, nbytes: int) -> None:
         n = int(part.n_granules)
         idx = _data_to_index_granule(part.marks, granules.zone_start, granules.zone_length, int(part.num_rows))
         self.granules = granules
@@ -143,13 +144,13 @@ class IndexCache:
                 _, ev = self._granules.popitem(last=False)
                 self.bytes -= ev.nbytes
 
-    def loaded(self, part: Any, name: str, entry: dict | None = None) -> LoadedIndex:
+    def loaded(self, part: GranuleSource, name: str, entry: dict | None = None) -> LoadedIndex:
         """The part's index `name` (its file), from the cache or loaded and checked.
 
         `entry`: the part's manifest entry of the index if the caller has it.
         CorruptionError for a damaged file (never cached)."""
         if entry is None:
-            entry = part.index_entry(name) if hasattr(part, "index_entry") else None
+            entry = part.index_entry(name)
         if entry is None:
             return LoadedIndex(part, part.load_index(name), 0)
         key = (part.path, name, entry.get("fingerprint"), entry.get("file"))
@@ -167,7 +168,7 @@ class IndexCache:
         self._put(key, li)
         return li
 
-    def loaded_derived(self, part: Any, name: str, loader: Any) -> LoadedIndex:
+    def loaded_derived(self, part: GranuleSource, name: str, loader: Any) -> LoadedIndex:
         """Granules computed from the part itself (e.g. the key's row-group statistics), cached."""
         key = (part.path, name, "derived")
         li = self._get(key)
@@ -178,11 +179,11 @@ class IndexCache:
         self._put(key, li)
         return li
 
-    def load(self, part: Any, name: str) -> Any:
+    def load(self, part: GranuleSource, name: str) -> Any:
         """The part's granules of index `name` (see :meth:`loaded`)."""
         return self.loaded(part, name).granules
 
-    def load_derived(self, part: Any, name: str, loader: Any) -> Any:
+    def load_derived(self, part: GranuleSource, name: str, loader: Any) -> Any:
         return self.loaded_derived(part, name, loader).granules
 
     def clear(self) -> None:
@@ -196,7 +197,7 @@ class IndexCache:
 class PartSelection:
     """The granules of one part that the scan must read."""
 
-    part: Any
+    part: GranuleSource
     kept: np.ndarray                       # bool per data granule
     ranges: list[tuple[int, int]]          # [start, end) granule ranges
 
@@ -230,8 +231,8 @@ def plan_indexes(rpn: RPN, table_meta: Any, cache: IndexCache | None = None,
             cond = use.itype.condition(atom)
             if cond is None:
                 continue
-            r = getattr(cond, "reason", None)
-            if r and not getattr(cond, "can_prune", True):
+            r = cond.reason
+            if r and not cond.can_prune:
                 reasons[d.name].append(f"{atom.text or atom.func}: {r}")
             use.conditions[i] = cond
             use.stats.conditions.append(cond.describe())
@@ -246,10 +247,8 @@ def plan_indexes(rpn: RPN, table_meta: Any, cache: IndexCache | None = None,
         # refute: the answer may say "no row can be true" (what prunes a positive atom);
         # confirm: "every row is true" (IndexCondition.can_prove_true: minmax, set,
         # IS NULL), which is what lets an atom under NOT prune
-        refute = {i: bool(getattr(c, "can_prune", True)) and not getattr(c, "reason", None)
-                  for i, c in use.conditions.items()}
-        confirm = {i: bool(getattr(c, "can_prove_true", False)) and not getattr(c, "reason", None)
-                   for i, c in use.conditions.items()}
+        refute = {i: bool(c.can_prune) and not c.reason for i, c in use.conditions.items()}
+        confirm = {i: bool(c.can_prove_true) and not c.reason for i, c in use.conditions.items()}
         caps[use.name] = (refute, confirm)
         for i, v in refute.items():
             refute_any[i] = refute_any.get(i, False) or v
@@ -323,12 +322,12 @@ def _primary_key_uses(rpn: RPN, table_meta: Any, uses: list[IndexUse], cache: "I
 
 
 def _key_stats_loader(column: str, col_type: Any):
-    def load(part: Any) -> Any:
+    def load(part: GranuleSource) -> Any:
         return key_granules_from_stats(part, column, col_type)
     return load
 
 
-def key_granules_from_stats(part: Any, column: str, col_type: Any) -> Any:
+def key_granules_from_stats(part: GranuleSource, column: str, col_type: Any) -> Any:
     """MinMax granules of `column` from the part's Parquet footer (one row group per granule).
 
     CorruptionError when the footer lacks a usable statistic: the caller then
@@ -338,16 +337,13 @@ def key_granules_from_stats(part: Any, column: str, col_type: Any) -> Any:
 
     from skipidx.indexes.minmax import MinMaxGranules
 
-    # a sensitive key column's statistics are encrypted: its key first (pyarrow
-    # aborts the process on an encrypted column's metadata without it)
-    require = getattr(part, "require_keys", None)
-    if require is not None:
-        require([column])
+    # (a sensitive key column's statistics are encrypted: data_metadata makes its key
+    # available first, as pyarrow aborts the process on them without it)
     try:
-        md = part._open_data().metadata
+        md = part.data_metadata([column])
     except CorruptionError:
         raise
-    except Exception as e:  # the store's reader is internal API; never let it break a query
+    except (OSError, pa.ArrowException, SkipidxError) as e:   # unreadable: the key's atoms stay UNKNOWN
         raise CorruptionError(f"no row-group statistics: {e}") from None
     marks = np.asarray(part.marks, dtype=np.int64)
     n = marks.shape[0] - 1
@@ -396,7 +392,7 @@ def _data_to_index_granule(marks: np.ndarray, zone_start: np.ndarray, zone_lengt
     return np.searchsorted(zs, marks[:-1], side="right") - 1
 
 
-def _load(part: Any, use: IndexUse, cache: IndexCache | None) -> LoadedIndex | None:
+def _load(part: GranuleSource, use: IndexUse, cache: IndexCache | None) -> LoadedIndex | None:
     """Index `use`'s granules of `part`, loaded and checked, or None when the index cannot
     answer for this part (not materialized, or damaged: never trusted -- its atoms
     stay UNKNOWN there and the scan keeps the answer exact); the reason goes to
@@ -406,13 +402,8 @@ def _load(part: Any, use: IndexUse, cache: IndexCache | None) -> LoadedIndex | N
             li = (cache.loaded_derived(part, use.name, use.loader) if cache is not None
                   else LoadedIndex(part, use.loader(part), 0))
         else:
-            entry = None
-            if hasattr(part, "index_entry"):
-                entry = part.index_entry(use.name)
-                missing = entry is None
-            else:
-                missing = hasattr(part, "has_index") and not part.has_index(use.name)
-            if missing:
+            entry = part.index_entry(use.name)
+            if entry is None:
                 _note(use, f"not materialized in part {part.name}")
                 return None
             li = (cache.loaded(part, use.name, entry) if cache is not None
@@ -472,7 +463,7 @@ def _concat_sbbf(gs: list[Any]) -> Any | None:
                         np.concatenate([g.fill_ratio for g in gs]), np.concatenate([g.fpp_estimate for g in gs]))
 
 
-def _combined_granules(parts: list[Any], ns: np.ndarray, use: IndexUse, cache: IndexCache | None) -> Any | None:
+def _combined_granules(parts: list[GranuleSource], ns: np.ndarray, use: IndexUse, cache: IndexCache | None) -> Any | None:
     """Index `use`'s granules of all `parts` as one bank, or None: then the caller
     loads it part by part (and reports what is missing or damaged).
 
@@ -484,7 +475,7 @@ def _combined_granules(parts: list[Any], ns: np.ndarray, use: IndexUse, cache: I
     """
     if cache is not None and use.loader is not None and use.label is not None and use.conditions:
         return _combined_derived(parts, ns, use, cache)
-    if cache is None or use.loader is not None or not use.conditions or not hasattr(parts[0], "index_entry"):
+    if cache is None or use.loader is not None or not use.conditions:
         return None
     live = [p for p, n in zip(parts, ns) if n > 0]
     if len(live) < 2:
@@ -538,7 +529,7 @@ def _concat_minmax(gs: list[Any]) -> Any | None:
                           pa.concat_arrays([g.min for g in gs]), pa.concat_arrays([g.max for g in gs]), gs[0].params)
 
 
-def _combined_derived(parts: list[Any], ns: np.ndarray, use: IndexUse, cache: IndexCache) -> Any | None:
+def _combined_derived(parts: list[GranuleSource], ns: np.ndarray, use: IndexUse, cache: IndexCache) -> Any | None:
     """A derived index's granules (computed from each part itself, e.g. an external
     file's footer statistics or Bloom filters) of all `parts` as one, so many small
     files cost one check instead of one per file; cached under the parts' keys
@@ -611,14 +602,14 @@ class _Source:
         fpp = sum(s.granules.mean_fpp * len(s.granules) for s in self.segments) / max(n, 1)
         best = None
         for c in self.use.conditions.values():
-            req = getattr(c, "requirement", None)
+            req = c.requirement
             if req is not None and not req.negated and req.any_of:
                 est = min(1.0, sum(fpp ** len(g) for g in req.any_of))
                 best = est if best is None else min(best, est)
         return (1, fpp if best is None else best)
 
 
-def _sources(parts: list[Any], ns: np.ndarray, offsets: np.ndarray, useful: list[IndexUse],
+def _sources(parts: list[GranuleSource], ns: np.ndarray, offsets: np.ndarray, useful: list[IndexUse],
              cache: IndexCache | None) -> list[_Source]:
     """Load every useful index (small ones concatenated over all parts); the ones that answer somewhere."""
     out: list[_Source] = []
@@ -698,7 +689,7 @@ def _probe(conditions: dict[int, IndexCondition], segments: list[_Segment], answ
         target = slice(s0, s1) if local is None else local + s0
         try:
             for i, cond in conditions.items():
-                m = cond.mask(g) if zones is None else _mask_at(cond, g, zones)
+                m = cond.mask(g) if zones is None else cond.mask_at(g, zones)
                 t = np.asarray(m.can_be_true, dtype=bool)
                 f = np.asarray(m.can_be_false, dtype=bool)
                 if t.shape != (nz,) or f.shape != (nz,):
@@ -716,14 +707,6 @@ def _probe(conditions: dict[int, IndexCondition], segments: list[_Segment], answ
             if damaged is not None:
                 damaged(seg, e.message)
     return out
-
-
-def _mask_at(cond: IndexCondition, g: Any, zones: np.ndarray) -> BoolMask:
-    at = getattr(cond, "mask_at", None)
-    if at is not None:
-        return at(g, zones)
-    m = cond.mask(g)     # a condition written before mask_at existed
-    return BoolMask(np.asarray(m.can_be_true, dtype=bool)[zones], np.asarray(m.can_be_false, dtype=bool)[zones])
 
 
 #: A later index is probed only on the granules the indexes before it kept if
@@ -770,7 +753,7 @@ class _Pruned:
     answered: dict[str, np.ndarray]   # per such index: bool per part
 
 
-def _prune_parts(parts: list[Any], rpn: RPN, uses: list[IndexUse], cache: IndexCache | None) -> _Pruned:
+def _prune_parts(parts: list[GranuleSource], rpn: RPN, uses: list[IndexUse], cache: IndexCache | None) -> _Pruned:
     """Answer the atoms with one index after another, each on the granules still kept.
 
     The combined answer of an atom on a granule is the AND of every index's
@@ -835,7 +818,7 @@ def _per_part_counts(kept: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     return c[1:] - c[:-1]      # (np.diff is a Python function: ~3x the cost here)
 
 
-def prune_part(part: Any, rpn: RPN, uses: list[IndexUse],
+def prune_part(part: GranuleSource, rpn: RPN, uses: list[IndexUse],
                cache: IndexCache | None = None) -> tuple[np.ndarray, dict[str, int]]:
     """Kept data granules of `part` (bool array) and, per index that answered, how many it alone keeps."""
     r = _prune_parts([part], rpn, uses, cache)
@@ -865,7 +848,7 @@ def _alone_figures(a: _Alone):
     return figures
 
 
-def prune(parts: Iterable[Any], rpn: RPN, uses: list[IndexUse], stats,
+def prune(parts: Iterable[GranuleSource], rpn: RPN, uses: list[IndexUse], stats,
           cache: IndexCache | None = None) -> list[PartSelection]:
     """Prune every part; fill the part/granule/index figures of `stats`; return the parts to scan."""
     parts = list(parts)

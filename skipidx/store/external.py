@@ -638,6 +638,10 @@ class ExternalFile:
         return pq.ParquetFile(src, metadata=self.md, pre_buffer=columns > 1,
                               read_dictionary=list(read_dictionary) or None)
 
+    def data_metadata(self, columns: Iterable[str] = ()) -> pq.FileMetaData:
+        """The data file's footer (row-group statistics) for the pruner."""
+        return self._open_data().metadata
+
     def _open_data(self) -> pq.ParquetFile:
         return self._open()
 

@@ -250,6 +250,12 @@ class Part:
         return self._part_info.filesum(fname, os.path.join(self.path, fname))
 
     # ---- data ------------------------------------------------------------
+    def data_metadata(self, columns: Iterable[str] = ()) -> pq.FileMetaData:
+        """The data file's footer (row-group statistics) for the pruner; the keys of
+        encrypted `columns` are made available first."""
+        self.require_keys(list(columns))
+        return self._open_data().metadata
+
     def _open_data(self) -> pq.ParquetFile:
         """A new reader of the data file (footer verified and parsed once per process)."""
         return self._data_reader()[1]
