@@ -30,6 +30,7 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from skipidx.core._kernels.spans import gather_spans  # noqa: F401  (K.gather_spans for the tokenizers)
 from skipidx.core._kernels.xxh64 import xxh64_span, xxh64_short
 
 # splitByNonAlpha: a token byte is an ASCII letter or digit, or any byte >= 0x80
@@ -596,23 +597,6 @@ def ngram_tokens(data, offsets, validity, voff, n):
 
 # --------------------------------------------------------------------------
 # helpers shared by the tokenizers
-
-
-@njit(cache=True, nogil=True)
-def gather_spans(data, starts, ends):
-    """Copy the byte ranges into one contiguous buffer: (offsets int64[n+1], data uint8)."""
-    n = starts.shape[0]
-    offs = np.empty(n + 1, dtype=np.int64)
-    offs[0] = 0
-    for k in range(n):
-        offs[k + 1] = offs[k] + (ends[k] - starts[k])
-    out = np.empty(offs[n], dtype=np.uint8)
-    j = 0
-    for k in range(n):
-        for p in range(starts[k], ends[k]):  # tokens are short: a byte loop beats slicing
-            out[j] = data[p]
-            j += 1
-    return offs, out
 
 
 @njit(cache=True, nogil=True)

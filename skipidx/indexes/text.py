@@ -355,7 +355,7 @@ def _rank_distinct(data: np.ndarray, starts: np.ndarray, ends: np.ndarray):
     """(ids per token, sorted distinct tokens as a large_binary array, rank of each id)."""
     ids, ds, de = TP.distinct_tokens(data, np.ascontiguousarray(starts, np.int64),
                                      np.ascontiguousarray(ends, np.int64))
-    from skipidx_tokenizers._kernels import gather_spans
+    from skipidx.core._kernels.spans import gather_spans
 
     offs, buf = gather_spans(data, ds, de)
     uniq = _binary_of(offs, buf)
