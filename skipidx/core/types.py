@@ -263,9 +263,10 @@ def _build(node, full: str, *, inside_nullable: bool = False) -> ColumnType:
                               inner.precision)
         if inner.low_cardinality:
             raise SkipidxError(f"nested LowCardinality in type {full!r}")
-        if inner.base_name != "String":
-            raise SkipidxError(f"type {full!r}: LowCardinality is supported for String only")
-        spelled = f"LowCardinality(Nullable(String))" if inner.nullable else "LowCardinality(String)"
+        if inner.base_name != "String" and not inner.base_name.startswith("FixedString("):
+            raise SkipidxError(f"type {full!r}: LowCardinality is supported for String and FixedString only")
+        b = inner.base_name
+        spelled = f"LowCardinality(Nullable({b}))" if inner.nullable else f"LowCardinality({b})"
         return ColumnType(spelled, inner.arrow_type, inner.nullable, True)
     if base == "Array":
         if not args or len(args) != 1 or not isinstance(args[0], tuple):

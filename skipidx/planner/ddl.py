@@ -313,6 +313,9 @@ def _column_array(ctype, values: list[Any], name: str, nodes: list[Any]) -> pa.A
         if isinstance(v, (_dt.date, _dt.datetime)):   # a default value, already typed
             out.append(v)
             continue
+        if pa.types.is_fixed_size_binary(t) and isinstance(v, bytes):
+            out.append(v)           # the store's cast pads it, or refuses one too long
+            continue
         c = coerce_constant(v, t, node, f" for column {name!r}")
         if pa.types.is_timestamp(t) and isinstance(c, int):
             if not 0 <= c <= 2**32 - 1:
@@ -335,7 +338,7 @@ def _column_array(ctype, values: list[Any], name: str, nodes: list[Any]) -> pa.A
         return pa.array(out, pa.int64())
     if pa.types.is_floating(t):
         return pa.array([None if x is None else float(x) for x in out], pa.float64())
-    if is_string(t):
+    if is_string(t) or pa.types.is_fixed_size_binary(t):
         return pa.array(out, pa.binary())
     if pa.types.is_date(t):
         return pa.array(out, pa.date32())
