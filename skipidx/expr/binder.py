@@ -644,7 +644,8 @@ class Binder:
         a = self._expr(n.args[0], agg)
         if isinstance(a, BConst) and a.value is None:
             return _null_result()     # lower(NULL) is NULL (Nullable(Nothing))
-        if not is_string(a.type):
+        is_array = func == "length" and (pa.types.is_list(a.type) or pa.types.is_large_list(a.type))
+        if not is_string(a.type) and not is_array:
             raise _err(f"illegal type {ch_name(a.type)} of argument of function {func}", n.args[0])
         if isinstance(a, BConst):
             return BConst(fn.fold(a.value), fn.result_type([pa.string()]))

@@ -125,6 +125,7 @@ class Function:
     returns: pa.DataType | Callable[[list[pa.DataType]], pa.DataType] | None = None
     kernel: Callable[..., Any] | None = None   # Arrow kernel: one argument per argument
     scalars: bool = False                      # the kernel takes Python values for constant arguments
+    scalar_args: tuple[int, ...] = ()          # ...or only these arguments do, when constant
     fold: Callable[..., Any] | None = None     # Python values -> Python value (else: kernel on one row)
     validate: Callable[[Any], Any] | None = None   # checks a constant argument at bind time
     index: IndexHint | None = None
@@ -268,7 +269,7 @@ STRING_FUNCTIONS = [
              aliases=("lcase",)),
     Function("upper", "string_map", (STRING,), returns=SAME_AS_FIRST, kernel=K.upper, fold=_ascii_map(False),
              aliases=("ucase",)),
-    Function("length", "string_map", (STRING,), returns=_U64, kernel=K.length, fold=len),
+    Function("length", "string_map", (STRING,), returns=_U64, kernel=lambda a: _length(a), fold=len),
 ]
 
 ARITHMETIC_FUNCTIONS = [
@@ -296,6 +297,9 @@ def _text_k(name: str, **kw: Any) -> Callable[..., Any]:
 
     return getattr(T, name) if not kw else (lambda *a: getattr(T, name)(*a, **kw))
 
+
+_ARRAY = ArgType("Array", lambda t: pa.types.is_list(t) or pa.types.is_large_list(t))
+CONST_LIST_OR_ARRAY = ArgType("const Array", _any, const=True)
 
 TEXT_FUNCTIONS = [
     Function("concat", "typed", (_TEXT_OR_NUMBER, _TEXT_OR_NUMBER), variadic=True,
@@ -325,9 +329,23 @@ TEXT_FUNCTIONS = [
              aliases=("rtrim",)),
     Function("splitByChar", "scalar", (CONST_STRING, STRING), returns=pa.list_(_STR),
              kernel=_text_k("split_by_char")),
+    Function("has", "scalar", (_ARRAY, ANY), kernel=lambda a, v: _text_k("has")(a, v), scalar_args=(1,),
+             index=_hint("set", "tokens"), doc="x is an element of the array (indexes answer it per element)"),
+    Function("hasAny", "scalar", (_ARRAY, CONST_LIST_OR_ARRAY), kernel=lambda a, v: _text_k("has_any")(a, v),
+             index=_hint("set", "tokens")),
+    Function("hasAll", "scalar", (_ARRAY, CONST_LIST_OR_ARRAY), kernel=lambda a, v: _text_k("has_all")(a, v),
+             index=_hint("set", "tokens")),
     Function("empty", "scalar", (STRING,), kernel=_text_k("empty")),
     Function("notEmpty", "scalar", (STRING,), kernel=_text_k("not_empty")),
 ]
+
+
+def _length(a: Any) -> Any:
+    """length of a String (bytes) or of an Array (elements)."""
+    t = a.type.value_type if pa.types.is_dictionary(a.type) else a.type
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _text_k("array_length")(a)
+    return K.length(a)
 
 
 def _int_or_array(v: Any) -> Any:

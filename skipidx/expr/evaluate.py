@@ -225,8 +225,8 @@ def _evaluate(e: BExpr, table: pa.Table,
         raise AssertionError(f"no kernel for bound function {e.func!r}")
     # constants go to the kernel as Python values where it takes them (a compare's
     # right side, a LIKE pattern), else as arrays of the table's length
-    vals = [a.value if isinstance(a, BConst) and (fn.scalars or fn.arg_type(i).const) else sub(a, table)
-            for i, a in enumerate(e.args)]
+    vals = [a.value if isinstance(a, BConst) and (fn.scalars or fn.arg_type(i).const or i in fn.scalar_args)
+            else sub(a, table) for i, a in enumerate(e.args)]
     return _plain(fn.kernel(*vals))
 
 

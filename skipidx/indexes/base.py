@@ -217,6 +217,51 @@ def get_index_type(name: str) -> type[IndexType]:
     return INDEX_TYPES[name]
 
 
+#: Index types that index an Array column's elements (as ClickHouse's bloom_filter,
+#: tokenbf_v1, ngrambf_v1 and set do): the type sees the element type, the
+#: aggregator the flattened elements with each granule's rows mapped to its elements.
+ELEMENT_INDEX_TYPES = frozenset({"bloom_filter", "tokenbf_v1", "ngrambf_v1", "set", "sbbf"})
+
+
+def is_array_type(t: pa.DataType) -> bool:
+    return pa.types.is_list(t) or pa.types.is_large_list(t)
+
+
+def indexed_type(definition: IndexDef, column_type: pa.DataType) -> pa.DataType:
+    """The type an index type sees: an Array column's element type for element indexes."""
+    if not is_array_type(column_type):
+        return column_type
+    if definition.type_name not in ELEMENT_INDEX_TYPES:
+        raise SkipidxError(f"index {definition.name!r}: {definition.type_name} does not index Array columns "
+                           f"(the element indexes are {', '.join(sorted(ELEMENT_INDEX_TYPES))})")
+    return column_type.value_type
+
+
+class ElementAggregator(IndexAggregator):
+    """An aggregator over an Array column's elements: granule i covers the elements of its rows."""
+
+    def __init__(self, inner: IndexAggregator) -> None:
+        self.inner = inner
+
+    def build(self, values: pa.Array, zone_start: np.ndarray, zone_length: np.ndarray) -> IndexGranules:
+        if isinstance(values, pa.ChunkedArray):
+            values = values.combine_chunks()
+        offsets = np.asarray(values.offsets.to_numpy(zero_copy_only=False), dtype=np.int64)
+        offsets = offsets - offsets[0]
+        zs = np.asarray(zone_start, dtype=np.int64)
+        starts = offsets[zs]
+        lengths = offsets[zs + np.asarray(zone_length, dtype=np.int64)] - starts
+        g = self.inner.build(values.flatten(), starts, lengths)
+        # The granules are kept by row (the zones the planner maps to marks are the rows').
+        # An Array is never NULL, so no row is: NULL elements are not NULL rows.
+        g.zone_start = np.asarray(zone_start, dtype=np.int64)
+        g.zone_length = np.asarray(zone_length, dtype=np.int64)
+        g.null_count = np.zeros(len(g.zone_start), dtype=np.int64)
+        g.has_null = np.zeros(len(g.zone_start), dtype=bool)
+        g.__dict__.pop("_non_null", None)
+        return g
+
+
 def index_from_meta(definition: IndexDef, column_type: pa.DataType, stored_params: dict | None = None) -> IndexType:
     """The index instance for an index a table recorded.
 
@@ -225,6 +270,12 @@ def index_from_meta(definition: IndexDef, column_type: pa.DataType, stored_param
     with (e.g. sbbf's sizing rule for tables older than ``size_rule``).
     """
     cls = get_index_type(definition.type_name)
+    t = indexed_type(definition, column_type)
     if stored_params is not None and getattr(cls, "accepts_stored_params", False):
-        return cls(definition, column_type, stored_params=stored_params)
-    return cls(definition, column_type)
+        inst = cls(definition, t, stored_params=stored_params)
+    else:
+        inst = cls(definition, t)
+    if t is not column_type:
+        make = inst.aggregator
+        inst.aggregator = lambda *a, **kw: ElementAggregator(make(*a, **kw))  # type: ignore[method-assign]
+    return inst

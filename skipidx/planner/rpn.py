@@ -94,6 +94,40 @@ def _atom_of(e: BCall) -> Atom | None:
     return Atom(e.func, subj[0], subj[1], args, e.text)
 
 
+#: Array predicates that indexes over the elements answer: has(a, x) as x = element,
+#: hasAny(a, [..]) as element IN (..), hasAll(a, [x, y]) as x = element AND y = element.
+ARRAY_ATOMS = frozenset({"has", "hasAny", "hasAll"})
+
+
+def _array_atoms(e: BCall, items: list, atom_id: Callable[[Atom], int]) -> bool:
+    """Element atoms for an array predicate; False when it has no indexable form.
+
+    Only where the predicate is not under NOT: an element index can say a granule
+    holds no matching element (the predicate is false for every row), but not that
+    every row matches (an empty array holds no element at all), so the atoms' can_be_false
+    answers must never reach the result."""
+    if len(e.args) != 2 or not isinstance(e.args[1], BConst) or not isinstance(e.args[0], BColumn):
+        return False
+    col = e.args[0].name
+    v = e.args[1].value
+    if e.func == "has":
+        if v is None:
+            return False
+        items.append(RPNItem(Op.ATOM, atom_id(Atom("equals", col, None, (v,), e.text)), True))
+        return True
+    values = tuple(x for x in (v if isinstance(v, (tuple, list)) else (v,)) if x is not None)
+    if not values:
+        return False
+    if e.func == "hasAny":
+        items.append(RPNItem(Op.ATOM, atom_id(Atom("in", col, None, (values,), e.text)), True))
+        return True
+    for i, x in enumerate(values):
+        items.append(RPNItem(Op.ATOM, atom_id(Atom("equals", col, None, (x,), e.text)), True))
+        if i:
+            items.append(RPNItem(Op.AND))
+    return True
+
+
 def build_rpn(where: BExpr | None) -> RPN:
     """The RPN of a bound WHERE expression (``None``: no WHERE = TRUE)."""
     rpn = RPN()
@@ -135,6 +169,9 @@ def build_rpn(where: BExpr | None) -> RPN:
                 if a is not None:
                     items.append(RPNItem(Op.ATOM, atom_id(a), not positive))
                     items.append(RPNItem(Op.NOT))
+                    return
+            elif e.func in ARRAY_ATOMS:
+                if positive and _array_atoms(e, items, atom_id):
                     return
             else:
                 a = _atom_of(e)

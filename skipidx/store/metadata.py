@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from skipidx.core.errors import SkipidxError
 from skipidx.expr.index_expressions import get_expression
-from skipidx.indexes.base import IndexDef, get_index_type
+from skipidx.indexes.base import IndexDef, get_index_type, indexed_type
 from skipidx.core.types import ColumnType, parse_type
 
 __all__ = [
@@ -269,7 +269,7 @@ def make_index_meta(defn: IndexDef, column_type: ColumnType) -> IndexMeta:
     if not isinstance(defn.granularity, int) or defn.granularity < 1:
         raise SkipidxError(f"index {defn.name!r}: GRANULARITY must be a positive integer, got {defn.granularity!r}")
     cls = get_index_type(defn.type_name)
-    params = cls.validate(defn, column_type.arrow_type)
+    params = cls.validate(defn, indexed_type(defn, column_type.arrow_type))
     if not isinstance(params, dict):
         raise SkipidxError(f"index {defn.name!r}: index type {defn.type_name!r} returned bad params")
     try:

@@ -247,3 +247,63 @@ def empty(a: ArrayLike) -> pa.Array:
 
 def not_empty(a: ArrayLike) -> pa.Array:
     return pc.not_equal(pc.binary_length(_bin(a)), 0)
+
+
+# --------------------------------------------------------------------------- arrays
+
+def _list_parts(a: ArrayLike) -> tuple[pa.Array, np.ndarray, int]:
+    if isinstance(a, pa.ChunkedArray):
+        a = a.combine_chunks() if a.num_chunks != 1 else a.chunk(0)
+    if not (pa.types.is_list(a.type) or pa.types.is_large_list(a.type)):
+        raise SkipidxError(f"expected an Array argument, got {a.type}")
+    flat = pc.list_flatten(a)
+    parents = np.asarray(pc.list_parent_indices(a).to_numpy(zero_copy_only=False), dtype=np.int64)
+    return flat, parents, len(a)
+
+
+def _row_any(hit: pa.Array, parents: np.ndarray, n: int) -> np.ndarray:
+    out = np.zeros(n, dtype=bool)
+    h = np.asarray(hit.fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
+    out[parents[h]] = True
+    return out
+
+
+def _const_values(values, t: pa.DataType) -> pa.Array:
+    vals = list(values) if isinstance(values, (list, tuple)) else [values]
+    vals = [v.decode("utf-8", "surrogateescape") if isinstance(v, bytes) and (pa.types.is_string(t)) else v
+            for v in vals]
+    return pa.array(vals, t) if vals else pa.array([], t)
+
+
+def has(a: ArrayLike, value) -> pa.Array:
+    """has(arr, x): x is an element (NULL finds a NULL element, as in ClickHouse)."""
+    flat, parents, n = _list_parts(a)
+    if value is None:
+        return pa.array(_row_any(flat.is_null(), parents, n))
+    return pa.array(_row_any(pc.equal(flat, _const_values([value], flat.type)[0]), parents, n))
+
+
+def has_any(a: ArrayLike, values) -> pa.Array:
+    flat, parents, n = _list_parts(a)
+    return pa.array(_row_any(pc.is_in(flat, value_set=_const_values(values, flat.type)), parents, n))
+
+
+def has_all(a: ArrayLike, values) -> pa.Array:
+    flat, parents, n = _list_parts(a)
+    want = _const_values(values, flat.type)
+    want = pc.unique(want)
+    if len(want) == 0:
+        return pa.array(np.ones(n, dtype=bool))
+    idx = pc.index_in(flat, value_set=want).to_numpy(zero_copy_only=False)
+    ok = ~np.isnan(idx.astype(np.float64)) if idx.dtype.kind == "f" else np.ones(len(idx), bool)
+    idx = np.nan_to_num(idx.astype(np.float64), nan=-1).astype(np.int64)
+    ok = idx >= 0
+    seen = np.zeros((n, len(want)), dtype=bool)
+    seen[parents[ok], idx[ok]] = True
+    return pa.array(seen.all(axis=1))
+
+
+def array_length(a: ArrayLike) -> pa.Array:
+    if isinstance(a, pa.ChunkedArray):
+        a = a.combine_chunks() if a.num_chunks != 1 else a.chunk(0)
+    return pc.list_value_length(a).cast(pa.uint64())

@@ -1,0 +1,87 @@
+"""Array columns: has / hasAny / hasAll / length against chDB, and element indexes
+(bloom_filter, tokenbf_v1, ngrambf_v1, set, sbbf over the elements) prune without
+dropping a match."""
+from __future__ import annotations
+
+import os
+import random
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import skipidx
+from skipidx.apps.research import chdb_session as chdb_oracle
+
+pytestmark = pytest.mark.chdb
+
+WORDS = ["alpha", "beta", "gamma", "delta", "eps", "zeta", "a b", ""]
+
+
+@pytest.fixture(scope="module")
+def tables(tmp_path_factory):
+    rnd = random.Random(7)
+    n = 4000
+    tags = [[rnd.choice(WORDS) for _ in range(rnd.randint(0, 3))] for _ in range(n)]
+    tags[1234] = ["needle"]
+    nums = [[rnd.randint(0, 50) for _ in range(rnd.randint(0, 2))] for _ in range(n)]
+    data = pa.table({"id": pa.array(range(n), pa.uint32()), "tags": tags, "nums": pa.array(nums, pa.list_(pa.uint32()))})
+    db = skipidx.connect(str(tmp_path_factory.mktemp("arr") / "db"))
+    db.sql("""CREATE TABLE t (id UInt32, tags Array(String), nums Array(UInt32),
+              INDEX bf tags TYPE bloom_filter GRANULARITY 1, INDEX tb tags TYPE tokenbf_v1(512, 3, 0) GRANULARITY 1,
+              INDEX st nums TYPE set(100) GRANULARITY 1, INDEX ng tags TYPE ngrambf_v1(3, 512, 2, 0) GRANULARITY 1,
+              INDEX sb tags TYPE sbbf('value', fpp = 0.01) GRANULARITY 1)
+              ENGINE = MergeTree ORDER BY id SETTINGS index_granularity = 64""")
+    db.insert("t", data)
+    path = os.path.join(str(tmp_path_factory.mktemp("arrpq")), "t.parquet")
+    pq.write_table(data, path)
+    name = chdb_oracle.scratch_database("arr")
+    chdb_oracle.query(f"CREATE TABLE {name}.t (id UInt32, tags Array(String), nums Array(UInt32)) "
+                      f"ENGINE = MergeTree ORDER BY id")
+    chdb_oracle.query(f"INSERT INTO {name}.t SELECT * FROM file('{path}', Parquet)")
+    yield db, name
+    db.close()
+
+
+WHERES = ["has(tags, 'needle')", "has(tags, 'beta')", "NOT has(tags, 'beta')", "hasAny(tags, ['needle', 'zzz'])",
+          "hasAll(tags, ['alpha', 'beta'])", "has(nums, 7)", "hasAny(nums, [3, 4])",
+          "has(tags, 'needle') OR id = 5", "NOT hasAny(tags, ['alpha'])", "has(tags, '')", "length(tags) = 0",
+          "has(tags, 'absent')", "NOT (has(tags, 'needle') AND id > 10)", "hasAll(tags, [])"]
+
+
+@pytest.mark.parametrize("where", WHERES, ids=WHERES)
+def test_array_predicates_match_clickhouse(tables, where):
+    db, name = tables
+    ours = db.sql(f"SELECT count(), sum(id) FROM t WHERE {where}").fetchall()[0]
+    theirs = chdb_oracle.query(f"SELECT count(), sum(id) FROM {name}.t WHERE {where}", "TSV").bytes().decode().split()
+    assert tuple(int(x) if x != "\\N" else None for x in theirs) == (ours[0], ours[1]), where
+
+
+@pytest.mark.parametrize("where,kept", [("has(tags, 'needle')", 1), ("hasAny(tags, ['needle', 'zzz'])", 1),
+                                        ("has(tags, 'absent')", 0), ("has(tags, 'needle') OR id = 5", 2)])
+def test_element_indexes_prune(tables, where, kept):
+    db, _ = tables
+    st = db.sql(f"SELECT count() FROM t WHERE {where}").stats
+    assert st.granules_selected == kept, (where, st.granules_selected, st.granules_total)
+
+
+def test_negated_array_predicates_never_prune(tables):
+    """An element index cannot prove every row matches (empty arrays hold nothing): NOT has keeps all."""
+    db, _ = tables
+    st = db.sql("SELECT count() FROM t WHERE NOT has(tags, 'needle')").stats
+    assert st.granules_selected == st.granules_total
+
+
+def test_array_functions_values(tables):
+    db, name = tables
+    q = "SELECT id, has(tags, 'a b'), hasAny(tags, ['gamma']), hasAll(tags, ['alpha']), length(tags) FROM {t} ORDER BY id LIMIT 50"
+    ours = [tuple(int(v) for v in r) for r in db.sql(q.format(t="t")).fetchall()]
+    theirs = [tuple(int(v) for v in line.split("\t"))
+              for line in chdb_oracle.query(q.format(t=f"{name}.t"), "TSV").bytes().decode().splitlines()]
+    assert ours == theirs
+
+
+def test_minmax_on_an_array_is_refused():
+    db = skipidx.connect()
+    with pytest.raises(skipidx.SkipidxError, match="does not index Array columns"):
+        db.sql("CREATE TABLE a (tags Array(String), INDEX m tags TYPE minmax) ENGINE = MergeTree ORDER BY tuple()")
