@@ -85,3 +85,23 @@ def test_minmax_on_an_array_is_refused():
     db = skipidx.connect()
     with pytest.raises(skipidx.SkipidxError, match="does not index Array columns"):
         db.sql("CREATE TABLE a (tags Array(String), INDEX m tags TYPE minmax) ENGINE = MergeTree ORDER BY tuple()")
+
+
+BOOL_WHERES = ["f IN (true)", "f NOT IN (1)", "f IN (0, 1)", "g IN (true, NULL)", "g NOT IN (false)", "f IN (2)",
+               "f IN ('true')", "f = 1", "NOT f"]
+
+
+@pytest.mark.parametrize("where", BOOL_WHERES, ids=BOOL_WHERES)
+def test_in_on_bool_columns(where):
+    db = skipidx.connect()
+    ddl = "CREATE TABLE {t} (id UInt8, f Bool, g Nullable(Bool){ix}) ENGINE = MergeTree ORDER BY id"
+    rows = "INSERT INTO {t} VALUES (1, true, NULL), (2, false, false), (3, true, true)"
+    db.sql(ddl.format(t="b", ix=", INDEX s f TYPE set(2) GRANULARITY 1"))
+    db.sql(rows.format(t="b"))
+    name = chdb_oracle.scratch_database("bools")
+    chdb_oracle.query(ddl.format(t=f"{name}.b", ix=""))
+    chdb_oracle.query(rows.format(t=f"{name}.b"))
+    ours = [r[0] for r in db.sql(f"SELECT id FROM b WHERE {where} ORDER BY id").fetchall()]
+    theirs = [int(x) for x in chdb_oracle.query(f"SELECT id FROM {name}.b WHERE {where} ORDER BY id", "TSV")
+              .bytes().decode().split()]
+    assert ours == theirs, where

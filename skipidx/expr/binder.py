@@ -104,6 +104,8 @@ def coerce_constant(value: Any, target: pa.DataType, node: Any = None, what: str
             return value
         if isinstance(value, bytes):
             s = value.decode("utf-8", "replace")
+            if pa.types.is_boolean(t) and s.lower() in ("true", "false"):
+                return int(s.lower() == "true")
             if is_int(t) and _INT_TEXT.match(s):
                 return int(s)
             if pa.types.is_floating(t) and _FLOAT_TEXT.match(s):

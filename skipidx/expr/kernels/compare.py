@@ -393,6 +393,8 @@ def _in_plan_uncached(vals: tuple, vt: pa.DataType) -> _InPlan:
         info = np.iinfo(np.uint8) if pa.types.is_boolean(vt) else np.iinfo(vt.to_pandas_dtype())
         lo, hi = int(info.min), int(info.max)
         for v in vals:
+            if isinstance(v, bool) and pa.types.is_boolean(vt):
+                v = int(v)          # a Bool column compares as UInt8 (true IN (1) holds)
             if isinstance(v, float):
                 if not math.isfinite(v) or v != math.floor(v):
                     continue
