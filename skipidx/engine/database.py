@@ -312,7 +312,15 @@ class Database:
             from skipidx.store.file_access import resolve_many
             from skipidx.store.ingest import insert_any
 
-            n = insert_any(t, resolve_many(s.path, "INFILE"), format=s.format)
+            src = resolve_many(s.path, "INFILE")
+            if not bool(getattr(sys.stderr, "isatty", lambda: False)()):
+                n = insert_any(t, src, format=s.format)
+            else:
+                from skipidx.core.progress import Progress
+
+                # a long import shows it is alive on a terminal (drawn after a second)
+                with Progress(f"insert {s.table.name}", None) as bar:
+                    n = insert_any(t, src, format=s.format, progress=bar.update)
             return Result(message=f"inserted {n} rows", rows_affected=int(n))
         if isinstance(s, A.AlterAddIndex):
             from skipidx.planner.ddl import index_def_from_ast
