@@ -1,0 +1,326 @@
+"""The filter zoo: every per-granule membership structure on the same column, tokenizer and queries.
+
+For one column cut into granules of `rows_per_granule` rows and one tokenizer,
+each filter is built over every granule's distinct token hashes (64-bit xxh64,
+the engine's hashes) and probed with
+
+* present tokens (sampled from the data, seeded): granules kept against the
+  ideal (granules that hold the token, from the exact sets);
+* absent tokens (random strings not in the column): every keep is a false
+  positive, so FPP measured = keeps / (probes x granules), next to the
+  filter's analytic FPP (the mean over granules of its per-granule value)
+  and a Wilson interval.
+
+Filters: SBBF sized per granule (``parquet`` and ``exact`` rules of
+`skipidx.core.sizing`), fixed-size SBBF (tokenbf_v1's), ClickHouse's classic
+Bloom filter (k probes over m bits, positions ``h1 + i*h2 + i*i`` as its
+``BloomFilter``), binary fuse / xor filters (the C library bundled with
+`pyfusefilter`, fed the same 64-bit hashes), exact per-granule hash sets, and
+the ``text`` index (built by the engine; bytes of its files, kept from its
+pruning).
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass
+from typing import Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from skipidx.core.errors import SkipidxError
+
+
+@dataclass
+class GranuleSets:
+    """Distinct token hashes of every granule: ``hashes[bounds[g]:bounds[g+1]]`` sorted."""
+    hashes: np.ndarray
+    bounds: np.ndarray
+    rows_per_granule: int
+
+    @property
+    def n_granules(self) -> int:
+        return int(self.bounds.shape[0] - 1)
+
+    @property
+    def ndv(self) -> np.ndarray:
+        return np.diff(self.bounds)
+
+    @property
+    def granule_ids(self) -> np.ndarray:
+        return np.repeat(np.arange(self.n_granules, dtype=np.int64), self.ndv)
+
+
+def granule_sets(values: pa.Array | pa.ChunkedArray, tokenizer, rows_per_granule: int) -> GranuleSets:
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if rows_per_granule < 1:
+        raise SkipidxError(f"rows_per_granule must be >= 1, got {rows_per_granule}")
+    rows, hashes = tokenizer.hash_column(values, 0)
+    g = rows // rows_per_granule
+    order = np.lexsort((hashes, g))
+    g, h = g[order], hashes[order]
+    keep = np.ones(h.shape[0], dtype=bool)
+    keep[1:] = (g[1:] != g[:-1]) | (h[1:] != h[:-1])
+    g, h = g[keep], h[keep]
+    n_g = (len(values) + rows_per_granule - 1) // rows_per_granule
+    bounds = np.searchsorted(g, np.arange(n_g + 1)).astype(np.int64)
+    return GranuleSets(np.ascontiguousarray(h), bounds, rows_per_granule)
+
+
+# ----------------------------------------------------------------------------- filters
+# Each filter: build(sets) -> None; nbytes; keep(probe_hashes) -> bool[n_probes, n_granules];
+# analytic_fpp(sets) -> float (mean over granules).
+
+class SbbfAdaptive:
+    family = "sbbf per granule"
+
+    def __init__(self, fpp: float, rule: str = "parquet"):
+        self.fpp, self.rule = float(fpp), rule
+        self.name = f"sbbf {rule} fpp={fpp:g}"
+
+    def build(self, s: GranuleSets) -> None:
+        from skipidx.core.sbbf import SBBFBank
+        from skipidx.core.sizing import num_bytes
+
+        self.bank = SBBFBank.from_num_bytes(num_bytes(s.ndv, self.fpp, self.rule))
+        self.bank.insert(s.granule_ids, s.hashes)
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.bank.nbytes)
+
+    def keep(self, probes: np.ndarray) -> np.ndarray:
+        return self.bank.check_matrix(probes).T
+
+    def analytic_fpp(self, s: GranuleSets) -> float:
+        return float(self.bank.fpp_estimates(s.ndv).mean())
+
+
+class SbbfFixed(SbbfAdaptive):
+    family = "sbbf fixed"
+
+    def __init__(self, num_bytes: int):
+        self.num_bytes = int(num_bytes)
+        self.name = f"sbbf fixed {num_bytes} B"
+
+    def build(self, s: GranuleSets) -> None:
+        from skipidx.core.sbbf import SBBFBank
+
+        self.bank = SBBFBank.fixed(s.n_granules, self.num_bytes)
+        self.bank.insert(s.granule_ids, s.hashes)
+
+
+class ClassicBloom:
+    """ClickHouse's tokenbf_v1 filter: m = 8*bytes bits, k positions per token."""
+    family = "classic bloom"
+
+    def __init__(self, num_bytes: int, k: int):
+        self.num_bytes, self.k = int(num_bytes), int(k)
+        self.m = 8 * self.num_bytes
+        self.name = f"classic bloom {num_bytes} B k={k}"
+
+    def _positions(self, h: np.ndarray) -> np.ndarray:
+        h1 = (h & np.uint64(0xFFFFFFFF)).astype(np.uint64)
+        h2 = (h >> np.uint64(32)).astype(np.uint64)
+        i = np.arange(self.k, dtype=np.uint64)
+        pos = h1[:, None] + i[None, :] * h2[:, None] + i[None, :] * i[None, :]
+        return (pos % np.uint64(self.m)).astype(np.int64)          # [n, k]
+
+    def build(self, s: GranuleSets) -> None:
+        self.bits = np.zeros((s.n_granules, self.m), dtype=bool)
+        pos = self._positions(s.hashes)
+        self.bits[np.repeat(s.granule_ids, self.k), pos.reshape(-1)] = True
+
+    @property
+    def nbytes(self) -> int:
+        return self.bits.shape[0] * self.num_bytes
+
+    def keep(self, probes: np.ndarray) -> np.ndarray:
+        pos = self._positions(probes)                                # [p, k]
+        return self.bits[:, pos].all(axis=2).T                       # [p, g]
+
+    def analytic_fpp(self, s: GranuleSets) -> float:
+        n = s.ndv.astype(np.float64)
+        return float(((1.0 - np.exp(-self.k * n / self.m)) ** self.k).mean())
+
+
+class FuseFamily:
+    """Xor8/Xor16/binary fuse 8/16 (the C library bundled with pyfusefilter), one per granule."""
+    family = "xor / binary fuse"
+    _C = {"xor8": ("xor8", 8), "xor16": ("xor16", 16), "fuse8": ("binary_fuse8", 8), "fuse16": ("binary_fuse16", 16)}
+
+    def __init__(self, kind: str):
+        if kind not in self._C:
+            raise SkipidxError(f"unknown fuse filter {kind!r}; expected one of {', '.join(self._C)}")
+        self.kind = kind
+        self.prefix, self.fp_bits = self._C[kind]
+        self.name = kind
+
+    def build(self, s: GranuleSets) -> None:
+        from pyfusefilter._xorfilter import ffi, lib
+
+        self._ffi, self._lib = ffi, lib
+        self.filters, self._nbytes = [], 0
+        alloc = getattr(lib, f"{self.prefix}_allocate")
+        pop = getattr(lib, f"{self.prefix}_buffered_populate" if self.prefix.startswith("xor")
+                      else f"{self.prefix}_populate")
+        size = getattr(lib, f"{self.prefix}_size_in_bytes")
+        free = getattr(lib, f"{self.prefix}_free")
+        for g in range(s.n_granules):
+            keys = np.ascontiguousarray(s.hashes[s.bounds[g]:s.bounds[g + 1]])
+            f = ffi.gc(ffi.new(f"{self.prefix}_t *"), free)
+            if not alloc(max(int(keys.shape[0]), 1), f):
+                raise SkipidxError(f"{self.kind}: cannot allocate a filter of {keys.shape[0]} keys")
+            if keys.shape[0] and not pop(ffi.cast("uint64_t *", ffi.from_buffer(keys)), int(keys.shape[0]), f):
+                raise SkipidxError(f"{self.kind}: construction failed for granule {g}")
+            self.filters.append((f, keys.shape[0] > 0))
+            self._nbytes += int(size(f))
+
+    @property
+    def nbytes(self) -> int:
+        return self._nbytes
+
+    def keep(self, probes: np.ndarray) -> np.ndarray:
+        contain = getattr(self._lib, f"{self.prefix}_contain")
+        out = np.zeros((probes.shape[0], len(self.filters)), dtype=bool)
+        ps = [int(p) for p in probes]
+        for g, (f, nonempty) in enumerate(self.filters):
+            if nonempty:
+                out[:, g] = [bool(contain(p, f)) for p in ps]
+        return out
+
+    def analytic_fpp(self, s: GranuleSets) -> float:
+        return float((s.ndv > 0).mean() * 2.0 ** -self.fp_bits)
+
+
+class ExactSets:
+    """Every granule's sorted distinct 64-bit hashes (8 bytes per key)."""
+    family = "exact sets"
+    name = "exact hash sets"
+
+    def build(self, s: GranuleSets) -> None:
+        self.s = s
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.s.hashes.nbytes)
+
+    def keep(self, probes: np.ndarray) -> np.ndarray:
+        s = self.s
+        out = np.zeros((probes.shape[0], s.n_granules), dtype=bool)
+        for g in range(s.n_granules):
+            seg = s.hashes[s.bounds[g]:s.bounds[g + 1]]
+            if seg.shape[0]:
+                i = np.minimum(np.searchsorted(seg, probes), seg.shape[0] - 1)
+                out[:, g] = seg[i] == probes
+        return out
+
+    def analytic_fpp(self, s: GranuleSets) -> float:
+        return float(s.ndv.mean() * 2.0 ** -64)
+
+
+def default_filters(*, fpps: Sequence[float] = (0.1, 0.01, 0.001), fixed_bytes: Sequence[int] = (),
+                    fuse: Sequence[str] = ("xor8", "fuse8", "fuse16"), max_ndv: int = 1024) -> list:
+    """A zoo that spans the same byte range: fixed/classic sizes follow the fullest granule."""
+    out: list = []
+    for p in fpps:
+        out += [SbbfAdaptive(p, "parquet"), SbbfAdaptive(p, "exact")]
+    for bpk in (4, 8, 16):
+        b = max(32, int(math.ceil(bpk * max(max_ndv, 1) / 8 / 32)) * 32)
+        out.append(SbbfFixed(b))
+        out.append(ClassicBloom(b, max(1, round(bpk * math.log(2)))))
+    for b in fixed_bytes:
+        out.append(SbbfFixed(b))
+    try:
+        import pyfusefilter  # noqa: F401
+        out += [FuseFamily(k) for k in fuse]
+    except ImportError:
+        pass
+    out.append(ExactSets())
+    return out
+
+
+# ----------------------------------------------------------------------------- run
+
+@dataclass
+class ZooRow:
+    corpus: str
+    tokenizer: str
+    family: str
+    filter: str
+    bytes: int
+    bits_per_key: float
+    build_s: float
+    probe_s: float
+    kept: int
+    ideal: int
+    kept_over_ideal: float
+    absent_trials: int
+    absent_fp: int
+    fpp_measured: float
+    fpp_analytic: float
+    fpp_ci_lo: float
+    fpp_ci_hi: float
+
+
+def absent_probes(sets: GranuleSets, n: int, seed: int) -> np.ndarray:
+    """`n` distinct random 64-bit hashes that are in no granule (stand-ins for absent tokens:
+    xxh64 of a token absent from the column is uniform over 64 bits)."""
+    rng = np.random.default_rng(seed)
+    cand = np.unique(rng.integers(0, 2 ** 63, size=n + 64, dtype=np.int64).astype(np.uint64) * np.uint64(2)
+                     + rng.integers(0, 2, size=n + 64).astype(np.uint64))
+    present = np.isin(cand, sets.hashes)
+    return rng.permutation(cand[~present])[:n]
+
+
+def present_probes(sets: GranuleSets, n: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed + 1)
+    u = np.unique(sets.hashes)
+    return u[rng.choice(u.shape[0], size=min(n, u.shape[0]), replace=False)] if u.shape[0] else u
+
+
+def _timed_keep(f, probes: np.ndarray, reps: int) -> tuple[np.ndarray, float]:
+    f.keep(probes[:1])  # warm-up (JIT, caches) excluded from the timing
+    best = float("inf")
+    out = None
+    for _ in range(max(1, reps)):
+        t0 = time.perf_counter()
+        out = f.keep(probes)
+        best = min(best, time.perf_counter() - t0)
+    return out, best
+
+
+def run_zoo(sets: GranuleSets, filters: Sequence, *, corpus: str, tokenizer: str, n_present: int = 200,
+            n_absent: int = 2000, seed: int = 1, conf: float = 0.999, reps: int = 3) -> list[ZooRow]:
+    from skipidx.apps.research.fpp import wilson_interval
+
+    present = present_probes(sets, n_present, seed)
+    absent = absent_probes(sets, n_absent, seed)
+    truth = ExactSets()
+    truth.build(sets)
+    ideal_m = truth.keep(present)
+    ideal = int(ideal_m.sum())
+    keys = max(int(sets.hashes.shape[0]), 1)
+    rows: list[ZooRow] = []
+    for f in filters:
+        f.build(GranuleSets(sets.hashes[:0], np.zeros(2, np.int64), sets.rows_per_granule))  # warm-up
+        t0 = time.perf_counter()
+        f.build(sets)
+        build_s = time.perf_counter() - t0
+        kp, probe_s = _timed_keep(f, present, reps)
+        if (ideal_m & ~kp).any():
+            raise SkipidxError(f"{f.name}: false negative (a granule holding the token was dropped)")
+        ka, _ = _timed_keep(f, absent, 1)
+        trials = int(ka.size)
+        fp = int(ka.sum())
+        lo, hi = wilson_interval(fp, trials, conf) if trials else (0.0, 1.0)
+        rows.append(ZooRow(corpus, tokenizer, f.family, f.name, f.nbytes, 8.0 * f.nbytes / keys, build_s,
+                           probe_s, int(kp.sum()), ideal, float(kp.sum()) / max(ideal, 1), trials, fp,
+                           fp / max(trials, 1), f.analytic_fpp(sets), lo, hi))
+    return rows
+
+
+def rows_to_dicts(rows: Sequence[ZooRow]) -> list[dict]:
+    return [asdict(r) for r in rows]

@@ -1,0 +1,68 @@
+"""The filter zoo: no false negative, and measured FPP within a Wilson interval of the analytic value."""
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from skipidx.apps.research import zoo
+from skipidx.core.tokenizer_api import get_tokenizer
+
+
+def _corpus(rows=4096, vocab=6000, words=6, seed=7):
+    rng = np.random.default_rng(seed)
+    lex = np.array([f"w{i:05d}x{int(v)}" for i, v in enumerate(rng.integers(0, 10**6, vocab))])
+    idx = rng.zipf(1.3, size=(rows, words)) % vocab
+    return pa.array([" ".join(r) for r in lex[idx]])
+
+
+@pytest.fixture(scope="module")
+def sets():
+    return zoo.granule_sets(_corpus(), get_tokenizer("token"), 256)
+
+
+def test_granule_sets_are_the_distinct_tokens(sets):
+    vals = _corpus().to_pylist()
+    tok = get_tokenizer("token")
+    for g in (0, 5, sets.n_granules - 1):
+        rows, h = tok.hash_column(pa.array(vals[g * 256:(g + 1) * 256]), 0)
+        assert np.array_equal(np.unique(h), sets.hashes[sets.bounds[g]:sets.bounds[g + 1]])
+
+
+def test_zoo_no_false_negative_and_fpp_in_interval(sets):
+    max_ndv = int(sets.ndv.max())
+    filters = zoo.default_filters(fpps=(0.1, 0.01), max_ndv=max_ndv, fuse=("xor8", "fuse8"))
+    names = {f.family for f in filters}
+    assert {"sbbf per granule", "sbbf fixed", "classic bloom", "exact sets"} <= names
+    rows = zoo.run_zoo(sets, filters, corpus="synthetic", tokenizer="token", n_present=100, n_absent=1500,
+                       seed=3, conf=0.999, reps=1)
+    assert len(rows) == len(filters)
+    for r in rows:
+        assert r.kept >= r.ideal > 0, r
+        if r.family == "exact sets":
+            assert r.kept == r.ideal and r.absent_fp == 0
+            continue
+        assert r.absent_trials == 1500 * sets.n_granules
+        assert r.fpp_ci_lo <= r.fpp_analytic <= r.fpp_ci_hi, r
+    # the classic filter and the fixed SBBF of the same bytes: same granules, same bytes
+    by = {r.filter: r for r in rows}
+    fixed = [r for r in rows if r.family == "sbbf fixed"]
+    assert all(r.bytes == int(r.filter.split()[2]) * sets.n_granules for r in fixed)
+    # the exact rule meets its target in every granule, so on average too
+    assert by["sbbf exact fpp=0.01"].fpp_analytic <= 0.01
+
+
+def test_false_negative_is_detected(sets):
+    class Broken(zoo.ExactSets):
+        name = "broken"
+
+        def keep(self, probes):
+            out = super().keep(probes)
+            out[:, 0] = False
+            return out
+
+    with pytest.raises(zoo.SkipidxError, match="false negative"):
+        zoo.run_zoo(sets, [Broken()], corpus="c", tokenizer="token", n_present=400, n_absent=10)
+
+
+def test_bad_fuse_kind():
+    with pytest.raises(zoo.SkipidxError):
+        zoo.FuseFamily("xor9")
