@@ -69,10 +69,8 @@ def _decode_dictionaries(t: pa.Table) -> pa.Table:
 #: Read the WHERE's dictionary-encoded String columns as Arrow dictionaries
 #: (False: always decoded; the tests compare both).
 DICTIONARY_READS = True
-#: ... for reads of at least this many granules: trace_id IN (5) over 5
-#: granules, read + filter 2.4 ms as dictionaries vs 3.2 ms decoded, but
-#: trace_id = over 1 granule 0.69 vs 0.67 ms (p10 0.50 vs 0.44: the
-#: dictionary path's fixed cost) -- 10M log rows, 400 interleaved runs.
+#: ... for reads of at least this many granules (below, the dictionary path's
+#: fixed cost outweighs what filtering distinct values saves).
 DICTIONARY_MIN_GRANULES = 2
 
 
@@ -169,20 +167,13 @@ SCAN_THREADS = max(1, min(4, os.cpu_count() or 1))
 #: large enough (~0.1-1 s of decoding for wide columns) to pay its hand-off.
 SCAN_JOB_GRANULES = 16
 #: A scan of at most this many granules in all runs in the calling thread:
-#: decoding one granule of a column takes ~0.3 ms, about what handing a job
-#: to another thread and back costs on a busy machine, so a point query
-#: gains nothing from the pool.
+#: decoding a granule costs about what handing a job to another thread does.
 SCAN_INLINE_GRANULES = 2
 #: A scan of at most this many compressed bytes (the kept granules of the
 #: columns read, from the Parquet footer) runs in the calling thread too, in
 #: one read per part (as ClickHouse reads small mark-range sets with one
-#: stream: merge_tree_min_{rows,bytes}_for_concurrent_read). Measured on the
-#: id lookups of 10M log rows, 2-core machine shared with other jobs (load
-#: 3-4), 150 interleaved runs each: user_id IN (10), 40 granules of 37 KiB,
-#: median 6.9 ms in this thread vs 8.6 (16-granule jobs) and 10.9 (4 even
-#: jobs) on the pool; trace_id IN (5), 5 granules of 63 KiB: 4.9 vs 7.4
-#: (2 jobs). Below ~2 MiB (~2-3 ms of decoding) the hand-offs cost more
-#: than the second core gives back.
+#: stream: merge_tree_min_{rows,bytes}_for_concurrent_read): below it the
+#: hand-offs cost more than a second core gives back.
 SCAN_INLINE_BYTES = 2 << 20
 
 

@@ -418,13 +418,10 @@ def _load(part: GranuleSource, use: IndexUse, cache: IndexCache | None) -> Loade
 
 #: Indexes whose filters over all parts take at most this many bytes are
 #: also kept concatenated (one bank over every granule of the snapshot), so a
-#: point lookup checks all parts in one kernel call instead of one per part:
-#: with 10 parts that halves the pruning of an id lookup (0.5 ms of per-part
-#: Python work next to the checks themselves). The copy is made once per set
-#: of parts (a new insert or merge makes another; ~8 ms for 32 MiB), so the
-#: bound also bounds what a query pays after each table change. Larger (text)
-#: indexes are checked part by part: their kernel work dwarfs the per-part
-#: overhead, and a second copy would double their share of the cache.
+#: point lookup checks all parts in one kernel call instead of one per part.
+#: The copy is made once per set of parts, so the bound also bounds what a
+#: query pays after each table change; larger (text) indexes are checked part
+#: by part, where the kernel work dwarfs the per-part overhead.
 COMBINE_MAX_BYTES = 32 << 20
 
 

@@ -67,10 +67,8 @@ def _no_candidate(data, s, w, p1, p2, p3, k1, k2, k3, a1, a2, a3, three):
 
     Slices give LLVM non-negative unit-stride indices, and the OR of byte
     equalities is a bool reduction, so the loop compiles to packed byte
-    compares (AVX2/SSE): ~12 GB/s for two anchors where a numpy compare pass
-    makes ~5 (measured side by side). Written with uint8 XOR/min instead, numba
-    promotes the lanes to int64 and the same loop runs 3.5x slower. Two anchors
-    read two streams; the third is only used when the best pair is common.
+    compares (with uint8 XOR/min numba would widen the lanes to int64). Two
+    anchors read two streams; the third is only used when the best pair is common.
     """
     u = data[s + p1:s + p1 + w]
     v = data[s + p2:s + p2 + w]
@@ -319,8 +317,8 @@ def any_rows(offsets: np.ndarray, data: np.ndarray, needles: Sequence[bytes]) ->
     ClickHouse's quirk is kept: an empty needle matches every *non-empty* row
     (not the empty string). No needles: no row matches. One whole-buffer pass
     per distinct needle into one answer; rows already matched are skipped by
-    later passes. (Measured against one RE2 alternation pass: faster up to at
-    least 8 needles on log text; see bench/bench_search.py.)
+    later passes (cheaper than one RE2 alternation pass for a few needles:
+    bench/bench_search.py).
     """
     o, d = _check(offsets, data)
     ns = sorted({bytes(x) for x in needles}, key=lambda x: (-len(x), x))

@@ -317,9 +317,8 @@ def _re2_literal(needle: bytes) -> bytes:
 
 #: Up to this many distinct non-empty needles, multiSearchAny runs one
 #: whole-buffer `_search` pass per needle (rows settled by one needle are
-#: skipped by the next); beyond, one RE2 pass over the alternation. Measured
-#: on the kept granules of the demo's log table (35 MB, random 5-8 byte
-#: substrings): 3 passes 40 ms vs RE2 172 ms, 12: 69 vs 90 ms, 16: 108 vs 164 ms.
+#: skipped by the next); beyond, one RE2 pass over the alternation is cheaper
+#: (bench/bench_search.py).
 _MSA_PASSES_MAX = 16
 
 
