@@ -18,8 +18,8 @@ predicate part of the skipidx/ClickHouse dialect over one string column::
              | col ['NOT'] 'IN' '(' string, ... ')'
 
 The same text runs unchanged in ClickHouse (chDB) and in the skipidx engine.
-Exact evaluation (the "ideal": granules that truly hold a match) uses
-`skipidx.expr.kernels`, the engine's ClickHouse-exact row functions.
+Exact evaluation (the "ideal": granules that truly hold a match) is the
+engine's evaluator over the equivalent bound tree (:func:`to_bound`).
 """
 from __future__ import annotations
 
@@ -31,6 +31,8 @@ import numpy as np
 import pyarrow as pa
 
 from skipidx.core.errors import ParseError, SkipidxError
+from skipidx.expr.bound import BCall, BColumn, BConst, BExpr
+from skipidx.expr.catalogue import CATALOGUE
 
 _FUNCS = {
     "hastoken": "hasToken",
@@ -270,49 +272,31 @@ def columns(e: Expr) -> set[str]:
     return {a.column for a in atoms(e)}
 
 
+def to_bound(e: Expr, column_type: pa.DataType) -> BExpr:
+    """The tree as the engine's bound expression over a String column of `column_type`,
+    so the engine's evaluator (and its catalogue of kernels) answers it."""
+    if isinstance(e, (And, Or)):
+        return BCall("and" if isinstance(e, And) else "or", tuple(to_bound(i, column_type) for i in e.items),
+                     pa.uint8())
+    if isinstance(e, Not):
+        return BCall("not", (to_bound(e.item, column_type),), pa.uint8())
+    if CATALOGUE.get(e.func) is None:
+        raise SkipidxError(f"cannot evaluate {e.func}")
+    const = e.args[0]
+    return BCall(e.func, (BColumn(e.column, column_type), BConst(tuple(const) if isinstance(const, (list, tuple))
+                                                                 else const, pa.string())), pa.uint8())
+
+
 def evaluate_exact(e: Expr, values: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """Row mask (bool numpy) of the rows where the WHERE clause is true (NULL counts as false)."""
     import pyarrow.compute as pc
 
-    from skipidx.expr import kernels as F
+    from skipidx.expr.evaluate import where_mask
 
-    def ev(x: Expr):
-        if isinstance(x, And):
-            return F.and_(*[ev(i) for i in x.items])
-        if isinstance(x, Or):
-            return F.or_(*[ev(i) for i in x.items])
-        if isinstance(x, Not):
-            return F.not_(ev(x.item))
-        f, a = x.func, x.args
-        if f == "hasToken":
-            return F.has_token(values, a[0])
-        if f == "hasTokenOrNull":
-            return F.has_token_or_null(values, a[0])
-        if f == "hasTokenCaseInsensitive":
-            return F.has_token_case_insensitive(values, a[0])
-        if f == "like":
-            return F.like(values, a[0])
-        if f == "notLike":
-            return F.like(values, a[0], negated=True)
-        if f == "startsWith":
-            return F.starts_with(values, a[0])
-        if f == "endsWith":
-            return F.ends_with(values, a[0])
-        if f == "multiSearchAny":
-            return F.multi_search_any(values, list(a[0]))
-        if f == "match":
-            return F.match(values, a[0])
-        if f == "in":
-            return F.is_in(values, list(a[0]))
-        if f == "notIn":
-            return F.is_in(values, list(a[0]), negated=True)
-        if f == "equals":
-            return F.compare("=", values, a[0])
-        if f == "notEquals":
-            return F.compare("!=", values, a[0])
-        raise SkipidxError(f"cannot evaluate {f}")
-
-    m = F.where_mask(ev(e))
+    col = atoms(e)[0].column if atoms(e) else "c"
+    m = where_mask(to_bound(e, values.type), pa.table({col: values}))
+    if m is None:
+        return np.ones(len(values), dtype=bool)
     if isinstance(m, pa.ChunkedArray):
         m = m.combine_chunks() if m.num_chunks else pa.array([], pa.bool_())
     return np.asarray(pc.fill_null(m, False).to_numpy(zero_copy_only=False), dtype=bool)
