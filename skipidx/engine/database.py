@@ -266,6 +266,7 @@ class Database:
     def _dispatch(self, s: A.Statement) -> Result:
         from skipidx.engine import statements
 
+        s = statements.resolve_subqueries(self, s)
         handled = statements.run(self, s)
         if handled is not None:
             return handled

@@ -71,6 +71,87 @@ def _param_value(kv: A.KeywordArg) -> Any:
     return v.decode("utf-8", "surrogateescape") if isinstance(v, bytes) else v
 
 
+def resolve_subqueries(db: Any, s: A.Statement) -> A.Statement:
+    """`s` with every ``x [NOT] IN (SELECT ...)`` replaced by the list of the subquery's
+    values (run first, as ClickHouse builds the set before index analysis): the IN then
+    binds, prunes and filters as a constant IN list does."""
+    if not isinstance(s, (A.Select, A.Explain, A.InsertSelect, A.CreateTable)):
+        return s
+    return _resolve(db, s)
+
+
+def _resolve(db: Any, node: Any) -> Any:
+    if isinstance(node, A.InList) and len(node.items) == 1 and isinstance(node.items[0], A.Subquery):
+        return dataclasses.replace(node, expr=_resolve(db, node.expr), items=_in_values(db, node))
+    if isinstance(node, A.Node) and dataclasses.is_dataclass(node):
+        changes = {}
+        for f in dataclasses.fields(node):
+            v = getattr(node, f.name)
+            nv = _resolve_value(db, v)
+            if nv is not v:
+                changes[f.name] = nv
+        return dataclasses.replace(node, **changes) if changes else node
+    return node
+
+
+def _resolve_value(db: Any, v: Any) -> Any:
+    if isinstance(v, A.Node):
+        return _resolve(db, v)
+    if isinstance(v, tuple) and v and any(isinstance(x, (A.Node, tuple)) for x in v):
+        items = tuple(_resolve_value(db, x) for x in v)
+        return v if all(a is b for a, b in zip(items, v)) else items
+    return v
+
+
+def _in_values(db: Any, node: A.InList) -> tuple[A.Expr, ...]:
+    sub = node.items[0]
+    if not isinstance(sub.query, A.Select):
+        raise _err("IN takes a SELECT subquery, not EXPLAIN", sub)
+    table, _stats, _types = _select_table(db, _resolve(db, sub.query))
+    left = len(node.expr.items) if isinstance(node.expr, A.TupleLiteral) else 1
+    if table.num_columns != left:
+        raise _err(f"Number of columns in section IN doesn't match. {left} at left, {table.num_columns} at right. "
+                   "(NUMBER_OF_COLUMNS_DOESNT_MATCH)", sub)
+    cols = [_literals(table.column(i), sub) for i in range(table.num_columns)]
+    if left == 1:
+        items = tuple(cols[0])
+    else:
+        items = tuple(A.TupleLiteral(tuple(r), pos=sub.pos) for r in zip(*cols))
+    if not items:       # an empty set: nothing is IN it
+        items = (A.Literal(None, "null", pos=sub.pos),)
+    return items
+
+
+def _literals(col: Any, at: Any) -> list[A.Expr]:
+    """The values of a subquery's column as literals (distinct, in first-seen order)."""
+    import datetime as _dt
+
+    if pa.types.is_dictionary(col.type):
+        col = col.cast(col.type.value_type)
+    col = pc.unique(col)
+    out: list[A.Expr] = []
+    for v in col.to_pylist():
+        if v is None:
+            out.append(A.Literal(None, "null", pos=at.pos))
+        elif isinstance(v, bool):
+            out.append(A.Literal(v, "bool", pos=at.pos))
+        elif isinstance(v, int):
+            out.append(A.Literal(v, "int", pos=at.pos))
+        elif isinstance(v, float):
+            out.append(A.Literal(v, "float", pos=at.pos))
+        elif isinstance(v, str):
+            out.append(A.Literal(v.encode("utf-8", "surrogateescape"), "string", pos=at.pos))
+        elif isinstance(v, bytes):
+            out.append(A.Literal(v, "string", pos=at.pos))
+        elif isinstance(v, _dt.datetime) and v.tzinfo is None:
+            out.append(A.Literal(v.strftime("%Y-%m-%d %H:%M:%S").encode(), "string", pos=at.pos))
+        elif isinstance(v, _dt.date) and not isinstance(v, _dt.datetime):
+            out.append(A.Literal(v.isoformat().encode(), "string", pos=at.pos))
+        else:
+            raise _err(f"IN (SELECT ...): values of type {col.type} are not supported in the set", at)
+    return out
+
+
 def run(db: Any, s: A.Statement) -> Result | None:
     """Run `s` if it is one of this module's statements; None otherwise."""
     if isinstance(s, A.Select):
@@ -150,7 +231,7 @@ def _select_streamed(db: Any, s: A.Select) -> Result | None:
 
     qs = resolve_settings(session_settings(db), s.settings)
     q = _with_prewhere(s)
-    if q.table_function is not None or q.table is None:
+    if q.table_function is not None or q.table is None or q.subquery is not None:
         return None
     table = db._table(q.table)
     snap = table.snapshot()
@@ -192,6 +273,8 @@ def _select_table(db: Any, s: A.Select):
 
     qs = resolve_settings(session_settings(db), s.settings)
     q = _with_prewhere(s)
+    if q.subquery is not None:
+        return _select_derived(db, q, qs)
     if q.table_function is not None:
         return _select_table_function(q, qs)
     if q.table is None:
@@ -211,7 +294,9 @@ def _select_table(db: Any, s: A.Select):
     limit = qs.get("max_result_rows")
     if limit and out.num_rows > limit:
         raise result_rows_exceeded(limit, out.num_rows)
-    return out, stats, None
+    from skipidx.engine.streaming import bound_types
+
+    return out, stats, bound_types(bs, out)
 
 
 def _group_of(meta: Any) -> dict[str, str]:
@@ -397,23 +482,52 @@ def _check_read_limits(selections: list, plan: Any, qs: QuerySettings, bs: Any) 
                                   f"current bytes: {_size(nbytes)}", TOO_MANY_BYTES, "TOO_MANY_BYTES")
 
 
+def _select_derived(db: Any, q: A.Select, qs: QuerySettings):
+    """``SELECT ... FROM (SELECT ...)``: the inner result is the table, with its
+    ClickHouse types."""
+    from skipidx.core.types import parse_type
+    from skipidx.store.metadata import ColumnMeta, TableMeta
+
+    sub = q.subquery
+    if not isinstance(sub.query, A.Select):
+        raise _err("FROM (EXPLAIN ...) is not supported: skipidx's EXPLAIN text is its own, not "
+                   "ClickHouse's, so filtering its lines would not give ClickHouse's answer", sub)
+    inner, _stats, types = _select_table(db, sub.query)
+    if types is None:
+        from skipidx.engine.result import Result as _R
+
+        types = _R(inner).types
+    if len(set(inner.column_names)) != inner.num_columns:
+        raise _err("a derived table needs distinct column names (give the repeated one an alias)", sub)
+    cols = [ColumnMeta(name, parse_type(t)) for name, t in zip(inner.column_names, types)]
+    data = pa.table(inner.columns, schema=pa.schema([pa.field(c.name, f.type, nullable=c.type.nullable)
+                                                     for c, f in zip(cols, inner.schema)]))
+    meta = TableMeta(name=sub.alias or "_subquery", columns=cols)
+    return _select_from_data(dataclasses.replace(q, subquery=None), qs, data, meta, sub.to_sql())
+
+
 def _select_table_function(q: A.Select, qs: QuerySettings):
     from skipidx.engine.table_functions import run_table_function
+
+    data, meta = run_table_function(q.table_function)
+    return _select_from_data(q, qs, data, meta, q.table_function.to_sql())
+
+
+def _select_from_data(q: A.Select, qs: QuerySettings, data: pa.Table, meta: Any, source: str):
     from skipidx.expr.evaluate import where_mask
     from skipidx.execution.select import run_select
     from skipidx.expr.binder import bind_select
     from skipidx.planner.stats import QueryStats
 
-    data, meta = run_table_function(q.table_function)
     bs = bind_select(meta, q)
-    if q.table_function.name.lower() == "numbers":
+    if q.table_function is not None and q.table_function.name.lower() == "numbers":
         # ClickHouse limits the rows numbers() produces (file() is not limited)
         max_rows = qs.get("max_rows_to_read")
         if max_rows and data.num_rows > max_rows and not _trivial_count(bs):
             raise QueryLimitError(f"Limit for rows (controlled by 'max_rows_to_read' setting) exceeded, max rows: "
                                   f"{_quantity(max_rows)}, current rows: {_quantity(data.num_rows)}",
                                   TOO_MANY_ROWS, "TOO_MANY_ROWS")
-    stats = QueryStats(table=q.table_function.to_sql(), rows_total=data.num_rows, rows_read=data.num_rows)
+    stats = QueryStats(table=source, rows_total=data.num_rows, rows_read=data.num_rows)
     mask = where_mask(bs.where, data)
     filtered = data if mask is None else data.filter(mask)
     stats.rows_matched = filtered.num_rows

@@ -389,11 +389,29 @@ class InList(Expr):
 
     def _sql_level(self) -> tuple[str, int]:
         op = "NOT IN" if self.negated else "IN"
+        if len(self.items) == 1 and isinstance(self.items[0], Subquery):
+            return f"{_wrap(self.expr, LEVEL_COMPARISON)} {op} {self.items[0].to_sql()}", LEVEL_COMPARISON
         items = ", ".join(_wrap(i, LEVEL_OR) for i in self.items)
         return f"{_wrap(self.expr, LEVEL_COMPARISON)} {op} ({items})", LEVEL_COMPARISON
 
     def to_sql(self) -> str:
         return self._sql_level()[0]
+
+
+@dataclass(frozen=True)
+class Subquery(Expr):
+    """``(SELECT ...)``: the list of ``x [NOT] IN (SELECT ...)`` (the engine runs it
+    first and the IN takes its values), or a derived table ``FROM (SELECT ...)``."""
+
+    query: Statement
+    alias: str | None = None
+    pos: Pos = _pos_field()
+
+    def _sql_level(self) -> tuple[str, int]:
+        return f"({self.query.to_sql()})", LEVEL_ATOM
+
+    def to_sql(self) -> str:
+        return f"({self.query.to_sql()})" + (f" AS {quote_identifier(self.alias)}" if self.alias else "")
 
 
 @dataclass(frozen=True)
@@ -832,6 +850,8 @@ class Select(Statement):
     settings: tuple[KeywordArg, ...] = ()
     format: str | None = None
     outfile: str | None = None
+    #: ``FROM (SELECT ...) [AS alias]``: a derived table (or ``FROM (EXPLAIN ...)``)
+    subquery: "Subquery | None" = None
     pos: Pos = _pos_field()
 
     def settings_dict(self) -> dict[str, Literal | Param]:
@@ -844,6 +864,8 @@ class Select(Statement):
             text += f" FROM {_table_sql(self.table)}"
         elif self.table_function is not None:
             text += f" FROM {self.table_function.to_sql()}"
+        elif self.subquery is not None:
+            text += f" FROM {self.subquery.to_sql()}"
         if self.prewhere is not None:
             text += f" PREWHERE {self.prewhere.to_sql()}"
         if self.where is not None:

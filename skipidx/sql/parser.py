@@ -729,6 +729,12 @@ class _AstBuilder(Transformer):
         node = A.InList(left, items, negated=op.type == "NOT_IN", pos=_pos(left))
         return self._expr(node, left, *items)
 
+    def in_subquery(self, c: list) -> A.Expr:
+        left, op, lpar, sel, _ = c
+        sub = A.Subquery(sel, pos=_pos(lpar))
+        node = A.InList(left, (sub,), negated=op.type == "NOT_IN", pos=_pos(left))
+        return self._expr(node, left, sub)
+
     def is_null(self, c: list) -> A.Expr:
         return self._expr(A.IsNull(c[0], False, pos=_pos(c[0])), c[0])
 
@@ -769,6 +775,11 @@ class _AstBuilder(Transformer):
         name = c[1]
         args = _exprs(c[2:])
         return _Clause("from_function", A.TableFunction(name.decoded, args, pos=_pos(name)), _pos(c[0]))
+
+    def from_subquery(self, c: list) -> _Clause:
+        query = c[2]
+        alias = c[-1].decoded if isinstance(c[-1], Token) and c[-1].type == "IDENT" else None
+        return _Clause("from_subquery", A.Subquery(query, alias, pos=_pos(c[1])), _pos(c[0]))
 
     def prewhere_clause(self, c: list) -> _Clause:
         return _Clause("prewhere", c[1], _pos(c[0]))
@@ -814,6 +825,7 @@ class _AstBuilder(Transformer):
             items=tuple(x for x in c if isinstance(x, A.SelectItem)),
             table=cl["from"].value if "from" in cl else None,
             table_function=cl["from_function"].value if "from_function" in cl else None,
+            subquery=cl["from_subquery"].value if "from_subquery" in cl else None,
             prewhere=cl["prewhere"].value if "prewhere" in cl else None,
             settings=cl["settings"].value if "settings" in cl else (),
             where=cl["where"].value if "where" in cl else None,
