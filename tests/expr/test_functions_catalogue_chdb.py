@@ -62,3 +62,27 @@ def test_function_errors_are_skipidx_errors(tables, sql, msg):
     db, _ = tables
     with pytest.raises(skipidx.SkipidxError, match=msg):
         db.sql(sql).fetchall()
+
+
+TZ_DDL = "CREATE TABLE {t} (id UInt32, tz DateTime('America/New_York'), ki DateTime('Asia/Kolkata')) ENGINE = MergeTree ORDER BY id"
+# both DST changes of 2024 in New York (before/after 02:00 on 03-10, the repeated 01:00 on 11-03), a year end
+TZ_ROWS = ("INSERT INTO {t} VALUES (1, 1710054000, 1710054000), (2, 1710057600, 1710057600), "
+           "(3, 1730613600, 1730613600), (4, 1730617200, 1730617200), (5, 1704067200, 1704067200)")
+TZ_EXPRESSIONS = ["toHour(tz)", "toDate(tz)", "toStartOfDay(tz)", "toStartOfHour(tz)", "toStartOfMinute(tz)",
+                  "toString(tz)", "toDayOfMonth(tz)", "toYYYYMM(tz)", "tz + INTERVAL 1 DAY", "tz + INTERVAL 1 MONTH",
+                  "dateDiff('day', tz, tz + INTERVAL 1 DAY)", "toDateTime(tz, 'UTC')", "toStartOfMonth(tz)",
+                  "toStartOfHour(ki)", "toStartOfDay(ki)", "toHour(ki)", "toTypeName(tz)"]
+
+
+@pytest.mark.parametrize("expr", TZ_EXPRESSIONS, ids=TZ_EXPRESSIONS)
+def test_time_zones_and_dst_match_clickhouse(expr):
+    db = skipidx.connect()
+    db.sql(TZ_DDL.format(t="t"))
+    db.sql(TZ_ROWS.format(t="t"))
+    name = chdb_oracle.scratch_database("tz")
+    chdb_oracle.query(TZ_DDL.format(t=f"{name}.t"))
+    chdb_oracle.query(TZ_ROWS.format(t=f"{name}.t"))
+    q = f"SELECT {expr} FROM {{t}} ORDER BY id"
+    r = db.sql(q.format(t="t"))
+    ours = write_table(r.to_arrow(), "TSVWithNames", types=r.types).decode()
+    assert ours == chdb_oracle.query(q.format(t=f"{name}.t"), "TSVWithNames").bytes().decode(), expr

@@ -73,8 +73,19 @@ def start_of(a: ArrayLike, unit: str) -> pa.Array:
     if unit in ("minute", "hour", "day"):
         if pa.types.is_date(a.type):
             a = a.cast(pa.timestamp("s"))
-        out = pc.floor_temporal(a, unit=unit)
-        return out.cast(pa.timestamp("s", a.type.tz))
+        tz = a.type.tz
+        if not tz:
+            return pc.floor_temporal(a, unit=unit).cast(pa.timestamp("s"))
+        if unit == "day":
+            # the instant of local midnight (a DST change during the day moves it off the clock math)
+            local_midnight = to_date(a).cast(pa.timestamp("s"))
+            return pc.assume_timezone(local_midnight, timezone=tz, ambiguous="earliest",
+                                      nonexistent="earliest").cast(pa.timestamp("s", tz))
+        # within an hour local and UTC clocks move together: take off the local remainder
+        local = pc.local_timestamp(a).cast(pa.timestamp(a.type.unit))
+        rem = pc.subtract(local.cast(pa.int64()), pc.floor_temporal(local, unit=unit).cast(pa.int64()))
+        inst = pc.subtract(a.cast(pa.timestamp(a.type.unit)).cast(pa.int64()), rem)
+        return inst.cast(pa.timestamp(a.type.unit)).cast(pa.timestamp("s")).cast(pa.timestamp("s", tz))
     if unit == "week":   # mode 0: weeks start on Sunday
         d = to_date(a)
         days = d.cast(pa.int32()).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
@@ -98,9 +109,13 @@ def to_date(a: ArrayLike) -> pa.Array:
         return a.cast(pa.date32())
     if pa.types.is_timestamp(t):
         if t.tz:
-            local = pc.local_timestamp(a)
-            return local.cast(pa.timestamp(t.unit)).cast(pa.date32())
-        return pc.floor_temporal(a, unit="day").cast(pa.date32())
+            local = pc.local_timestamp(a).cast(pa.timestamp(t.unit))
+            days = pc.floor_temporal(local, unit="day").cast(pa.date32())
+        else:
+            days = pc.floor_temporal(a, unit="day").cast(pa.date32())
+        # Date starts at 1970-01-01: ClickHouse clamps earlier days to it
+        v = np.maximum(days.cast(pa.int32()).fill_null(0).to_numpy(zero_copy_only=False), 0)
+        return pa.array(v.astype(np.int32), pa.int32(), mask=_mask(days)).cast(pa.date32())
     if pa.types.is_integer(t) or pa.types.is_floating(t):
         v = a.cast(pa.int64(), safe=False).fill_null(0).to_numpy(zero_copy_only=False)
         days = np.where(v < _DATE_DAYS_LIMIT, v, np.floor_divide(v, 86400))
