@@ -122,9 +122,20 @@ def quote_string(value: bytes) -> str:
     return "'" + _escape_text(value, "'") + "'"
 
 
+_NEEDS_ESCAPE = {q: re.compile("[\x00-\x1f\x7f\\\\" + q + "]") for q in ("'", "`")}
+
+
 def _escape_text(value: bytes, quote: str) -> str:
     # Valid UTF-8 stays readable; every other byte becomes \xHH. Surrogate
     # escapes mark exactly the bytes that are not part of valid UTF-8.
+    if quote in _NEEDS_ESCAPE:
+        # the common case in one C-level pass (a 1 MB literal: ~3 s per byte below)
+        try:
+            text = value.decode("utf-8")
+        except UnicodeDecodeError:
+            text = None
+        if text is not None and not _NEEDS_ESCAPE[quote].search(text):
+            return text
     out = []
     for ch in value.decode("utf-8", "surrogateescape"):
         o = ord(ch)
