@@ -66,3 +66,29 @@ def test_false_negative_is_detected(sets):
 def test_bad_fuse_kind():
     with pytest.raises(zoo.SkipidxError):
         zoo.FuseFamily("xor9")
+
+
+def test_stdlib_corpus_is_seeded_and_reproducible():
+    from skipidx.apps.research.corpora import load_corpus
+
+    a, da = load_corpus("stdlib", 3000, seed=5)
+    b, db_ = load_corpus("stdlib", 3000, seed=5)
+    c, _ = load_corpus("stdlib", 3000, seed=6)
+    assert len(a) == 3000 and a.equals(b) and da == db_ and not a.equals(c)
+    assert "standard library" in da and "seed 5" in da
+
+
+def test_unknown_corpus():
+    from skipidx.apps.research.corpora import load_corpus
+
+    with pytest.raises(zoo.SkipidxError, match="unknown corpus"):
+        load_corpus("nope", 10)
+
+
+def test_text_index_keeps_the_ideal():
+    vals = _corpus(rows=2048)
+    toks = zoo.present_tokens(vals, 20, seed=1)
+    rows = zoo.run_corpus(vals, corpus="synthetic", rows_per_granule=256, tokens=toks, n_absent=200, reps=1)
+    text = [r for r in rows if r.family == "text index"]
+    assert len(text) == 1 and text[0].bytes > 0
+    assert text[0].kept == text[0].ideal == [r for r in rows if r.family == "exact sets"][0].kept

@@ -293,10 +293,12 @@ def _timed_keep(f, probes: np.ndarray, reps: int) -> tuple[np.ndarray, float]:
 
 
 def run_zoo(sets: GranuleSets, filters: Sequence, *, corpus: str, tokenizer: str, n_present: int = 200,
-            n_absent: int = 2000, seed: int = 1, conf: float = 0.999, reps: int = 3) -> list[ZooRow]:
+            n_absent: int = 2000, seed: int = 1, conf: float = 0.999, reps: int = 3,
+            present: np.ndarray | None = None) -> list[ZooRow]:
     from skipidx.apps.research.fpp import wilson_interval
 
-    present = present_probes(sets, n_present, seed)
+    if present is None:
+        present = present_probes(sets, n_present, seed)
     absent = absent_probes(sets, n_absent, seed)
     truth = ExactSets()
     truth.build(sets)
@@ -324,3 +326,84 @@ def run_zoo(sets: GranuleSets, filters: Sequence, *, corpus: str, tokenizer: str
 
 def rows_to_dicts(rows: Sequence[ZooRow]) -> list[dict]:
     return [asdict(r) for r in rows]
+
+
+def text_index_row(values: pa.Array | pa.ChunkedArray, present_tokens: Sequence[str], ideal: int, *,
+                   corpus: str, rows_per_granule: int, keys: int) -> ZooRow:
+    """The engine's ``text`` index (splitByNonAlpha = the token tokenizer) on the same rows and
+    granules: bytes of its index files, build = insert time less a plain table's insert time,
+    kept = the granules its pruning selects for hasToken of the present tokens."""
+    import os
+
+    import skipidx
+
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    tbl = pa.table({"msg": values.cast(pa.string())})
+    settings = f"ORDER BY tuple() SETTINGS index_granularity = {int(rows_per_granule)}"
+    with skipidx.connect() as db:
+        db.sql(f"CREATE TABLE p (msg String) {settings}")
+        db.sql(f"CREATE TABLE t (msg String, INDEX i msg TYPE text(tokenizer = 'splitByNonAlpha')) {settings}")
+        db.insert("p", tbl.slice(0, 1))
+        db.insert("t", tbl.slice(0, 1))   # warm-up (JIT) excluded
+        db.sql("TRUNCATE TABLE p")
+        db.sql("TRUNCATE TABLE t")
+        t0 = time.perf_counter()
+        db.insert("p", tbl)
+        t1 = time.perf_counter()
+        db.insert("t", tbl)
+        build_s = max(0.0, (time.perf_counter() - t1) - (t1 - t0))
+        nbytes = 0
+        for dp, _, fns in os.walk(os.path.join(str(db.path), "t")):
+            nbytes += sum(os.path.getsize(os.path.join(dp, fn)) for fn in fns if fn.startswith("idx."))
+        kept = 0
+        q = "SELECT count() FROM t WHERE hasToken(msg, {x:String})"
+        db.sql(q, params={"x": present_tokens[0]})
+        t0 = time.perf_counter()
+        for tok in present_tokens:
+            kept += int(db.sql(q, params={"x": tok}).stats.granules_selected)
+        probe_s = time.perf_counter() - t0
+    return ZooRow(corpus, "token", "text index", "text(splitByNonAlpha)", nbytes, 8.0 * nbytes / max(keys, 1),
+                  build_s, probe_s, kept, int(ideal), kept / max(int(ideal), 1), 0, 0, 0.0, 0.0, 0.0, 0.0)
+
+
+def present_tokens(values: pa.Array | pa.ChunkedArray, n: int, seed: int) -> list[str]:
+    """`n` distinct tokens (ClickHouse's: runs of ASCII alnum / bytes >= 0x80) drawn from the column."""
+    from skipidx.core.tokenizer_api import get_tokenizer
+
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    toks = get_tokenizer("token").tokenize(values)
+    data = bytes(memoryview(toks.data)) if not isinstance(toks.data, (bytes, bytearray)) else bytes(toks.data)
+    off = np.asarray(toks.offsets)
+    rng = np.random.default_rng(seed + 2)
+    pick = rng.permutation(off.shape[0] - 1)
+    seen: dict[bytes, None] = {}
+    for i in pick:
+        t = data[off[i]:off[i + 1]]
+        if t.isascii():
+            seen.setdefault(t, None)
+        if len(seen) >= n:
+            break
+    return [t.decode() for t in seen]
+
+
+def run_corpus(values: pa.Array, *, corpus: str, rows_per_granule: int, tokens: Sequence[str], seed: int = 1,
+               n_absent: int = 2000, reps: int = 3, conf: float = 0.999, with_text: bool = True) -> list[ZooRow]:
+    """The zoo on one corpus with the token tokenizer, probing with `tokens` (present) and
+    random absent hashes; the text index answers the same present tokens."""
+    from skipidx.apps.research.indexes import _hash_tokens
+    from skipidx.core.tokenizer_api import get_tokenizer
+
+    tok = get_tokenizer("token")
+    sets = granule_sets(values, tok, rows_per_granule)
+    probes = np.unique(_hash_tokens([t.encode() for t in tokens]))
+    filters = default_filters(max_ndv=int(sets.ndv.max()))
+    rows = run_zoo(sets, filters, corpus=corpus, tokenizer="token", n_absent=n_absent, seed=seed, conf=conf,
+                   reps=reps, present=probes)
+    if with_text:
+        truth = ExactSets()
+        truth.build(sets)
+        rows.append(text_index_row(values, list(tokens), int(truth.keep(probes).sum()), corpus=corpus,
+                                   rows_per_granule=rows_per_granule, keys=int(sets.hashes.shape[0])))
+    return rows
