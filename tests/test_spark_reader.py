@@ -25,7 +25,8 @@ from pyspark.sql import datasource as D  # noqa: E402
 import skipidx  # noqa: E402
 from skipidx.apps.datagen import RARE_TOKEN, SCHEMA_SQL, generate_table  # noqa: E402
 from skipidx.apps.spark._plan import TaskSlice, planner_cache, split_tasks  # noqa: E402
-from skipidx.apps.spark.source import SkipidxDataSource, _spark_arrow_schema, _to_spark  # noqa: E402
+from skipidx.apps.spark.arrow_types import spark_arrow_schema as _spark_arrow_schema, to_spark as _to_spark  # noqa: E402
+from skipidx.apps.spark.source import SkipidxDataSource  # noqa: E402
 
 pytestmark = pytest.mark.spark
 

@@ -77,14 +77,14 @@ def plan_external_scan(table_dir: str, where: Any, cache: Any = None):
 def read_external_slices(reader: Any, slices: list) -> Iterator[pa.RecordBatch]:
     """The rows of the planned row groups passing the reader's exact filter."""
     from skipidx.apps.spark.filters import conjunction
-    from skipidx.apps.spark.source import _filtered, _mask, _read_filter_first, _spark_arrow_schema, _to_spark
-    from skipidx.execution.scan import split_ranges
+    from skipidx.apps.spark.arrow_types import spark_arrow_schema, to_spark
+    from skipidx.execution.scan import read_filter_first, row_mask, split_ranges
     from skipidx.expr.binder import bind_where
     from skipidx.expr.visitors import columns_of
     from skipidx.store.external import ExternalTable
 
     meta = reader._meta()
-    schema = _spark_arrow_schema(meta)
+    schema = spark_arrow_schema(meta)
     exact = conjunction((reader.pushed if reader.prefilter else []) + ([reader.where] if reader.where else []))
     bound = bind_where(meta, exact) if exact is not None else None
     used = columns_of(bound) if bound is not None else set()
@@ -102,9 +102,10 @@ def read_external_slices(reader: Any, slices: list) -> Iterator[pa.RecordBatch]:
                 if bound is None:
                     tab = f.read(meta.column_names, batch)
                 elif first and rest:
-                    tab = _read_filter_first(f, batch, bound, first, rest, meta.column_names)
+                    tab = read_filter_first(f, batch, bound, first, rest, meta.column_names)
                 else:
                     tab = f.read(meta.column_names, batch)
-                    tab = _filtered(tab, _mask(bound, tab))
+                    m = row_mask(bound, tab)
+                    tab = tab if m is None else tab.filter(pa.array(m, type=pa.bool_()))
                 if tab is not None and tab.num_rows:
-                    yield from _to_spark(tab, schema).to_batches()
+                    yield from to_spark(tab, schema).to_batches()

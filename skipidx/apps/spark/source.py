@@ -450,25 +450,8 @@ def _table_meta(table_dir: str) -> Any:
     return ExternalTable(table_dir).meta if is_external(table_dir) else read_state(table_dir).meta
 
 
-def _spark_arrow_schema(meta: Any) -> pa.Schema:
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    from skipidx.apps.spark.filters import spark_schema_of
-
-    return to_arrow_schema(spark_schema_of(meta), timezone="UTC")
-
-
-def _to_spark(t: pa.Table, schema: pa.Schema) -> pa.Table:
-    """Columns cast to the Arrow types Spark expects (uint8 -> int16, uint64 ->
-    decimal(20,0), timestamp[s] -> timestamp[us, UTC], ...); all exact."""
-    arrays = []
-    for f in schema:
-        c = t.column(f.name)
-        arrays.append(c if c.type == f.type else c.cast(f.type))
-    return pa.Table.from_arrays(arrays, schema=schema)
-
-
 def _read_slices(reader: SkipidxReader, gen: int, slices: list) -> Iterator[pa.RecordBatch]:
+    from skipidx.apps.spark.arrow_types import spark_arrow_schema, to_spark
     from skipidx.execution.scan import read_filter_first, row_mask, split_ranges
     from skipidx.expr.binder import bind_where
     from skipidx.expr.visitors import columns_of
@@ -478,7 +461,7 @@ def _read_slices(reader: SkipidxReader, gen: int, slices: list) -> Iterator[pa.R
 
     _task_threads(reader.task_threads)
     meta = reader._meta()
-    schema = _spark_arrow_schema(meta)
+    schema = spark_arrow_schema(meta)
     exact = conjunction((reader.pushed if reader.prefilter else []) + ([reader.where] if reader.where else []))
     bound = bind_where(meta, exact) if exact is not None else None
     used = columns_of(bound) if bound is not None else set()
@@ -505,7 +488,7 @@ def _read_slices(reader: SkipidxReader, gen: int, slices: list) -> Iterator[pa.R
                     m = row_mask(bound, t)
                     t = t if m is None else t.filter(pa.array(m, type=pa.bool_()))
                 if t is not None and t.num_rows:
-                    yield from _to_spark(t, schema).to_batches()
+                    yield from to_spark(t, schema).to_batches()
     finally:
         os.close(fd)
 
