@@ -806,7 +806,12 @@ def show_create_text(meta: Any) -> str:
             continue                         # a tuple-form index prints once, as declared
         name, expr = (g[0], g[2]) if g is not None else (im.name, _index_expr_sql(im))
         lines.append(f"    INDEX {name} {expr} TYPE {_index_type_sql(im)} GRANULARITY {im.definition.granularity}")
-    text = f"CREATE TABLE default.{A.quote_identifier(meta.name)}\n(\n" + ",\n".join(lines) + "\n)\nENGINE = MergeTree"
+    engine = getattr(meta, "engine", "MergeTree")
+    text = f"CREATE TABLE default.{A.quote_identifier(meta.name)}\n(\n" + ",\n".join(lines) + f"\n)\nENGINE = {engine}"
+    if engine != "MergeTree":
+        return text
+    if getattr(meta, "partition_by", None):
+        text += "\nPARTITION BY " + meta.partition_by
     if meta.primary_key is not None:
         text += "\nPRIMARY KEY " + _key_sql(meta.primary_key)
     text += "\nORDER BY " + _key_sql(meta.order_by)

@@ -149,15 +149,28 @@ def _expression_index(ic: A.IndexClause, meta: Any) -> IndexDef:
     )
 
 
+#: Engines stored as a MergeTree without sorting key (ClickHouse's unsorted log/memory engines).
+LOG_ENGINES = ("TinyLog", "Log", "StripeLog", "Memory")
+
+
 def table_meta_from_ast(s: A.CreateTable):
     """The validated TableMeta of a CREATE TABLE statement."""
     from skipidx.store.metadata import ColumnMeta, TableMeta, make_index_meta, normalize_codec
     from skipidx.core.types import parse_type
 
-    if s.engine is not None and s.engine != "MergeTree":
-        raise _err(f"unsupported engine {s.engine!r}: MergeTree, or ParquetFiles('glob') over existing files", s)
+    engine = s.engine or "MergeTree"
+    if engine in LOG_ENGINES:
+        # ClickHouse's log and memory engines keep rows unsorted, without keys or skip
+        # indexes: here a MergeTree without a sorting key answers the same queries
+        if s.order_by is not None or s.primary_key is not None or s.partition_by is not None or s.indexes:
+            raise _err(f"engine {engine} takes no ORDER BY, PRIMARY KEY, PARTITION BY or INDEX", s)
+        if s.settings:
+            raise _err(f"engine {engine} takes no SETTINGS", s.settings[0])
+    elif engine != "MergeTree":
+        raise _err(f"unsupported engine {s.engine!r}: MergeTree, {', '.join(LOG_ENGINES)}, or "
+                   "ParquetFiles('glob') over existing files", s)
     if s.engine_args:
-        raise _err("ENGINE = MergeTree takes no arguments", s)
+        raise _err(f"ENGINE = {engine} takes no arguments", s)
     if not s.has_elements:
         raise _err(f"table {s.table.name!r}: a MergeTree table needs its column list", s)
     columns = []
@@ -204,9 +217,25 @@ def table_meta_from_ast(s: A.CreateTable):
                                                if defn.expression is None else parse_type(defn.expression_type)))
             except SkipidxError as e:
                 raise _at(e, ic) from None
+    partition_by = None
+    pk = s.partition_by
+    if pk is not None and isinstance(pk, A.FunctionCall) and pk.name == "tuple" and not pk.args:
+        partition_by = "tuple()"              # no partitioning, written out
+    elif pk is not None:
+        from skipidx.expr.binder import Binder
+        from skipidx.expr.visitors import contains_agg
+
+        try:
+            bound = Binder(probe).expr(s.partition_by)
+        except SkipidxError as e:
+            raise _at(e, s.partition_by) from None
+        if contains_agg(bound):
+            raise _err("PARTITION BY cannot hold an aggregate function", s.partition_by)
+        partition_by = s.partition_by.to_sql()
     meta = TableMeta(name=s.table.name, columns=columns, order_by=order_by, index_granularity=granularity,
                      indexes=indexes, settings=settings,
-                     primary_key=None if primary_key is None or primary_key == order_by else primary_key)
+                     primary_key=None if primary_key is None or primary_key == order_by else primary_key,
+                     partition_by=partition_by, engine=engine)
     try:
         return meta.validate()
     except SkipidxError as e:

@@ -671,6 +671,8 @@ class CreateTable(Statement):
     engine_args: tuple[Literal, ...] = ()
     #: whether the ``(columns, indexes)`` list was written (an external table may infer its columns)
     has_elements: bool = True
+    #: ``PARTITION BY expr`` (recorded; skipidx does not split parts by it)
+    partition_by: Expr | None = None
 
     def settings_dict(self) -> dict[str, Literal]:
         """SETTINGS as a dict (name -> literal)."""
@@ -684,6 +686,8 @@ class CreateTable(Statement):
             text += f" ENGINE = {quote_identifier(self.engine)}"
             if self.engine_args:
                 text += f"({', '.join(a.to_sql() for a in self.engine_args)})"
+        if self.partition_by is not None:
+            text += f" PARTITION BY {self.partition_by.to_sql()}"
         for word, key in (("ORDER BY", self.order_by), ("PRIMARY KEY", self.primary_key)):
             if key is None:
                 continue

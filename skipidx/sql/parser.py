@@ -82,7 +82,7 @@ _KEYWORD_TERMINALS = {
     TABLE TABLES TRUE TYPE VALUES WHERE
     AFTER COLUMN DEFAULT KEY MODIFY OUTFILE PREWHERE PRIMARY SET SETTING TRUNCATE
     CAST CASE WHEN THEN ELSE END INTERVAL
-    ATTACH PARTS MERGES
+    ATTACH PARTS MERGES PARTITION
     """.split()
 }
 # The logical operators are keywords wherever they stand: read as names, a
@@ -970,6 +970,9 @@ class _AstBuilder(Transformer):
         args = tuple(x for x in c if isinstance(x, A.Literal))
         return _Clause("engine", (name.decoded, args), _pos(c[0]))
 
+    def partition_clause(self, c: list) -> _Clause:
+        return _Clause("partition_by", c[2], _pos(c[0]))
+
     def primary_key_clause(self, c: list) -> _Clause:
         cl = self.key_clause(c)
         return _Clause("primary_key", cl.value, cl.pos)
@@ -1013,7 +1016,7 @@ class _AstBuilder(Transformer):
         _check_unique([(x.name, x) for x in indexes], "index")
         seen: set[str] = set()
         for x in c:
-            if isinstance(x, _Clause) and x.kind in ("key", "primary_key", "settings"):
+            if isinstance(x, _Clause) and x.kind in ("key", "primary_key", "settings", "partition_by"):
                 if x.kind in seen:
                     raise _error(f"duplicate {x.kind.replace('_', ' ').replace('key', 'ORDER BY') if x.kind == 'key' else x.kind.upper().replace('_', ' ')} clause", x)
                 seen.add(x.kind)
@@ -1030,6 +1033,7 @@ class _AstBuilder(Transformer):
             as_select=cl["as_select"].value if "as_select" in cl else None,
             engine_args=engine_args,
             has_elements="elements" in cl,
+            partition_by=cl["partition_by"].value if "partition_by" in cl else None,
             pos=_pos(c[0]),
         )
 

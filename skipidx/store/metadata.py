@@ -306,6 +306,10 @@ class TableMeta:
     format_version: int = FORMAT_VERSION
     #: ``PRIMARY KEY`` when written apart from ORDER BY (a prefix of it); None otherwise
     primary_key: list[str] | None = None
+    #: ``PARTITION BY`` as SQL text: recorded and shown; parts are not split by it
+    partition_by: str | None = None
+    #: the declared engine: MergeTree, or a log/memory engine stored as MergeTree ORDER BY tuple()
+    engine: str = "MergeTree"
 
     # ---- lookups -------------------------------------------------------
     @property
@@ -491,6 +495,8 @@ class TableMeta:
             "indexes": [i.to_json() for i in self.indexes],
             "settings": dict(self.settings),
             **({"primary_key": list(self.primary_key)} if self.primary_key is not None else {}),
+            **({"partition_by": self.partition_by} if self.partition_by is not None else {}),
+            **({"engine": self.engine} if self.engine != "MergeTree" else {}),
         }
 
     @staticmethod
@@ -515,6 +521,8 @@ class TableMeta:
             settings=_get(o, "settings", dict, where),
             format_version=_get(o, "format_version", int, where),
             primary_key=_get(o, "primary_key", list, where) if "primary_key" in o else None,
+            partition_by=_get(o, "partition_by", str, where) if "partition_by" in o else None,
+            engine=_get(o, "engine", str, where) if "engine" in o else "MergeTree",
         )
         meta.validate()
         for im in meta.indexes:
