@@ -434,7 +434,16 @@ class Database:
         from skipidx.execution.direct_read import direct_count, where_indexes
         from skipidx.planner.explain import explain_lines
 
-        snap, bs, plan = self._plan(s.select)
+        from skipidx.engine.settings import resolve_settings
+        from skipidx.engine.statements import _with_prewhere, apply_prewhere, session_settings
+
+        snap, bs, plan = self._plan(_with_prewhere(s.select))
+        if snap is not None:
+            try:
+                apply_prewhere(plan, resolve_settings(session_settings(self), s.select.settings), s.select)
+            except BaseException:
+                snap.close()
+                raise
         if snap is None:
             lines = ["Expression", "  (no table: nothing to read)"]
             return Result(pa.table({"explain": pa.array(lines, pa.string())}))

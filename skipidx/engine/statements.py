@@ -240,6 +240,7 @@ def _select_streamed(db: Any, s: A.Select) -> Result | None:
         plan = plan_query(snap, bs, db.index_cache)
         _use_expression_indexes(plan, snap.meta, db.index_cache)
         _apply_index_settings(plan, qs)
+        apply_prewhere(plan, qs, s)
 
         def before_scan(selections: list, stats: Any) -> None:
             _check_forced_indexes(plan, qs)
@@ -285,6 +286,7 @@ def _select_table(db: Any, s: A.Select):
         plan = plan_query(snap, bs, db.index_cache)
         _use_expression_indexes(plan, snap.meta, db.index_cache)
         _apply_index_settings(plan, qs)
+        apply_prewhere(plan, qs, s)
 
         def before_scan(selections: list, stats: Any) -> None:
             _check_forced_indexes(plan, qs)
@@ -376,6 +378,25 @@ def _register() -> None:
 
 
 _register()
+
+
+def apply_prewhere(plan: Any, qs: QuerySettings, s: A.Select) -> None:
+    """Which filter the scan reads first: an explicit ``PREWHERE p`` (p's columns,
+    whatever the setting), else the whole WHERE unless optimize_move_to_prewhere = 0
+    (ClickHouse moves conditions to PREWHERE by default too)."""
+    from skipidx.expr.binder import bind_where
+    from skipidx.planner.plan import set_prewhere
+
+    if s.prewhere is not None:
+        try:
+            p = bind_where(plan.snapshot.meta, s.prewhere)
+        except SkipidxError:
+            p = None    # e.g. a SELECT alias: the query bound it with the WHERE; read it all first
+        if p is not None:
+            set_prewhere(plan, p, explicit=True)
+            return
+    if not qs.get("optimize_move_to_prewhere"):
+        set_prewhere(plan, None)
 
 
 def _apply_index_settings(plan: Any, qs: QuerySettings) -> None:

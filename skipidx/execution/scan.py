@@ -75,7 +75,8 @@ DICTIONARY_MIN_GRANULES = 2
 
 
 def _read_filtered(part: Any, batch: list[tuple[int, int]], columns: list[str], where: BExpr | None,
-                   keep: list[str], use_threads: bool | None = None) -> tuple[pa.Table, int]:
+                   keep: list[str], use_threads: bool | None = None,
+                   prewhere: BExpr | None = None) -> tuple[pa.Table, int, int]:
     """Read one batch of ranges, apply the exact WHERE, keep only `keep`; (rows, rows read).
 
     The String columns the WHERE reads are read as Arrow dictionaries where
@@ -85,13 +86,18 @@ def _read_filtered(part: Any, batch: list[tuple[int, int]], columns: list[str], 
     """
     if not columns:
         n = rows_in_ranges(part, batch)
-        return zero_column_table(n), n
+        return zero_column_table(n), n, 0
     as_dict = (_where_columns(where) if DICTIONARY_READS and part.dictionary_columns
                and sum(e - s for s, e in batch) >= getattr(part, "dictionary_min_granules", DICTIONARY_MIN_GRANULES)
                else ())
     kw: dict[str, Any] = {} if use_threads is None else {"use_threads": use_threads}
+    if prewhere is not None:
+        first_cols = _where_columns(prewhere)
+        if any(c not in first_cols for c in columns):
+            return _read_prewhere(part, batch, columns, where, prewhere, keep, as_dict, kw)
     t = part.read(columns, batch, dictionary=as_dict, **kw) if as_dict else part.read(columns, batch, **kw)
     read = t.num_rows
+    nbytes = _bytes(part, columns, sum(e - s for s, e in batch))
     mask = where_mask(where, t)
     if keep != list(t.column_names):
         t = t.select(keep)   # (no columns: the row count stays)
@@ -104,7 +110,71 @@ def _read_filtered(part: Any, batch: list[tuple[int, int]], columns: list[str], 
             t = t.slice(0, n)
     if as_dict:
         t = _decode_dictionaries(t)
-    return t, read
+    return t, read, nbytes
+
+
+def _bytes(part: Any, columns: Sequence[str], granules: int) -> int:
+    """Compressed bytes of `columns` over `granules` granules (the footer's mean per granule)."""
+    if not columns or not granules:
+        return 0
+    try:
+        return int(round(granules * part.granule_bytes(columns)))
+    except AttributeError:      # a part without a Parquet footer to ask (external readers)
+        return 0
+
+
+def _granule_ranges(granules: np.ndarray) -> list[tuple[int, int]]:
+    """Sorted granule numbers as [a, b) ranges of consecutive ones."""
+    if granules.size == 0:
+        return []
+    cut = np.flatnonzero(np.diff(granules) != 1) + 1
+    return [(int(g[0]), int(g[-1]) + 1) for g in np.split(granules, cut)]
+
+
+def _read_prewhere(part: Any, batch: list[tuple[int, int]], columns: list[str], where: BExpr | None,
+                   prewhere: BExpr, keep: list[str], as_dict: Any, kw: dict) -> tuple[pa.Table, int, int]:
+    """ClickHouse's PREWHERE: read the columns `prewhere` needs over `batch`,
+    evaluate it, then read the other columns only for the granules holding a
+    passing row; `where` (if it is not `prewhere` itself: an explicit PREWHERE
+    clause) is applied to the rows that passed. Same rows, same order as
+    reading everything and filtering; (rows with `keep`, rows read, bytes read)."""
+    pcols = _where_columns(prewhere)
+    first = [c for c in columns if c in pcols]
+    rest = [c for c in columns if c not in pcols]
+    head_dict = tuple(c for c in as_dict if c in pcols) if as_dict else ()
+    head = part.read(first, batch, dictionary=head_dict, **kw) if head_dict else part.read(first, batch, **kw)
+    read = head.num_rows
+    granules = np.concatenate([np.arange(a, b, dtype=np.int64) for a, b in batch])
+    nbytes = _bytes(part, first, int(granules.size))
+    mask = row_mask(prewhere, head)
+    if mask is None:        # a constant-true PREWHERE: every granule
+        mask = np.ones(read, dtype=bool)
+    marks = np.asarray(part.marks, dtype=np.int64)
+    sizes = marks[granules + 1] - marks[granules]
+    ends = np.cumsum(sizes)
+    passed = np.concatenate([[0], np.cumsum(mask, dtype=np.int64)])
+    hit = passed[ends] - passed[ends - sizes] > 0
+    if hit.all():
+        tail, tail_mask = part.read(rest, batch, **kw), mask
+    else:
+        ranges = _granule_ranges(granules[hit])
+        tail = part.read(rest, ranges, **kw) if ranges else part.read(rest, [])
+        tail_mask = mask[np.repeat(hit, sizes)]
+    nbytes += _bytes(part, rest, int(hit.sum()))
+    head = _filtered(head, mask)
+    tail = _filtered(tail, tail_mask)
+    cols = {n: (head.schema.field(n), head.column(n)) for n in first}
+    cols.update({n: (tail.schema.field(n), tail.column(n)) for n in rest})
+    t = pa.Table.from_arrays([cols[n][1] for n in columns], schema=pa.schema([cols[n][0] for n in columns]))
+    if where is not None and where is not prewhere and t.num_rows:
+        m = where_mask(where, t)
+        if m is not None:
+            t = t.filter(m)
+    if keep != list(t.column_names):
+        t = t.select(keep)
+    if head_dict:
+        t = _decode_dictionaries(t)
+    return t, read, nbytes
 
 
 def row_mask(where: BExpr | None, t: pa.Table) -> np.ndarray | None:
@@ -234,7 +304,8 @@ if hasattr(os, "register_at_fork"):
 
 
 def scan(selections: list[PartSelection], columns: list[str], where: BExpr | None, stats,
-         max_granules: int | None = None, keep: list[str] | None = None) -> Iterator[pa.Table]:
+         max_granules: int | None = None, keep: list[str] | None = None,
+         prewhere: BExpr | None = None) -> Iterator[pa.Table]:
     """Yield the rows of the kept granules that satisfy `where`, part by part in order.
 
     `columns` (read) must include every column `where` reads; `keep` (default:
@@ -252,14 +323,21 @@ def scan(selections: list[PartSelection], columns: list[str], where: BExpr | Non
     (:func:`job_granules`), read and filtered concurrently by a process-wide
     pool, at most ``2 * SCAN_THREADS`` ahead of the consumer (bounded
     memory), and yielded in order.
+
+    `prewhere` (ClickHouse's PREWHERE; the planner passes the WHERE itself
+    unless ``optimize_move_to_prewhere = 0``, or an explicit PREWHERE clause):
+    its columns are read first and the other columns only for the granules
+    holding a row that passes it (:func:`_read_prewhere`); `where` still
+    decides the rows.
     """
     keep = list(columns) if keep is None else list(keep)
     inline = max_granules is None and _small_scan(selections, columns)
     step = max_granules if max_granules is not None else None if inline else job_granules(selections)
     jobs = [(sel.part, batch) for sel in selections for batch in split_ranges(sel.ranges, step)]
 
-    def account(t: pa.Table, read: int, t0: float) -> pa.Table:
+    def account(t: pa.Table, read: int, nbytes: int, t0: float) -> pa.Table:
         stats.rows_read += read
+        stats.bytes_read += nbytes
         stats.rows_matched += t.num_rows
         stats.scan_ms += (time.perf_counter() - t0) * 1000
         return t
@@ -268,8 +346,8 @@ def scan(selections: list[PartSelection], columns: list[str], where: BExpr | Non
     if inline or max_granules is not None or len(jobs) <= 1 or SCAN_THREADS == 1:
         for part, batch in jobs:
             t0 = time.perf_counter()
-            t, read = _read_filtered(part, batch, columns, where, keep)
-            yield account(t, read, t0)
+            t, read, nbytes = _read_filtered(part, batch, columns, where, keep, prewhere=prewhere)
+            yield account(t, read, nbytes, t0)
         return
     pool = _scan_pool()
     pending: deque = deque()
@@ -277,16 +355,16 @@ def scan(selections: list[PartSelection], columns: list[str], where: BExpr | Non
     try:
         for part, batch in it:
             # the jobs themselves run concurrently: no Arrow threads inside one
-            pending.append(pool.submit(_read_filtered, part, batch, columns, where, keep, False))
+            pending.append(pool.submit(_read_filtered, part, batch, columns, where, keep, False, prewhere))
             if len(pending) >= 2 * SCAN_THREADS:
                 break
         while pending:
             t0 = time.perf_counter()
-            t, read = pending.popleft().result()
+            t, read, nbytes = pending.popleft().result()
             nxt = next(it, None)
             if nxt is not None:
-                pending.append(pool.submit(_read_filtered, nxt[0], nxt[1], columns, where, keep, False))
-            yield account(t, read, t0)
+                pending.append(pool.submit(_read_filtered, nxt[0], nxt[1], columns, where, keep, False, prewhere))
+            yield account(t, read, nbytes, t0)
     finally:
         # a consumer that stops early (or an error) leaves no work behind; the
         # jobs already running finish on their own and their results are dropped

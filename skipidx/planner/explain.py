@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from skipidx.expr.visitors import columns_of
 from skipidx.planner.plan import QueryPlan, prune_plan
 from skipidx.planner.rpn import Op
 from skipidx.planner.stats import QueryStats
@@ -74,6 +75,15 @@ def explain_lines(plan: QueryPlan, indexes: bool = True,
                              f"columns read: {', '.join(out) or 'none'}")
     lines.append(f"  {'ReadFromParquetFiles' if ext else 'ReadFromMergeTree'} ({bs.table})")
     lines.append(f"    Columns: {', '.join(plan.columns) if plan.columns else '(none: row counts from marks)'}")
+    pw = getattr(plan, "prewhere", None)
+    if pw is not None:
+        need = columns_of(pw)
+        first = [c for c in plan.columns if c in need]
+        rest = [c for c in plan.columns if c not in need]
+        how = "PREWHERE clause" if plan.prewhere_explicit else "moved from WHERE"
+        lines.append(f"    Prewhere ({how}): {getattr(pw, 'text', '') or type(pw).__name__}; "
+                     f"read first: {', '.join(first) or 'none'}; then, for granules with a match: "
+                     f"{', '.join(rest)}")
     lines.append(f"    {P}: {stats.parts_selected}/{stats.parts_total} | "
                  f"{G}: {stats.granules_selected}/{stats.granules_total}")
     for n in stats.notes:

@@ -25,6 +25,12 @@ class QueryPlan:
     direct_read: bool = True
     #: set by run_query / EXPLAIN when it did: the indexes whose postings gave the count
     direct_read_from: list[str] | None = None
+    #: read first (ClickHouse's PREWHERE): the scan reads this filter's columns,
+    #: then the other columns only for granules with a passing row. The WHERE
+    #: itself by default (optimize_move_to_prewhere); None: one read of all
+    #: columns; an explicit PREWHERE clause puts its own expression here.
+    prewhere: Any = None
+    prewhere_explicit: bool = False
 
 
 def plan_query(snapshot: Any, bs: BoundSelect, cache: IndexCache | None = None) -> QueryPlan:
@@ -40,7 +46,21 @@ def plan_query(snapshot: Any, bs: BoundSelect, cache: IndexCache | None = None) 
     uses = plan_indexes(rpn, meta, cache, derived)
     need = columns_of(bs.where) | bs.output_columns()
     columns = [c for c in meta.column_names if c in need]
-    return QueryPlan(snapshot, bs, rpn, uses, columns, cache)
+    plan = QueryPlan(snapshot, bs, rpn, uses, columns, cache)
+    set_prewhere(plan, bs.where)
+    return plan
+
+
+def set_prewhere(plan: QueryPlan, expr: Any, explicit: bool = False) -> None:
+    """Read `expr`'s columns first (None: no PREWHERE). Only worth it when the
+    scan reads other columns too; otherwise it is one read as before."""
+    plan.prewhere_explicit = explicit
+    if expr is None or getattr(plan.snapshot, "kind", None) == "external":
+        # (an external table's files are read whole-row-group by their own reader)
+        plan.prewhere = None
+        return
+    first = columns_of(expr)
+    plan.prewhere = expr if any(c not in first for c in plan.columns) else None
 
 
 def prune_plan(plan: QueryPlan, stats: QueryStats) -> list[PartSelection]:

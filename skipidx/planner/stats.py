@@ -111,6 +111,10 @@ class QueryStats:
     rows_total: int = 0
     rows_read: int = 0
     rows_matched: int = 0
+    #: compressed bytes of the column data read (per granule and column, the
+    #: Parquet footer's mean): with PREWHERE, the WHERE's columns over the kept
+    #: granules plus the other columns over the granules holding a match
+    bytes_read: int = 0
     ranges: int = 0
     indexes: list[IndexStats] = field(default_factory=list)
     prune_ms: float = 0.0
