@@ -55,7 +55,7 @@ def run_query(plan: QueryPlan, before_scan: Any = None) -> tuple[pa.Table, Query
             return table, stats
     chunks = scan(selections, plan.columns, bs.where, stats,
                   max_granules=LIMIT_BATCH_GRANULES if stream else None,
-                  keep=[c for c in plan.columns if c in out_cols], prewhere=plan.prewhere)
+                  keep=[c for c in plan.columns if c in out_cols], prewhere=plan.prewhere, threads=plan.threads)
     table = run_select(bs, chunks, sort_key=plan.snapshot.meta.order_by)
     stats.scan_ms = (time.perf_counter() - t0) * 1000
     return table, stats

@@ -241,6 +241,7 @@ def _select_streamed(db: Any, s: A.Select) -> Result | None:
         _use_expression_indexes(plan, snap.meta, db.index_cache)
         _apply_index_settings(plan, qs)
         apply_prewhere(plan, qs, s)
+        apply_threads(plan, qs)
 
         def before_scan(selections: list, stats: Any) -> None:
             _check_forced_indexes(plan, qs)
@@ -287,6 +288,7 @@ def _select_table(db: Any, s: A.Select):
         _use_expression_indexes(plan, snap.meta, db.index_cache)
         _apply_index_settings(plan, qs)
         apply_prewhere(plan, qs, s)
+        apply_threads(plan, qs)
 
         def before_scan(selections: list, stats: Any) -> None:
             _check_forced_indexes(plan, qs)
@@ -395,8 +397,13 @@ def apply_prewhere(plan: Any, qs: QuerySettings, s: A.Select) -> None:
         if p is not None:
             set_prewhere(plan, p, explicit=True)
             return
-    if not qs.get("optimize_move_to_prewhere"):
-        set_prewhere(plan, None)
+    # (decided again: the index settings may have dropped indexes since plan_query)
+    set_prewhere(plan, plan.select.where if qs.get("optimize_move_to_prewhere") else None)
+
+
+def apply_threads(plan: Any, qs: QuerySettings) -> None:
+    """max_threads = n reads with at most n concurrent scan jobs (0: the machine's cores)."""
+    plan.threads = int(qs.get("max_threads")) or None
 
 
 def _apply_index_settings(plan: Any, qs: QuerySettings) -> None:

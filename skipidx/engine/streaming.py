@@ -82,7 +82,7 @@ def select_stream(snap, plan, force: bool, before_scan: Any = None, max_result_r
         with snap:
             t0 = time.perf_counter()
             chunks = scan(selections, plan.columns, bs.where, stats,
-                          max_granules=LIMIT_BATCH_GRANULES if bs.limit is not None else None, keep=keep, prewhere=plan.prewhere)
+                          max_granules=LIMIT_BATCH_GRANULES if bs.limit is not None else None, keep=keep, prewhere=plan.prewhere, threads=plan.threads)
             table = run_select(bs, chunks, sort_key=plan.snapshot.meta.order_by)
             stats.scan_ms = (time.perf_counter() - t0) * 1000
         _check_result_rows(max_result_rows, table)
@@ -93,7 +93,7 @@ def select_stream(snap, plan, force: bool, before_scan: Any = None, max_result_r
 
     def rows() -> Iterator[pa.Table]:
         skip, left = bs.offset or 0, bs.limit
-        chunks = scan(selections, plan.columns, bs.where, stats, keep=keep, prewhere=plan.prewhere)
+        chunks = scan(selections, plan.columns, bs.where, stats, keep=keep, prewhere=plan.prewhere, threads=plan.threads)
         try:
             for ch in chunks:
                 p = run_select(proj, iter([ch]))

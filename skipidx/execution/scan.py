@@ -229,8 +229,9 @@ def _where_columns(where: BExpr | None) -> frozenset:
     return frozenset(columns_of(where)) if where is not None else frozenset()
 
 
-#: Reads running at the same time (Parquet decoding and pyarrow.compute release the GIL).
-SCAN_THREADS = max(1, min(4, os.cpu_count() or 1))
+#: Reads running at the same time by default (Parquet decoding and pyarrow.compute
+#: release the GIL): the machine's cores; a query's ``SETTINGS max_threads = n`` sets its own.
+SCAN_THREADS = max(1, os.cpu_count() or 1)
 #: Granules per concurrent read job: a part's kept ranges are cut into jobs of
 #: at most this many granules, so one big part is decoded by several threads
 #: too (Arrow's own threads only split a read by column), while a job stays
@@ -247,16 +248,17 @@ SCAN_INLINE_GRANULES = 2
 SCAN_INLINE_BYTES = 2 << 20
 
 
-def job_granules(selections: Sequence[PartSelection]) -> int:
+def job_granules(selections: Sequence[PartSelection], threads: int | None = None) -> int:
     """Granules per scan job: the kept granules cut into a multiple of
     :data:`SCAN_THREADS` jobs of at most :data:`SCAN_JOB_GRANULES`, of equal
     size, so the threads finish together: 40 granules are 4 jobs of 10 (a
     critical path of 20 granules on 2 threads; 16-granule jobs 16 + 16 + 8
     left one of 24), 7 are 4 + 3."""
+    n = threads or SCAN_THREADS
     total = sum(e - s for sel in selections for s, e in sel.ranges)
     if total <= 0:
         return SCAN_JOB_GRANULES
-    jobs = SCAN_THREADS * -(-total // (SCAN_THREADS * SCAN_JOB_GRANULES))
+    jobs = n * -(-total // (n * SCAN_JOB_GRANULES))
     return max(1, -(-total // jobs))
 
 
@@ -279,23 +281,31 @@ def _small_scan(selections: Sequence[PartSelection], columns: Sequence[str]) -> 
 
 _pool_lock = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
+_pool_size = 0
 
 
-def _scan_pool() -> ThreadPoolExecutor:
-    """The process-wide pool of scan threads (started once, not per query:
-    starting threads costs more than a point query's whole read)."""
-    global _pool
-    if _pool is None:
+def _scan_pool(threads: int) -> ThreadPoolExecutor:
+    """The process-wide pool of scan threads, at least `threads` wide (started
+    once, grown when a query asks for more: starting threads costs more than a
+    point query's whole read). A query never has more than `threads` jobs in
+    flight, so a wider pool does not raise its concurrency."""
+    global _pool, _pool_size
+    if _pool is None or _pool_size < threads:
         with _pool_lock:
-            if _pool is None:
-                _pool = ThreadPoolExecutor(max_workers=SCAN_THREADS, thread_name_prefix="skipidx-scan")
+            if _pool is None or _pool_size < threads:
+                old = _pool
+                _pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="skipidx-scan")
+                _pool_size = threads
+                if old is not None:
+                    old.shutdown(wait=False)   # its running jobs finish; new ones go to the new pool
     return _pool
 
 
 def _forget_pool_after_fork() -> None:
     # a forked child has none of the parent's threads: it starts its own pool
-    global _pool, _pool_lock
+    global _pool, _pool_lock, _pool_size
     _pool = None
+    _pool_size = 0
     _pool_lock = threading.Lock()
 
 
@@ -305,7 +315,7 @@ if hasattr(os, "register_at_fork"):
 
 def scan(selections: list[PartSelection], columns: list[str], where: BExpr | None, stats,
          max_granules: int | None = None, keep: list[str] | None = None,
-         prewhere: BExpr | None = None) -> Iterator[pa.Table]:
+         prewhere: BExpr | None = None, threads: int | None = None) -> Iterator[pa.Table]:
     """Yield the rows of the kept granules that satisfy `where`, part by part in order.
 
     `columns` (read) must include every column `where` reads; `keep` (default:
@@ -328,11 +338,13 @@ def scan(selections: list[PartSelection], columns: list[str], where: BExpr | Non
     unless ``optimize_move_to_prewhere = 0``, or an explicit PREWHERE clause):
     its columns are read first and the other columns only for the granules
     holding a row that passes it (:func:`_read_prewhere`); `where` still
-    decides the rows.
+    decides the rows. `threads` (the query's max_threads; None or 0: the
+    machine's cores, :data:`SCAN_THREADS`) bounds the concurrent reads.
     """
+    threads = max(1, int(threads or SCAN_THREADS))
     keep = list(columns) if keep is None else list(keep)
     inline = max_granules is None and _small_scan(selections, columns)
-    step = max_granules if max_granules is not None else None if inline else job_granules(selections)
+    step = max_granules if max_granules is not None else None if inline else job_granules(selections, threads)
     jobs = [(sel.part, batch) for sel in selections for batch in split_ranges(sel.ranges, step)]
 
     def account(t: pa.Table, read: int, nbytes: int, t0: float) -> pa.Table:
@@ -343,20 +355,20 @@ def scan(selections: list[PartSelection], columns: list[str], where: BExpr | Non
         return t
 
     # (a scan of at most SCAN_INLINE_GRANULES granules is `inline` already: _small_scan)
-    if inline or max_granules is not None or len(jobs) <= 1 or SCAN_THREADS == 1:
+    if inline or max_granules is not None or len(jobs) <= 1 or threads == 1:
         for part, batch in jobs:
             t0 = time.perf_counter()
             t, read, nbytes = _read_filtered(part, batch, columns, where, keep, prewhere=prewhere)
             yield account(t, read, nbytes, t0)
         return
-    pool = _scan_pool()
+    pool = _scan_pool(threads)
     pending: deque = deque()
     it = iter(jobs)
     try:
         for part, batch in it:
             # the jobs themselves run concurrently: no Arrow threads inside one
             pending.append(pool.submit(_read_filtered, part, batch, columns, where, keep, False, prewhere))
-            if len(pending) >= 2 * SCAN_THREADS:
+            if len(pending) >= 2 * threads:
                 break
         while pending:
             t0 = time.perf_counter()

@@ -31,6 +31,8 @@ class QueryPlan:
     #: columns; an explicit PREWHERE clause puts its own expression here.
     prewhere: Any = None
     prewhere_explicit: bool = False
+    #: concurrent scan reads (the query's max_threads; None: the machine's cores)
+    threads: int | None = None
 
 
 def plan_query(snapshot: Any, bs: BoundSelect, cache: IndexCache | None = None) -> QueryPlan:
@@ -60,7 +62,24 @@ def set_prewhere(plan: QueryPlan, expr: Any, explicit: bool = False) -> None:
         plan.prewhere = None
         return
     first = columns_of(expr)
-    plan.prewhere = expr if any(c not in first for c in plan.columns) else None
+    if not any(c not in first for c in plan.columns):
+        plan.prewhere = None
+    elif not explicit and _indexes_judge_all(plan):
+        # every atom is answered by an index that prunes: the kept granules hold a
+        # match but for the filters' rare false positives, and a second read costs more
+        plan.prewhere = None
+    else:
+        plan.prewhere = expr
+
+
+def _indexes_judge_all(plan: QueryPlan) -> bool:
+    """Whether every atom of the WHERE's RPN is one some index can refute."""
+    from skipidx.planner.rpn import Op
+
+    judged = {i for u in plan.uses if u.useful
+              for i, c in u.conditions.items() if c.can_prune and not c.reason}
+    items = plan.rpn.items
+    return bool(items) and all(it.op != Op.UNKNOWN and (it.op != Op.ATOM or it.atom in judged) for it in items)
 
 
 def prune_plan(plan: QueryPlan, stats: QueryStats) -> list[PartSelection]:

@@ -209,7 +209,7 @@ def local_builder(jobs: list[BuildJob], threads: int | None = None) -> list[dict
     """Run build jobs in this process (a few threads: Parquet decoding and the kernels release the GIL)."""
     if not jobs:
         return []
-    n = threads or max(1, min(4, os.cpu_count() or 1))
+    n = threads or max(1, os.cpu_count() or 1)
     if n == 1 or len(jobs) == 1:
         return [run_build_job(j) for j in jobs]
     with ThreadPoolExecutor(max_workers=n, thread_name_prefix="skipidx-sidecar") as ex:

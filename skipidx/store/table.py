@@ -236,8 +236,8 @@ class Table:
 
         Chunks of ``max_part_rows`` rows are checked and sorted in this
         thread and written as parts by up to ``threads`` workers (default:
-        2, or 1 on a single core; Parquet encoding and the index kernels
-        release the GIL), so memory stays bounded by a few chunks.
+        the machine's cores; Parquet encoding and the index kernels release
+        the GIL), so memory stays bounded by ``threads`` chunks in flight.
         """
         from skipidx.store.merge import check_parts_to_throw
 
@@ -269,7 +269,7 @@ class Table:
 
         meta = self._current().meta
         limit = int(max_part_rows or meta.max_part_rows)
-        workers = max(1, int(threads if threads is not None else min(2, os.cpu_count() or 1)))
+        workers = max(1, int(threads if threads is not None else (os.cpu_count() or 1)))
         staged: list[StagedPart] = []
         pending: list = []
         total = 0

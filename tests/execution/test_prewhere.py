@@ -3,6 +3,8 @@ the same answers with it on, off and as an explicit clause (hypothesis; chDB as 
 fewer bytes read for a selective SELECT *, and EXPLAIN says so."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -125,3 +127,24 @@ def test_prewhere_matches_chdb():
     finally:
         ch.query("USE default")
         ch.query(f"DROP DATABASE {name}")
+
+
+def test_max_threads_reaches_the_scan(db, monkeypatch):
+    from skipidx.execution import scan as S
+
+    seen = []
+    real = S.scan
+
+    def spy(*a, **kw):
+        seen.append(kw.get("threads"))
+        return real(*a, **kw)
+
+    monkeypatch.setattr("skipidx.engine.query.scan", spy)
+    monkeypatch.setattr(S, "scan", spy)
+    q = "SELECT k, count() FROM t WHERE f < 0.5 GROUP BY k ORDER BY k"
+    one = db.sql(q + " SETTINGS max_threads = 1").to_arrow()
+    three = db.sql(q + " SETTINGS max_threads = 3").to_arrow()
+    dflt = db.sql(q).to_arrow()
+    assert seen == [1, 3, None]
+    assert one.equals(three) and one.equals(dflt)
+    assert S.SCAN_THREADS == max(1, os.cpu_count() or 1)
