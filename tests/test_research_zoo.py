@@ -92,3 +92,16 @@ def test_text_index_keeps_the_ideal():
     text = [r for r in rows if r.family == "text index"]
     assert len(text) == 1 and text[0].bytes > 0
     assert text[0].kept == text[0].ideal == [r for r in rows if r.family == "exact sets"][0].kept
+
+
+def test_bench_zoo_cli_writes_tables_and_figures(tmp_path):
+    from skipidx.apps.research.cli import bench_main
+
+    out = tmp_path / "zoo"
+    assert bench_main(["zoo", "--corpora", "stdlib", "--rows", "1024", "--index-granularity", "256",
+                       "--queries", "10", "--absent", "50", "--reps", "1", "--no-text", "--out", str(out)]) == 0
+    names = {p.name for p in out.iterdir()}
+    assert {"zoo.md", "zoo.json", "zoo_bytes_vs_kept.png", "zoo_fpp_vs_bits.svg", "zoo_cost.png"} <= names
+    assert "At equal bytes" in (out / "zoo.md").read_text()
+    with pytest.raises(zoo.SkipidxError, match="--rows"):
+        bench_main(["zoo", "--rows", "0", "--out", str(out)])

@@ -301,6 +301,61 @@ def advise_main(argv: list[str]) -> int:
     return 0
 
 
+# ----------------------------------------------------------------------------- bench zoo
+
+def _bench_zoo(argv: list[str]) -> int:
+    import json
+    import platform
+
+    from skipidx.apps.research import zoo
+    from skipidx.apps.research.corpora import load_corpus
+    from skipidx.apps.research.report import ensure_dir, run_metadata, write_outputs
+    from skipidx.apps.research.zoo_report import zoo_markdown, zoo_plots
+
+    p = _Parser(prog="skipidx bench zoo", description="Every per-granule filter (SBBF adaptive / fixed, classic "
+                                                      "Bloom, xor / binary fuse, exact sets, text index) on the "
+                                                      "same corpora, tokenizer and queries.")
+    p.add_argument("--corpora", default="stdlib,debian,demo", help="comma list of stdlib, debian, demo")
+    p.add_argument("--rows", type=int, default=65536, help="rows per corpus")
+    p.add_argument("--index-granularity", type=int, default=1024, help="rows per granule")
+    p.add_argument("--queries", type=int, default=100, help="present tokens probed (hasToken)")
+    p.add_argument("--absent", type=int, default=2000, help="absent tokens probed per granule (FPP)")
+    p.add_argument("--reps", type=int, default=3, help="probe repetitions (best kept)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--no-text", action="store_true", help="leave out the engine's text index")
+    p.add_argument("--out", default="bench/out/zoo")
+    p.add_argument("--no-plots", action="store_true")
+    a = p.parse_args(argv)
+    for nm in ("rows", "index_granularity", "queries", "absent", "reps"):
+        if getattr(a, nm) < 1:
+            raise SkipidxError(f"--{nm.replace('_', '-')} must be >= 1, got {getattr(a, nm)}")
+    rows, desc = [], {}
+    t0 = time.perf_counter()
+    for c in [x.strip() for x in a.corpora.split(",") if x.strip()]:
+        values, d = load_corpus(c, a.rows, a.seed)
+        desc[c] = d
+        toks = zoo.present_tokens(values, a.queries, a.seed)
+        rows += zoo.run_corpus(values, corpus=c, rows_per_granule=a.index_granularity, tokens=toks, seed=a.seed,
+                               n_absent=a.absent, reps=a.reps, with_text=not a.no_text)
+    load = os.getloadavg()
+    method = (f"token tokenizer, {a.index_granularity} rows/granule, {a.rows:,} rows/corpus, {a.queries} present "
+              f"tokens, {a.absent} absent hashes x every granule; build once and probes best of {a.reps} after a "
+              f"warm-up call (excluded); {platform.machine()} {os.cpu_count()} CPUs, load "
+              f"{load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f}; seed {a.seed}")
+    data = zoo.rows_to_dicts(rows)
+    md = zoo_markdown(data, desc, method)
+    out = ensure_dir(a.out)
+    paths = write_outputs(out, "zoo", md, {"meta": run_metadata(), "method": method, "corpora": desc,
+                                           "rows": json.loads(json.dumps(data, default=float)),
+                                           "seconds": time.perf_counter() - t0})
+    written = [str(v) for v in paths.values()]
+    if not a.no_plots:
+        written += zoo_plots(data, out, method)
+    sys.stdout.write(md)
+    sys.stdout.write(f"\nwritten: {', '.join(written)}\n")
+    return 0
+
+
 # ----------------------------------------------------------------------------- dispatch
 
 def bench_main(argv: list[str]) -> int:
@@ -319,5 +374,7 @@ def bench_main(argv: list[str]) -> int:
         return _bench_indexes(rest)
     if cmd == "report":
         return _bench_report(rest)
-    raise SkipidxError(f"unknown bench {cmd!r}: use `skipidx bench fpp`, `skipidx bench indexes` or "
-                       "`skipidx bench report`")
+    if cmd == "zoo":
+        return _bench_zoo(rest)
+    raise SkipidxError(f"unknown bench {cmd!r}: use `skipidx bench fpp`, `skipidx bench indexes`, "
+                       "`skipidx bench report` or `skipidx bench zoo`")
