@@ -288,8 +288,25 @@ def advise_main(argv: list[str]) -> int:
     p.add_argument("--sample-granules", type=int, default=64)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--out", help="also write advise.md / advise.json into this directory")
+    p.add_argument("--workload", help="a file of SELECTs: recommend one index for the column from what they ask")
     a = p.parse_args(argv)
     values, source = load_data(a.data, a.column)
+    if a.workload:
+        from skipidx.apps.research.workload import recommend, workload_markdown
+
+        try:
+            with open(a.workload, encoding="utf-8") as fh:
+                sql = fh.read()
+        except OSError as e:
+            raise SkipidxError(f"cannot read the workload: {e.strerror}", path=a.workload) from None
+        w = recommend(values, sql, column=a.column, fpp=a.fpp, index_granularity=a.index_granularity,
+                      granularity=a.granularity, sample_granules=a.sample_granules, seed=a.seed)
+        md = workload_markdown(w)
+        sys.stdout.write(md)
+        if a.out:
+            paths = write_outputs(ensure_dir(a.out), "advise", md, {"meta": run_metadata(), **w.to_dict()})
+            sys.stdout.write(f"\nwritten: {paths['markdown']}, {paths['json']}\n")
+        return 0
     adv = advise(values, column=a.column, source=source, fpp=a.fpp, index_granularity=a.index_granularity,
                  granularity=a.granularity, tokenizers=[t for t in a.tokenizers.split(",") if t],
                  sample_granules=a.sample_granules, seed=a.seed)
