@@ -88,12 +88,11 @@ def timed(fn, repeat: int) -> tuple[float, object]:
 
 def page_index_probe(work: str, repeat: int) -> None:
     """What a Parquet page index buys with pyarrow: one 1M-row row group of the log table
-    written with ``write_page_index=True`` (8k-row pages), then the msg column of
+    written with ``write_page_index=True`` (1 MiB pages, ~8k rows of msg), then the msg column of
     8192 rows at the start and at the end of the row group vs the whole row group."""
     p = os.path.join(work, "paged.parquet")
     t = datagen.generate_table(1 << 20, seed=7)
-    pq.write_table(t, p, row_group_size=1 << 20, write_page_index=True, data_page_row_count_limit=8192,
-                   write_batch_size=8192)
+    pq.write_table(t, p, row_group_size=1 << 20, write_page_index=True, data_page_size=1 << 20)
     md = pq.ParquetFile(p).metadata
     cc = md.row_group(0).column(t.schema.get_field_index("msg"))
     print(f"\npage index: has_column_index={cc.has_column_index} has_offset_index={cc.has_offset_index}; "
