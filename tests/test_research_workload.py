@@ -56,11 +56,14 @@ def test_cli_advise_workload(tmp_path, capsys):
     from skipidx.core.errors import SkipidxError
 
     ids = _trace_ids(1024)
-    pq.write_table(pa.table({"trace_id": ids}), tmp_path / "t.parquet")
-    (tmp_path / "w.sql").write_text(f"SELECT * FROM t WHERE trace_id = '{ids[3].as_py()}'")
-    assert advise_main([str(tmp_path / "t.parquet"), "--column", "trace_id", "--workload", str(tmp_path / "w.sql"),
-                        "--index-granularity", "128"]) == 0
+    pq.write_table(pa.table({"trace_id": ids, "msg": _msgs(1024)}), tmp_path / "t.parquet")
+    (tmp_path / "w.sql").write_text(f"SELECT * FROM t WHERE trace_id = '{ids[3].as_py()}';\n"
+                                    "SELECT * FROM t WHERE hasToken(msg, 'w7')")
+    assert advise_main([str(tmp_path / "t.parquet"), "--column", "trace_id,msg", "--workload",
+                        str(tmp_path / "w.sql"), "--index-granularity", "128"]) == 0
     out = capsys.readouterr().out
-    assert "bloom_filter" in out and "ngram" not in out
+    tid, msg = out.split("## Recommended for the workload: `msg`")
+    assert "bloom_filter" in tid and "ngram" not in tid and "token" not in tid.split("`INDEX")[1]
+    assert "sbbf('token'" in msg
     with pytest.raises(SkipidxError):
         advise_main([str(tmp_path / "t.parquet"), "--column", "trace_id", "--workload", str(tmp_path / "no.sql")])

@@ -288,9 +288,9 @@ def advise_main(argv: list[str]) -> int:
     p.add_argument("--sample-granules", type=int, default=64)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--out", help="also write advise.md / advise.json into this directory")
-    p.add_argument("--workload", help="a file of SELECTs: recommend one index for the column from what they ask")
+    p.add_argument("--workload", help="a file of SELECTs: recommend one index per column (--column a,b,...) "
+                                       "from what they ask")
     a = p.parse_args(argv)
-    values, source = load_data(a.data, a.column)
     if a.workload:
         from skipidx.apps.research.workload import recommend, workload_markdown
 
@@ -299,14 +299,21 @@ def advise_main(argv: list[str]) -> int:
                 sql = fh.read()
         except OSError as e:
             raise SkipidxError(f"cannot read the workload: {e.strerror}", path=a.workload) from None
-        w = recommend(values, sql, column=a.column, fpp=a.fpp, index_granularity=a.index_granularity,
-                      granularity=a.granularity, sample_granules=a.sample_granules, seed=a.seed)
-        md = workload_markdown(w)
+        # one DDL per column: --column takes a comma list of the table's columns
+        mds, recs = [], []
+        for col in [c.strip() for c in a.column.split(",") if c.strip()]:
+            values, _ = load_data(a.data, col)
+            w = recommend(values, sql, column=col, fpp=a.fpp, index_granularity=a.index_granularity,
+                          granularity=a.granularity, sample_granules=a.sample_granules, seed=a.seed)
+            mds.append(workload_markdown(w))
+            recs.append(w.to_dict())
+        md = "\n".join(mds)
         sys.stdout.write(md)
         if a.out:
-            paths = write_outputs(ensure_dir(a.out), "advise", md, {"meta": run_metadata(), **w.to_dict()})
+            paths = write_outputs(ensure_dir(a.out), "advise", md, {"meta": run_metadata(), "columns": recs})
             sys.stdout.write(f"\nwritten: {paths['markdown']}, {paths['json']}\n")
         return 0
+    values, source = load_data(a.data, a.column)
     adv = advise(values, column=a.column, source=source, fpp=a.fpp, index_granularity=a.index_granularity,
                  granularity=a.granularity, tokenizers=[t for t in a.tokenizers.split(",") if t],
                  sample_granules=a.sample_granules, seed=a.seed)
