@@ -105,3 +105,23 @@ def test_in_on_bool_columns(where):
     theirs = [int(x) for x in chdb_oracle.query(f"SELECT id FROM {name}.b WHERE {where} ORDER BY id", "TSV")
               .bytes().decode().split()]
     assert ours == theirs, where
+
+
+FIXED_WHERES = ["fs = 'ab'", "fs != 'ab'", "fs IN ('abcd', '')", "fs = 'abcd'", "fs < 'abc'", "fs NOT IN ('ab')"]
+
+
+@pytest.mark.parametrize("where", FIXED_WHERES, ids=FIXED_WHERES)
+def test_fixedstring_compares_with_padded_strings(where):
+    """ClickHouse compares FixedString(n) with a string constant padded with zero bytes to n."""
+    db = skipidx.connect()
+    ddl = "CREATE TABLE {t} (id UInt8, fs FixedString(4){ix}) ENGINE = MergeTree ORDER BY id"
+    rows = "INSERT INTO {t} VALUES (1, 'ab'), (2, 'abcd'), (3, '')"
+    db.sql(ddl.format(t="f", ix=", INDEX b fs TYPE bloom_filter GRANULARITY 1"))
+    db.sql(rows.format(t="f"))
+    name = chdb_oracle.scratch_database("fixed")
+    chdb_oracle.query(ddl.format(t=f"{name}.f", ix=""))
+    chdb_oracle.query(rows.format(t=f"{name}.f"))
+    ours = [r[0] for r in db.sql(f"SELECT id FROM f WHERE {where} ORDER BY id").fetchall()]
+    theirs = [int(x) for x in chdb_oracle.query(f"SELECT id FROM {name}.f WHERE {where} ORDER BY id", "TSV")
+              .bytes().decode().split()]
+    assert ours == theirs, where

@@ -115,6 +115,13 @@ def coerce_constant(value: Any, target: pa.DataType, node: Any = None, what: str
         if isinstance(value, bytes):
             return value
         raise _err(f"there is no supertype for types String and {ch_name(literal_type(value))}{what}", node)
+    elif pa.types.is_fixed_size_binary(t):
+        # ClickHouse compares FixedString(n) with a string padded with zero bytes to n
+        if isinstance(value, bytes):
+            if len(value) > t.byte_width:
+                raise _err(f"string {value!r} is too long for FixedString({t.byte_width}){what}", node)
+            return value.ljust(t.byte_width, b"\0")
+        raise _err(f"cannot compare FixedString({t.byte_width}) with {value!r}{what}", node)
     elif pa.types.is_date(t):
         if isinstance(value, bytes):
             return parse_date(value, node)
@@ -870,7 +877,7 @@ class Binder:
             e = BCall(func, (BColumn("h", pa.binary()), BConst(v, pa.string())), _BOOL)
             res = _evaluate_one(e, {"h": pa.array([hay.value], pa.binary())})
             return BConst(None if res is None else int(res), _BOOL, res is None)
-        return BCall(func, (hay, BConst(v, pa.string())), _BOOL, hay.nullable or func == "hasTokenOrNull", text)
+        return BCall(func, (hay, BConst(v, pa.string())), _BOOL, hay.nullable or fn.nullable == "always", text)
 
     def _aggregate_if(self, func: str, n: A.FunctionCall) -> BExpr:
         """``fIf(args..., cond)``: f over the rows where cond is true (NULL is not true)."""
@@ -1200,6 +1207,8 @@ def _comparable(a: pa.DataType, b: pa.DataType) -> bool:
     if pa.types.is_date(a) and pa.types.is_date(b):
         return True
     if pa.types.is_timestamp(a) and pa.types.is_timestamp(b):
+        return True
+    if pa.types.is_fixed_size_binary(a) and (pa.types.is_fixed_size_binary(b) or is_string(b)):
         return True
     return pa.types.is_null(a) or pa.types.is_null(b)
 

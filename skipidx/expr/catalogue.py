@@ -245,6 +245,9 @@ STRING_FUNCTIONS = [
     Function("hasTokenCaseInsensitive", "search", (STRING, CONST_STRING), kernel=K.has_token_case_insensitive,
              scalars=True, validate=K.check_token_needle,
              index=_hint("tokens", case_insensitive_of="hasToken")),
+    Function("hasTokenCaseInsensitiveOrNull", "search", (STRING, CONST_STRING),
+             kernel=lambda a, v: K.has_token_or_null(a, v, case_insensitive=True), scalars=True, nullable="always",
+             index=_hint("tokens", case_insensitive_of="hasTokenOrNull")),
     Function("hasAnyTokens", "search", (STRING, CONST_TOKENS), kernel=lambda a, v: K.has_tokens(a, v, False),
              scalars=True, index=_hint("tokens")),
     Function("hasAllTokens", "search", (STRING, CONST_TOKENS), kernel=lambda a, v: K.has_tokens(a, v, True),
@@ -279,6 +282,9 @@ ARITHMETIC_FUNCTIONS = [
     Function("divide", "arithmetic", (NUMBER, NUMBER), kernel=_arith("/"), scalars=True, operators=("/",)),
     Function("modulo", "arithmetic", (NUMBER, NUMBER), kernel=_arith("%"), scalars=True, operators=("%",)),
     Function("negate", "negate", (NUMBER,), kernel=K.negate),
+    Function("intDiv", "typed", (NUMBER, NUMBER), typed=lambda ts, cs: (_int_div_type(ts), None),
+             kernel=lambda a, b: _int_div(a, b), doc="integer division, rounding toward zero"),
+    Function("identity", "typed", (ANY,), typed=lambda ts, cs: (ts[0], None), kernel=lambda a: a),
 ]
 
 
@@ -601,6 +607,41 @@ HASH_FUNCTIONS = [
     Function("cityHash64", "scalar", (ANY,), variadic=True, returns=_U64, kernel=lambda *a: _cond_k("city_hash64")(*a)),
     Function("xxHash64", "scalar", (ANY,), returns=_U64, kernel=lambda a: _cond_k("xx_hash64")(a)),
 ]
+
+
+def _int_div_type(ts: list[pa.DataType]) -> pa.DataType:
+    """ClickHouse's intDiv result: the wider of the two integer widths, signed if either is."""
+    a, b = (value_type(t) for t in ts)
+    w = max(8 if pa.types.is_boolean(t) or pa.types.is_floating(t) and t.bit_width < 8 else
+            (t.bit_width if is_int(t) else 64) for t in (a, b))
+    signed = any(pa.types.is_signed_integer(t) or pa.types.is_floating(t) for t in (a, b))
+    return {(8, False): pa.uint8(), (16, False): pa.uint16(), (32, False): pa.uint32(), (64, False): pa.uint64(),
+            (8, True): pa.int8(), (16, True): pa.int16(), (32, True): pa.int32(), (64, True): pa.int64()}[(w, signed)]
+
+
+def _int_div(a: Any, b: Any) -> Any:
+    import numpy as np
+
+    from skipidx.core.errors import SkipidxError
+
+    out = _int_div_type([a.type, b.type])
+    x = a.cast(pa.float64()) if pa.types.is_floating(a.type) else a
+    y = b.cast(pa.float64()) if pa.types.is_floating(b.type) else b
+    xv = np.asarray(x.fill_null(1).to_numpy(zero_copy_only=False))
+    yv = np.asarray(y.fill_null(1).to_numpy(zero_copy_only=False))
+    if np.any(yv == 0):
+        raise SkipidxError("Division by zero (intDiv)")
+    if xv.dtype.kind == "f" or yv.dtype.kind == "f":
+        q = np.trunc(xv.astype(np.float64) / yv.astype(np.float64)).astype(np.int64)
+    else:
+        q = np.abs(xv.astype(object)) // np.abs(yv.astype(object))
+        q = np.array([int(v) for v in q], dtype=object) * np.sign(xv.astype(object) * yv.astype(object))
+        q = np.array([int(v) for v in q], dtype=np.int64 if out in (pa.int8(), pa.int16(), pa.int32(), pa.int64())
+                     else np.uint64)
+    mask = None
+    if a.null_count or b.null_count:
+        mask = np.asarray(pc.or_(a.is_null(), b.is_null()).to_numpy(zero_copy_only=False))
+    return pa.array(q.astype(out.to_pandas_dtype()), out, mask=mask)
 
 
 def _count_name(written: str, arg_names: list[str]) -> str:

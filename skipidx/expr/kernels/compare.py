@@ -228,6 +228,12 @@ def _compare_arrays(op: str, a: pa.Array, b: pa.Array) -> pa.Array:
         raise SkipidxError(f"cannot compare {a.type} with {b.type}: {e}") from None
 
 
+def _fixed_as_binary(a: Any) -> Any:
+    if isinstance(a, (pa.Array, pa.ChunkedArray)) and pa.types.is_fixed_size_binary(a.type):
+        return a.cast(pa.binary())
+    return a
+
+
 def compare(op: str, left: ArrayLike, right: ArrayLike | Any) -> ArrayLike:
     """ClickHouse comparison ``left op right`` (op in = == != <> < <= > >=).
 
@@ -248,6 +254,8 @@ def compare(op: str, left: ArrayLike, right: ArrayLike | Any) -> ArrayLike:
     if op not in _OPS:
         raise SkipidxError(f"unknown comparison operator {op!r}")
     fn = _OPS[op]
+    # FixedString compares as its bytes, padding included (the binder pads constants)
+    left, right = _fixed_as_binary(left), _fixed_as_binary(right)
     if isinstance(right, (pa.Array, pa.ChunkedArray)):
         la = left.combine_chunks() if isinstance(left, pa.ChunkedArray) else left
         ra = right.combine_chunks() if isinstance(right, pa.ChunkedArray) else right
@@ -464,6 +472,7 @@ def is_in(arr: ArrayLike, values: Iterable[Any], negated: bool = False) -> Array
     """
     vals = [v.as_py() if isinstance(v, pa.Scalar) else v for v in values]
     vals = [v for v in vals if v is not None]
+    arr = _fixed_as_binary(arr)
     if not isinstance(arr, (pa.Array, pa.ChunkedArray)):
         raise SkipidxError(f"expected a pyarrow Array or ChunkedArray, got {type(arr).__name__}")
     # The value set and the column's view are decided once per call from the
