@@ -87,24 +87,29 @@ def test_minmax_on_an_array_is_refused():
         db.sql("CREATE TABLE a (tags Array(String), INDEX m tags TYPE minmax) ENGINE = MergeTree ORDER BY tuple()")
 
 
+def _same_ids_as_clickhouse(ddl: str, rows: str, index: str, table: str, where: str) -> None:
+    """The ids `where` selects in skipidx (with `index` declared) and in chDB (without) are equal."""
+    db = skipidx.connect()
+    db.sql(ddl.format(t=table, ix=index))
+    db.sql(rows.format(t=table))
+    name = chdb_oracle.scratch_database(table)
+    chdb_oracle.query(ddl.format(t=f"{name}.{table}", ix=""))
+    chdb_oracle.query(rows.format(t=f"{name}.{table}"))
+    ours = [r[0] for r in db.sql(f"SELECT id FROM {table} WHERE {where} ORDER BY id").fetchall()]
+    theirs = [int(x) for x in chdb_oracle.query(f"SELECT id FROM {name}.{table} WHERE {where} ORDER BY id", "TSV")
+              .bytes().decode().split()]
+    assert ours == theirs, where
+
+
 BOOL_WHERES = ["f IN (true)", "f NOT IN (1)", "f IN (0, 1)", "g IN (true, NULL)", "g NOT IN (false)", "f IN (2)",
                "f IN ('true')", "f = 1", "NOT f"]
 
 
 @pytest.mark.parametrize("where", BOOL_WHERES, ids=BOOL_WHERES)
 def test_in_on_bool_columns(where):
-    db = skipidx.connect()
-    ddl = "CREATE TABLE {t} (id UInt8, f Bool, g Nullable(Bool){ix}) ENGINE = MergeTree ORDER BY id"
-    rows = "INSERT INTO {t} VALUES (1, true, NULL), (2, false, false), (3, true, true)"
-    db.sql(ddl.format(t="b", ix=", INDEX s f TYPE set(2) GRANULARITY 1"))
-    db.sql(rows.format(t="b"))
-    name = chdb_oracle.scratch_database("bools")
-    chdb_oracle.query(ddl.format(t=f"{name}.b", ix=""))
-    chdb_oracle.query(rows.format(t=f"{name}.b"))
-    ours = [r[0] for r in db.sql(f"SELECT id FROM b WHERE {where} ORDER BY id").fetchall()]
-    theirs = [int(x) for x in chdb_oracle.query(f"SELECT id FROM {name}.b WHERE {where} ORDER BY id", "TSV")
-              .bytes().decode().split()]
-    assert ours == theirs, where
+    _same_ids_as_clickhouse("CREATE TABLE {t} (id UInt8, f Bool, g Nullable(Bool){ix}) ENGINE = MergeTree ORDER BY id",
+                            "INSERT INTO {t} VALUES (1, true, NULL), (2, false, false), (3, true, true)",
+                            ", INDEX s f TYPE set(2) GRANULARITY 1", "bools", where)
 
 
 FIXED_WHERES = ["fs = 'ab'", "fs != 'ab'", "fs IN ('abcd', '')", "fs = 'abcd'", "fs < 'abc'", "fs NOT IN ('ab')"]
@@ -113,15 +118,6 @@ FIXED_WHERES = ["fs = 'ab'", "fs != 'ab'", "fs IN ('abcd', '')", "fs = 'abcd'", 
 @pytest.mark.parametrize("where", FIXED_WHERES, ids=FIXED_WHERES)
 def test_fixedstring_compares_with_padded_strings(where):
     """ClickHouse compares FixedString(n) with a string constant padded with zero bytes to n."""
-    db = skipidx.connect()
-    ddl = "CREATE TABLE {t} (id UInt8, fs FixedString(4){ix}) ENGINE = MergeTree ORDER BY id"
-    rows = "INSERT INTO {t} VALUES (1, 'ab'), (2, 'abcd'), (3, '')"
-    db.sql(ddl.format(t="f", ix=", INDEX b fs TYPE bloom_filter GRANULARITY 1"))
-    db.sql(rows.format(t="f"))
-    name = chdb_oracle.scratch_database("fixed")
-    chdb_oracle.query(ddl.format(t=f"{name}.f", ix=""))
-    chdb_oracle.query(rows.format(t=f"{name}.f"))
-    ours = [r[0] for r in db.sql(f"SELECT id FROM f WHERE {where} ORDER BY id").fetchall()]
-    theirs = [int(x) for x in chdb_oracle.query(f"SELECT id FROM {name}.f WHERE {where} ORDER BY id", "TSV")
-              .bytes().decode().split()]
-    assert ours == theirs, where
+    _same_ids_as_clickhouse("CREATE TABLE {t} (id UInt8, fs FixedString(4){ix}) ENGINE = MergeTree ORDER BY id",
+                            "INSERT INTO {t} VALUES (1, 'ab'), (2, 'abcd'), (3, '')",
+                            ", INDEX b fs TYPE bloom_filter GRANULARITY 1", "fixed", where)
