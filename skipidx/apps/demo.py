@@ -14,7 +14,7 @@ from pathlib import Path
 
 from skipidx.apps import datagen
 from skipidx.core.errors import SkipidxError
-from skipidx.apps.progress import Progress
+from skipidx.core.progress import Progress
 
 DEMO_TABLE = "logs"
 DEMO_INDEXES = """,

@@ -106,7 +106,7 @@ def advise(values: pa.Array | pa.ChunkedArray, *, column: str = "msg", source: s
            tokenizers: Sequence[str] = DEFAULT_ADVISE_TOKENIZERS, sample_granules: int = 64,
            seed: int = 1, show_progress: bool = True) -> Advice:
     """Profile the column and recommend index definitions (see the module doc)."""
-    from skipidx.apps.progress import Progress
+    from skipidx.core.progress import Progress
     from skipidx.core.sbbf import SBBF
     from skipidx.core.sizing import exact_num_bytes
 

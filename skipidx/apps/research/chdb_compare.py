@@ -102,7 +102,7 @@ def run_chdb(result: BenchResult, values: pa.ChunkedArray, *, workdir: str | Non
     import chdb
     import pyarrow.parquet as pq
 
-    from skipidx.apps.progress import Progress
+    from skipidx.core.progress import Progress
 
     col = result.column
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", col):

@@ -182,7 +182,7 @@ def _bench_indexes(argv: list[str]) -> int:
     if a.queries:
         queries = read_queries(a.queries)
     else:
-        from skipidx.apps.progress import Progress
+        from skipidx.core.progress import Progress
 
         with Progress("propose queries", len(values), unit="rows") as bar:
             queries = generate_queries(values, a.column, seed=a.seed, per_family=per_family,

@@ -24,7 +24,7 @@ def run_engine(result: BenchResult, values: pa.ChunkedArray, *, names: Sequence[
                show_progress: bool = True) -> dict:
     """Build the candidates (all with DDL, or those in `names`) in a temporary skipidx database and query."""
     import skipidx
-    from skipidx.apps.progress import Progress
+    from skipidx.core.progress import Progress
 
     col = result.column
     cands = [r.candidate for r in result.candidates if r.candidate.has_ddl

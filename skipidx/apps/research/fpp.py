@@ -283,7 +283,7 @@ def run_fpp(*, quick: bool = False, seed: int = 1, conf: float = 0.999,
             sweep_bits: Sequence[float] | None = None, with_rounding: bool = True,
             show_progress: bool = True) -> FppReport:
     """The whole `bench fpp`: spec points (+ rounding brackets), ClickHouse at the same bits, a sweep."""
-    from skipidx.apps.progress import Progress
+    from skipidx.core.progress import Progress
 
     num_bytes = (1 << 18) if quick else (1 << 20)
     min_fp = 500 if quick else 4000

@@ -493,7 +493,7 @@ def run_bench_indexes(values: pa.ChunkedArray, queries: Sequence[Query], *, colu
     With ``keep_masks`` the per-query kept masks are attached to each result
     as ``result.masks`` (list of bool arrays), for tests.
     """
-    from skipidx.apps.progress import Progress
+    from skipidx.core.progress import Progress
     from skipidx.core.sbbf import SBBF, SBBFBank
 
     if isinstance(values, pa.Array):
