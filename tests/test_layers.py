@@ -46,3 +46,12 @@ def test_no_import_cycles_in_the_query_stages():
     for m in mods:
         upstream = g.find_upstream_modules(m)
         assert m not in upstream, m
+
+
+def test_no_two_modules_import_each_other():
+    """Anywhere in skipidx (function-level imports included, grimp sees them): no pair of
+    modules imports each other."""
+    g = grimp.build_graph("skipidx")
+    pairs = sorted({tuple(sorted((m, d))) for m in g.modules for d in g.find_modules_directly_imported_by(m)
+                    if m in g.find_modules_directly_imported_by(d)})
+    assert pairs == [], pairs

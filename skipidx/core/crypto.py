@@ -164,7 +164,7 @@ def seal_index_table(table: pa.Table, key: bytes, key_id: str, wrapped_key: str)
     Parquet file; all other value-derived columns become one ColumnIndex (6)
     module (an Arrow IPC stream) in the schema metadata.
     """
-    from skipidx.core.parquet_bloom import BloomFilterHeader
+    from skipidx.core.parquet_thrift import BloomFilterHeader
 
     aes = cipher(key)
     file_unique = os.urandom(16)
@@ -205,7 +205,7 @@ def _header(hb: bytes, zone: int, where: str | None):
     """The BloomFilterHeader of one granule: the canonical encoding this module
     writes is recognised by re-encoding it (a general parse per granule costs
     more than the decryption); anything else goes through the full parser."""
-    from skipidx.core.parquet_bloom import BloomFilterHeader
+    from skipidx.core.parquet_thrift import BloomFilterHeader
     from skipidx.core.sbbf import MAX_BYTES
 
     if len(hb) >= 3 + len(_HEADER_TAIL) and hb[0] == 0x15 and hb.endswith(_HEADER_TAIL):
@@ -238,8 +238,6 @@ def sealed_key_id(table_or_schema) -> tuple[str, str] | None:
 
 def open_index_table(table: pa.Table, key: bytes, where: str | None = None) -> pa.Table:
     """The plaintext index table of a sealed one; DecryptionError if any module fails to authenticate."""
-    from skipidx.core.parquet_bloom import BloomFilterHeader
-
     try:
         seal = json.loads(table.schema.metadata[SEAL_META])
         file_unique = bytes.fromhex(seal["file_unique"])

@@ -56,6 +56,47 @@ PRETTY_FOOTER_MIN_ROWS = 50
 NULL_PRETTY = "ᴺᵁᴸᴸ"
 
 
+def ch_type_name(t: pa.DataType, nullable: bool = False) -> str:
+    """ClickHouse's name of a result column of Arrow type `t`."""
+    if pa.types.is_dictionary(t):
+        inner = ch_type_name(t.value_type, nullable)
+        return f"LowCardinality({inner})"
+    base: str
+    if pa.types.is_timestamp(t):
+        tz = f", '{t.tz}'" if t.tz else ""
+        if t.unit == "s":
+            base = f"DateTime('{t.tz}')" if t.tz else "DateTime"
+        else:
+            base = f"DateTime64({ {'ms': 3, 'us': 6, 'ns': 9}[t.unit]}{tz})"
+    elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return f"Array({ch_type_name(t.value_type, t.value_field.nullable and not pa.types.is_nested(t.value_type))})"
+    elif pa.types.is_decimal(t):
+        base = f"Decimal({t.precision}, {t.scale})"
+    elif pa.types.is_fixed_size_binary(t):
+        base = "UUID" if "uuid" in str(t).lower() else f"FixedString({t.byte_width})"
+    elif pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        base = "String"
+    elif pa.types.is_null(t):
+        return "Nullable(Nothing)"
+    else:
+        from skipidx.core.types import ch_type_of
+
+        try:
+            base = ch_type_of(t)
+        except SkipidxError:
+            base = str(t)
+    return f"Nullable({base})" if nullable else base
+
+
+def types_of(schema: pa.Schema, table: pa.Table | None = None) -> list[str]:
+    """ClickHouse type names of a result's columns (Nullable where a column holds a NULL)."""
+    out = []
+    for i, f in enumerate(schema):
+        nullable = table is not None and table.column(i).null_count > 0
+        out.append(ch_type_name(f.type, nullable))
+    return out
+
+
 def canonical_format(name: str) -> str:
     """ClickHouse's spelling of an output format name; SkipidxError if unknown."""
     canon = FORMATS.get(str(name).strip().lower())
@@ -612,9 +653,7 @@ def write_batches(batches: Iterable[pa.RecordBatch | pa.Table], schema: pa.Schem
 def write_table(table: pa.Table, fmt: str, out: IO[bytes] | None = None, types: Sequence[str] | None = None,
                 **kw: Any) -> bytes | None:
     """Write a whole table; with no `out`, return the bytes."""
-    from skipidx.engine.result import _types_of
-
-    types = list(types) if types is not None else _types_of(table.schema, table)
+    types = list(types) if types is not None else types_of(table.schema, table)
     buf = io.BytesIO() if out is None else out
     write_batches([table], table.schema, types, fmt, buf, **kw)
     return buf.getvalue() if out is None else None

@@ -26,52 +26,13 @@ from typing import Any, Callable, Iterator, Sequence
 import pyarrow as pa
 
 from skipidx.core.errors import SkipidxError
+from skipidx.engine.formats import ch_type_name, types_of as _types_of
 from skipidx.planner.stats import IndexStats, QueryStats
 
 __all__ = ["Result", "QueryStats", "IndexStats", "ch_type_name"]
 
 #: Rows shown by ``repr(result)`` (DuckDB's relation preview shows a few too).
 REPR_ROWS = 10
-
-
-def ch_type_name(t: pa.DataType, nullable: bool = False) -> str:
-    """ClickHouse's name of a result column of Arrow type `t`."""
-    if pa.types.is_dictionary(t):
-        inner = ch_type_name(t.value_type, nullable)
-        return f"LowCardinality({inner})"
-    base: str
-    if pa.types.is_timestamp(t):
-        tz = f", '{t.tz}'" if t.tz else ""
-        if t.unit == "s":
-            base = f"DateTime('{t.tz}')" if t.tz else "DateTime"
-        else:
-            base = f"DateTime64({ {'ms': 3, 'us': 6, 'ns': 9}[t.unit]}{tz})"
-    elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
-        return f"Array({ch_type_name(t.value_type, t.value_field.nullable and not pa.types.is_nested(t.value_type))})"
-    elif pa.types.is_decimal(t):
-        base = f"Decimal({t.precision}, {t.scale})"
-    elif pa.types.is_fixed_size_binary(t):
-        base = "UUID" if "uuid" in str(t).lower() else f"FixedString({t.byte_width})"
-    elif pa.types.is_binary(t) or pa.types.is_large_binary(t):
-        base = "String"
-    elif pa.types.is_null(t):
-        return "Nullable(Nothing)"
-    else:
-        from skipidx.core.types import ch_type_of
-
-        try:
-            base = ch_type_of(t)
-        except SkipidxError:
-            base = str(t)
-    return f"Nullable({base})" if nullable else base
-
-
-def _types_of(schema: pa.Schema, table: pa.Table | None = None) -> list[str]:
-    out = []
-    for i, f in enumerate(schema):
-        nullable = table is not None and table.column(i).null_count > 0
-        out.append(ch_type_name(f.type, nullable))
-    return out
 
 
 class Result:

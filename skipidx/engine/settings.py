@@ -166,3 +166,31 @@ def resolve_settings(session: Mapping[str, Any], items: Iterable[A.KeywordArg]) 
 def check_known(name: str) -> None:
     if name not in QUERY_SETTINGS:
         raise SkipidxError(f"unknown setting '{name}'{did_you_mean(name, QUERY_SETTINGS)}")
+
+
+class QueryLimitError(SkipidxError):
+    """A query setting's limit or requirement that the query does not meet
+    (ClickHouse's TOO_MANY_ROWS, TOO_MANY_BYTES, INDEX_NOT_USED); `code` is
+    ClickHouse's error code."""
+
+    def __init__(self, message: str, code: int, name: str) -> None:
+        self.code = code
+        self.code_name = name
+        super().__init__(f"{message} ({name})")
+
+
+def _quantity(n: float) -> str:
+    """ClickHouse's formatReadableQuantity."""
+    units = ["", " thousand", " million", " billion", " trillion", " quadrillion"]
+    i = 0
+    v = float(n)
+    while abs(v) >= 1000 and i < len(units) - 1:
+        v /= 1000
+        i += 1
+    return f"{v:.2f}{units[i]}"
+
+
+def result_rows_exceeded(limit: int, rows: int) -> QueryLimitError:
+    """ClickHouse's max_result_rows error."""
+    return QueryLimitError(f"Limit for result exceeded, max rows: {_quantity(limit)}, "
+                           f"current rows: {_quantity(rows)}", 396, "TOO_MANY_ROWS_OR_BYTES")

@@ -18,7 +18,9 @@ import pyarrow.compute as pc
 
 from skipidx.core.errors import BindError, SkipidxError
 from skipidx.engine.result import Result
-from skipidx.engine.settings import QuerySettings, resolve_settings, setting_value
+from skipidx.engine.settings import (
+    QueryLimitError, QuerySettings, _quantity, resolve_settings, result_rows_exceeded, setting_value,
+)
 from skipidx.sql import ast as A
 
 __all__ = ["run", "session_settings", "session_params", "select_result", "show_create_text"]
@@ -26,17 +28,6 @@ __all__ = ["run", "session_settings", "session_params", "select_result", "show_c
 INDEX_NOT_USED = 277
 TOO_MANY_ROWS = 158
 TOO_MANY_BYTES = 307
-
-
-class QueryLimitError(SkipidxError):
-    """A query setting's limit or requirement that the query does not meet
-    (ClickHouse's TOO_MANY_ROWS, TOO_MANY_BYTES, INDEX_NOT_USED); `code` is
-    ClickHouse's error code."""
-
-    def __init__(self, message: str, code: int, name: str) -> None:
-        self.code = code
-        self.code_name = name
-        super().__init__(f"{message} ({name})")
 
 
 def _err(msg: str, node: Any = None) -> BindError:
@@ -255,12 +246,6 @@ def _select_streamed(db: Any, s: A.Select) -> Result | None:
         raise
 
 
-def result_rows_exceeded(limit: int, rows: int) -> QueryLimitError:
-    """ClickHouse's max_result_rows error."""
-    return QueryLimitError(f"Limit for result exceeded, max rows: {_quantity(limit)}, "
-                           f"current rows: {_quantity(rows)}", 396, "TOO_MANY_ROWS_OR_BYTES")
-
-
 def select_table(db: Any, s: A.Select):
     """(Arrow table, stats) of a SELECT."""
     return _select_table(db, s)[:2]
@@ -442,17 +427,6 @@ def _index_used(use: Any) -> bool:
     reads exactly those; ClickHouse's 'useful' index: `s != 'x'` makes a bloom
     filter useless)."""
     return bool(use.useful)
-
-
-def _quantity(n: float) -> str:
-    """ClickHouse's formatReadableQuantity."""
-    units = ["", " thousand", " million", " billion", " trillion", " quadrillion"]
-    i = 0
-    v = float(n)
-    while abs(v) >= 1000 and i < len(units) - 1:
-        v /= 1000
-        i += 1
-    return f"{v:.2f}{units[i]}"
 
 
 def _size(n: float) -> str:

@@ -129,7 +129,7 @@ def select_stream(snap, plan, force: bool, before_scan: Any = None, max_result_r
 
 def _check_result_rows(limit: int | None, table: pa.Table) -> None:
     if limit and table.num_rows > limit:
-        from skipidx.engine.statements import result_rows_exceeded
+        from skipidx.engine.settings import result_rows_exceeded
 
         raise result_rows_exceeded(limit, table.num_rows)
 

@@ -300,7 +300,7 @@ class _MergeLock:
 def merge_step(table_dir: str, table_id: str, *, blocking: bool = False, keyring=None) -> bool:
     """Select and run one merge of the table (if the selector finds one and
     no other merger holds the table); True if parts were merged."""
-    from skipidx.store.table import TableSnapshot
+    from skipidx.store.snapshot import TableSnapshot
 
     with _MergeLock(table_dir, blocking) as lk:
         if lk.fd is None:

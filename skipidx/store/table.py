@@ -21,55 +21,10 @@ from skipidx.store import writer as _writer
 from skipidx.store.conform import conform, sort_rows
 from skipidx.store.manifest import DATA_FILE, index_file_name
 from skipidx.store.part import Part
+from skipidx.store.snapshot import TableSnapshot
 from skipidx.store.writer import PartWriter, build_part
 
 __all__ = ["Table", "TableSnapshot", "as_batches"]
-
-
-class TableSnapshot:
-    """A consistent view of a table: its metadata and parts at one generation.
-
-    The parts stay on disk until the snapshot is closed (``close()``, the
-    ``with`` block, or garbage collection), even if a merge retires them.
-    """
-
-    def __init__(self, table_dir: str, state: TableState, pin_fd: int | None, *,
-                 keyring: KeyRing | None = None) -> None:
-        self.table_dir = table_dir
-        self.gen = state.gen
-        self.meta = state.meta
-        self.parts: list[Part] = [Part(table_dir, e, state.meta, keyring=keyring) for e in state.parts]
-        self._pin_fd = pin_fd
-
-    @property
-    def num_rows(self) -> int:
-        return sum(p.num_rows for p in self.parts)
-
-    def read(self, columns: list[str] | None = None) -> pa.Table:
-        """All rows of the snapshot (part by part, each sorted by the key)."""
-        schema = self.meta.arrow_schema()
-        cols = self.meta.column_names if columns is None else list(columns)
-        tables = [p.read(cols) for p in self.parts]
-        if not tables:
-            return schema.empty_table().select(cols)
-        return pa.concat_tables(tables)
-
-    def close(self) -> None:
-        if self._pin_fd is not None:
-            os.close(self._pin_fd)
-            self._pin_fd = None
-
-    def __enter__(self) -> "TableSnapshot":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
 def as_batches(data: Any, max_rows: int) -> Iterator[pa.Table]:

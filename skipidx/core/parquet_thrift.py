@@ -1,0 +1,268 @@
+"""Thrift compact decoding for the Parquet structures skipidx reads itself (the
+``BloomFilterHeader``, and footers of encrypted files), and the header's encoding."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+from skipidx.core.errors import SkipidxError
+from skipidx.core.sbbf import MAX_BYTES
+
+__all__ = ["BloomFilterHeader"]
+
+# Thrift compact protocol type ids.
+_T_STOP, _T_TRUE, _T_FALSE, _T_BYTE, _T_I16, _T_I32, _T_I64 = 0, 1, 2, 3, 4, 5, 6
+_T_DOUBLE, _T_BINARY, _T_LIST, _T_SET, _T_MAP, _T_STRUCT, _T_UUID = 7, 8, 9, 10, 11, 12, 13
+
+_MAX_DEPTH = 32
+
+_ALGORITHMS = {1: "BLOCK"}
+_HASHES = {1: "XXHASH"}
+_COMPRESSIONS = {1: "UNCOMPRESSED"}
+
+
+class _Reader:
+    """A cursor over bytes that raises SkipidxError instead of running past the end."""
+
+    __slots__ = ("buf", "pos", "end", "where", "kind")
+
+    def __init__(self, buf: bytes, pos: int, where: str, kind: str = "BloomFilterHeader") -> None:
+        self.buf = buf
+        self.pos = pos
+        self.end = len(buf)
+        self.where = where
+        self.kind = kind
+
+    def fail(self, msg: str) -> SkipidxError:
+        return SkipidxError(f"malformed Parquet {self.kind} at byte {self.pos}: {msg}", path=self.where)
+
+    def byte(self) -> int:
+        if self.pos >= self.end:
+            raise self.fail("truncated")
+        b = self.buf[self.pos]
+        self.pos += 1
+        return b
+
+    def take(self, n: int) -> bytes:
+        if n < 0 or self.pos + n > self.end:
+            raise self.fail(f"needs {n} more bytes, {self.end - self.pos} left")
+        b = self.buf[self.pos:self.pos + n]
+        self.pos += n
+        return b
+
+    def varint(self, max_bytes: int = 10) -> int:
+        v = 0
+        for i in range(max_bytes):
+            b = self.byte()
+            v |= (b & 0x7F) << (7 * i)
+            if not b & 0x80:
+                return v
+        raise self.fail("varint too long")
+
+    def zigzag(self, bits: int) -> int:
+        u = self.varint(max_bytes=(bits + 6) // 7)
+        if u >> bits:
+            raise self.fail(f"varint does not fit {bits} bits")
+        return (u >> 1) ^ -(u & 1)
+
+    def field(self, last_id: int) -> tuple[int, int]:
+        """(type, field id); type 0 is STOP."""
+        b = self.byte()
+        if b == _T_STOP:
+            return _T_STOP, 0
+        t, delta = b & 0x0F, b >> 4
+        fid = last_id + delta if delta else self.zigzag(16)
+        return t, fid
+
+    def skip(self, t: int, depth: int) -> None:
+        """Skip one value of compact type `t` (bools in a field header carry their value)."""
+        if depth > _MAX_DEPTH:
+            raise self.fail("nesting too deep")
+        if t in (_T_TRUE, _T_FALSE):
+            return
+        if t == _T_BYTE:
+            self.take(1)
+        elif t in (_T_I16, _T_I32, _T_I64):
+            self.varint()
+        elif t == _T_DOUBLE:
+            self.take(8)
+        elif t == _T_UUID:
+            self.take(16)
+        elif t == _T_BINARY:
+            self.take(self.varint(5))
+        elif t in (_T_LIST, _T_SET):
+            h = self.byte()
+            size, et = h >> 4, h & 0x0F
+            if size == 15:
+                size = self.varint(5)
+            self._skip_elems(size, [et], depth)
+        elif t == _T_MAP:
+            size = self.varint(5)
+            if size:
+                kv = self.byte()
+                self._skip_elems(size, [kv >> 4, kv & 0x0F], depth)
+        elif t == _T_STRUCT:
+            self.skip_struct(depth + 1)
+        else:
+            raise self.fail(f"unknown compact type {t}")
+
+    def _skip_elems(self, size: int, types: list[int], depth: int) -> None:
+        # Every element takes at least one byte, so a size beyond the bytes left is a lie.
+        if size * len(types) > self.end - self.pos:
+            raise self.fail(f"collection of {size} elements in {self.end - self.pos} bytes")
+        for _ in range(size):
+            for et in types:
+                if et in (_T_TRUE, _T_FALSE):  # in collections a bool is one byte
+                    self.take(1)
+                else:
+                    self.skip(et, depth + 1)
+
+    def skip_struct(self, depth: int) -> None:
+        last = 0
+        while True:
+            t, fid = self.field(last)
+            if t == _T_STOP:
+                return
+            self.skip(t, depth)
+            last = fid
+
+    def value(self, t: int, depth: int):
+        """Decode one value of compact type `t`: ints, bools, bytes, lists, structs (dict by field id)."""
+        if depth > _MAX_DEPTH:
+            raise self.fail("nesting too deep")
+        if t in (_T_TRUE, _T_FALSE):
+            return t == _T_TRUE
+        if t == _T_BYTE:
+            return self.take(1)[0]
+        if t in (_T_I16, _T_I32, _T_I64):
+            return self.zigzag(64)
+        if t == _T_DOUBLE:
+            return self.take(8)
+        if t == _T_UUID:
+            return self.take(16)
+        if t == _T_BINARY:
+            return self.take(self.varint(5))
+        if t in (_T_LIST, _T_SET):
+            h = self.byte()
+            size, et = h >> 4, h & 0x0F
+            if size == 15:
+                size = self.varint(5)
+            if size > self.end - self.pos:
+                raise self.fail(f"list of {size} elements in {self.end - self.pos} bytes")
+            if et in (_T_TRUE, _T_FALSE):
+                return [self.take(1)[0] == 1 for _ in range(size)]
+            return [self.value(et, depth + 1) for _ in range(size)]
+        if t == _T_MAP:
+            size = self.varint(5)
+            if not size:
+                return {}
+            kv = self.byte()
+            if 2 * size > self.end - self.pos:
+                raise self.fail(f"map of {size} entries in {self.end - self.pos} bytes")
+            out = {}
+            for _ in range(size):
+                k = self.value(kv >> 4, depth + 1)
+                if isinstance(k, (dict, list)):
+                    raise self.fail("a map key that is not a scalar")
+                out[k] = self.value(kv & 0x0F, depth + 1)
+            return out
+        if t == _T_STRUCT:
+            return self.struct(depth + 1)
+        raise self.fail(f"unknown compact type {t}")
+
+    def struct(self, depth: int = 0) -> dict:
+        """A struct as {field id: value}."""
+        out: dict = {}
+        last = 0
+        while True:
+            t, fid = self.field(last)
+            if t == _T_STOP:
+                return out
+            out[fid] = self.value(t, depth)
+            last = fid
+
+    def union(self, names: Mapping[int, str], what: str, depth: int) -> str:
+        """A union of empty structs (algorithm/hash/compression): the name of the member set."""
+        chosen = None
+        last = 0
+        while True:
+            t, fid = self.field(last)
+            if t == _T_STOP:
+                break
+            if t != _T_STRUCT:
+                raise self.fail(f"{what}: member {fid} is not a struct (type {t})")
+            self.skip_struct(depth + 1)
+            if chosen is not None:
+                raise self.fail(f"{what}: more than one member set")
+            if fid not in names:
+                raise self.fail(f"unsupported {what} (union member {fid}); only {', '.join(names.values())}")
+            chosen = names[fid]
+            last = fid
+        if chosen is None:
+            raise self.fail(f"{what}: no member set")
+        return chosen
+
+
+@dataclass(frozen=True)
+class BloomFilterHeader:
+    """The Parquet ``BloomFilterHeader``: bitset size and the (only) algorithm, hash and compression."""
+
+    num_bytes: int
+    algorithm: str = "BLOCK"
+    hash: str = "XXHASH"
+    compression: str = "UNCOMPRESSED"
+
+    def to_bytes(self) -> bytes:
+        """Thrift compact encoding (15 bytes for a typical size)."""
+        n = self.num_bytes
+        if isinstance(n, bool) or not isinstance(n, int) or not (0 < n < 2**31):
+            raise SkipidxError(f"BloomFilterHeader.num_bytes must be a positive i32, got {n!r}")
+        if (self.algorithm, self.hash, self.compression) != ("BLOCK", "XXHASH", "UNCOMPRESSED"):
+            raise SkipidxError("only the BLOCK / XXHASH / UNCOMPRESSED bloom filter exists in Parquet")
+        z = (n << 1) ^ (n >> 31)  # zigzag
+        out = bytearray([0x15])  # field 1, delta 1, i32
+        while True:
+            b = z & 0x7F
+            z >>= 7
+            if z:
+                out.append(b | 0x80)
+            else:
+                out.append(b)
+                break
+        # fields 2, 3, 4: struct (union) holding member 1, an empty struct; then STOP.
+        out += b"\x1c\x1c\x00\x00" * 3
+        out.append(0x00)
+        return bytes(out)
+
+    @classmethod
+    def parse(cls, buf: bytes | bytearray | memoryview, offset: int = 0, where: str | None = None) -> tuple["BloomFilterHeader", int]:
+        """Parse a header at `buf[offset:]` -> (header, bytes consumed). Bad bytes -> SkipidxError."""
+        if not isinstance(buf, (bytes, bytearray, memoryview)):
+            raise SkipidxError(f"BloomFilterHeader.parse expects bytes, got {type(buf).__name__}")
+        r = _Reader(bytes(buf), offset, where or "<bytes>")
+        num_bytes = algorithm = hash_ = compression = None
+        last = 0
+        while True:
+            t, fid = r.field(last)
+            if t == _T_STOP:
+                break
+            if fid == 1 and t == _T_I32:
+                num_bytes = r.zigzag(32)
+            elif fid == 2 and t == _T_STRUCT:
+                algorithm = r.union(_ALGORITHMS, "algorithm", 1)
+            elif fid == 3 and t == _T_STRUCT:
+                hash_ = r.union(_HASHES, "hash", 1)
+            elif fid == 4 and t == _T_STRUCT:
+                compression = r.union(_COMPRESSIONS, "compression", 1)
+            elif fid in (1, 2, 3, 4):
+                raise r.fail(f"field {fid} has the wrong type ({t})")
+            else:
+                r.skip(t, 1)  # a field a later format version added
+            last = fid
+        missing = [n for n, v in (("numBytes", num_bytes), ("algorithm", algorithm), ("hash", hash_),
+                                  ("compression", compression)) if v is None]
+        if missing:
+            raise r.fail(f"required field(s) missing: {', '.join(missing)}")
+        if num_bytes <= 0 or num_bytes % 32 or num_bytes > MAX_BYTES:
+            raise r.fail(f"numBytes {num_bytes} is not a valid SBBF size (a multiple of 32 in [32, 128 MiB])")
+        return cls(num_bytes, algorithm, hash_, compression), r.pos - offset
