@@ -42,7 +42,7 @@ BAD_TYPES = [
     ("UInt128", "unknown type"),
     ("Nullable(Array(String))", "cannot be inside Nullable"),
     ("Nullable(Nullable(String))", "nested Nullable"),
-    ("LowCardinality(UInt8)", "LowCardinality is supported for String only"),
+    ("LowCardinality(UInt8)", "LowCardinality is supported for String and FixedString only"),
     ("", "empty or invalid type"),
     ("string", "unknown type"),
     ("Nullable(", "bad type name"),
