@@ -261,7 +261,7 @@ STRING_FUNCTIONS = [
     Function("notLike", "search", (STRING, CONST_STRING), kernel=_like(True, False), scalars=True,
              validate=_validate_like, operators=("NOT LIKE",), index=_hint("tokens", negation_of="like")),
     Function("ilike", "search", (STRING, CONST_STRING), kernel=_like(False, True), scalars=True,
-             validate=_validate_like, operators=("ILIKE",)),
+             validate=_validate_like, operators=("ILIKE",), index=_hint("tokens", case_insensitive_of="like")),
     Function("notILike", "search", (STRING, CONST_STRING), kernel=_like(True, True), scalars=True,
              validate=_validate_like, operators=("NOT ILIKE",)),
     Function("match", "search", (STRING, CONST_STRING), kernel=K.match, scalars=True, validate=_validate_match,

@@ -106,6 +106,16 @@ _PATTERN_FUNCS = {
 _CASE_INSENSITIVE = {"hasTokenCaseInsensitive": "hasToken", "hasTokenCaseInsensitiveOrNull": "hasTokenOrNull"}
 
 
+def _ilike_is_ascii_folding(pattern: Any) -> bool:
+    """Whether ILIKE `pattern` matches exactly the rows LIKE lower(pattern) matches on lower(x).
+
+    ILIKE folds case by Unicode (RE2's case orbits), lower() folds ASCII only. For an
+    ASCII pattern the two agree except where a non-ASCII character folds onto an ASCII
+    letter: the Kelvin sign onto k and the long s onto s. Such patterns are not routed."""
+    b = _ascii_lower(pattern)
+    return isinstance(b, bytes) and b.isascii() and b"k" not in b and b"s" not in b
+
+
 def _ascii_lower(v: Any) -> Any:
     """ClickHouse's lower(): ASCII letters only (bytes.lower() does exactly that)."""
     if isinstance(v, (bytes, bytearray)):
@@ -648,12 +658,14 @@ class _SBBFIndexType(IndexType):
         if null_subject_matches(d, atom):
             return _NullnessCondition(atom)
         func, args = atom.func, atom.args
-        if func in _CASE_INSENSITIVE:
+        if func in _CASE_INSENSITIVE or func == "ilike":
             # hasTokenCaseInsensitive(x, s) is hasToken(lower(x), lower(s)): only an
             # index on lower(x) can answer it (an index on x holds the original case).
             if not (d.expr_func == "lower" and atom.column == d.column and atom.expr_func in (None, "lower")):
                 return None
-            func, args = _CASE_INSENSITIVE[func], tuple(_ascii_lower(a) for a in args)
+            if func == "ilike" and not _ilike_is_ascii_folding(args[0] if args else None):
+                return None
+            func, args = _CASE_INSENSITIVE.get(func, "like"), tuple(_ascii_lower(a) for a in args)
         elif not subject_matches(d, atom):
             return None
         if func in ("equals", "notEquals") and (not args or args[0] is None):
