@@ -50,7 +50,9 @@ def _leaf_levels(schema: list, where: str) -> list[tuple[int, int, object]]:
             raise CorruptionError("malformed Parquet schema in the footer", path=where)
         name = el.get(_SE_NAME, b"")
         try:
-            bytes(name).decode("utf-8")   # pyarrow decodes names without handling errors
+            if not isinstance(name, bytes):
+                raise TypeError("name is not a string")
+            name.decode("utf-8")   # pyarrow decodes names without handling errors
         except (UnicodeDecodeError, TypeError):
             raise CorruptionError("a column name in the Parquet schema is not UTF-8", path=where) from None
         r = el.get(_SE_REPETITION, 0)
