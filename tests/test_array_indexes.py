@@ -157,3 +157,39 @@ def test_ilike_prunes_with_lower_indexes(tmp_path, pattern, kept):
         assert r.stats.granules_selected == kept, (w, r.stats.granules_selected)
     if "k" in pattern or "s" in pattern:
         assert r.stats.granules_selected == r.stats.granules_total, w
+
+
+ARRAY_JOIN_QUERIES = [
+    "SELECT id, arrayJoin(tags) FROM {t} ORDER BY id, arrayJoin(tags)",
+    "SELECT arrayJoin(tags) AS x, count() FROM {t} GROUP BY x ORDER BY x",
+    "SELECT id, arrayJoin(n) * 2 AS y FROM {t} ORDER BY id, y",
+    "SELECT arrayJoin(tags) AS x FROM {t} WHERE id > 1 ORDER BY x LIMIT 2",
+    "SELECT DISTINCT arrayJoin(tags) FROM {t} ORDER BY 1",
+    "SELECT id, tags, length(n) FROM {t} ORDER BY id",
+]
+
+
+@pytest.mark.parametrize("query", ARRAY_JOIN_QUERIES, ids=ARRAY_JOIN_QUERIES)
+def test_array_join_and_array_literals_match_clickhouse(query):
+    """arrayJoin repeats a row per element (empty arrays drop the row); INSERT VALUES takes array literals."""
+    from skipidx.engine.formats import write_table
+
+    ddl = "CREATE TABLE {t} (id UInt32, tags Array(String), n Array(UInt8)) ENGINE = MergeTree ORDER BY id"
+    rows = "INSERT INTO {t} VALUES (1, ['a','b'], [1]), (2, [], [2,3]), (3, ['c','a','a'], [])"
+    db = skipidx.connect()
+    db.sql(ddl.format(t="t"))
+    db.sql(rows.format(t="t"))
+    name = chdb_oracle.scratch_database("aj")
+    chdb_oracle.query(ddl.format(t=f"{name}.t"))
+    chdb_oracle.query(rows.format(t=f"{name}.t"))
+    r = db.sql(query.format(t="t"))
+    ours = write_table(r.to_arrow(), "TSVWithNames", types=r.types).decode()
+    assert ours == chdb_oracle.query(query.format(t=f"{name}.t"), "TSVWithNames").bytes().decode(), query
+
+
+def test_array_join_outside_select_is_a_clear_error():
+    db = skipidx.connect()
+    db.sql("CREATE TABLE t (id UInt32, tags Array(String)) ENGINE = MergeTree ORDER BY id")
+    db.sql("INSERT INTO t VALUES (1, ['a'])")
+    with pytest.raises(skipidx.SkipidxError, match="arrayJoin is supported in the SELECT list"):
+        db.sql("SELECT id FROM t WHERE arrayJoin(tags) = 'a'").fetchall()

@@ -26,7 +26,9 @@ STREAM_MIN_ROWS = 1 << 20
 
 def streamable(bs) -> bool:
     """Rows that can be handed out chunk by chunk as the scan yields them."""
-    return not bs.aggregate and not bs.order_by and not bs.distinct and bs.limit != 0
+    from skipidx.execution.select import array_joins
+
+    return not bs.aggregate and not bs.order_by and not bs.distinct and bs.limit != 0 and not array_joins(bs)
 
 
 def bound_types(bs, table: pa.Table) -> list[str] | None:

@@ -48,7 +48,8 @@ uniqExact(x) UInt64 (NULLs skipped)      0
 """
 from __future__ import annotations
 
-from typing import Any, Iterable
+import dataclasses
+from typing import Any, Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -533,6 +534,48 @@ def _keys_follow_output(bs: BoundSelect) -> bool:
     return all(o.expr in exprs or columns_of(o.expr) <= plain for o in bs.order_by)
 
 
+_ARRAY_JOIN_COLUMN = "__array_join"
+
+
+def array_joins(bs: BoundSelect) -> list[BCall]:
+    """The distinct arrayJoin(...) calls of the select list, GROUP BY, HAVING and ORDER BY."""
+    out: list[BCall] = []
+
+    def step(x: BExpr) -> BExpr | None:
+        if isinstance(x, BCall) and x.func == "arrayJoin" and x not in out:
+            out.append(x)
+        return None
+
+    for e in [it.expr for it in bs.items] + list(bs.group_by) + [o.expr for o in bs.order_by] + [bs.having]:
+        if e is not None:
+            transform(e, step)
+    return out
+
+
+def _expand_array_join(bs: BoundSelect, join: BCall, chunks: Iterable[pa.Table]):
+    """ClickHouse's arrayJoin: each row repeated once per element of the array (a row with an
+    empty array disappears), the call itself read as the element column."""
+    col = BColumn(_ARRAY_JOIN_COLUMN, join.type, join.nullable)
+
+    def swap(x: BExpr) -> BExpr | None:
+        return col if x == join else None
+
+    def sub(e: BExpr | None) -> BExpr | None:
+        return None if e is None else transform(e, swap)
+
+    bs = dataclasses.replace(
+        bs, items=[dataclasses.replace(it, expr=sub(it.expr)) for it in bs.items],
+        group_by=[sub(g) for g in bs.group_by], having=sub(bs.having),
+        order_by=[dataclasses.replace(o, expr=sub(o.expr)) for o in bs.order_by])
+
+    def expanded() -> Iterator[pa.Table]:
+        for ch in chunks:
+            arr = _plain(evaluate(join.args[0], ch))
+            parents = pc.list_parent_indices(arr)
+            yield ch.take(parents).append_column(_ARRAY_JOIN_COLUMN, _plain(pc.list_flatten(arr)))
+    return bs, expanded()
+
+
 def run_select(bs: BoundSelect, chunks: Iterable[pa.Table], sort_key: list[str] | None = None) -> pa.Table:
     """Consume the scan's filtered chunks and produce the result table.
 
@@ -540,6 +583,11 @@ def run_select(bs: BoundSelect, chunks: Iterable[pa.Table], sort_key: list[str] 
     starting with it, ClickHouse reads the table in that order, which decides
     which row of a tuple DISTINCT keeps.
     """
+    joins = array_joins(bs)
+    if len(joins) > 1:
+        raise SkipidxError("only one arrayJoin(...) per query is supported (ClickHouse would join each)")
+    if joins:
+        bs, chunks = _expand_array_join(bs, joins[0], chunks)
     if bs.aggregate:
         return _run_aggregate(bs, chunks)
     if bs.limit == 0:

@@ -341,9 +341,18 @@ TEXT_FUNCTIONS = [
              index=_hint("set", "tokens")),
     Function("hasAll", "scalar", (_ARRAY, CONST_LIST_OR_ARRAY), kernel=lambda a, v: _text_k("has_all")(a, v),
              index=_hint("set", "tokens")),
+    Function("arrayJoin", "typed", (_ARRAY,), typed=lambda ts, cs: (ts[0].value_type, None),
+             kernel=lambda a: _array_join_elsewhere(),
+             doc="one row per element; the SELECT runner expands the rows (skipidx.execution.select)"),
     Function("empty", "scalar", (STRING,), kernel=_text_k("empty")),
     Function("notEmpty", "scalar", (STRING,), kernel=_text_k("not_empty")),
 ]
+
+
+def _array_join_elsewhere() -> Any:
+    from skipidx.core.errors import SkipidxError
+
+    raise SkipidxError("arrayJoin is supported in the SELECT list, GROUP BY, HAVING and ORDER BY, not here")
 
 
 def _length(a: Any) -> Any:

@@ -323,6 +323,17 @@ def _default(ctype) -> Any:
 
 def _column_array(ctype, values: list[Any], name: str, nodes: list[Any]) -> pa.Array:
     """Python values of one column as an Arrow array wide enough for the store's range-checked cast."""
+    if getattr(ctype, "element", None) is not None:
+        # Array(T): the literals' elements converted as a column of T, then cut back into lists
+        offsets, flat, flat_nodes = [0], [], []
+        for v, node in zip(values, nodes):
+            if not isinstance(v, tuple):
+                raise _err(f"column {name!r} ({ctype.name}): expected an array, got {node.to_sql()}", node)
+            flat.extend(v)
+            flat_nodes.extend([node] * len(v))
+            offsets.append(len(flat))
+        inner = _column_array(ctype.element, flat, f"{name}[]", flat_nodes)
+        return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), inner)
     t = value_type(ctype.arrow_type)
     out: list[Any] = []
     for v, node in zip(values, nodes):
