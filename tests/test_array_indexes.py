@@ -193,3 +193,38 @@ def test_array_join_outside_select_is_a_clear_error():
     db.sql("INSERT INTO t VALUES (1, ['a'])")
     with pytest.raises(skipidx.SkipidxError, match="arrayJoin is supported in the SELECT list"):
         db.sql("SELECT id FROM t WHERE arrayJoin(tags) = 'a'").fetchall()
+
+
+POSITION_CASES = [("position(msg, 'NEEDLE') > 0", 1), ("position(msg, 'needle') > 0", 0),
+                  ("positionCaseInsensitive(msg, 'needle') > 0", 1), ("position(msg, 'NEEDLE') >= 1", 1),
+                  ("position(msg, '50%_') >= 1", None), ("position(msg, 'a\\\\b') > 0", None),
+                  ("NOT position(msg, 'NEEDLE') > 0", None), ("position(msg, '') > 0", None),
+                  ("positionCaseInsensitive(msg, 'kraken') > 0", None), ("position(msg, 'NEEDLE') = 0", None)]
+
+
+@pytest.mark.parametrize("where,kept", POSITION_CASES, ids=[c[0] for c in POSITION_CASES])
+def test_position_tests_prune_as_like(tmp_path, where, kept):
+    """position(x, s) > 0 prunes as x LIKE '%s%' (wildcards in s escaped), positionCaseInsensitive as ILIKE."""
+    rnd = random.Random(5)
+    words = ["Alpha", "BETA", "gamma", "Delta", "kraken", "salt", "Élan", "50%_off", "a\\b", "Rare"]
+    n = 3000
+    rows = [" ".join(rnd.choice(words) for _ in range(3)) for _ in range(n)]
+    rows[2000] = "the NEEDLE here"
+    data = pa.table({"id": pa.array(range(n), pa.uint32()), "msg": rows})
+    db = skipidx.connect()
+    db.sql("CREATE TABLE t (id UInt32, msg String, INDEX ng msg TYPE ngrambf_v1(3, 512, 2, 0) GRANULARITY 1, "
+           "INDEX ln lower(msg) TYPE ngrambf_v1(3, 512, 2, 0) GRANULARITY 1) ENGINE = MergeTree ORDER BY id "
+           "SETTINGS index_granularity = 64")
+    db.insert("t", data)
+    path = str(tmp_path / "t.parquet")
+    pq.write_table(data, path)
+    name = chdb_oracle.scratch_database("pos")
+    chdb_oracle.query(f"CREATE TABLE {name}.t (id UInt32, msg String) ENGINE = MergeTree ORDER BY id")
+    chdb_oracle.query(f"INSERT INTO {name}.t SELECT * FROM file('{path}', Parquet)")
+    r = db.sql(f"SELECT count(), sum(id) FROM t WHERE {where}")
+    ours = tuple(r.fetchall()[0])
+    theirs = tuple(int(x) for x in chdb_oracle.query(f"SELECT count(), sum(id) FROM {name}.t WHERE {where}", "TSV")
+                   .bytes().decode().split())
+    assert (ours[0], ours[1] or 0) == theirs, where
+    if kept is not None:
+        assert r.stats.granules_selected == kept, (where, r.stats.granules_selected)

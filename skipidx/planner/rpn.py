@@ -128,6 +128,34 @@ def _array_atoms(e: BCall, items: list, atom_id: Callable[[Atom], int]) -> bool:
     return True
 
 
+#: ``position(x, s) > 0`` (and ``>= 1``) is ``x LIKE '%s%'``; with positionCaseInsensitive,
+#: ``ILIKE``, which token and n-gram indexes answer (ILIKE on indexes over lower(x)).
+POSITION_TESTS = frozenset({"greater", "greaterOrEquals"})
+_POSITION_LIKE = {"position": "like", "positionCaseInsensitive": "ilike"}
+
+
+def _position_atom(e: BCall, items: list, atom_id: Callable[[Atom], int]) -> bool:
+    """A LIKE atom for a test that a substring occurs; False when `e` is not one. Only where
+    not under NOT: the atom stands for "the substring occurs", nothing about its absence."""
+    if len(e.args) != 2 or not isinstance(e.args[1], BConst) or not isinstance(e.args[0], BCall):
+        return False
+    call, bound = e.args[0], e.args[1].value
+    if call.func not in _POSITION_LIKE or len(call.args) != 2 or not isinstance(call.args[1], BConst):
+        return False
+    if isinstance(bound, bool) or not isinstance(bound, (int, float)):
+        return False
+    if not ((e.func == "greater" and bound == 0) or (e.func == "greaterOrEquals" and bound == 1)):
+        return False
+    needle = call.args[1].value
+    subj = subject_of(call.args[0])
+    if subj is None or not isinstance(needle, bytes) or not needle:
+        return False
+    escaped = needle.replace(b"\\", b"\\\\").replace(b"%", b"\\%").replace(b"_", b"\\_")
+    atom = Atom(_POSITION_LIKE[call.func], subj[0], subj[1], (b"%" + escaped + b"%",), e.text)
+    items.append(RPNItem(Op.ATOM, atom_id(atom), True))
+    return True
+
+
 def build_rpn(where: BExpr | None) -> RPN:
     """The RPN of a bound WHERE expression (``None``: no WHERE = TRUE)."""
     rpn = RPN()
@@ -173,6 +201,8 @@ def build_rpn(where: BExpr | None) -> RPN:
             elif e.func in ARRAY_ATOMS:
                 if positive and _array_atoms(e, items, atom_id):
                     return
+            elif e.func in POSITION_TESTS and positive and _position_atom(e, items, atom_id):
+                return
             else:
                 a = _atom_of(e)
                 if a is not None:
