@@ -91,7 +91,7 @@ def test_parquet_infile_streams_row_groups(tmp_path):
     warm = str(tmp_path / "w.parquet")
     pq.write_table(pa.table({"id": pa.array([1], pa.uint64()), "s": ["x"]}), warm)
     peaks, sizes = [], []
-    for rows in (150_000, 1_200_000):
+    for rows in (150_000, 2_400_000):
         p = str(tmp_path / f"in{rows}.parquet")
         rng = np.random.default_rng(rows)
         s = pa.array(np.char.add(np.char.add(rng.integers(0, 2**62, rows).astype(str), "-"),
@@ -101,15 +101,18 @@ def test_parquet_infile_streams_row_groups(tmp_path):
         sizes.append(pq.read_table(p).nbytes / 2**20)
         path = str(tmp_path / f"db{rows}")
         db = skipidx.connect(path)
-        db.sql("CREATE TABLE t (id UInt64, s String) ORDER BY id SETTINGS max_part_rows = 100000")
+        # background merges off: this measures the INFILE reader, not a merge running beside it
+        db.sql("CREATE TABLE t (id UInt64, s String) ORDER BY id SETTINGS max_part_rows = 100000, background_merges = 0")
         db.sql("CREATE TABLE w (id UInt64, s String) ORDER BY id")
         db.close()
         r = _child(path, f"INSERT INTO t FROM INFILE '{p}' FORMAT Parquet",
                    warm=f"INSERT INTO w FROM INFILE '{warm}' FORMAT Parquet")
         assert r["result"] == f"inserted {rows} rows"
         peaks.append(r["peak"] - r["before"])
-    assert sizes[1] - sizes[0] > 45
-    assert peaks[1] - peaks[0] < 20, (peaks, sizes)
+    # the larger file is ~100 MB bigger in memory; a streaming reader's peak grows by a fraction
+    # of that (allocator and thread-pool noise: 20-35 MB measured), a buffering one by all of it
+    assert sizes[1] - sizes[0] > 90
+    assert peaks[1] - peaks[0] < 0.5 * (sizes[1] - sizes[0]), (peaks, sizes)
 
 
 def _like_runs_loop(pattern: bytes):
