@@ -4,9 +4,9 @@
 
 DIR holds ClickHouse's ``tests/queries/0_stateless/*.sql`` files of interest
 (the files matching *bloom_filter*, *tokenbf*, *ngrambf*, *skip_index*,
-*set_index*, *minmax*, *hasToken*; ClickHouse is Apache-2.0). They are not
-part of this repository: put them in DIR (default
-``/work/shared/clickhouse_stateless``, or ``$SKIPIDX_CH_TESTS``).
+*set_index*, *minmax*, *hasToken*; ClickHouse is Apache-2.0): by default the
+copies in ``bench/clickhouse_stateless/`` (source and licence in its README),
+or ``$SKIPIDX_CH_TESTS``.
 
 Each file runs in a fresh skipidx database and a fresh chDB database, every
 statement on both. A statement other than SET is *inside the dialect* when
@@ -33,7 +33,8 @@ import re
 import sys
 import time
 
-DEFAULT_DIR = os.environ.get("SKIPIDX_CH_TESTS", "/work/shared/clickhouse_stateless")
+DEFAULT_DIR = os.environ.get(
+    "SKIPIDX_CH_TESTS", os.path.join(os.path.dirname(os.path.abspath(__file__)), "clickhouse_stateless"))
 PATTERNS = ("bloom_filter", "tokenbf", "ngrambf", "skip_index", "set_index", "minmax", "hasToken")
 
 _HINT = re.compile(r"--\s*\{\s*(serverError|clientError)\s+([^}]*)\}")
