@@ -128,35 +128,43 @@ ILIKE_CASES = [("%needle%", 1), ("%NEEDLE%", 1), ("%Needle here", 1), ("the%", 1
                ("%rare%", None), ("%élan%", None), ("%kraken%", None)]
 
 
-@pytest.mark.parametrize("pattern,kept", ILIKE_CASES, ids=[c[0] for c in ILIKE_CASES])
-def test_ilike_prunes_with_lower_indexes(tmp_path, pattern, kept):
-    """ILIKE of an ASCII pattern without k/s is LIKE lower(pattern) over lower(x), so indexes on lower(x)
-    answer it; patterns a non-ASCII case fold could reach (the Kelvin sign, the long s) keep every granule."""
-    rnd = random.Random(3)
+def _text_table_vs_chdb(tmp_path, words: list[str], seed: int, ddl_indexes: str, where: str):
+    """3000 rows of three random words (row 2000: 'the NEEDLE here') in skipidx with `ddl_indexes`
+    and in chDB; returns (skipidx count/sum, chDB count/sum, skipidx stats) for `where`."""
+    rnd = random.Random(seed)
     n = 3000
-    rows = [" ".join(rnd.choice(ILIKE_WORDS) for _ in range(3)) for _ in range(n)]
+    rows = [" ".join(rnd.choice(words) for _ in range(3)) for _ in range(n)]
     rows[2000] = "the NEEDLE here"
     data = pa.table({"id": pa.array(range(n), pa.uint32()), "msg": rows})
     db = skipidx.connect()
-    db.sql("CREATE TABLE t (id UInt32, msg String, INDEX lt lower(msg) TYPE tokenbf_v1(512, 3, 0) GRANULARITY 1, "
-           "INDEX ln lower(msg) TYPE ngrambf_v1(3, 512, 2, 0) GRANULARITY 1) ENGINE = MergeTree ORDER BY id "
+    db.sql(f"CREATE TABLE t (id UInt32, msg String, {ddl_indexes}) ENGINE = MergeTree ORDER BY id "
            "SETTINGS index_granularity = 64")
     db.insert("t", data)
     path = str(tmp_path / "t.parquet")
     pq.write_table(data, path)
-    name = chdb_oracle.scratch_database("ilike")
+    name = chdb_oracle.scratch_database("text")
     chdb_oracle.query(f"CREATE TABLE {name}.t (id UInt32, msg String) ENGINE = MergeTree ORDER BY id")
     chdb_oracle.query(f"INSERT INTO {name}.t SELECT * FROM file('{path}', Parquet)")
-    w = f"msg ILIKE '{pattern}'"
-    r = db.sql(f"SELECT count(), sum(id) FROM t WHERE {w}")
+    r = db.sql(f"SELECT count(), sum(id) FROM t WHERE {where}")
     ours = tuple(r.fetchall()[0])
-    theirs = tuple(int(x) for x in chdb_oracle.query(f"SELECT count(), sum(id) FROM {name}.t WHERE {w}", "TSV")
+    theirs = tuple(int(x) for x in chdb_oracle.query(f"SELECT count(), sum(id) FROM {name}.t WHERE {where}", "TSV")
                    .bytes().decode().split())
-    assert (ours[0], ours[1] or 0) == theirs, w
+    return (ours[0], ours[1] or 0), theirs, r.stats
+
+
+@pytest.mark.parametrize("pattern,kept", ILIKE_CASES, ids=[c[0] for c in ILIKE_CASES])
+def test_ilike_prunes_with_lower_indexes(tmp_path, pattern, kept):
+    """ILIKE of an ASCII pattern without k/s is LIKE lower(pattern) over lower(x), so indexes on lower(x)
+    answer it; patterns a non-ASCII case fold could reach (the Kelvin sign, the long s) keep every granule."""
+    w = f"msg ILIKE '{pattern}'"
+    ours, theirs, st = _text_table_vs_chdb(
+        tmp_path, ILIKE_WORDS, 3, "INDEX lt lower(msg) TYPE tokenbf_v1(512, 3, 0) GRANULARITY 1, "
+        "INDEX ln lower(msg) TYPE ngrambf_v1(3, 512, 2, 0) GRANULARITY 1", w)
+    assert ours == theirs, w
     if kept is not None:
-        assert r.stats.granules_selected == kept, (w, r.stats.granules_selected)
+        assert st.granules_selected == kept, (w, st.granules_selected)
     if "k" in pattern or "s" in pattern:
-        assert r.stats.granules_selected == r.stats.granules_total, w
+        assert st.granules_selected == st.granules_total, w
 
 
 ARRAY_JOIN_QUERIES = [
@@ -205,26 +213,10 @@ POSITION_CASES = [("position(msg, 'NEEDLE') > 0", 1), ("position(msg, 'needle') 
 @pytest.mark.parametrize("where,kept", POSITION_CASES, ids=[c[0] for c in POSITION_CASES])
 def test_position_tests_prune_as_like(tmp_path, where, kept):
     """position(x, s) > 0 prunes as x LIKE '%s%' (wildcards in s escaped), positionCaseInsensitive as ILIKE."""
-    rnd = random.Random(5)
     words = ["Alpha", "BETA", "gamma", "Delta", "kraken", "salt", "Élan", "50%_off", "a\\b", "Rare"]
-    n = 3000
-    rows = [" ".join(rnd.choice(words) for _ in range(3)) for _ in range(n)]
-    rows[2000] = "the NEEDLE here"
-    data = pa.table({"id": pa.array(range(n), pa.uint32()), "msg": rows})
-    db = skipidx.connect()
-    db.sql("CREATE TABLE t (id UInt32, msg String, INDEX ng msg TYPE ngrambf_v1(3, 512, 2, 0) GRANULARITY 1, "
-           "INDEX ln lower(msg) TYPE ngrambf_v1(3, 512, 2, 0) GRANULARITY 1) ENGINE = MergeTree ORDER BY id "
-           "SETTINGS index_granularity = 64")
-    db.insert("t", data)
-    path = str(tmp_path / "t.parquet")
-    pq.write_table(data, path)
-    name = chdb_oracle.scratch_database("pos")
-    chdb_oracle.query(f"CREATE TABLE {name}.t (id UInt32, msg String) ENGINE = MergeTree ORDER BY id")
-    chdb_oracle.query(f"INSERT INTO {name}.t SELECT * FROM file('{path}', Parquet)")
-    r = db.sql(f"SELECT count(), sum(id) FROM t WHERE {where}")
-    ours = tuple(r.fetchall()[0])
-    theirs = tuple(int(x) for x in chdb_oracle.query(f"SELECT count(), sum(id) FROM {name}.t WHERE {where}", "TSV")
-                   .bytes().decode().split())
-    assert (ours[0], ours[1] or 0) == theirs, where
+    ours, theirs, st = _text_table_vs_chdb(
+        tmp_path, words, 5, "INDEX ng msg TYPE ngrambf_v1(3, 512, 2, 0) GRANULARITY 1, "
+        "INDEX ln lower(msg) TYPE ngrambf_v1(3, 512, 2, 0) GRANULARITY 1", where)
+    assert ours == theirs, where
     if kept is not None:
-        assert r.stats.granules_selected == kept, (where, r.stats.granules_selected)
+        assert st.granules_selected == kept, (where, st.granules_selected)
