@@ -102,7 +102,6 @@ class Database:
         """Run the statements of `text` in order; one Result per statement."""
         self._check_open()
         from skipidx.sql.parser import parse
-        from skipidx.sql.params import bind_params
 
         if not isinstance(text, str):
             raise SkipidxError(f"SQL text must be a str, got {type(text).__name__}")
@@ -115,9 +114,11 @@ class Database:
             from skipidx.engine.statements import session_params
 
             out = []
+            # the log keeps a query as it was sent when the text holds one statement
+            sent = text.strip().rstrip(";").strip() if len(statements) == 1 else None
             for s in statements:
                 # parameters given here win over the session's `SET param_x = ...`
-                out.append(self._run_statement(bind_params(s, {**session_params(self), **(params or {})})))
+                out.append(self._run_logged(s, {**session_params(self), **(params or {})}, sent))
             return out
         except SkipidxError as e:
             e.show_in(text)
@@ -130,9 +131,43 @@ class Database:
             return self.sql(stmt, params)
         self._check_open()
         from skipidx.engine.statements import session_params
+
+        return self._run_logged(stmt, {**session_params(self), **(params or {})})
+
+    def _run_logged(self, stmt: A.Statement, params: dict, text: str | None = None) -> Result:
+        """Run one statement; a SELECT that ran joins the query log (engine/query_log.py)."""
+        import time
+
         from skipidx.sql.params import bind_params
 
-        return self._run_statement(bind_params(stmt, {**session_params(self), **(params or {})}))
+        t0 = time.perf_counter()
+        res = self._run_statement(bind_params(stmt, params))
+        if isinstance(stmt, A.Select) and self._logs(stmt):
+            from skipidx.engine.query_log import log_select
+
+            used = {p.name for p in _statement_params(stmt)}
+            log_select(self.path, text if text is not None else stmt.to_sql(), {k: v for k, v in params.items() if k in used},
+                       time.perf_counter() - t0, res.stats)
+        return res
+
+    def _logs(self, stmt: A.Select) -> bool:
+        """`log_queries` of this statement; off by default where a KMS client guards sensitive
+        columns (their query literals would be written in clear)."""
+        from skipidx.engine.settings import resolve_settings
+        from skipidx.engine.statements import session_settings
+
+        values = resolve_settings(session_settings(self), stmt.settings).values
+        if "log_queries" in values:
+            return bool(values["log_queries"])
+        return self.keyring.kms is None
+
+    def query_log(self, limit: int | None = None) -> pa.Table:
+        """The recent SELECTs of this database, oldest first (ClickHouse's system.query_log
+        columns: event_time, query, query_parameters, query_duration_ms, granules_*)."""
+        self._check_open()
+        from skipidx.engine.query_log import query_log_table
+
+        return query_log_table(self.path, limit)
 
     def cursor(self) -> "Cursor":
         """A PEP 249 cursor over this database."""
@@ -451,6 +486,12 @@ class Database:
             lines, stats = explain_lines(plan, indexes=s.indexes, direct_count=direct_count,
                                          direct_rows=where_indexes)
         return Result(pa.table({"explain": pa.array(lines, pa.string())}), stats)
+
+
+def _statement_params(stmt: A.Statement) -> list:
+    from skipidx.sql.params import statement_params
+
+    return statement_params(stmt)
 
 
 def _refresh_table(rep) -> pa.Table:

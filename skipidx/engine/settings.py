@@ -33,6 +33,7 @@ QUERY_SETTINGS: dict[str, tuple[str, Any]] = {
     "optimize_move_to_prewhere": (_BOOL, True),
     "max_result_rows": (_UINT, 0),
     "query_plan_direct_read_from_text_index": (_BOOL, True),
+    "log_queries": (_BOOL, True),
     # accepted: no effect on skipidx's answers or pruning
     "max_insert_threads": (_UINT, 0),
     "min_insert_block_size_rows": (_UINT, 0),
@@ -52,7 +53,6 @@ QUERY_SETTINGS: dict[str, tuple[str, Any]] = {
     "use_query_cache": (_BOOL, False),
     "use_uncompressed_cache": (_BOOL, False),
     "send_logs_level": (_STR, "fatal"),
-    "log_queries": (_BOOL, True),
     "max_memory_usage": (_UINT, 0),
     "merge_tree_min_rows_for_concurrent_read": (_UINT, 0),
     "merge_tree_min_bytes_for_concurrent_read": (_UINT, 0),

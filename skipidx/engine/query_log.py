@@ -1,0 +1,118 @@
+"""The database's log of recent SELECTs (ClickHouse's ``system.query_log``, kept small).
+
+Each SELECT that ran (through ``db.sql``, ``db.execute`` or a cursor) appends
+one JSON line to ``<database>/query_log``: the statement as SQL text with its
+``{name:Type}`` placeholders, the parameter values it ran with (as text), the
+event time, the duration, and the pruning figures. The file keeps the last
+``QUERY_LOG_MAX_ENTRIES`` entries: when it grows past twice that it is rewritten
+with the newest ones (atomic rename), so an append costs one short write.
+
+The log is advisory (``skipidx advise`` reads it): a failed write never fails
+the query, and a line that does not parse is skipped on read. ``db.query_log()``
+returns it as an Arrow table with ClickHouse's column names.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+from typing import Any, Mapping
+
+import pyarrow as pa
+
+QUERY_LOG_FILE = "query_log"
+QUERY_LOG_MAX_ENTRIES = 1000
+#: the longest query text kept (a generated IN list of a million values is not a workload sample)
+QUERY_LOG_MAX_CHARS = 100_000
+
+
+def _param_text(v: Any) -> Any:
+    if isinstance(v, (bool, int, float, str)) or v is None:
+        return v
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "replace")
+    if isinstance(v, (list, tuple)):
+        return [_param_text(x) for x in v]
+    return str(v)
+
+
+def log_select(db_path: str, query: str, params: Mapping[str, Any] | None, duration_s: float,
+               stats: Any = None, *, max_entries: int | None = None) -> None:
+    """Append one SELECT to the log (best effort: an OSError is swallowed)."""
+    if len(query) > QUERY_LOG_MAX_CHARS:
+        return
+    rec = {"event_time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="microseconds"),
+           "query": query, "params": {k: _param_text(v) for k, v in (params or {}).items()},
+           "query_duration_ms": round(duration_s * 1e3, 3)}
+    if stats is not None:
+        # pruning figures only: a streamed result's rows_read grows after the statement returns
+        for k in ("granules_total", "granules_selected"):
+            v = getattr(stats, k, None)
+            if v is not None:
+                rec[k] = int(v)
+    max_entries = QUERY_LOG_MAX_ENTRIES if max_entries is None else max_entries
+    path = os.path.join(db_path, QUERY_LOG_FILE)
+    line = (json.dumps(rec, ensure_ascii=False) + "\n").encode("utf-8")
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line)
+            size = os.fstat(fd).st_size
+        finally:
+            os.close(fd)
+        # trim only when the file is big enough to hold 2x the bound (a cheap size test first)
+        if size > 2 * max_entries * 64:
+            _trim(path, max_entries)
+    except OSError:
+        pass
+
+
+def _trim(path: str, max_entries: int) -> None:
+    with open(path, "rb") as fh:
+        lines = fh.read().splitlines(keepends=True)
+    if len(lines) <= 2 * max_entries:
+        return
+    tmp = f"{path}.tmp.{os.getpid()}"
+    with open(tmp, "wb") as fh:
+        fh.writelines(lines[-max_entries:])
+    os.replace(tmp, path)
+
+
+def read_entries(db_path: str, limit: int | None = None) -> list[dict]:
+    """The logged SELECTs, oldest first (the last `limit` of them, at most QUERY_LOG_MAX_ENTRIES)."""
+    path = os.path.join(db_path, QUERY_LOG_FILE)
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read().splitlines()
+    except FileNotFoundError:
+        return []
+    out = []
+    for ln in raw:
+        try:
+            rec = json.loads(ln)
+        except ValueError:
+            continue   # a torn or foreign line: the log is advisory
+        if isinstance(rec, dict) and isinstance(rec.get("query"), str):
+            out.append(rec)
+    out = out[-QUERY_LOG_MAX_ENTRIES:]
+    return out[-limit:] if limit else out
+
+
+def query_log_table(db_path: str, limit: int | None = None) -> pa.Table:
+    """The log as ClickHouse's ``system.query_log`` columns (those it has)."""
+    recs = read_entries(db_path, limit)
+
+    def col(name, typ, default=None):
+        return pa.array([r.get(name, default) for r in recs], typ)
+
+    times = [_dt.datetime.fromisoformat(r["event_time"]) if isinstance(r.get("event_time"), str) else None
+             for r in recs]
+    return pa.table({
+        "event_time": pa.array(times, pa.timestamp("us", tz="UTC")),
+        "query": col("query", pa.string()),
+        "query_parameters": pa.array([json.dumps(r.get("params") or {}, ensure_ascii=False) for r in recs],
+                                     pa.string()),
+        "query_duration_ms": col("query_duration_ms", pa.float64()),
+        "granules_total": col("granules_total", pa.uint64()),
+        "granules_selected": col("granules_selected", pa.uint64()),
+    })
