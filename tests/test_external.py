@@ -531,3 +531,28 @@ def test_file_appended_in_place_is_not_trusted(small):
     assert _count(db, "hasToken(msg, 'kraken0')") == _dcount(root, "msg LIKE 'kraken0 %'")
     rep = db.sql("ALTER TABLE logs REFRESH").fetchall()
     assert [(a, os.path.basename(x)) for a, x, _ in rep] == [("indexed", "f2.parquet")]
+
+
+def test_selective_select_reports_all_rows_read(lake, monkeypatch):
+    """A SELECT of columns whose kept row groups hold more rows than the streaming threshold
+    but whose result is small returns complete: stats.rows_read counts every kept row group
+    when db.sql returns (it used to count only the first scan job's)."""
+    from skipidx.engine import streaming
+
+    root, db = lake
+    monkeypatch.setattr(streaming, "STREAM_MIN_ROWS", 20_000)
+    where = "hasToken(msg, 'kraken0') OR hasToken(msg, 'kraken1') OR hasToken(msg, 'kraken2')"
+    r = db.sql(f"SELECT id FROM logs WHERE {where} SETTINGS max_threads = 2")
+    st = r.stats
+    kept = sum(rgs for _, rgs in [(p, len(g)) for p, g in db.prune("logs", where)])
+    assert st.granules_selected == kept > 2 and not r.streaming
+    files = {p: pq.ParquetFile(p).metadata for p, _ in db.prune("logs", where)}
+    kept_rows = sum(files[p].row_group(g).num_rows for p, rgs in db.prune("logs", where) for g in rgs)
+    assert kept_rows > streaming.STREAM_MIN_ROWS
+    assert st.rows_read == kept_rows
+    assert sorted(x[0] for x in r.fetchall()) == [x[0] for x in _duck(
+        root, "regexp_matches(msg, '(^|[^A-Za-z0-9])kraken[012]([^A-Za-z0-9]|$)')")]
+    # a large result still streams, and its figures grow as it is read
+    r = db.sql("SELECT id FROM logs WHERE id >= 0 SETTINGS max_threads = 2")
+    assert r.streaming and r.stats.rows_read < 181_384
+    assert len(r.fetchall()) == 181_384 and r.stats.rows_read == 181_384

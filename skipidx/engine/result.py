@@ -12,7 +12,7 @@ result, whatever was fetched. ``fetch_record_batch(n)`` is a
 PyCapsule protocol (``__arrow_c_stream__``) lets DuckDB, Polars and pyarrow
 read a result without a copy through Python.
 
-A large SELECT without aggregation, ORDER BY or DISTINCT is *streamed*: its
+A SELECT without aggregation, ORDER BY or DISTINCT with a large result is *streamed*: its
 granules are read as the consumer pulls (``fetch_record_batch``, the
 capsule stream, ``fetchone``/``fetchmany``/iteration), so memory stays
 bounded by a few scan batches whatever the result size. Such a result can be

@@ -15,13 +15,15 @@ import pyarrow as pa
 
 from skipidx.engine.result import QueryStats, Result
 
-__all__ = ["STREAM_MIN_ROWS", "streamable", "bound_types", "select_stream", "scan_stream"]
+__all__ = ["STREAM_MIN_ROWS", "STREAM_MIN_BYTES", "streamable", "bound_types", "select_stream", "scan_stream"]
 
 
-#: A streamable SELECT whose kept granules hold more rows than this is read
-#: as the consumer pulls (Result streams); smaller ones are computed at once,
-#: so their errors and figures are there when ``db.sql`` returns.
+#: A streamable SELECT whose kept granules hold more rows than this, and whose
+#: result turns out to hold more too (or :data:`STREAM_MIN_BYTES`), is read as the
+#: consumer pulls (Result streams); others are computed at once, so their errors
+#: and figures (``stats.rows_read``) are all there when ``db.sql`` returns.
 STREAM_MIN_ROWS = 1 << 20
+STREAM_MIN_BYTES = 64 << 20
 
 
 def streamable(bs) -> bool:
@@ -114,18 +116,33 @@ def select_stream(snap, plan, force: bool, before_scan: Any = None, max_result_r
             snap.close()
 
     gen = rows()
-    first = next(gen, None)     # errors of the first chunk surface here, not at the first fetch
-    if first is None:
-        return Result(empty, stats, types=bound_types(bs, empty))
+    # Many kept rows may give few result rows (a selective WHERE the indexes could not narrow
+    # further): read on while the result stays small, so such a query returns complete, with
+    # its full figures (stats.rows_read); only a large result streams. db.scan (`force`)
+    # streams from its first chunk.
+    head: list[pa.Table] = []
+    n_rows = n_bytes = 0
+    done = True
+    for p in gen:           # errors of the first chunks surface here, not at the first fetch
+        head.append(p)
+        n_rows += p.num_rows
+        n_bytes += p.nbytes
+        if force or n_rows > STREAM_MIN_ROWS or n_bytes > STREAM_MIN_BYTES:
+            done = False
+            break
+    if done:
+        table = pa.concat_tables(head) if head else empty
+        return Result(table, stats, types=bound_types(bs, table))
 
     def chained() -> Iterator[pa.Table]:
         try:
-            yield first
+            yield from head
+            head.clear()
             yield from gen
         finally:
             gen.close()
 
-    return Result(stream=chained(), schema=first.schema, stats=stats, types=bound_types(bs, first),
+    return Result(stream=chained(), schema=head[0].schema, stats=stats, types=bound_types(bs, head[0]),
                   on_close=snap.close)
 
 
