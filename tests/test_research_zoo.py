@@ -78,6 +78,22 @@ def test_stdlib_corpus_is_seeded_and_reproducible():
     assert "standard library" in da and "seed 5" in da
 
 
+def test_site_packages_corpus_is_seeded_and_described():
+    import re
+
+    from skipidx.apps.research.corpora import load_corpus, site_packages_root
+
+    a, da = load_corpus("site-packages", 2000, seed=5)
+    b, db_ = load_corpus("site-packages", 2000, seed=5)
+    c, dc = load_corpus("site-packages", 2000, seed=6)
+    assert len(a) == 2000 and a.equals(b) and da == db_ and not a.equals(c)
+    assert site_packages_root() in da and "seed 5" in da
+    files, tops = re.search(r"([\d,]+) \.py files in (\d+) top-level", da).groups()
+    assert int(files.replace(",", "")) > 100 and int(tops) > 5
+    h = re.search(r"sha256 of the files used ([0-9a-f]{16})", da).group(1)
+    assert h != re.search(r"sha256 of the files used ([0-9a-f]{16})", dc).group(1)
+
+
 def test_unknown_corpus():
     from skipidx.apps.research.corpora import load_corpus
 

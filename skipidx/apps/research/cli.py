@@ -339,7 +339,7 @@ def _bench_zoo(argv: list[str]) -> int:
     p = _Parser(prog="skipidx bench zoo", description="Every per-granule filter (SBBF adaptive / fixed, classic "
                                                       "Bloom, xor / binary fuse, exact sets, text index) on the "
                                                       "same corpora, tokenizer and queries.")
-    p.add_argument("--corpora", default="stdlib,debian,demo", help="comma list of stdlib, debian, demo")
+    p.add_argument("--corpora", default="stdlib,debian,demo", help="comma list of stdlib, site-packages, debian, demo")
     p.add_argument("--rows", type=int, default=65536, help="rows per corpus")
     p.add_argument("--index-granularity", type=int, default=1024, help="rows per granule")
     p.add_argument("--queries", type=int, default=100, help="present tokens probed (hasToken)")

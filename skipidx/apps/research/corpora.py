@@ -4,6 +4,10 @@
   ``.py`` file under ``sysconfig.get_paths()['stdlib']`` (site-packages
   excluded); files sorted by relative path, then shuffled by ``seed``, lines
   kept in file order (a code corpus with real locality).
+* ``site-packages``: the installed third-party packages' ``.py`` source
+  (the site-packages directory on ``sys.path`` with the most ``.py`` files:
+  the project's venv), sampled as ``stdlib``; the description counts files
+  and top-level packages and gives a sha256 of the files used.
 * ``debian``: Debian's package descriptions from the apt list on this machine
   (``/var/lib/apt/lists/*_Packages[.lz4]``), one row per package: the short
   description and the long one joined by spaces; packages in the list's order
@@ -26,7 +30,25 @@ import pyarrow as pa
 
 from skipidx.core.errors import SkipidxError
 
-CORPORA = ("stdlib", "debian")
+CORPORA = ("stdlib", "site-packages", "debian")
+
+
+def _source_lines(root: str, files: list[str], rows: int, seed: int) -> tuple[list[str], int, str]:
+    """Lines of `files` (relative to `root`, sorted) in a `seed`-shuffled file order, whole files
+    until `rows` lines; (lines, files used, sha256 prefix of the bytes of the files used)."""
+    order = np.random.default_rng(seed).permutation(len(files))
+    out: list[str] = []
+    used = 0
+    digest = hashlib.sha256()
+    for i in order:
+        with open(os.path.join(root, files[i]), "rb") as fh:
+            raw = fh.read()
+        digest.update(files[i].encode() + b"\0" + raw)
+        out.extend(raw.decode("utf-8", "replace").splitlines())
+        used += 1
+        if len(out) >= rows:
+            break
+    return out[:rows], used, digest.hexdigest()[:16]
 
 
 def stdlib_lines(rows: int, seed: int = 1) -> tuple[pa.Array, str]:
@@ -35,18 +57,40 @@ def stdlib_lines(rows: int, seed: int = 1) -> tuple[pa.Array, str]:
                    if "site-packages" not in p and "dist-packages" not in p)
     if not files:
         raise SkipidxError("no .py files under the standard library path", path=root)
-    order = np.random.default_rng(seed).permutation(len(files))
-    out: list[str] = []
-    used = 0
-    for i in order:
-        with open(os.path.join(root, files[i]), "rb") as fh:
-            out.extend(fh.read().decode("utf-8", "replace").splitlines())
-        used += 1
-        if len(out) >= rows:
-            break
-    out = out[:rows]
+    out, used, digest = _source_lines(root, files, rows, seed)
     desc = (f"Python {sys.version.split()[0]} standard library ({root}): {len(files)} .py files, "
-            f"shuffled with seed {seed}, first {used} files' lines, {len(out):,} rows (one per source line)")
+            f"shuffled with seed {seed}, first {used} files' lines, {len(out):,} rows (one per source line); "
+            f"sha256 of the files used {digest}")
+    return pa.array(out, pa.string()), desc
+
+
+def site_packages_root() -> str:
+    """The installed site-packages directory on sys.path holding the most ``.py`` files (the
+    project's .venv, or the shared venv a worktree's .venv points to)."""
+    best, best_n = None, 0
+    for p in dict.fromkeys(x for x in sys.path if os.path.basename(x.rstrip(os.sep)) in ("site-packages",
+                                                                                            "dist-packages")):
+        if not os.path.isdir(p):
+            continue
+        n = sum(1 for _ in glob.iglob(os.path.join(p, "**", "*.py"), recursive=True))
+        if n > best_n:
+            best, best_n = p, n
+    if best is None:
+        raise SkipidxError("no site-packages directory with .py files on sys.path")
+    return best
+
+
+def site_packages_lines(rows: int, seed: int = 1) -> tuple[pa.Array, str]:
+    """Every installed package's ``.py`` source (tests and vendored copies included, as installed),
+    one row per line; files sorted by relative path, shuffled by `seed`, lines in file order."""
+    root = site_packages_root()
+    files = sorted(os.path.relpath(p, root) for p in glob.glob(os.path.join(root, "**", "*.py"), recursive=True)
+                   if not os.path.basename(p).startswith("__editable__"))
+    tops = {f.split(os.sep, 1)[0] for f in files if os.sep in f}
+    out, used, digest = _source_lines(root, files, rows, seed)
+    desc = (f"installed site-packages source ({root}): {len(files):,} .py files in {len(tops)} top-level "
+            f"packages, shuffled with seed {seed}, first {used} files' lines, {len(out):,} rows (one per source "
+            f"line); sha256 of the files used {digest}")
     return pa.array(out, pa.string()), desc
 
 
@@ -97,6 +141,8 @@ def load_corpus(name: str, rows: int, seed: int = 1) -> tuple[pa.Array, str]:
         return stdlib_lines(rows, seed)
     if name == "debian":
         return debian_descriptions(rows, seed)
+    if name == "site-packages":
+        return site_packages_lines(rows, seed)
     if name == "demo" or name.startswith("demo"):
         from skipidx.apps.datagen import generate_table
 
