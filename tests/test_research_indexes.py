@@ -305,3 +305,20 @@ def test_where_parser_errors_have_a_place(text, col):
 def test_bench_rejects_other_columns(values):
     with pytest.raises(SkipidxError, match="only 'msg'"):
         I.run_bench_indexes(values, [Query("x", "hasToken(other, 'a')")], show_progress=False)
+
+
+def test_bench_where_is_the_engines_bound_tree(tmp_path):
+    """The bench reads its clauses with the engine's parser and binder: the same bound tree
+    as a SELECT's WHERE on a String column, and its RPN is the planner's."""
+    import skipidx
+    from skipidx.apps.research.whereexpr import bind
+    from skipidx.expr.binder import bind_where
+    from skipidx.planner.rpn import build_rpn
+    from skipidx.sql.parser import parse_expression
+
+    text = "NOT (hasToken(msg, 'a') OR msg LIKE '%b_c%') AND msg NOT IN ('x', 'y') AND multiSearchAny(msg, ['q'])"
+    with skipidx.connect(str(tmp_path / "db")) as db:
+        db.sql("CREATE TABLE t (msg String) ENGINE = MergeTree ORDER BY tuple()")
+        assert bind(text) == bind_where(db.table_meta("t"), parse_expression(text))
+    rpn = build_rpn(bind(text))
+    assert [a.func for a in rpn.atoms] == ["hasToken", "like", "in", "multiSearchAny"]

@@ -12,5 +12,5 @@ Commands (``skipidx bench ...`` / ``skipidx advise ...`` dispatch to `cli.bench_
     skipidx advise DATA.parquet --column msg --fpp 0.01  # advise.py: sizes from distinct counts
 
 Modules: `querygen` (seeded WHERE clauses by family), `whereexpr` (the WHERE subset the bench
-parses and evaluates exactly), `report` / `indexes_report` (markdown, JSON, PNG).
+takes, read by the engine's parser and binder), `report` / `indexes_report` (markdown, JSON, PNG).
 """

@@ -5,9 +5,12 @@ candidate index is built the way the engine builds it — tokenizer
 ``hash_column`` → 64-bit hashes → one SBBF per index granule in one
 `SBBFBank` — and each query is answered from the filters alone (the
 tokenizer's ``requirement`` → token hashes → ``check_any_of`` over the whole
-bank, combined through AND/OR/NOT with ClickHouse's BoolMask rules). Nothing
-else runs between the filter and the figure, so the figures are the index's
-own.
+bank). The clause goes through the engine's read pipeline: the SQL parser and
+binder (:mod:`skipidx.apps.research.whereexpr`), the planner's RPN and BoolMask
+evaluation (:mod:`skipidx.planner.rpn`), each atom answered by the engine's own
+index condition (``sbbf`` over the candidate's tokenizer) on the candidate's
+filters, and the engine's evaluator for the ideal. Nothing else runs between
+the filter and the figure, so the figures are the index's own.
 
 Candidates (`default_candidates`):
 
@@ -56,7 +59,8 @@ from numba import njit
 from skipidx.core.errors import SkipidxError
 from skipidx.apps.research.fpp import wilson_interval
 from skipidx.apps.research.querygen import Query
-from skipidx.apps.research.whereexpr import And, Atom, Expr, Not, atoms, evaluate_exact, parse_where
+from skipidx.apps.research.whereexpr import bind, evaluate_exact
+from skipidx.expr.bound import BExpr
 
 DEFAULT_FIXED_BYTES = (256, 1024, 4096, 16384, 65536, 262144)
 DEFAULT_FPPS = (0.1, 0.01, 0.001)
@@ -379,49 +383,52 @@ def _expand(mask_ig: np.ndarray, g: int, n_granules: int) -> np.ndarray:
     return np.repeat(mask_ig, g)[:n_granules] if g > 1 else mask_ig
 
 
-class _Pruner:
-    """Answers WHERE trees for one tokenizer's banks (requirement hashes cached per atom)."""
+class _Conditions:
+    """The engine's conditions for one tokenizer: an ``sbbf`` index over the bench column
+    (the condition depends on the tokenizer and seed only, not on filter sizes), one
+    per atom of each query's RPN."""
 
-    def __init__(self, tokenizer) -> None:
-        self.tokenizer = tokenizer
-        self._cache: dict[Atom, object] = {}
+    def __init__(self, tok: str, n: int | None, column: str, column_type: pa.DataType) -> None:
+        from skipidx.indexes.base import IndexDef, get_index_type
 
-    def groups(self, atom: Atom):
-        if atom not in self._cache:
+        kwargs = (("n", n),) if n is not None else ()
+        self.index = get_index_type("sbbf")(IndexDef("bench", column, None, "sbbf", (tok,), kwargs), column_type)
+        self._by_query: dict[int, tuple] = {}
+
+    def of(self, qi: int, rpn) -> tuple:
+        """Query `qi`'s condition per RPN atom (None: the index cannot answer it, maybe)."""
+        c = self._by_query.get(qi)
+        if c is None:
             # A bad constant (a hasToken needle with a separator) raises SkipidxError here, as in the engine.
-            req = self.tokenizer.requirement(atom.func, atom.args)
-            if req is None or req.negated:
-                self._cache[atom] = None
-            else:
-                self._cache[atom] = [_hash_tokens(list(group)) for group in req.any_of]
-        return self._cache[atom]
+            c = self._by_query[qi] = tuple(self.index.condition(a) for a in rpn.atoms)
+        return c
 
-    def mask(self, e: Expr, bank, g: int, n_granules: int, saturated: np.ndarray | None = None
-             ) -> tuple[np.ndarray, np.ndarray]:
-        """(can_be_true, can_be_false) per data granule, ClickHouse's BoolMask algebra.
 
-        ``saturated`` index granules answer "maybe" without a check, as the engine's do.
-        """
-        if isinstance(e, Atom):
-            grp = self.groups(e)
-            ones = np.ones(n_granules, dtype=bool)
-            if grp is None:
-                return ones, ones
-            hit = bank.check_any_of(grp)
-            if saturated is not None:
-                hit |= saturated
-            return _expand(hit, g, n_granules), ones
-        if isinstance(e, Not):
-            ct, cf = self.mask(e.item, bank, g, n_granules, saturated)
-            return cf, ct
-        parts = [self.mask(i, bank, g, n_granules, saturated) for i in e.items]
-        if isinstance(e, And):
-            ct = np.logical_and.reduce([p[0] for p in parts])
-            cf = np.logical_or.reduce([p[1] for p in parts])
-        else:
-            ct = np.logical_or.reduce([p[0] for p in parts])
-            cf = np.logical_and.reduce([p[1] for p in parts])
-        return ct, cf
+def _granules(index, bank, fill: np.ndarray, est: np.ndarray, zone_start: np.ndarray, zone_length: np.ndarray,
+              null_count: np.ndarray):
+    """The candidate's bank as the engine's SBBF granules (its saturation rule included)."""
+    from skipidx.indexes.bloom import SBBFGranules
+
+    tok = index.tokenizer
+    return SBBFGranules("sbbf", index.params, index.params["tokenizer"], str(tok.version), zone_start, zone_length,
+                        null_count, bank, None, fill, est)
+
+
+def _zones(n: int, rows: int, nulls: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(zone_start, zone_length, null_count) of index granules of `rows` rows over `n` rows."""
+    start = np.arange(0, n, rows, dtype=np.int64)
+    length = np.minimum(start + rows, n) - start
+    null_count = np.add.reduceat(nulls, start) if nulls is not None else np.zeros(start.shape[0], np.int64)
+    return start, length, null_count
+
+
+def _kept(rpn, conditions: tuple, granules, g: int, n_granules: int) -> np.ndarray:
+    """Data granules whose can_be_true the planner's RPN evaluation leaves set."""
+    from skipidx.planner.rpn import evaluate
+
+    n_ig = len(granules)
+    m = evaluate(rpn, n_ig, lambda i: None if conditions[i] is None else conditions[i].mask(granules))
+    return _expand(np.asarray(m.can_be_true, dtype=bool), g, n_granules)
 
 
 # --------------------------------------------------------------------------- the bench
@@ -458,7 +465,7 @@ def compute_ideal(queries: Sequence[Query], values: pa.ChunkedArray, index_granu
     n_granules = (n + index_granularity - 1) // index_granularity
     out = []
     for i, q in enumerate(queries):
-        expr = parse_where(q.where)
+        expr = bind(q.where, values.type)
         t0 = time.perf_counter()
         rows = evaluate_exact(expr, values)
         scan_ms = (time.perf_counter() - t0) * 1000
@@ -476,7 +483,7 @@ def ideal_granule_masks(queries: Sequence[Query], values: pa.ChunkedArray, index
     n_granules = (len(values) + index_granularity - 1) // index_granularity
     out = []
     for q in queries:
-        rows = evaluate_exact(parse_where(q.where), values)
+        rows = evaluate_exact(bind(q.where, values.type), values)
         m = np.zeros(n_granules, dtype=bool)
         m[np.flatnonzero(rows) // index_granularity] = True
         out.append(m)
@@ -502,9 +509,12 @@ def run_bench_indexes(values: pa.ChunkedArray, queries: Sequence[Query], *, colu
         raise SkipidxError(f"index_granularity must be an integer >= 1, got {index_granularity!r}")
     if not queries:
         raise SkipidxError("bench indexes needs at least one query")
-    exprs = [parse_where(q.where) for q in queries]
+    from skipidx.expr.visitors import columns_of
+    from skipidx.planner.rpn import build_rpn
+
+    exprs: list[BExpr] = [bind(q.where, values.type) for q in queries]
     for q, e in zip(queries, exprs):
-        bad = {a.column for a in atoms(e)} - {column}
+        bad = set(columns_of(e)) - {column}
         if bad:
             raise SkipidxError(f"query {q.where!r} reads column(s) {sorted(bad)}; the bench indexes only {column!r}")
     if candidates is None:
@@ -628,7 +638,11 @@ def run_bench_indexes(values: pa.ChunkedArray, queries: Sequence[Query], *, colu
         del uniq, dg_of_uniq
 
         # Queries.
-        pruner = _Pruner(tokenizer)
+        conditions = _Conditions(tok_name, tok_n, column, values.type)
+        rpns = [build_rpn(e) for e in exprs]
+        zone_cache: dict[int, tuple] = {}
+        nulls = np.asarray(values.is_null().to_numpy(zero_copy_only=False), dtype=np.int64) \
+            if values.null_count else None
         for c in all_cands:
             bank = banks[c]
             g = c.granularity
@@ -637,7 +651,11 @@ def run_bench_indexes(values: pa.ChunkedArray, queries: Sequence[Query], *, colu
             r.bytes_per_row = bank.nbytes / n
             r.mean_filter_bytes = float(sizes[c].mean())
             fill, est = _bank_stats(bank)
-            saturated = est > SATURATION_FPP
+            zs = zone_cache.get(g)
+            if zs is None:
+                zs = zone_cache[g] = _zones(n, index_granularity * g, nulls)
+            granules = _granules(conditions.index, bank, fill, est, *zs)
+            saturated = granules.saturated    # the engine's rule: these answer "maybe" unchecked
             r.fill_mean = float(fill.mean())
             r.saturated = int(saturated.sum())
             r.bits_fpp = float(np.where(saturated, 1.0, est).mean())
@@ -654,9 +672,10 @@ def run_bench_indexes(values: pa.ChunkedArray, queries: Sequence[Query], *, colu
             r.hash_s = hash_s
             r.build_s = hash_s + dedup_s + insert_s[c] + (ndv_s[g] if c.kind == "adaptive" else 0.0)
             cmasks = []
-            for e, info in zip(exprs, infos):
+            for qi, (rpn, info) in enumerate(zip(rpns, infos)):
+                conds = conditions.of(qi, rpn)
                 t0 = time.perf_counter()
-                ct, _ = pruner.mask(e, bank, g, n_granules, saturated)
+                ct = _kept(rpn, conds, granules, g, n_granules)
                 prune_ms = (time.perf_counter() - t0) * 1000
                 kept = int(ct.sum())
                 r.queries.append(QueryResult(kept, prune_ms, prune_ms + info.scan_ms * kept / n_granules))
@@ -673,15 +692,6 @@ def run_bench_indexes(values: pa.ChunkedArray, queries: Sequence[Query], *, colu
     if keep_masks:
         res.masks = masks_out  # type: ignore[attr-defined]
     return res
-
-
-#: The engine's rule (skipidx.indexes.bloom): a filter whose estimated FPP for an absent
-#: lookup exceeds this answers "maybe" without being checked; the bench applies it too,
-#: so its figures are the engine's.
-try:
-    from skipidx.indexes.bloom import SATURATION_FPP
-except ImportError:  # the engine's index package is optional for the bench
-    SATURATION_FPP = 0.9
 
 
 def _bank_stats(bank) -> tuple[np.ndarray, np.ndarray]:

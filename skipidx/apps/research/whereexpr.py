@@ -1,29 +1,20 @@
-"""A small parser for the WHERE clauses the bench runs, and their exact evaluation.
+"""The bench's WHERE clauses, read by the engine: SQL parser -> binder -> bound tree.
 
-The bench measures indexes straight on tokenizers and SBBF banks (no table,
-no engine), so it needs the WHERE clause as a tree of atoms it can hand to a
-tokenizer's ``requirement(func, args)``. The accepted subset is the
-predicate part of the skipidx/ClickHouse dialect over one string column::
+The bench measures token indexes, so it takes the predicates a token index can
+learn from (the catalogue's functions whose :class:`~skipidx.expr.catalogue.IndexHint`
+names ``tokens``: ``hasToken``, ``LIKE``, ``=``, ``IN``, ``multiSearchAny``, ...),
+each over a column and constants, combined with AND / OR / NOT. The text is
+parsed by :func:`skipidx.sql.parse_expression` and bound by the engine's binder
+(:func:`bind`), so the same text means the same thing in the engine, in
+ClickHouse (chDB) and here; the planner builds its RPN from the bound tree and
+the engine's evaluator answers it exactly (:func:`evaluate_exact`).
 
-    expr    := or
-    or      := and ('OR' and)*
-    and     := not ('AND' not)*
-    not     := 'NOT' not | '(' expr ')' | atom
-    atom    := FUNC '(' col ',' const ')'            hasToken, hasTokenOrNull,
-                                                      hasTokenCaseInsensitive,
-                                                      startsWith, endsWith,
-                                                      multiSearchAny (array const), match
-             | col ['NOT'] 'LIKE' string
-             | col ('=' | '==' | '!=' | '<>') string
-             | col ['NOT'] 'IN' '(' string, ... ')'
-
-The same text runs unchanged in ClickHouse (chDB) and in the skipidx engine.
-Exact evaluation (the "ideal": granules that truly hold a match) is the
-engine's evaluator over the equivalent bound tree (:func:`to_bound`).
+:class:`Atom` / :class:`And` / :class:`Or` / :class:`Not` are a read-only
+summary of a bound clause (:func:`parse_where`), for listing atoms and columns;
+nothing evaluates them.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Union
 
@@ -31,20 +22,14 @@ import numpy as np
 import pyarrow as pa
 
 from skipidx.core.errors import ParseError, SkipidxError
+from skipidx.expr.binder import bind_where
 from skipidx.expr.bound import BCall, BColumn, BConst, BExpr
 from skipidx.expr.catalogue import CATALOGUE
+from skipidx.sql import ast as A
+from skipidx.sql.parser import parse_expression
 
-_FUNCS = {
-    "hastoken": "hasToken",
-    "hastokenornull": "hasTokenOrNull",
-    "hastokencaseinsensitive": "hasTokenCaseInsensitive",
-    "startswith": "startsWith",
-    "endswith": "endsWith",
-    "multisearchany": "multiSearchAny",
-    "match": "match",
-    "like": "like",
-    "notlike": "notLike",
-}
+#: What the bench can ask a token index: every function a token index learns from.
+BENCH_FUNCTIONS = CATALOGUE.learning("tokens")
 
 
 @dataclass(frozen=True)
@@ -73,49 +58,6 @@ class Not:
 
 Expr = Union[Atom, And, Or, Not]
 
-_TOKEN_RE = re.compile(r"""
-    (?P<ws>\s+)
-  | (?P<str>'(?:[^'\\]|\\.|'')*')
-  | (?P<num>-?\d+(?:\.\d+)?)
-  | (?P<op>==|!=|<>|=|\(|\)|\[|\]|,)
-  | (?P<ident>[A-Za-z_][A-Za-z0-9_]*|`[^`]+`)
-""", re.VERBOSE | re.DOTALL)
-
-_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "\\": "\\", "'": "'", "b": "\b", "f": "\f",
-            "a": "\a", "v": "\v"}
-
-
-def _unquote(lit: str) -> bytes:
-    """A ClickHouse string literal to bytes: backslash escapes, ``\\xNN`` raw bytes, ``''``.
-
-    ``\\%`` and ``\\_`` keep their backslash: they are LIKE escapes, which the
-    pattern (not the literal) interprets, as in ClickHouse.
-    """
-    body = lit[1:-1]
-    out = bytearray()
-    i = 0
-    while i < len(body):
-        c = body[i]
-        if c == "\\" and i + 1 < len(body):
-            n = body[i + 1]
-            if n in ("%", "_"):
-                out += b"\\" + n.encode()
-            elif n == "x" and re.fullmatch(r"[0-9A-Fa-f]{2}", body[i + 2:i + 4]):
-                out.append(int(body[i + 2:i + 4], 16))
-                i += 4
-                continue
-            else:
-                out += _ESCAPES.get(n, n).encode("utf-8")
-            i += 2
-            continue
-        if c == "'" and i + 1 < len(body) and body[i + 1] == "'":
-            out += b"'"
-            i += 2
-            continue
-        out += c.encode("utf-8")
-        i += 1
-    return bytes(out)
-
 
 def quote(value: bytes | str) -> str:
     """``value`` as a ClickHouse string literal (backslash and quote escaped)."""
@@ -123,140 +65,124 @@ def quote(value: bytes | str) -> str:
     return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-class _Parser:
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.toks: list[tuple[str, str, int]] = []
-        pos = 0
-        while pos < len(text):
-            m = _TOKEN_RE.match(text, pos)
-            if not m:
-                raise self._err(f"unexpected character {text[pos]!r}", pos)
-            kind = m.lastgroup
-            if kind != "ws":
-                self.toks.append((kind, m.group(), pos))
-            pos = m.end()
-        self.i = 0
+# --------------------------------------------------------------------------- the subset
 
-    def _err(self, msg: str, pos: int) -> ParseError:
-        line = self.text.count("\n", 0, pos) + 1
-        col = pos - (self.text.rfind("\n", 0, pos) + 1) + 1
-        return ParseError(msg, line=line, column=col)
+def _operator_pos(text: str, node: A.BinaryOp) -> A.Pos:
+    """Where the operator of `node` is written: the characters before its right operand."""
+    lines = text.split("\n")
+    line, col = node.right.pos
+    s = lines[line - 1]
+    end = col - 1
+    while end > 0 and s[end - 1] in " \t\r":
+        end -= 1
+    start = end
+    while start > 0 and s[start - 1] in "<>=!":
+        start -= 1
+    return A.Pos(line, start + 1)
 
-    def peek(self, k: int = 0):
-        j = self.i + k
-        return self.toks[j] if j < len(self.toks) else ("eof", "", len(self.text))
 
-    def kw(self, word: str, k: int = 0) -> bool:
-        t = self.peek(k)
-        return t[0] == "ident" and t[1].upper() == word
+def _unsupported(what: str, pos: A.Pos) -> ParseError:
+    return ParseError(f"{what} is not supported by the bench (it asks token indexes: "
+                      f"{', '.join(sorted(BENCH_FUNCTIONS))})", line=pos.line, column=pos.column)
 
-    def take(self, kind: str, value: str | None = None):
-        t = self.peek()
-        if t[0] != kind or (value is not None and t[1] != value):
-            want = value or kind
-            raise self._err(f"expected {want!r}, found {t[1] or 'end of input'!r}", t[2])
-        self.i += 1
-        return t
 
-    def parse(self) -> Expr:
-        if not self.toks:
-            raise self._err("empty WHERE clause", 0)
-        e = self.expr()
-        t = self.peek()
-        if t[0] != "eof":
-            raise self._err(f"unexpected {t[1]!r}", t[2])
-        return e
+def _constant(node: A.Expr) -> bool:
+    if isinstance(node, A.Literal):
+        return True
+    if isinstance(node, (A.ArrayLiteral, A.TupleLiteral)):
+        return all(_constant(i) for i in node.items)
+    return False
 
-    def expr(self) -> Expr:
-        items = [self.and_()]
-        while self.kw("OR"):
-            self.i += 1
-            items.append(self.and_())
-        return items[0] if len(items) == 1 else Or(tuple(items))
 
-    def and_(self) -> Expr:
-        items = [self.not_()]
-        while self.kw("AND"):
-            self.i += 1
-            items.append(self.not_())
-        return items[0] if len(items) == 1 else And(tuple(items))
+def _check(node: A.Expr, text: str, columns: dict[str, None]) -> None:
+    """Raise ParseError (with its place) unless `node` is in the bench's subset; collect its columns."""
+    if isinstance(node, A.BoolOp):
+        for a in node.args:
+            _check(a, text, columns)
+        return
+    if isinstance(node, A.UnaryOp) and node.op == "not":
+        _check(node.operand, text, columns)
+        return
+    if isinstance(node, A.FunctionCall):
+        fn, subject, rest, pos = CATALOGUE.lookup(node.name), node.args[:1], node.args[1:], node.pos
+        what = f"function {node.name!r}"
+    elif isinstance(node, A.BinaryOp):
+        fn, subject, rest, pos = CATALOGUE.operator(node.op), (node.left,), (node.right,), _operator_pos(text, node)
+        what = f"operator {node.op!r}"
+    elif isinstance(node, A.Like):
+        op = ("NOT " if node.negated else "") + ("ILIKE" if node.case_insensitive else "LIKE")
+        fn, subject, rest, pos, what = CATALOGUE.operator(op), (node.expr,), (node.pattern,), node.pos, op
+    elif isinstance(node, A.InList):
+        fn = CATALOGUE["notIn" if node.negated else "in"]
+        subject, rest, pos, what = (node.expr,), node.items, node.pos, "IN"
+    else:
+        raise ParseError(f"expected a predicate, found {node.to_sql()!r}", line=node.pos.line, column=node.pos.column)
+    if fn is None or fn.name not in BENCH_FUNCTIONS:
+        raise _unsupported(what, pos)
+    if not subject or not isinstance(subject[0], A.Column):
+        at = subject[0].pos if subject else pos
+        raise ParseError("the bench's predicates read a column as their first argument",
+                         line=at.line, column=at.column)
+    for r in rest:
+        if not _constant(r):
+            raise ParseError(f"expected a constant, found {r.to_sql()!r}", line=r.pos.line, column=r.pos.column)
+    columns[subject[0].name] = None
 
-    def not_(self) -> Expr:
-        if self.kw("NOT"):
-            self.i += 1
-            return Not(self.not_())
-        if self.peek()[0] == "op" and self.peek()[1] == "(":
-            self.i += 1
-            e = self.expr()
-            self.take("op", ")")
-            return e
-        return self.atom()
 
-    def _col(self) -> str:
-        t = self.take("ident")
-        return t[1].strip("`")
+class _Meta:
+    """The table the binder sees: the clause's columns, each of one string type."""
 
-    def _string(self) -> bytes:
-        t = self.peek()
-        if t[0] != "str":
-            raise self._err(f"expected a string literal, found {t[1] or 'end of input'!r}", t[2])
-        self.i += 1
-        return _unquote(t[1])
+    class _Col:
+        def __init__(self, name: str, ctype) -> None:
+            self.name, self.type = name, ctype
 
-    def _string_list(self, open_: str, close: str) -> tuple:
-        self.take("op", open_)
-        vals = [self._string()]
-        while self.peek()[1] == ",":
-            self.i += 1
-            vals.append(self._string())
-        self.take("op", close)
-        return tuple(vals)
+    def __init__(self, names, column_type: pa.DataType) -> None:
+        from skipidx.core.types import parse_type
 
-    def atom(self) -> Expr:
-        t = self.peek()
-        if t[0] != "ident":
-            raise self._err(f"expected a predicate, found {t[1] or 'end of input'!r}", t[2])
-        nxt = self.peek(1)
-        if nxt[0] == "op" and nxt[1] == "(":
-            name = _FUNCS.get(t[1].lower())
-            if name is None:
-                raise self._err(f"function {t[1]!r} is not supported by the bench", t[2])
-            self.i += 2
-            col = self._col()
-            self.take("op", ",")
-            if name == "multiSearchAny":
-                args: tuple = (self._string_list("[", "]"),)
-            else:
-                args = (self._string(),)
-            self.take("op", ")")
-            return Atom(name, col, args)
-        col = self._col()
-        if self.kw("NOT") and self.kw("LIKE", 1):
-            self.i += 2
-            return Atom("notLike", col, (self._string(),))
-        if self.kw("LIKE"):
-            self.i += 1
-            return Atom("like", col, (self._string(),))
-        if self.kw("NOT") and self.kw("IN", 1):
-            self.i += 2
-            return Atom("notIn", col, (self._string_list("(", ")"),))
-        if self.kw("IN"):
-            self.i += 1
-            return Atom("in", col, (self._string_list("(", ")"),))
-        op = self.take("op")
-        if op[1] in ("=", "=="):
-            return Atom("equals", col, (self._string(),))
-        if op[1] in ("!=", "<>"):
-            return Atom("notEquals", col, (self._string(),))
-        raise self._err(f"unsupported operator {op[1]!r}", op[2])
+        ctype = parse_type("String")
+        if not (pa.types.is_string(column_type) or pa.types.is_large_string(column_type)):
+            ctype = _BinaryString(ctype, column_type)
+        self.name = "bench"
+        self.columns = [self._Col(n, ctype) for n in names]
+
+
+class _BinaryString:
+    """A String column whose Arrow values are binary (ClickHouse's String holds any bytes)."""
+
+    def __init__(self, ctype, arrow_type: pa.DataType) -> None:
+        self.name, self.nullable, self.arrow_type = ctype.name, ctype.nullable, arrow_type
+
+
+def bind(text: str, column_type: pa.DataType = pa.string()) -> BExpr:
+    """The WHERE clause `text` (without the word WHERE) bound as the engine binds it, over
+    String columns of Arrow type `column_type`. ParseError with a place for text outside
+    the subset; BindError for bad constants (a hasToken needle with a separator)."""
+    if not isinstance(text, str):
+        raise SkipidxError(f"WHERE clause must be text, got {type(text).__name__}")
+    node = parse_expression(text)
+    columns: dict[str, None] = {}
+    _check(node, text, columns)
+    bound = bind_where(_Meta(columns, column_type), node)
+    assert bound is not None
+    return bound
+
+
+def summary(e: BExpr) -> Expr:
+    """The bound clause as Atom / And / Or / Not."""
+    if isinstance(e, BCall) and e.func in ("and", "or"):
+        items = tuple(summary(a) for a in e.args)
+        return And(items) if e.func == "and" else Or(items)
+    if isinstance(e, BCall) and e.func == "not":
+        return Not(summary(e.args[0]))
+    if isinstance(e, BCall) and e.args and isinstance(e.args[0], BColumn) \
+            and all(isinstance(a, BConst) for a in e.args[1:]):
+        return Atom(e.func, e.args[0].name, tuple(a.value for a in e.args[1:]))
+    raise SkipidxError(f"not a bench predicate: {getattr(e, 'text', e)!r}")
 
 
 def parse_where(text: str) -> Expr:
-    """Parse a WHERE clause (without the word WHERE) of the subset above; ParseError with a place."""
-    if not isinstance(text, str):
-        raise SkipidxError(f"WHERE clause must be text, got {type(text).__name__}")
-    return _Parser(text).parse()
+    """Parse and bind a WHERE clause of the subset above; its summary tree (ParseError with a place)."""
+    return summary(bind(text))
 
 
 def atoms(e: Expr) -> list[Atom]:
@@ -272,29 +198,18 @@ def columns(e: Expr) -> set[str]:
     return {a.column for a in atoms(e)}
 
 
-def to_bound(e: Expr, column_type: pa.DataType) -> BExpr:
-    """The tree as the engine's bound expression over a String column of `column_type`,
-    so the engine's evaluator (and its catalogue of kernels) answers it."""
-    if isinstance(e, (And, Or)):
-        return BCall("and" if isinstance(e, And) else "or", tuple(to_bound(i, column_type) for i in e.items),
-                     pa.uint8())
-    if isinstance(e, Not):
-        return BCall("not", (to_bound(e.item, column_type),), pa.uint8())
-    if CATALOGUE.get(e.func) is None:
-        raise SkipidxError(f"cannot evaluate {e.func}")
-    const = e.args[0]
-    return BCall(e.func, (BColumn(e.column, column_type), BConst(tuple(const) if isinstance(const, (list, tuple))
-                                                                 else const, pa.string())), pa.uint8())
-
-
-def evaluate_exact(e: Expr, values: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    """Row mask (bool numpy) of the rows where the WHERE clause is true (NULL counts as false)."""
+def evaluate_exact(e: BExpr | str, values: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """Row mask (bool numpy) of the rows where the WHERE clause (bound, or its text) is true
+    (NULL counts as false), by the engine's evaluator."""
     import pyarrow.compute as pc
 
     from skipidx.expr.evaluate import where_mask
+    from skipidx.expr.visitors import columns_of
 
-    col = atoms(e)[0].column if atoms(e) else "c"
-    m = where_mask(to_bound(e, values.type), pa.table({col: values}))
+    if isinstance(e, str):
+        e = bind(e, values.type)
+    cols = sorted(columns_of(e)) or ["c"]
+    m = where_mask(e, pa.table({c: values for c in cols}))
     if m is None:
         return np.ones(len(values), dtype=bool)
     if isinstance(m, pa.ChunkedArray):
