@@ -556,3 +556,54 @@ def test_selective_select_reports_all_rows_read(lake, monkeypatch):
     r = db.sql("SELECT id FROM logs WHERE id >= 0 SETTINGS max_threads = 2")
     assert r.streaming and r.stats.rows_read < 181_384
     assert len(r.fetchall()) == 181_384 and r.stats.rows_read == 181_384
+
+
+def test_sidecar_bloom_filters_default_to_their_own_seed(small):
+    """A sidecar bloom_filter / sbbf without an explicit seed hashes with SIDECAR_SEED (not
+    Parquet's 0, whose false positives the files' own filters share); an explicit seed and
+    tokenbf_v1's ClickHouse seed are kept; a table whose params say seed 0 (made before the
+    default) keeps reading and rebuilding its sidecars with seed 0."""
+    import dataclasses
+
+    from skipidx.core.sbbf import SBBF
+    from skipidx.hashing import parquet_xxh64
+    from skipidx.core.hashing import xxh64_array
+    import skipidx.store.external as ext
+    from skipidx.store.sidecar import SIDECAR_SEED
+
+    root, db = small
+    db.sql("ALTER TABLE logs ADD INDEX bf trace_id TYPE bloom_filter(0.01), ADD INDEX sv trace_id TYPE sbbf('value'), "
+           "ADD INDEX s0 trace_id TYPE sbbf('value', seed = 0), ADD INDEX sk msg TYPE sbbf('token')")
+    db.sql("ALTER TABLE logs REFRESH")
+    seeds = {i.name: i.params["seed"] for i in db.table_meta("logs").indexes}
+    assert seeds == {"tok": 0, "bf": SIDECAR_SEED, "sv": SIDECAR_SEED, "s0": 0, "sk": SIDECAR_SEED}
+    assert SIDECAR_SEED != 0
+    tdir = os.path.join(db.path, "logs")
+    st = ext._read_state(tdir)
+    f0 = os.path.join(root, "f0.parquet")
+    rg0 = pq.ParquetFile(f0).read_row_group(0, columns=["trace_id"])["trace_id"].combine_chunks()
+    bank = pa.ipc.open_file(os.path.join(tdir, "sidecars", st.files[f0].sidecars["bf"]["file"])).read_all()
+    filt = SBBF.from_bytes(bank["bloom_filter_data"][0].as_py())
+    assert filt.check_hashes(xxh64_array(rg0, SIDECAR_SEED)).all()
+    assert not filt.check_hashes(parquet_xxh64(rg0)).all()      # not Parquet's hashes
+    ids = [r[0] for r in duckdb.sql(f"SELECT trace_id FROM read_parquet('{root}/*.parquet') "
+                                    "WHERE id % 4999 = 3").fetchall()]
+    for name in ("bf", "sv", "s0"):
+        others = ",".join(n for n in ("bf", "sv", "s0") if n != name)
+        r = db.sql(f"SELECT count() FROM logs WHERE trace_id IN ({ids[2]!r}, {ids[9]!r}) "
+                   f"SETTINGS ignore_data_skipping_indices = '{others}'")
+        assert r.fetchall() == [(2,)]
+        assert r.stats.index(name).granules_after < r.stats.granules_total
+    # a table made before the default: its params say seed 0; its sidecars are read and rebuilt so
+    with ext.WriteLock(tdir):
+        st = ext._read_state(tdir)
+        st.meta = st.meta.with_indexes([dataclasses.replace(i, params={**i.params, "seed": 0}, definition=dataclasses.replace(
+            i.definition, kwargs=())) if i.name == "bf" else i for i in st.meta.indexes])
+        ext._write_state(tdir, st)
+    db.sql("ALTER TABLE logs MATERIALIZE INDEX bf")
+    assert {i.name: i.params["seed"] for i in db.table_meta("logs").indexes}["bf"] == 0
+    r = db.sql(f"SELECT count() FROM logs WHERE trace_id = '{ids[1]}' SETTINGS ignore_data_skipping_indices = 'sv,s0'")
+    assert r.fetchall() == [(1,)] and r.stats.index("bf").granules_after < r.stats.granules_total
+    st = ext._read_state(tdir)
+    bank = pa.ipc.open_file(os.path.join(tdir, "sidecars", st.files[f0].sidecars["bf"]["file"])).read_all()
+    assert SBBF.from_bytes(bank["bloom_filter_data"][0].as_py()).check_hashes(parquet_xxh64(rg0)).all()

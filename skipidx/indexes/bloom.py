@@ -744,19 +744,24 @@ def _string_column(definition: IndexDef, column_type: pa.DataType) -> None:
 
 @register_index_type
 class BloomFilterIndex(_SBBFIndexType):
-    """``bloom_filter([fpp])``: whole values, Parquet hashing, sized per zone from its distinct count."""
+    """``bloom_filter([fpp] [, seed = n])``: whole values, Parquet hashing, sized per zone from its
+    distinct count. ``seed`` (default 0, Parquet's: the filter then equals the file's own) is
+    for filters that must not share a Parquet filter's false positives (sidecars)."""
 
     name = "bloom_filter"
     version = 1
 
     @classmethod
     def validate(cls, definition: IndexDef, column_type: pa.DataType) -> dict[str, Any]:
-        _no_kwargs(definition)
+        kwargs = dict(definition.kwargs)
+        seed = int_arg(definition, kwargs.pop("seed", 0), "seed", minimum=0, maximum=2**64 - 1)
+        if kwargs or len(dict(definition.kwargs)) != len(definition.kwargs):
+            raise index_error(definition, "bloom_filter takes no key = value parameters but seed")
         if len(definition.args) > 1:
             raise index_error(definition, f"bloom_filter takes at most one argument (fpp), got {len(definition.args)}")
         fpp = fpp_arg(definition, definition.args[0]) if definition.args else 0.025
         cls._make_tokenizer(definition, "value", {}, column_type)
-        return {"fpp": fpp, "seed": 0, "sizing": "ndv", "tokenizer": "value", "tokenizer_params": {}}
+        return {"fpp": fpp, "seed": seed, "sizing": "ndv", "tokenizer": "value", "tokenizer_params": {}}
 
 
 @register_index_type

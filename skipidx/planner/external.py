@@ -91,6 +91,7 @@ def external_meta_from_ast(s: Any) -> tuple[Any, str, list[str]]:
     from skipidx.planner.ddl import _at, _err, _literal_value, index_def_from_ast
     from skipidx.store.external import lake_columns, resolve_source
     from skipidx.store.metadata import ColumnMeta, TableMeta, make_index_meta
+    from skipidx.store.sidecar import sidecar_index_def
 
     if len(s.engine_args) != 1 or s.engine_args[0].kind != "string":
         raise _err("ENGINE = ParquetFiles takes one string: the path or glob of the data files", s)
@@ -128,7 +129,7 @@ def external_meta_from_ast(s: Any) -> tuple[Any, str, list[str]]:
     for ic in s.indexes:
         defn = index_def_from_ast(ic, names)
         try:
-            indexes.append(make_index_meta(defn, by_name[defn.column].type))
+            indexes.append(make_index_meta(sidecar_index_def(defn), by_name[defn.column].type))
         except SkipidxError as e:
             raise _at(e, ic) from None
     meta = TableMeta(name=s.table.name, columns=cols, order_by=[], indexes=indexes)

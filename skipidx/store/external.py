@@ -55,7 +55,7 @@ from skipidx.store.lake import (FileIdentity, HalfWritten, discover, glob_base, 
                                 infer_columns, partition_types, probe)
 from skipidx.store.metadata import TableMeta
 from skipidx.store.part import index_fingerprint
-from skipidx.store.sidecar import SIDECAR_DIR, build_file_sidecars, load_sidecar
+from skipidx.store.sidecar import SIDECAR_DIR, build_file_sidecars, load_sidecar, sidecar_index_def
 
 __all__ = ["EXTERNAL_STATE", "ENGINE", "ExternalTable", "ExternalFile", "ExternalSnapshot", "RefreshReport",
            "create_external_table", "is_external", "BuildJob", "run_build_job"]
@@ -307,7 +307,7 @@ class ExternalTable:
                 if if_not_exists:
                     return False
                 raise SkipidxError(f"table {st.meta.name!r} already has an index {defn.name!r}")
-            im = make_index_meta(defn, st.meta.column(defn.column).type)
+            im = make_index_meta(sidecar_index_def(defn), st.meta.column(defn.column).type)
             st.meta = st.meta.with_indexes(list(st.meta.indexes) + [im]).validate()
             st.version += 1
             _write_state(self.path, st)

@@ -19,6 +19,7 @@ index's atoms are UNKNOWN for that file, so answers stay exact.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import secrets
@@ -32,19 +33,36 @@ import xxhash
 from skipidx.core.errors import CorruptionError, SkipidxError
 from skipidx.core.types import cast_to
 from skipidx.expr.index_expressions import apply_expression
-from skipidx.indexes.base import IndexGranules, index_from_meta
+from skipidx.indexes.base import IndexDef, IndexGranules, index_from_meta
 from skipidx.store.commit import fsync_dir, fsync_file
 from skipidx.store.lake import FileIdentity
 from skipidx.store.metadata import IndexMeta, TableMeta
 from skipidx.store.manifest import zones as zones_of
 from skipidx.store.part import granules_from_table, index_fingerprint
 
-__all__ = ["SIDECAR_DIR", "build_file_sidecars", "load_sidecar", "sidecar_name", "zones_of", "IDENTITY_KEYS"]
+__all__ = ["SIDECAR_DIR", "SIDECAR_SEED", "sidecar_index_def", "build_file_sidecars", "load_sidecar", "sidecar_name", "zones_of", "IDENTITY_KEYS"]
 
 SIDECAR_DIR = "sidecars"
 IDENTITY_KEYS = (b"skipidx.data_file", b"skipidx.data_size", b"skipidx.data_mtime_ns", b"skipidx.data_footer_xxh64")
 #: rows handed to the index aggregators at once (whole index granules): bounded memory per file
 BUILD_CHUNK_ROWS = 1 << 20
+
+
+#: The hash seed of a sidecar Bloom filter (``bloom_filter``, ``sbbf``) whose DDL names none.
+#: Parquet's own Bloom filters hash with seed 0, and the pruner ANDs them with the sidecars':
+#: with the same hash two filters share their false positives (a block of the larger one lies
+#: inside a block of the smaller), so the sidecar's would add no pruning. Recorded in the
+#: index params at CREATE / ADD INDEX; sidecars of tables created before (seed 0) read as built.
+SIDECAR_SEED = 0x9E3779B97F4A7C15
+
+
+def sidecar_index_def(defn: IndexDef) -> IndexDef:
+    """`defn` as an external table declares it: a ``bloom_filter`` / ``sbbf`` index without an
+    explicit ``seed`` gets ``seed = SIDECAR_SEED`` (shown by SHOW CREATE TABLE) instead of
+    Parquet's 0. ``tokenbf_v1`` / ``ngrambf_v1`` take the seed as a required argument: kept."""
+    if defn.type_name not in ("bloom_filter", "sbbf") or any(k == "seed" for k, _ in defn.kwargs):
+        return defn
+    return dataclasses.replace(defn, kwargs=tuple(defn.kwargs) + (("seed", SIDECAR_SEED),))
 
 
 def sidecar_name(ident: FileIdentity, index: str) -> str:
