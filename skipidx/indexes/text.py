@@ -40,12 +40,12 @@ from __future__ import annotations
 
 import bisect
 import json
+import os
 import re
 from typing import Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from skipidx.core.errors import CorruptionError, SkipidxError
 from skipidx.core.tokenizer_api import (
@@ -281,38 +281,49 @@ class TextGranules(IndexGranules):
         if np.any(num < 1) or header != sorted(header) or len(set(header)) != len(header):
             raise bad("index table: dictionary header is not sorted")
         g = cls(params, tok, tok_v, zs, zl, nc, header, num, tok_blob, tbo, post_blob, pbo)
-        try:
-            # every block decodes to its token count and sorted rows inside the part
-            td, to, pr, po = g.decode_all()
-        except Exception:  # noqa: BLE001 -- a kernel on damaged bytes: never trusted
-            raise bad("index table: damaged dictionary or postings") from None
-        if to.shape[0] != int(num.sum()) + 1 or (pr.shape[0] and (pr.min() < 0 or pr.max() >= max(n_rows, 1))):
-            raise bad("index table: postings out of range")
+        # every block holds its token count and sorted rows inside the part (walked, not decoded)
+        if TP.check_dictionary(tok_blob, tbo, post_blob, pbo, num, max(n_rows, 1)) != 0:
+            raise bad("index table: damaged dictionary or postings")
         return g
 
 
+#: rows tokenized and indexed at once (one task of the build's threads); their sorted
+#: dictionaries are merged at ``finish``. Sparse grams make ~250 tokens per log line.
+SLICE_ROWS = 1 << 16
+
+#: a built or decoded dictionary: (token bytes, token offsets, posting offsets, posting rows)
+Postings = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def _empty_postings() -> Postings:
+    return np.zeros(0, np.uint8), np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int32)
+
+
 class TextAggregator(IndexAggregator):
-    """Tokenizes chunks of a part (``add``) and builds the part's dictionary at ``finish``;
-    ``build`` does both for one chunk."""
+    """Tokenizes chunks of a part (``add``: slices of ``SLICE_ROWS`` rows, each deduplicated,
+    sorted and given its postings by one compiled pass, on ``threads`` threads) and merges
+    the slices' sorted dictionaries at ``finish``; ``build`` does both for one chunk."""
 
     whole_part: ClassVar[bool] = True
 
-    def __init__(self, params: dict[str, Any], tokenizer: Tokenizer) -> None:
+    def __init__(self, params: dict[str, Any], tokenizer: Tokenizer, threads: int | None = None) -> None:
         self.params = params
         self.tokenizer = tokenizer
-        self._parts: list[tuple[pa.Array, np.ndarray, np.ndarray]] = []
+        self.threads = max(1, int(threads)) if threads else _build_threads()
+        self._parts: list[Postings] = []
         self._zl: list[np.ndarray] = []
         self._nc: list[np.ndarray] = []
-        self._merged: tuple | None = None
+        self._merged: Postings | None = None
 
     def use_merged(self, sources: list[TextGranules], row_maps: list[np.ndarray]) -> None:
         """Take the postings from the merged parts' indexes (rows mapped into this part)
         instead of tokenizing the chunks; ``add`` then only counts zones and NULLs."""
-        parts = []
-        for g in sources:
-            td, to, pr, po = g.decode_all()
-            parts.append((_binary_of(to, td), po, pr))
-        self._merged = _combine(parts, row_maps)
+        def decode(j: int) -> Postings:
+            td, to, pr, po = sources[j].decode_all()
+            return td, to, po, row_maps[j][pr]
+
+        parts = _run(decode, range(len(sources)), self.threads)
+        self._merged = _merge(parts, True)
 
     def add(self, values: pa.Array, zone_start: np.ndarray, zone_length: np.ndarray, row0: int) -> None:
         raw = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
@@ -322,104 +333,96 @@ class TextAggregator(IndexAggregator):
         self._nc.append(null_counts(vals, zs, zl))
         if self._merged is not None:
             return
-        spans_of = getattr(self.tokenizer, "token_spans", None)
-        spans = spans_of(raw) if spans_of is not None else None
-        if spans is not None:
-            # the tokens as spans of the values buffer: no copy of every token
-            rows, data, st, en = spans
-            self._parts.append(_spans_postings(rows + row0, data, st, en))
-        else:
-            tk = self.tokenizer.tokenize(raw)
-            self._parts.append(_sorted_postings(tk.rows + row0, tk.offsets, tk.data))
+        n = len(raw)
+        if row0 + n >= 1 << 31:
+            raise SkipidxError(f"text index: a part of {row0 + n} rows is too large (at most 2^31 - 1)")
+        starts = list(range(0, n, SLICE_ROWS))
+        self._parts.extend(_run(lambda a: _slice_postings(self.tokenizer, raw.slice(a, SLICE_ROWS), row0 + a),
+                                starts, self.threads))
 
     def finish(self) -> TextGranules:
         zl = np.concatenate(self._zl) if self._zl else np.zeros(0, np.int64)
         nc = np.concatenate(self._nc) if self._nc else np.zeros(0, np.int64)
-        toks, po, pr = self._merged if self._merged is not None else _combine(self._parts, None)
+        post = self._merged if self._merged is not None else _merge(self._parts, False)
         self._parts, self._merged = [], None
-        return _granules(self.params, self.tokenizer, zl, nc, toks, po, pr)
+        return _granules(self.params, self.tokenizer, zl, nc, post)
 
     def build(self, values: pa.Array, zone_start: np.ndarray, zone_length: np.ndarray) -> TextGranules:
-        self.__init__(self.params, self.tokenizer)
+        self.__init__(self.params, self.tokenizer, self.threads)
         self.add(values, zone_start, zone_length, 0)
         return self.finish()
 
 
-def _binary_of(offs: np.ndarray, data: np.ndarray) -> pa.Array:
-    n = offs.shape[0] - 1
-    return pa.Array.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(offs.astype(np.int64)),
-                                                        pa.py_buffer(data)])
+def _build_threads() -> int:
+    try:
+        n = int(os.environ.get("SKIPIDX_BUILD_THREADS", "0"))
+    except ValueError:
+        n = 0
+    return max(1, n or (os.cpu_count() or 1))
 
 
-def _rank_distinct(data: np.ndarray, starts: np.ndarray, ends: np.ndarray):
-    """(ids per token, sorted distinct tokens as a large_binary array, rank of each id)."""
-    ids, ds, de = TP.distinct_tokens(data, np.ascontiguousarray(starts, np.int64),
-                                     np.ascontiguousarray(ends, np.int64))
+def _run(fn, items, threads: int) -> list:
+    """fn over items, in order, on up to `threads` threads (the kernels release the GIL)."""
+    items = list(items)
+    if threads <= 1 or len(items) <= 1:
+        return [fn(x) for x in items]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(min(threads, len(items))) as ex:
+        return list(ex.map(fn, items))
+
+
+def _slice_postings(tokenizer: Tokenizer, raw: pa.Array, row0: int) -> Postings:
+    """One slice's sorted distinct tokens with their postings (rows + row0)."""
+    spans_of = getattr(tokenizer, "token_spans", None)
+    spans = spans_of(raw) if spans_of is not None else None
+    if spans is not None:
+        # the tokens as spans of the values buffer: no copy of every token
+        rows, data, st, en = spans
+    else:
+        tk = tokenizer.tokenize(raw)
+        offs = np.asarray(tk.offsets, dtype=np.int64)
+        rows, data, st, en = tk.rows, tk.data, offs[:-1], offs[1:]
+    if len(st) == 0:
+        return _empty_postings()
+    ts, te, po, pr = TP.build_postings(data, np.ascontiguousarray(st, np.int64),
+                                       np.ascontiguousarray(en, np.int64), np.ascontiguousarray(rows, np.int64))
     from skipidx.core._kernels.spans import gather_spans
 
-    offs, buf = gather_spans(data, ds, de)
-    uniq = _binary_of(offs, buf)
-    order = pc.sort_indices(uniq).to_numpy() if len(uniq) else np.zeros(0, np.int64)
-    rank = np.empty(order.shape[0], dtype=np.int64)
-    rank[order] = np.arange(order.shape[0], dtype=np.int64)
-    return ids, uniq.take(pa.array(order, pa.int64())) if len(uniq) else uniq, rank
+    to, td = gather_spans(data, ts, te)
+    if row0:
+        pr += np.int32(row0)
+    return td, to, po, pr
 
 
-def _sorted_postings(rows: np.ndarray, offs: np.ndarray, data: np.ndarray) -> tuple[pa.Array, np.ndarray, np.ndarray]:
-    """(sorted distinct tokens, posting offsets, rows) from (row, token) occurrences in row order."""
-    offs = np.asarray(offs, dtype=np.int64)
-    return _spans_postings(np.asarray(rows, np.int64), data, offs[:-1], offs[1:])
-
-
-def _spans_postings(rows: np.ndarray, data: np.ndarray, starts: np.ndarray, ends: np.ndarray):
-    if rows.shape[0] == 0:
-        return pa.array([], pa.large_binary()), np.zeros(1, np.int64), np.zeros(0, np.int64)
-    ids, toks, rank = _rank_distinct(data, starts, ends)
-    po, pr = TP.postings_by_rank(rank, ids, rows, len(toks), False)
-    return toks, po, pr
-
-
-def _combine(parts: list[tuple[pa.Array, np.ndarray, np.ndarray]], row_maps: list[np.ndarray] | None):
-    """One sorted dictionary with postings from several (tokens, posting offsets, rows), rows
-    mapped through row_maps[i] (None: kept; then the parts must come in row order)."""
-    if row_maps is not None:
-        keep = [i for i, p in enumerate(parts) if len(p[0])]
-        parts, row_maps = [parts[i] for i in keep], [row_maps[i] for i in keep]
-    else:
-        parts = [p for p in parts if len(p[0])]
+def _merge(parts: list[Postings], sort_rows: bool) -> Postings:
+    """One sorted dictionary from several: equal tokens' rows concatenated in part order
+    (``sort_rows``: the parts' rows may interleave, so each token's rows are sorted)."""
+    parts = [p for p in parts if p[1].shape[0] > 1]
     if not parts:
-        return pa.array([], pa.large_binary()), np.zeros(1, np.int64), np.zeros(0, np.int64)
-    if len(parts) == 1 and row_maps is None:
+        return _empty_postings()
+    if len(parts) == 1 and not sort_rows:
         return parts[0]
-    # every part's dictionary is sorted: a k-way merge ranks their tokens
-    toks = pa.concat_arrays([p[0].cast(pa.large_binary()) for p in parts])
-    offs = np.frombuffer(toks.buffers()[1], dtype=np.int64, count=len(toks) + 1, offset=toks.offset * 8)
-    data = np.frombuffer(toks.buffers()[2], dtype=np.uint8)
-    bounds = np.zeros(len(parts) + 1, dtype=np.int64)
-    np.cumsum([len(p[0]) for p in parts], out=bounds[1:])
-    rank, first = TP.merge_sorted_dictionaries(data, offs, bounds)
-    utoks = toks.take(pa.array(first, pa.int64()))
-    entry_ids, rows, base = [], [], 0
-    for i, (t, po, pr) in enumerate(parts):
-        n = len(t)
-        entry_ids.append(np.repeat(np.arange(base, base + n, dtype=np.int64), np.diff(po)))
-        rows.append(pr if row_maps is None else row_maps[i][pr])
-        base += n
-    po, pr = TP.postings_by_rank(rank, np.concatenate(entry_ids), np.concatenate(rows), len(utoks),
-                                 row_maps is not None)
-    return utoks, po, pr
+    data = np.concatenate([p[0] for p in parts])
+    tb = np.cumsum([0] + [p[0].shape[0] for p in parts])
+    offs = np.concatenate([p[1][:-1] + tb[i] for i, p in enumerate(parts)] + [np.array([tb[-1]], np.int64)])
+    pb = np.cumsum([0] + [p[3].shape[0] for p in parts])
+    poffs = np.concatenate([p[2][:-1] + pb[i] for i, p in enumerate(parts)] + [np.array([pb[-1]], np.int64)])
+    rows = np.concatenate([p[3] for p in parts])
+    bounds = np.cumsum([0] + [p[1].shape[0] - 1 for p in parts]).astype(np.int64)
+    first, po, pr = TP.merge_postings(data, offs, bounds, rows, poffs, sort_rows)
+    from skipidx.core._kernels.spans import gather_spans
+
+    to, td = gather_spans(data, offs[first], offs[first + 1])
+    return td, to, po, pr
 
 
-def _granules(params, tokenizer: Tokenizer | tuple[str, str], zl, nc, toks: pa.Array, po, pr) -> TextGranules:
+def _granules(params, tokenizer: Tokenizer | tuple[str, str], zl, nc, post: Postings) -> TextGranules:
     zs = np.zeros(zl.shape[0], dtype=np.int64)
     if zl.shape[0]:
         np.cumsum(zl[:-1], out=zs[1:])
-    t = toks.cast(pa.large_binary()) if len(toks) else pa.array([], pa.large_binary())
-    n = len(t)
-    offs = np.frombuffer(t.buffers()[1], dtype=np.int64, count=n + 1, offset=t.offset * 8) if n else np.zeros(1, np.int64)
-    data = np.frombuffer(t.buffers()[2], dtype=np.uint8) if n and t.buffers()[2] is not None else np.zeros(0, np.uint8)
-    offs0 = offs - offs[0]
-    data = data[offs[0]:offs[-1]]
+    data, offs0, po, pr = post
+    n = offs0.shape[0] - 1
     bs = int(params["dictionary_block_size"])
     tok_blob, tbo, post_blob, pbo = TP.encode_dictionary(data, offs0, pr, po, bs)
     starts = np.arange(0, n, bs)
@@ -556,7 +559,7 @@ class TextIndex(IndexType):
                 "dictionary_block_size": bs, **stored}
 
     def aggregator(self, threads: int | None = None) -> TextAggregator:
-        return TextAggregator(self.params, self.tokenizer)
+        return TextAggregator(self.params, self.tokenizer, threads)
 
     def granules_from_arrow(self, table: pa.Table) -> TextGranules:
         g = TextGranules.from_arrow(table)

@@ -251,17 +251,6 @@ def decode_dictionary(tok_blob, tbo, post_blob, pbo, n_tokens):
     return tok_data, tok_offs, post_rows, post_offs
 
 
-@njit(cache=True, nogil=True)
-def dedup_pairs(ranks, rows):
-    """Keep-mask of (rank, row) pairs sorted by rank then row: first of each equal run."""
-    n = ranks.shape[0]
-    keep = np.ones(n, dtype=np.bool_)
-    for i in range(1, n):
-        if ranks[i] == ranks[i - 1] and rows[i] == rows[i - 1]:
-            keep[i] = False
-    return keep
-
-
 # ---------------------------------------------------------------- building postings
 from skipidx.core._kernels.xxh64 import xxh64_span  # noqa: E402
 
@@ -274,155 +263,6 @@ def _same(data, a0, a1, b0, b1):
         if data[a0 + q] != data[b0 + q]:
             return False
     return True
-
-
-@njit(inline="always", cache=True)
-def _word(data, p, e):
-    """Up to 8 bytes at data[p:e] as a little-endian integer (0 past e)."""
-    w = np.uint64(0)
-    m = e - p
-    if m > 8:
-        m = 8
-    for q in range(m if m > 0 else 0):
-        w |= np.uint64(data[p + q]) << np.uint64(8 * q)
-    return w
-
-
-@njit(cache=True, nogil=True)
-def distinct_tokens(data, starts, ends):
-    """Token ids by content (exact: hash tables on xxh64, then length, the first 16 bytes
-    and -- for longer tokens -- a byte compare): (ids int64 per token, first span of each
-    distinct token as (starts, ends)).
-
-    Tokens are first partitioned by the top byte of their hash (sequential writes), then
-    each of the 256 partitions gets its own small table, and a probe compares against the
-    partition's distinct tokens' hash/length/leading words (kept together, in cache):
-    one table over all tokens of a part missed the cache on nearly every probe."""
-    n = starts.shape[0]
-    hs = np.empty(n, dtype=np.uint64)
-    cnt = np.zeros(257, dtype=np.int64)
-    for k in range(n):
-        h = xxh64_span(data, starts[k], ends[k] - starts[k], np.uint64(0))
-        hs[k] = h
-        cnt[(h >> np.uint64(56)) + 1] += 1
-    for b in range(256):
-        cnt[b + 1] += cnt[b]
-    pos = cnt[:-1].copy()
-    # scatter every token's key into its partition, in partition order (sequential reads later)
-    ph = np.empty(n, dtype=np.uint64)
-    pw0 = np.empty(n, dtype=np.uint64)
-    pw1 = np.empty(n, dtype=np.uint64)
-    pln = np.empty(n, dtype=np.int64)
-    pk = np.empty(n, dtype=np.int64)
-    for k in range(n):
-        h = hs[k]
-        b = h >> np.uint64(56)
-        q = pos[b]
-        pos[b] += 1
-        s0 = starts[k]
-        e0 = ends[k]
-        ph[q] = h
-        pw0[q] = _word(data, s0, e0)
-        pw1[q] = _word(data, s0 + 8, e0)
-        pln[q] = e0 - s0
-        pk[q] = k
-    ids = np.empty(n, dtype=np.int64)
-    m = max(n, 1)
-    ds = np.empty(m, dtype=np.int64)
-    de = np.empty(m, dtype=np.int64)
-    dh = np.empty(m, dtype=np.uint64)
-    dw0 = np.empty(m, dtype=np.uint64)
-    dw1 = np.empty(m, dtype=np.uint64)
-    dln = np.empty(m, dtype=np.int64)
-    nd = 0
-    cap = 1024
-    table = np.full(cap, -1, dtype=np.int64)
-    for b in range(256):
-        table[:] = -1
-        used = 0
-        for q in range(cnt[b], cnt[b + 1]):
-            h = ph[q]
-            w0 = pw0[q]
-            w1 = pw1[q]
-            ln = pln[q]
-            mask = cap - 1
-            j = np.int64((h >> np.uint64(20)) & np.uint64(mask))
-            while True:
-                t = table[j]
-                if t < 0:
-                    k = pk[q]
-                    table[j] = nd
-                    ds[nd] = starts[k]
-                    de[nd] = ends[k]
-                    dh[nd] = h
-                    dw0[nd] = w0
-                    dw1[nd] = w1
-                    dln[nd] = ln
-                    ids[k] = nd
-                    nd += 1
-                    used += 1
-                    break
-                if dh[t] == h and dw0[t] == w0 and dw1[t] == w1 and dln[t] == ln:
-                    if ln <= 16:
-                        ids[pk[q]] = t
-                        break
-                    k = pk[q]
-                    if _same(data, ds[t], de[t], starts[k], ends[k]):
-                        ids[k] = t
-                        break
-                j = (j + 1) & mask
-            if 2 * used > cap:
-                # grow this partition's table: reinsert its distinct tokens
-                cap <<= 1
-                mask = cap - 1
-                table = np.full(cap, -1, dtype=np.int64)
-                for t in range(nd - used, nd):
-                    jj = np.int64((dh[t] >> np.uint64(20)) & np.uint64(mask))
-                    while table[jj] >= 0:
-                        jj = (jj + 1) & mask
-                    table[jj] = t
-    return ids, ds[:nd], de[:nd]
-
-
-@njit(cache=True, nogil=True)
-def postings_by_rank(rank_of_id, ids, rows, n_ranks, sort_segments):
-    """Counting sort of (rank, row) pairs by rank, keeping row order inside a rank and
-    dropping a repeated row of a token; ``sort_segments``: rows are not in order, sort and
-    dedup each token's rows. Returns (post_offs, post_rows)."""
-    n = ids.shape[0]
-    cnt = np.zeros(n_ranks + 1, dtype=np.int64)
-    last = np.full(n_ranks, -1, dtype=np.int64)
-    for k in range(n):
-        r = rank_of_id[ids[k]]
-        if sort_segments or last[r] != rows[k]:
-            cnt[r + 1] += 1
-            last[r] = rows[k]
-    for r in range(n_ranks):
-        cnt[r + 1] += cnt[r]
-    pos = cnt[:-1].copy()
-    out = np.empty(cnt[n_ranks], dtype=np.int64)
-    last[:] = -1
-    for k in range(n):
-        r = rank_of_id[ids[k]]
-        if sort_segments or last[r] != rows[k]:
-            out[pos[r]] = rows[k]
-            pos[r] += 1
-            last[r] = rows[k]
-    if not sort_segments:
-        return cnt, out
-    # each token's rows sorted, duplicates dropped, compacted
-    offs = np.zeros(n_ranks + 1, dtype=np.int64)
-    w = 0
-    for r in range(n_ranks):
-        seg = np.sort(out[cnt[r]:cnt[r + 1]])
-        prev = -1
-        for v in seg:
-            if v != prev:
-                out[w] = v
-                w += 1
-                prev = v
-        offs[r + 1] = w
-    return offs, out[:w]
 
 
 @njit(inline="always", cache=True)
@@ -441,17 +281,234 @@ def _cmp(data, a0, a1, b0, b1):
     return -1 if la < lb else 1
 
 
+# ---------------------------------------------------------------- bucketed build
+#: tokens are bucketed by their first two bytes, so buckets in key order are ranges of the
+#: sorted dictionary: each bucket is deduplicated, sorted and given its postings alone,
+#: in tables small enough for the cache
+_NBUCKETS = 1 + 256 * 257
+
+
+@njit(inline="always", cache=True)
+def _bucket(data, s, e):
+    ln = e - s
+    if ln <= 0:
+        return 0
+    if ln == 1:
+        return 1 + np.int64(data[s]) * 257
+    return 2 + np.int64(data[s]) * 257 + np.int64(data[s + 1])
+
+
+@njit(inline="always", cache=True)
+def _be_word(data, p, e):
+    """Up to 8 bytes at data[p:e] as a big-endian integer, zero-padded: orders as the bytes."""
+    w = np.uint64(0)
+    for q in range(8):
+        w = w << np.uint64(8)
+        if p + q < e:
+            w |= np.uint64(data[p + q])
+    return w
+
+
+@njit(inline="always", cache=True)
+def _less(data, wa, a0, a1, wb, b0, b1):
+    if wa != wb:
+        return wa < wb
+    return _cmp(data, a0, a1, b0, b1) < 0
+
+
+@njit(cache=True)
+def _sort_tokens(idx, w, st, en, data, tmp):
+    """Sort idx[:] (token ids) by bytes: w = big-endian prefix words, spans st/en; stable
+    bottom-up merge sort with insertion-sorted runs of 16."""
+    n = idx.shape[0]
+    for a in range(0, n, 16):
+        b = min(a + 16, n)
+        for i in range(a + 1, b):
+            x = idx[i]
+            j = i - 1
+            while j >= a and _less(data, w[x], st[x], en[x], w[idx[j]], st[idx[j]], en[idx[j]]):
+                idx[j + 1] = idx[j]
+                j -= 1
+            idx[j + 1] = x
+    width = 16
+    src = idx
+    dst = tmp
+    swapped = False
+    while width < n:
+        for a in range(0, n, 2 * width):
+            m = min(a + width, n)
+            b = min(a + 2 * width, n)
+            i = a
+            j = m
+            o = a
+            while i < m and j < b:
+                x = src[i]
+                y = src[j]
+                if _less(data, w[y], st[y], en[y], w[x], st[x], en[x]):
+                    dst[o] = y
+                    j += 1
+                else:
+                    dst[o] = x
+                    i += 1
+                o += 1
+            while i < m:
+                dst[o] = src[i]
+                i += 1
+                o += 1
+            while j < b:
+                dst[o] = src[j]
+                j += 1
+                o += 1
+        src, dst = dst, src
+        swapped = not swapped
+        width *= 2
+    if swapped:
+        idx[:] = src[:]
+
+
 @njit(cache=True, nogil=True)
-def merge_sorted_dictionaries(data, offs, bounds):
-    """k-way merge of sorted, distinct token lists: tokens bounds[i]..bounds[i+1] of the
-    concatenation (data, offs) are source i's. Returns (rank of every token, first token
-    index of every rank): equal tokens of several sources share a rank."""
+def build_postings(data, starts, ends, rows):
+    """The sorted distinct tokens of (row, token span) occurrences in row order, with
+    their postings: (token starts, token ends, post_offs, post_rows int32)."""
+    n = starts.shape[0]
+    nbk = _NBUCKETS
+    cnt = np.zeros(nbk + 1, dtype=np.int64)
+    keys = np.empty(n, dtype=np.int32)
+    hs = np.empty(n, dtype=np.uint64)
+    for k in range(n):
+        s = starts[k]
+        e = ends[k]
+        b = _bucket(data, s, e)
+        keys[k] = b
+        hs[k] = xxh64_span(data, s, e - s, np.uint64(0))
+        cnt[b + 1] += 1
+    big = 0
+    for b in range(nbk):
+        if cnt[b + 1] > big:
+            big = cnt[b + 1]
+        cnt[b + 1] += cnt[b]
+    pos = cnt[:-1].copy()
+    # occurrences in bucket order (row order inside a bucket): later passes read sequentially
+    bs_ = np.empty(n, dtype=np.int64)
+    be_ = np.empty(n, dtype=np.int64)
+    bh = np.empty(n, dtype=np.uint64)
+    br = np.empty(n, dtype=np.int32)
+    for k in range(n):
+        b = keys[k]
+        q = pos[b]
+        pos[b] = q + 1
+        bs_[q] = starts[k]
+        be_[q] = ends[k]
+        bh[q] = hs[k]
+        br[q] = rows[k]
+    cap = 16
+    while cap < 2 * big:
+        cap <<= 1
+    table = np.full(cap, -1, dtype=np.int64)
+    m = max(big, 1)
+    slot = np.empty(m, dtype=np.int64)
+    dh = np.empty(m, dtype=np.uint64)
+    dst_ = np.empty(m, dtype=np.int64)
+    den = np.empty(m, dtype=np.int64)
+    dw = np.empty(m, dtype=np.uint64)
+    lid = np.empty(m, dtype=np.int64)
+    perm = np.empty(m, dtype=np.int64)
+    tmp = np.empty(m, dtype=np.int64)
+    rank = np.empty(m, dtype=np.int64)
+    c = np.zeros(m + 1, dtype=np.int64)
+    last = np.empty(m, dtype=np.int64)
+    out_s = np.empty(max(n, 1), dtype=np.int64)
+    out_e = np.empty(max(n, 1), dtype=np.int64)
+    post_offs = np.zeros(n + 1, dtype=np.int64)
+    post_rows = np.empty(max(n, 1), dtype=np.int32)
+    nd = 0
+    npost = 0
+    for b in range(nbk):
+        a0 = cnt[b]
+        a1 = cnt[b + 1]
+        if a0 == a1:
+            continue
+        bc = 16
+        while bc < 2 * (a1 - a0):
+            bc <<= 1
+        mask = bc - 1
+        d = 0
+        for q in range(a0, a1):
+            s = bs_[q]
+            e = be_[q]
+            h = bh[q]
+            j = np.int64(h & np.uint64(mask))
+            while True:
+                t = table[j]
+                if t < 0:
+                    table[j] = d
+                    slot[d] = j
+                    dh[d] = h
+                    dst_[d] = s
+                    den[d] = e
+                    lid[q - a0] = d
+                    d += 1
+                    break
+                if dh[t] == h and _same(data, dst_[t], den[t], s, e):
+                    lid[q - a0] = t
+                    break
+                j = (j + 1) & mask
+        for t in range(d):
+            table[slot[t]] = -1
+            dw[t] = _be_word(data, dst_[t], den[t])
+            perm[t] = t
+        _sort_tokens(perm[:d], dw, dst_, den, data, tmp[:d])
+        for i in range(d):
+            rank[perm[i]] = i
+            c[i + 1] = 0
+            last[i] = -1
+        for q in range(a0, a1):
+            r = rank[lid[q - a0]]
+            row = br[q]
+            if last[r] != row:
+                c[r + 1] += 1
+                last[r] = row
+        for i in range(d):
+            c[i + 1] += c[i]
+        for i in range(d):
+            last[i] = -1
+            tmp[i] = c[i]
+        for q in range(a0, a1):
+            r = rank[lid[q - a0]]
+            row = br[q]
+            if last[r] != row:
+                post_rows[npost + tmp[r]] = row
+                tmp[r] += 1
+                last[r] = row
+        for i in range(d):
+            t = perm[i]
+            out_s[nd + i] = dst_[t]
+            out_e[nd + i] = den[t]
+            post_offs[nd + i + 1] = npost + c[i + 1]
+        nd += d
+        npost += c[d]
+    return out_s[:nd].copy(), out_e[:nd].copy(), post_offs[:nd + 1].copy(), post_rows[:npost].copy()
+
+
+@njit(cache=True, nogil=True)
+def merge_postings(data, offs, bounds, prow, poffs, sort_rows):
+    """k-way merge of sorted distinct token lists with their postings: tokens
+    bounds[i]..bounds[i+1] of (data, offs) are source i's, token t's rows are
+    prow[poffs[t]:poffs[t+1]]. Equal tokens' rows are concatenated in source order
+    (``sort_rows``: then sorted, a repeated row dropped). Returns (first source token
+    of each output token, post_offs, post_rows) -- sequential writes only."""
     k = bounds.shape[0] - 1
     n = offs.shape[0] - 1
-    rank = np.empty(n, dtype=np.int64)
     first = np.empty(max(n, 1), dtype=np.int64)
+    out_offs = np.zeros(n + 1, dtype=np.int64)
+    out = np.empty(max(prow.shape[0], 1), dtype=prow.dtype)
     head = bounds[:-1].copy()
+    hw = np.zeros(max(k, 1), dtype=np.uint64)
+    for i in range(k):
+        if head[i] < bounds[i + 1]:
+            hw[i] = _be_word(data, offs[head[i]], offs[head[i] + 1])
     r = 0
+    w = 0
     while True:
         best = -1
         for i in range(k):
@@ -461,16 +518,124 @@ def merge_sorted_dictionaries(data, offs, bounds):
                 else:
                     a = head[i]
                     b = head[best]
-                    if _cmp(data, offs[a], offs[a + 1], offs[b], offs[b + 1]) < 0:
+                    if _less(data, hw[i], offs[a], offs[a + 1], hw[best], offs[b], offs[b + 1]):
                         best = i
         if best < 0:
             break
         b = head[best]
+        b0 = offs[b]
+        b1 = offs[b + 1]
+        wb = hw[best]
         first[r] = b
+        start = w
         for i in range(k):
             a = head[i]
-            if a < bounds[i + 1] and _cmp(data, offs[a], offs[a + 1], offs[b], offs[b + 1]) == 0:
-                rank[a] = r
-                head[i] = a + 1
+            if a < bounds[i + 1] and hw[i] == wb and _cmp(data, offs[a], offs[a + 1], b0, b1) == 0:
+                for q in range(poffs[a], poffs[a + 1]):
+                    out[w] = prow[q]
+                    w += 1
+                a += 1
+                head[i] = a
+                if a < bounds[i + 1]:
+                    hw[i] = _be_word(data, offs[a], offs[a + 1])
+        if sort_rows:
+            ok = True
+            for q in range(start + 1, w):
+                if out[q] <= out[q - 1]:
+                    ok = False
+                    break
+            if not ok:
+                seg = np.sort(out[start:w])
+                w = start
+                for q in range(seg.shape[0]):
+                    if q == 0 or seg[q] != seg[q - 1]:
+                        out[w] = seg[q]
+                        w += 1
         r += 1
-    return rank, first[:r]
+        out_offs[r] = w
+    return first[:r].copy(), out_offs[:r + 1].copy(), out[:w].copy()
+
+
+@njit(cache=True)
+def _vget_checked(buf, p, end):
+    """A varint inside buf[:end]: (value, next position), or (-1, -1) if it runs out."""
+    x = np.int64(0)
+    shift = 0
+    while p < end and shift < 63:
+        b = np.int64(buf[p])
+        p += 1
+        x |= (b & 127) << shift
+        if b < 128:
+            return x, p
+        shift += 7
+    return np.int64(-1), np.int64(-1)
+
+
+@njit(cache=True, nogil=True)
+def check_dictionary(tok_blob, tbo, post_blob, pbo, num_tokens, n_rows):
+    """Walk every block without decoding into memory: 0 when each block holds its token
+    count, every token is in bounds and every posting is sorted rows inside [0, n_rows);
+    else the (1-based) number of the first bad block."""
+    nb = tbo.shape[0] - 1
+    tl = tok_blob.shape[0]
+    pl = post_blob.shape[0]
+    if pbo.shape[0] != nb + 1 or num_tokens.shape[0] != nb:
+        return 1
+    for b in range(nb):
+        p = tbo[b]
+        te = tbo[b + 1]
+        pos = pbo[b]
+        pe = pbo[b + 1]
+        if p < 0 or te > tl or p > te or pos < 0 or pe > pl or pos > pe:
+            return b + 1
+        last = 0
+        t = 0
+        while p < te:
+            pre, p = _vget_checked(tok_blob, p, te)
+            if p < 0:
+                return b + 1
+            sl, p = _vget_checked(tok_blob, p, te)
+            if p < 0 or pre > last or (t == 0 and pre != 0) or p + sl > te:
+                return b + 1
+            p += sl
+            last = pre + sl
+            cnt, p = _vget_checked(tok_blob, p, te)
+            if p < 0 or cnt < 1:
+                return b + 1
+            ck, p = _vget_checked(tok_blob, p, te)
+            if p < 0:
+                return b + 1
+            nbytes = ck >> 1
+            if pos + nbytes > pe or nbytes < 1:
+                return b + 1
+            # the posting: cnt sorted rows in range, exactly nbytes long
+            r, q = _vget_checked(post_blob, pos, pos + nbytes)
+            if q < 0 or r >= n_rows:
+                return b + 1
+            if ck & 1 == 0:
+                for _ in range(cnt - 1):
+                    d, q = _vget_checked(post_blob, q, pos + nbytes)
+                    if q < 0 or d < 1:
+                        return b + 1
+                    r += d
+                if q != pos + nbytes or r >= n_rows:
+                    return b + 1
+            else:
+                seen = 1
+                base = r
+                hi = r
+                for qq in range(q, pos + nbytes):
+                    byte = post_blob[qq]
+                    for bit in range(8):
+                        if (byte >> bit) & 1:
+                            v = base + (qq - q) * 8 + bit
+                            if v != base:
+                                seen += 1
+                                hi = v
+                if seen != cnt or hi >= n_rows:
+                    return b + 1
+            pos += nbytes
+            t += 1
+        if t != num_tokens[b] or pos != pe:
+            return b + 1
+    return 0
