@@ -28,13 +28,13 @@ from __future__ import annotations
 
 import io
 from collections import deque
-from decimal import Decimal
 from typing import IO, Any, Iterable, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from skipidx.core.errors import SkipidxError
+from skipidx.expr.kernels.convert import decimal_texts, float_texts, list_texts, quoted_texts, uuid_texts
 
 __all__ = ["FORMATS", "canonical_format", "format_from_path", "write_table", "write_batches",
            "preview", "text_width", "PRETTY_MAX_ROWS"]
@@ -129,23 +129,6 @@ def _align_right(t: pa.DataType) -> bool:
     return _is_num(t) or pa.types.is_date(t) or pa.types.is_timestamp(t)
 
 
-def _fix_float_text(s: str) -> str:
-    # Arrow spells 1e15 as '1e+15'; ClickHouse writes positional digits below 1e21, then '1e21'
-    if "e+" not in s:
-        return s
-    mant, exp = s.split("e+")
-    if int(exp) >= 21:
-        return f"{mant}e{exp}"
-    return format(Decimal(s), "f")
-
-
-def _float_text(arr: pa.Array) -> pa.Array:
-    s = pc.cast(arr, pa.string())
-    if pc.any(pc.match_substring(s, "e+")).as_py():
-        s = pa.array([None if v is None else _fix_float_text(v) for v in s.to_pylist()], pa.string())
-    return s
-
-
 _TSV_ESC = [("\\", "\\\\"), ("\t", "\\t"), ("\n", "\\n"), ("\0", "\\0"), ("\r", "\\r"),
             ("\b", "\\b"), ("\f", "\\f"), ("'", "\\'")]
 _JSON_ESC = [("\\", "\\\\"), ('"', '\\"'), ("/", "\\/"), ("\n", "\\n"), ("\t", "\\t"),
@@ -189,55 +172,15 @@ def _as_str(arr: pa.Array) -> pa.Array:
                     pa.string())
 
 
-def _decimal_text(arr: pa.Array) -> pa.Array:
-    s = pc.cast(arr, pa.string())
-    if arr.type.scale > 0:
-        s = pc.replace_substring_regex(s, r"\.?0+$", "")
-        s = pc.if_else(pc.equal(s, ""), "0", s)
-        s = pc.if_else(pc.equal(s, "-"), "0", s)
-    return s
-
-
 def _timestamp_text(arr: pa.Array) -> pa.Array:
     # Arrow's %S carries the fraction in the unit's digits: DateTime64(3) -> 05.100
     return pc.strftime(arr, format="%Y-%m-%d %H:%M:%S")
 
 
-def _quoted_value(v: Any, t: pa.DataType) -> str:
-    """ClickHouse's quoted text of one value (an array element)."""
-    if v is None:
-        return "NULL"
-    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
-        return "[" + ",".join(_quoted_value(x, t.value_type) for x in v) + "]"
-    return _scalar_text(v, t, quoted=True)
-
-
-def _json_value(v: Any, t: pa.DataType) -> str:
-    import json
-    if v is None:
-        return "null"
-    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
-        return "[" + ",".join(_json_value(x, t.value_type) for x in v) + "]"
-    if pa.types.is_boolean(t):
-        return "true" if v else "false"
-    if pa.types.is_floating(t):
-        if v != v or v in (float("inf"), float("-inf")):
-            return "null"
-        return _scalar_text(v, t, quoted=False)
-    if pa.types.is_integer(t) or pa.types.is_decimal(t):
-        return _scalar_text(v, t, quoted=False)
-    s = _scalar_text(v, t, quoted=False)
-    return json.dumps(s, ensure_ascii=False).replace("/", "\\/").replace("\\u000b", "\\u000B") \
-        .replace("\\u007f", "\x7f")
-
-
-def _scalar_text(v: Any, t: pa.DataType, quoted: bool) -> str:
-    """Text of one scalar (arrays only: the per-column paths convert whole columns)."""
-    a = _text(pa.array([v], t), "raw")[0].as_py()
-    if quoted and not (_is_num(t) or pa.types.is_boolean(t)):
-        return "'" + a.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n").replace("\t", "\\t") \
-            .replace("\0", "\\0").replace("\r", "\\r").replace("\b", "\\b").replace("\f", "\\f") + "'"
-    return a
+def _json_elements(values: pa.Array) -> pa.Array:
+    """JSON text of array elements (non-finite floats and NULL as null)."""
+    s = _text(values, "json")
+    return s.fill_null("null") if s.null_count else s
 
 
 def _text(arr: pa.Array | pa.ChunkedArray, mode: str) -> pa.Array:
@@ -247,25 +190,22 @@ def _text(arr: pa.Array | pa.ChunkedArray, mode: str) -> pa.Array:
     if pa.types.is_null(t):
         return pa.nulls(len(arr), pa.string())
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
-        conv = _json_value if mode == "json" else _quoted_value
-        s = pa.array([None if v is None else conv(v, t) for v in arr.to_pylist()], pa.string())
+        s = list_texts(arr, _json_elements if mode == "json" else quoted_texts)
         return pc.binary_join_element_wise('"', pc.replace_substring(s, '"', '""'), '"', "") if mode == "csv" else s
     if pa.types.is_boolean(t):
         return pc.if_else(arr, "true", "false")
     if pa.types.is_integer(t):
         return pc.cast(arr, pa.string())
     if pa.types.is_floating(t):
-        s = _float_text(arr)
+        s = float_texts(arr)
         if mode == "json":
             finite = pc.is_finite(arr)
             s = pc.if_else(finite, s, pa.scalar(None, pa.string()))
         return s
     if pa.types.is_decimal(t):
-        return _decimal_text(arr)
+        return decimal_texts(arr)
     if pa.types.is_fixed_size_binary(t) and t.byte_width == 16 and mode != "raw-bytes":
-        hexes = [None if v is None else v.hex() for v in arr.to_pylist()]
-        s = pa.array([None if h is None else f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}" for h in hexes],
-                     pa.string())
+        s = uuid_texts(arr)
     elif pa.types.is_date(t):
         s = pc.cast(arr.cast(pa.date32()), pa.string())
     elif pa.types.is_timestamp(t):

@@ -101,6 +101,9 @@ def _const_array(value: Any, typ: pa.DataType, n: int) -> pa.Array:
         return pa.array(np.full(n, bool(value)))
     if pa.types.is_integer(typ) or pa.types.is_floating(typ):
         return pa.array(np.full(n, value, dtype=typ.to_pandas_dtype()), typ)
+    if isinstance(value, (tuple, list)) and pa.types.is_null(typ):
+        # an array literal the binder left untyped (it is typed where a function needs it)
+        return pa.repeat(pa.array([list(value)])[0], n)
     return pa.repeat(pa.scalar(value, typ), n)
 
 

@@ -6,7 +6,6 @@ error) and the ``OrZero``/``OrNull`` forms give 0 / NULL instead.
 """
 from __future__ import annotations
 
-import struct
 
 import numpy as np
 import pyarrow as pa
@@ -127,27 +126,80 @@ def to_float(a: ArrayLike, type_name: str, on_error: str = "raise") -> pa.Array:
 
 
 def float_text(v: float, single: bool = False) -> str:
-    """ClickHouse's text of a float: shortest round-trip digits, plain notation for
-    decimal exponents -7 < e < 21, else ``1e21`` / ``1e-7`` style."""
-    if v != v:
-        return "nan"
-    if v in (float("inf"), float("-inf")):
-        return "inf" if v > 0 else "-inf"
-    r = np.format_float_scientific(np.float32(v) if single else np.float64(v), unique=True, trim="-")
-    mant, exp = r.split("e")
-    e = int(exp)
-    neg = mant.startswith("-")
-    digits = mant.lstrip("-").replace(".", "")
-    sign = "-" if neg else ""
-    if not -7 < e < 21:
-        m = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
-        return f"{sign}{m}e{e}"
-    point = 1 + e
-    if point <= 0:
-        return sign + "0." + "0" * (-point) + digits
-    if point >= len(digits):
-        return sign + digits + "0" * (point - len(digits))
-    return sign + digits[:point] + "." + digits[point:]
+    """ClickHouse's text of one float (see `float_texts`)."""
+    return float_texts(pa.array([v], pa.float32() if single else pa.float64()))[0].as_py()
+
+
+_EXP_PLUS = r"^(?P<sign>-?)(?P<lead>\d)(?:\.(?P<rest>\d+))?e\+(?P<exp>\d+)$"
+
+
+def float_texts(x: pa.Array) -> pa.Array:
+    """ClickHouse's text of a float column: the shortest round-trip digits, plain
+    notation for decimal exponents -7 < e < 21, else ``1e21`` / ``1e-7`` style.
+
+    Arrow's cast already writes the shortest digits and ClickHouse's form below
+    1e0; only its ``d.ddde+XX`` spellings need rewriting, grouped by exponent."""
+    s = x.cast(pa.string())
+    marked = pc.match_substring(s, "e+").fill_null(False)
+    if not pc.any(marked).as_py():
+        return s
+    rows = np.flatnonzero(marked.to_numpy(zero_copy_only=False))
+    parts = pc.extract_regex(s.take(pa.array(rows)), _EXP_PLUS).flatten()
+    sign, lead, rest, exp = (parts[i].fill_null("") for i in range(4))
+    exps = exp.cast(pa.int32()).to_numpy(zero_copy_only=False)
+    digits = pc.binary_join_element_wise(lead, rest, "")
+    ndig = pc.utf8_length(digits).to_numpy(zero_copy_only=False)
+    out_rows, out_text = [], []
+    big = exps >= 21
+    if big.any():
+        idx = pa.array(np.flatnonzero(big))
+        out_rows.append(rows[big])
+        out_text.append(pc.replace_substring(s.take(pa.array(rows[big])), "e+", "e"))
+    for e in np.unique(exps[~big]):
+        sel = np.flatnonzero(exps == e)
+        idx = pa.array(sel)
+        d = digits.take(idx)
+        point = int(e) + 1
+        pad = pc.binary_repeat("0", pa.array(np.maximum(point - ndig[sel], 0)))
+        frac = pc.utf8_slice_codeunits(d, point)
+        dot = pc.if_else(pc.equal(frac, ""), "", ".")
+        text = pc.binary_join_element_wise(sign.take(idx), pc.utf8_slice_codeunits(d, 0, point), pad, dot, frac, "")
+        out_rows.append(rows[sel])
+        out_text.append(text)
+    order = np.argsort(np.concatenate(out_rows), kind="stable")
+    repl = pa.concat_arrays([t.cast(pa.string()) for t in out_text]).take(pa.array(order))
+    return pc.replace_with_mask(s, marked, repl)
+
+
+def decimal_texts(x: pa.Array) -> pa.Array:
+    """ClickHouse's text of a Decimal column: trailing fraction zeros dropped, ``-0`` as ``0``."""
+    s = pc.cast(x, pa.string())
+    if x.type.scale > 0:
+        s = pc.replace_substring_regex(s, r"\.?0+$", "")
+        s = pc.if_else(pc.equal(s, ""), "0", s)
+        s = pc.if_else(pc.equal(s, "-"), "0", s)
+    return s
+
+
+_HEX = np.frombuffer(b"0123456789abcdef", np.uint8)
+
+
+def uuid_texts(x: pa.Array) -> pa.Array:
+    """8-4-4-4-12 lowercase hex of 16-byte values (UUID / FixedString(16) storage)."""
+    if isinstance(x.type, pa.BaseExtensionType):
+        x = x.storage
+    n = len(x)
+    raw = np.frombuffer(x.buffers()[1], np.uint8)[x.offset * 16:(x.offset + n) * 16].reshape(n, 16)
+    hexes = np.empty((n, 32), np.uint8)
+    hexes[:, 0::2] = _HEX[raw >> 4]
+    hexes[:, 1::2] = _HEX[raw & 15]
+    out = np.full((n, 36), ord("-"), np.uint8)
+    for a, b, c in ((0, 8, 0), (8, 12, 9), (12, 16, 14), (16, 20, 19), (20, 32, 24)):
+        out[:, c:c + b - a] = hexes[:, a:b]
+    offsets = pa.array(np.arange(0, 36 * n + 1, 36, dtype=np.int32))
+    mask = x.is_null() if x.null_count else None
+    text = pa.StringArray.from_buffers(n, offsets.buffers()[1], pa.py_buffer(out.tobytes()))
+    return pc.if_else(mask, pa.scalar(None, pa.string()), text) if mask is not None else text
 
 
 def to_string(a: ArrayLike) -> pa.Array:
@@ -168,47 +220,81 @@ def to_string(a: ArrayLike) -> pa.Array:
     if pa.types.is_integer(t):
         return x.cast(pa.string())
     if pa.types.is_floating(t):
-        single = pa.types.is_float32(t)
-        vals = [None if v is None else float_text(v, single) for v in x.to_pylist()]
-        return pa.array(vals, pa.string())
+        return float_texts(x)
     if pa.types.is_decimal(t):
-        vals = [None if v is None else _decimal_text(v) for v in x.to_pylist()]
-        return pa.array(vals, pa.string())
+        return decimal_texts(x)
     if pa.types.is_date(t):
         return x.cast(pa.date32()).cast(pa.string())
     if pa.types.is_timestamp(t):
-        local = pc.local_timestamp(x) if t.tz else x
-        # %S of a sub-second timestamp carries its fraction (3/6/9 digits), as DateTime64(3/6/9) prints
-        return pc.strftime(local.cast(pa.timestamp(t.unit)), format="%Y-%m-%d %H:%M:%S")
+        return timestamp_texts(x)
     if isinstance(t, pa.BaseExtensionType) and t.extension_name == "arrow.uuid":
-        import uuid
-
-        return pa.array([None if v is None else str(uuid.UUID(bytes=v.bytes if hasattr(v, "bytes") else v))
-                         for v in x.to_pylist()], pa.string())
-    if pa.types.is_list(t):
-        return pa.array([None if v is None else _array_text(v) for v in x.to_pylist()], pa.string())
+        return uuid_texts(x)
+    if _is_list(t):
+        return list_texts(x, quoted_texts)
     raise SkipidxError(f"toString of {t} is not supported")
 
 
-def _decimal_text(d) -> str:
-    s = format(d, "f")
-    if "." in s:
-        s = s.rstrip("0").rstrip(".")
-    return "0" if s in ("-0", "") else s
+def timestamp_texts(x: pa.Array) -> pa.Array:
+    t = x.type
+    local = pc.local_timestamp(x) if t.tz else x
+    # %S of a sub-second timestamp carries its fraction (3/6/9 digits), as DateTime64(3/6/9) prints
+    return pc.strftime(local.cast(pa.timestamp(t.unit)), format="%Y-%m-%d %H:%M:%S")
 
 
-def _array_text(v: list) -> str:
-    def one(e):
-        if e is None:
-            return "NULL"
-        if isinstance(e, str):
-            return "'" + e.replace("\\", "\\\\").replace("'", "\\'") + "'"
-        if isinstance(e, float):
-            return float_text(e)
-        if isinstance(e, list):
-            return _array_text(e)
-        return str(e)
-    return "[" + ",".join(one(e) for e in v) + "]"
+def _is_list(t: pa.DataType) -> bool:
+    return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+
+
+def list_texts(x: pa.Array, element_texts) -> pa.Array:
+    """``[e1,e2,...]`` per row, the elements written by `element_texts` (a column
+    function that leaves no nulls); NULL rows stay null."""
+    x = _one(x)
+    n = len(x)
+    if pa.types.is_fixed_size_list(x.type):
+        size = x.type.list_size
+        offs = np.arange(x.offset * size, (x.offset + n) * size + 1, size, dtype=np.int64)
+    else:
+        offs = np.asarray(x.offsets, dtype=np.int64)
+    values = x.values.slice(int(offs[0]), int(offs[-1] - offs[0]))
+    inner = element_texts(values).cast(pa.large_string())
+    lists = pa.LargeListArray.from_arrays(pa.array(offs - offs[0], pa.int64()), inner,
+                                          mask=x.is_null() if x.null_count else None)
+    joined = pc.binary_join(lists, pa.scalar(",", pa.large_string()))
+    return pc.binary_join_element_wise("[", joined.cast(pa.string()), "]", "")
+
+
+_QUOTE_ESC = [("\\", "\\\\"), ("'", "\\'"), ("\n", "\\n"), ("\t", "\\t"), ("\0", "\\0"),
+              ("\r", "\\r"), ("\b", "\\b"), ("\f", "\\f")]
+
+
+def quote_strings(s: pa.Array) -> pa.Array:
+    """ClickHouse's quoted string text ('...' with backslash escapes)."""
+    for a, b in _QUOTE_ESC:
+        if pc.any(pc.match_substring(s, a)).as_py():
+            s = pc.replace_substring(s, a, b)
+    return pc.binary_join_element_wise("'", s, "'", "")
+
+
+def quoted_texts(x: pa.Array) -> pa.Array:
+    """ClickHouse's quoted text of each value (an array element): numbers and
+    booleans bare, everything else quoted, NULL as ``NULL``; never null."""
+    x = _one(x)
+    t = x.type
+    if pa.types.is_null(t):
+        return pa.array(["NULL"] * len(x), pa.string())
+    if _is_list(t):
+        s = list_texts(x, quoted_texts)
+    elif pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t) or pa.types.is_boolean(t):
+        s = to_string(x)
+    elif pa.types.is_fixed_size_binary(t) and t.byte_width == 16 or \
+            isinstance(t, pa.BaseExtensionType) and t.extension_name == "arrow.uuid":
+        s = quote_strings(uuid_texts(x))
+    else:
+        s = to_string(x)
+        if not pa.types.is_string(s.type):
+            s = s.cast(pa.string(), safe=False)
+        s = quote_strings(s)
+    return s.fill_null("NULL") if s.null_count else s
 
 
 # --------------------------------------------------------------------------- conditionals
