@@ -18,6 +18,7 @@ from functions_corpus import chdb_columns, chdb_error, corpus, sql_str, tokens_b
 from skipidx.core.errors import SkipidxError
 from skipidx.expr import kernels as F
 from skipidx.expr.kernels import strings as FS
+from skipidx.expr.kernels import text as T
 
 chdb = pytest.importorskip("chdb")
 pytestmark = pytest.mark.chdb
@@ -404,3 +405,19 @@ def test_modulo_by_zero_errors_like_chdb(numbers):
     assert err is not None and "Division by zero" in err, err
     with pytest.raises(SkipidxError, match="Division by zero"):
         F.arithmetic("%", table.column("i64"), 0)
+
+
+EXTRACT_PATTERNS = [r"\d+", r"(\d)(\d)", r"=(\w+)", r"(?:ERROR|WARN) (\w+)", r"[a-z]+", r"(?P<w>[a-z]+)\d",
+                    r"\((\w)", r"[(](\w)", r"\Q(\E(\w)", r"(z)?a", r"^$", r"(\pL+)", r"[]a]+", r"\s(\S+)$"]
+
+
+@pytest.mark.parametrize("pattern", EXTRACT_PATTERNS, ids=range(len(EXTRACT_PATTERNS)))
+def test_extract_vs_chdb(data, pattern):
+    arr, path, rows = data
+    lit = pattern.replace("\\", "\\\\").replace("'", "\\'")
+    theirs = chdb_columns(path, [f"extract(s, '{lit}')"])[0]
+    mine = T.extract(arr, pattern).to_pylist()
+    mine = [None if v is None else (v.encode() if isinstance(v, str) else v) for v in mine]
+    bad = [i for i, (x, y) in enumerate(zip(mine, theirs)) if x != y]
+    assert not bad, f"extract {pattern!r}: {len(bad)} rows differ from chDB, first: " + "; ".join(
+        f"#{i} {rows[i]!r}: skipidx={mine[i]!r} chdb={theirs[i]!r}" for i in bad[:4])

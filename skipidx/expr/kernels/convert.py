@@ -76,17 +76,25 @@ def to_int(a: ArrayLike, type_name: str, on_error: str = "raise") -> pa.Array:
         unsigned = type_name.startswith("U")
         pattern = r"^\+?\d+$" if unsigned and on_error != "raise" else r"^[+-]?\d+$"
         ok = pc.match_substring_regex(s, pattern=pattern).fill_null(True).to_numpy(zero_copy_only=False)
-        clean = pc.if_else(pa.array(ok), s, "0")
-        big = [0 if d is None else int(d) for d in clean.cast(pa.decimal128(38, 0), safe=False).to_pylist()]
+        clean = pc.utf8_ltrim(pc.if_else(pa.array(ok), s, "0").fill_null("0"), characters="+")
+        # up to 18 digits parse as int64 in Arrow; longer texts (rare) go through Python ints
+        long = pc.greater(pc.utf8_length(clean), 18).to_numpy(zero_copy_only=False)
+        short = pc.if_else(pa.array(long), "0", clean).cast(pa.int64()).to_numpy(zero_copy_only=False)
+        wrapped = short.view(np.uint64).copy()  # two's complement is the value mod 2**64
+        info = np.iinfo(target.to_pandas_dtype())
+        in_range = (short >= max(info.min, -(2**63))) & (short <= min(info.max, 2**63 - 1))
+        for i in np.flatnonzero(long):
+            b = int(clean[int(i)].as_py())
+            wrapped[i] = b % (1 << 64)
+            in_range[i] = info.min <= b <= info.max
         if on_error != "raise":
-            info = np.iinfo(target.to_pandas_dtype())
-            ok = ok & np.array([info.min <= b <= info.max for b in big], bool)
+            ok = ok & in_range
         valid = pc.is_valid(s).to_numpy(zero_copy_only=False)
         bad = valid & ~ok
         if bad.any() and on_error == "raise":
             raise SkipidxError(f"Cannot parse string {s[int(np.argmax(bad))].as_py()!r} as {type_name}")
         # text wraps as ClickHouse's parser does (toInt8('200') is -56)
-        wrapped = np.array([0 if b_ else (v % (1 << 64)) for v, b_ in zip(big, bad)], dtype=np.uint64)
+        wrapped[bad] = 0
         v = wrapped.view(np.int64) if not unsigned or target != pa.uint64() else wrapped
         mask = _mask(x)
         if on_error == "null" and bad.any():
@@ -432,19 +440,19 @@ def city_hash64(*args: ArrayLike) -> pa.Array:
 
 def xx_hash64(a: ArrayLike) -> pa.Array:
     """xxHash64(x): xxh64 (seed 0) of a string's bytes or of a number's native bytes."""
-    import xxhash
+    from skipidx.core.hashing import xxh64_array
 
     x = _one(a)
     t = x.type
     if pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_large_string(t):
-        from skipidx.core.hashing import xxh64_array
-
         return pa.array(np.asarray(xxh64_array(x.cast(pa.binary()).fill_null(b"")), np.uint64), pa.uint64(),
                         mask=_mask(x))
     if pa.types.is_integer(t) or pa.types.is_floating(t):
         width = t.bit_width // 8
         vals = x.fill_null(0).to_numpy(zero_copy_only=False)
         raw = vals.astype(vals.dtype.newbyteorder("<")).tobytes()
-        return pa.array([xxhash.xxh64_intdigest(raw[i * width:(i + 1) * width]) for i in range(len(vals))],
-                        pa.uint64(), mask=_mask(x))
+        # each value's bytes as one binary value, hashed by the same kernel as strings
+        offsets = np.arange(0, width * len(vals) + 1, width, dtype=np.int32)
+        values = pa.Array.from_buffers(pa.binary(), len(vals), [None, pa.py_buffer(offsets), pa.py_buffer(raw)])
+        return pa.array(np.asarray(xxh64_array(values), np.uint64), pa.uint64(), mask=_mask(x))
     raise SkipidxError(f"xxHash64 of {t} is not supported")

@@ -6,7 +6,6 @@ NULL in gives NULL out. Constant arguments arrive as Python values.
 """
 from __future__ import annotations
 
-import re
 
 import numpy as np
 import pyarrow as pa
@@ -199,23 +198,69 @@ def replace_regexp_all(a: ArrayLike, pattern, replacement) -> pa.Array:
         raise SkipidxError(f"bad regular expression {pat!r}: {e}") from None
 
 
-def extract(a: ArrayLike, pattern) -> pa.Array:
-    """The first match of `pattern`, or of its first group when it has one; '' when none."""
-    pat = _const_bytes(pattern)
-    try:
-        rx = re.compile(pat)
-    except re.error as e:
-        raise SkipidxError(f"bad regular expression {pat!r}: {e}") from None
-    group = 1 if rx.groups else 0
-    b = _bin(a)
-    out = []
-    for v in b.to_pylist():
-        if v is None:
-            out.append(None)
+def _first_group(pat: bytes) -> tuple[bytes, str]:
+    """`pat` with every capturing group named, and the name of its first one (the
+    whole pattern wrapped when it has none): Arrow's RE2 extract wants named groups."""
+    out, first, k = [], None, 0
+    i, n, in_class = 0, len(pat), False
+    while i < n:
+        c = pat[i:i + 1]
+        if c == b"\\":
+            if pat[i + 1:i + 2] == b"Q":  # \Q...\E quotes its text literally
+                end = pat.find(b"\\E", i + 2)
+                j = n if end < 0 else end + 2
+            else:
+                j = i + 2
+            out.append(pat[i:j])
+            i = j
             continue
-        m = rx.search(v)
-        out.append(b"" if m is None or m.group(group) is None else m.group(group))
-    return _as_string(pa.array(out, _BIN))
+        if in_class:
+            in_class = c != b"]"
+        elif c == b"[":
+            in_class = True
+            j = i + 1 + (pat[i + 1:i + 2] == b"^")
+            j += pat[j:j + 1] == b"]"  # a ']' first in a class is literal
+            out.append(pat[i:j])
+            i = j
+            continue
+        elif c == b"(":
+            rest = pat[i + 1:]
+            if not rest.startswith(b"?"):
+                k += 1
+                name = f"skipidx_g{k}"
+                first = first or name
+                out.append(f"(?P<{name}>".encode())
+                i += 1
+                continue
+            for lead in (b"?P<", b"?<"):
+                if rest.startswith(lead) and rest[len(lead):len(lead) + 1] not in (b"=", b"!") and b">" in rest:
+                    first = first or rest[len(lead):rest.index(b">")].decode()
+        out.append(c)
+        i += 1
+    if first is None:
+        return b"(?P<skipidx_g0>" + pat + b")", "skipidx_g0"
+    return b"".join(out), first
+
+
+def extract(a: ArrayLike, pattern) -> pa.Array:
+    """The first match of `pattern` (RE2, as ClickHouse), or of its first group when it has one; '' when none."""
+    pat, name = _first_group(_const_bytes(pattern))
+    b = _bin(a)
+    # String input runs RE2 in UTF-8 mode as ClickHouse does; invalid UTF-8 falls back to bytes
+    # RE2 in UTF-8 mode as ClickHouse runs it, invalid bytes included: the bytes are viewed,
+    # not validated, as String (RE2 reads an invalid byte as a character no class matches)
+    try:
+        text, rx = b.view(pa.string()), pat.decode()
+    except UnicodeDecodeError:
+        text, rx = b, pat
+    try:
+        found = pc.extract_regex(text, pattern=rx)
+    except pa.ArrowInvalid as e:
+        raise SkipidxError(f"bad regular expression {_const_bytes(pattern)!r}: {e}") from None
+    out = found.field(name).fill_null("" if text is not b else b"")
+    if b.null_count:
+        out = pc.if_else(b.is_null(), pa.scalar(None, out.type), out)
+    return _as_string(out.view(_BIN) if pa.types.is_string(out.type) else out)
 
 
 def trim(a: ArrayLike, left: bool = True, right: bool = True) -> pa.Array:
