@@ -115,9 +115,45 @@ def test_bench_zoo_cli_writes_tables_and_figures(tmp_path):
 
     out = tmp_path / "zoo"
     assert bench_main(["zoo", "--corpora", "stdlib", "--rows", "1024", "--index-granularity", "256",
-                       "--queries", "10", "--absent", "50", "--reps", "1", "--no-text", "--out", str(out)]) == 0
+                       "--queries", "10", "--absent", "50", "--reps", "1", "--no-text", "--no-chdb",
+                       "--tokenizers", "token,ngram3", "--out", str(out)]) == 0
     names = {p.name for p in out.iterdir()}
-    assert {"zoo.md", "zoo.json", "zoo_bytes_vs_kept.png", "zoo_fpp_vs_bits.svg", "zoo_cost.png"} <= names
-    assert "At equal bytes" in (out / "zoo.md").read_text()
+    assert {"zoo.md", "zoo.json", "zoo_bytes_vs_kept.png", "zoo_fpp_vs_bits.svg", "zoo_cost.png",
+            "zoo_equal_bytes.png", "zoo_equal_bytes.svg"} <= names
+    md = (out / "zoo.md").read_text()
+    assert "At equal bytes" in md and "| stdlib | ngram3 |" in md and "| stdlib | token |" in md
     with pytest.raises(zoo.SkipidxError, match="--rows"):
         bench_main(["zoo", "--rows", "0", "--out", str(out)])
+    with pytest.raises(zoo.SkipidxError, match="unknown zoo tokenizer"):
+        bench_main(["zoo", "--tokenizers", "token,ngram9", "--out", str(out)])
+
+
+@pytest.mark.parametrize("tokenizer", ["ngram3", "sparse_grams"])
+def test_substring_zoo_against_chdb(tokenizer):
+    """LIKE '%s%' through n-gram / sparse-gram filters, the engine's text index and ClickHouse's
+    Bloom-filter and text indexes on the same granules: no false negative, chDB's ideal is the
+    zoo's (checked inside), ClickHouse's Bloom index has the budget's bytes, and the two text
+    indexes keep the same granules."""
+    pytest.importorskip("chdb")
+    vals = _corpus(rows=2048)
+    needles = zoo.substring_needles(vals, 12, seed=2)
+    assert len(needles) == 12 and all(3 <= len(n) <= 12 and "%" not in n and "'" not in n for n in needles)
+    rows = zoo.run_corpus(vals, corpus="synthetic", rows_per_granule=256, needles=needles, tokenizer=tokenizer,
+                          n_absent=100, reps=1, with_chdb=True)
+    ideal = rows[0].ideal
+    truth = zoo.substring_truth(vals, needles, 256)
+    assert ideal == int(truth.sum()) > 0
+    by_fam = {}
+    for r in rows:
+        by_fam.setdefault(r.family, []).append(r)
+        assert r.kept >= r.ideal == ideal, r
+    assert set(by_fam) >= {"sbbf per granule", "classic bloom", "exact sets", "text index", "chDB Bloom index",
+                           "chDB text index"}
+    sets = zoo.granule_sets(vals, zoo.zoo_tokenizer(tokenizer), 256)
+    budgets = zoo.budget_bytes(sets)
+    assert sorted(r.bytes for r in by_fam["chDB Bloom index"]) == sorted(b * sets.n_granules for b in budgets)
+    assert all(r.engine == "chDB" and r.bytes_compressed > 0 for r in by_fam["chDB Bloom index"])
+    assert by_fam["text index"][0].kept == by_fam["chDB text index"][0].kept
+    # a per-granule exact gram set is the floor of every per-granule filter of this tokenizer
+    floor = by_fam["exact sets"][0].kept
+    assert all(r.kept >= floor for f in ("sbbf per granule", "classic bloom", "chDB Bloom index") for r in by_fam[f])

@@ -332,40 +332,65 @@ def _bench_zoo(argv: list[str]) -> int:
     import platform
 
     from skipidx.apps.research import zoo
-    from skipidx.apps.research.corpora import load_corpus
+    from skipidx.apps.research.corpora import CORPORA, load_corpus
     from skipidx.apps.research.report import ensure_dir, run_metadata, write_outputs
     from skipidx.apps.research.zoo_report import zoo_markdown, zoo_plots
 
     p = _Parser(prog="skipidx bench zoo", description="Every per-granule filter (SBBF adaptive / fixed, classic "
-                                                      "Bloom, xor / binary fuse, exact sets, text index) on the "
-                                                      "same corpora, tokenizer and queries.")
-    p.add_argument("--corpora", default="stdlib,debian,demo", help="comma list of stdlib, site-packages, debian, demo")
+                                                      "Bloom, xor / binary fuse, exact sets, text index) and "
+                                                      "ClickHouse's (chDB) on the same corpora, tokenizers and "
+                                                      "queries.")
+    p.add_argument("--corpora", default="stdlib,site-packages,debian,demo",
+                   help=f"comma list of {', '.join(CORPORA)}, demo")
+    p.add_argument("--tokenizers", default=",".join(zoo.ZOO_TOKENIZERS),
+                   help=f"comma list of {', '.join(zoo.ZOO_TOKENIZERS)} (token: hasToken; the others: LIKE "
+                        "'%%substring%%' of 3-12 characters)")
     p.add_argument("--rows", type=int, default=65536, help="rows per corpus")
     p.add_argument("--index-granularity", type=int, default=1024, help="rows per granule")
-    p.add_argument("--queries", type=int, default=100, help="present tokens probed (hasToken)")
+    p.add_argument("--queries", type=int, default=100, help="present tokens / substrings probed per corpus")
     p.add_argument("--absent", type=int, default=2000, help="absent tokens probed per granule (FPP)")
     p.add_argument("--reps", type=int, default=3, help="probe repetitions (best kept)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--no-text", action="store_true", help="leave out the engine's text index")
+    p.add_argument("--no-chdb", action="store_true", help="leave out ClickHouse's indexes (chDB)")
     p.add_argument("--out", default="bench/out/zoo")
     p.add_argument("--no-plots", action="store_true")
     a = p.parse_args(argv)
     for nm in ("rows", "index_granularity", "queries", "absent", "reps"):
         if getattr(a, nm) < 1:
             raise SkipidxError(f"--{nm.replace('_', '-')} must be >= 1, got {getattr(a, nm)}")
+    toks = [x.strip() for x in a.tokenizers.split(",") if x.strip()]
+    for t in toks:
+        zoo.zoo_tokenizer(t)     # an unknown name fails before any work
+    with_chdb = not a.no_chdb
+    if with_chdb:
+        from skipidx.apps.research.chdb_compare import chdb_available
+
+        if not chdb_available():
+            raise SkipidxError("chDB is not installed (pip install chdb), or pass --no-chdb")
     rows, desc = [], {}
     t0 = time.perf_counter()
+    loads = [os.getloadavg()[0]]
     for c in [x.strip() for x in a.corpora.split(",") if x.strip()]:
         values, d = load_corpus(c, a.rows, a.seed)
         desc[c] = d
-        toks = zoo.present_tokens(values, a.queries, a.seed)
-        rows += zoo.run_corpus(values, corpus=c, rows_per_granule=a.index_granularity, tokens=toks, seed=a.seed,
-                               n_absent=a.absent, reps=a.reps, with_text=not a.no_text)
-    load = os.getloadavg()
-    method = (f"token tokenizer, {a.index_granularity} rows/granule, {a.rows:,} rows/corpus, {a.queries} present "
-              f"tokens, {a.absent} absent hashes x every granule; build once and probes best of {a.reps} after a "
-              f"warm-up call (excluded); {platform.machine()} {os.cpu_count()} CPUs, load "
-              f"{load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f}; seed {a.seed}")
+        present = zoo.present_tokens(values, a.queries, a.seed)
+        needles = zoo.substring_needles(values, a.queries, a.seed)
+        for t in toks:
+            rows += zoo.run_corpus(values, corpus=c, rows_per_granule=a.index_granularity, tokens=present,
+                                   needles=needles, tokenizer=t, seed=a.seed, n_absent=a.absent, reps=a.reps,
+                                   with_text=not a.no_text, with_chdb=with_chdb)
+            loads.append(os.getloadavg()[0])
+    chdb_v = ""
+    if with_chdb:
+        from skipidx.apps.research import chdb_session
+
+        chdb_v = f"; chDB {str(chdb_session.query('SELECT version()', 'TSVRaw')).strip()}"
+    method = (f"{a.index_granularity} rows/granule, {a.rows:,} rows/corpus, {a.queries} present tokens (hasToken) "
+              f"or substrings of 3-12 chars (LIKE), {a.absent} absent hashes x every granule; filters built once "
+              f"after a warm-up build, probes best of {a.reps} after a warm-up call (both excluded); SQL indexes: "
+              f"one warm-up query, then each query once; {platform.machine()} {os.cpu_count()} CPUs, 1-min load "
+              f"{min(loads):.1f}-{max(loads):.1f} during the run; seed {a.seed}{chdb_v}")
     data = zoo.rows_to_dicts(rows)
     md = zoo_markdown(data, desc, method)
     out = ensure_dir(a.out)

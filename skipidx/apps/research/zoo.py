@@ -221,9 +221,23 @@ class ExactSets:
         return float(s.ndv.mean() * 2.0 ** -64)
 
 
+def budget_bytes(sets: GranuleSets, fpps: Sequence[float] = (0.1, 0.01, 0.001)) -> list[int]:
+    """Mean bytes per granule of the per-granule SBBF (exact rule) at each fpp: the byte budgets
+    at which fixed-size filters (ours and ClickHouse's) are compared."""
+    from skipidx.core.sizing import num_bytes
+
+    return [int(np.asarray(num_bytes(sets.ndv, p, "exact")).mean()) for p in fpps]
+
+
 def default_filters(*, fpps: Sequence[float] = (0.1, 0.01, 0.001), fixed_bytes: Sequence[int] = (),
-                    fuse: Sequence[str] = ("xor8", "fuse8", "fuse16"), max_ndv: int = 1024) -> list:
-    """A zoo that spans the same byte range: fixed/classic sizes follow the fullest granule."""
+                    fuse: Sequence[str] = ("xor8", "fuse8", "fuse16"), max_ndv: int = 1024,
+                    budgets: Sequence[int] = (), mean_ndv: float | None = None) -> list:
+    """A zoo that spans the same byte range: fixed/classic sizes follow the fullest granule
+    (4/8/16 bits per key: a fixed filter must fit it) and, given `budgets` (bytes per granule),
+    match them (SBBF: whole 32-byte blocks below; classic: k = ClickHouse's best k for the bits
+    per mean key)."""
+    from skipidx.apps.research.fpp import clickhouse_best_k
+
     out: list = []
     for p in fpps:
         out += [SbbfAdaptive(p, "parquet"), SbbfAdaptive(p, "exact")]
@@ -231,6 +245,13 @@ def default_filters(*, fpps: Sequence[float] = (0.1, 0.01, 0.001), fixed_bytes: 
         b = max(32, int(math.ceil(bpk * max(max_ndv, 1) / 8 / 32)) * 32)
         out.append(SbbfFixed(b))
         out.append(ClassicBloom(b, max(1, round(bpk * math.log(2)))))
+    seen = {f.name for f in out}
+    for b in budgets:
+        bits = 8.0 * b / max(mean_ndv or max_ndv, 1)
+        for f in (SbbfFixed(max(32, (int(b) // 32) * 32)), ClassicBloom(max(1, int(b)), clickhouse_best_k(bits))):
+            if f.name not in seen:
+                seen.add(f.name)
+                out.append(f)
     for b in fixed_bytes:
         out.append(SbbfFixed(b))
     try:
@@ -240,6 +261,77 @@ def default_filters(*, fpps: Sequence[float] = (0.1, 0.01, 0.001), fixed_bytes: 
         pass
     out.append(ExactSets())
     return out
+
+
+#: The zoo's tokenizers: (skipidx tokenizer, its params), the text index's tokenizer, ClickHouse's
+#: Bloom-filter index for it (bytes, k filled in), and the query kind (hasToken or LIKE '%s%').
+ZOO_TOKENIZERS: dict[str, tuple[str, dict, str, str, str]] = {
+    "token": ("token", {}, "'splitByNonAlpha'", "tokenbf_v1({b}, {k}, 0)", "token"),
+    "ngram3": ("ngram", {"n": 3}, "ngrams(3)", "ngrambf_v1(3, {b}, {k}, 0)", "substring"),
+    "ngram4": ("ngram", {"n": 4}, "ngrams(4)", "ngrambf_v1(4, {b}, {k}, 0)", "substring"),
+    "sparse_grams": ("sparse_grams", {"min_length": 3, "max_length": 100, "utf8": 1}, "sparseGrams(3, 100)",
+                     "sparse_grams(3, 100, {b}, {k}, 0)", "substring"),
+}
+
+
+def zoo_tokenizer(label: str):
+    from skipidx.core.tokenizer_api import get_tokenizer
+
+    if label not in ZOO_TOKENIZERS:
+        raise SkipidxError(f"unknown zoo tokenizer {label!r}; expected one of {', '.join(ZOO_TOKENIZERS)}")
+    name, params, *_ = ZOO_TOKENIZERS[label]
+    return get_tokenizer(name, **params)
+
+
+_NEEDLE_OK = np.zeros(256, dtype=bool)
+_NEEDLE_OK[[ord(c) for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,:;=()[]{}<>+-*/#@!?&|"]] = True
+
+
+def substring_needles(values: pa.Array | pa.ChunkedArray, n: int, seed: int, min_len: int = 3,
+                      max_len: int = 12) -> list[str]:
+    """`n` distinct substrings of the column (lengths uniform in [min_len, max_len], seeded), of
+    printable ASCII without quotes, backslashes or LIKE wildcards, not blank: present needles."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    rng = np.random.default_rng(seed + 3)
+    py = values.to_pylist()
+    out: dict[str, None] = {}
+    for _ in range(50 * n):
+        v = py[int(rng.integers(0, len(py)))]
+        if not v:
+            continue
+        b = v.encode("utf-8", "replace")
+        L = int(rng.integers(min_len, max_len + 1))
+        if len(b) < L:
+            continue
+        i = int(rng.integers(0, len(b) - L + 1))
+        cand = b[i:i + L]
+        if _NEEDLE_OK[np.frombuffer(cand, np.uint8)].all() and cand.strip():
+            out.setdefault(cand.decode(), None)
+        if len(out) >= n:
+            break
+    return list(out)
+
+
+def substring_truth(values: pa.Array | pa.ChunkedArray, needles: Sequence[str], rows_per_granule: int) -> np.ndarray:
+    """bool[needle, granule]: the granule holds a row containing the needle (a scan)."""
+    import pyarrow.compute as pc
+
+    n = len(values)
+    n_g = (n + rows_per_granule - 1) // rows_per_granule
+    pad = n_g * rows_per_granule - n
+    out = np.zeros((len(needles), n_g), dtype=bool)
+    for i, s in enumerate(needles):
+        m = pc.fill_null(pc.match_substring(values, s), False).to_numpy(zero_copy_only=False)
+        out[i] = np.concatenate([m, np.zeros(pad, bool)]).reshape(n_g, rows_per_granule).any(axis=1)
+    return out
+
+
+def query_wheres(kind: str, needles: Sequence[str], column: str = "msg") -> list[str]:
+    """The SQL condition of each needle (the same text in skipidx and ClickHouse)."""
+    if kind == "token":
+        return [f"hasToken({column}, '{t}')" for t in needles]
+    return [f"{column} LIKE '%{t}%'" for t in needles]
 
 
 # ----------------------------------------------------------------------------- run
@@ -263,6 +355,9 @@ class ZooRow:
     fpp_analytic: float
     fpp_ci_lo: float
     fpp_ci_hi: float
+    queries: int = 0                   # queries probed (hasToken / LIKE)
+    engine: str = "skipidx"            # skipidx | chDB
+    bytes_compressed: int = -1         # on disk where the engine reports it (chDB; -1: not measured)
 
 
 def absent_probes(sets: GranuleSets, n: int, seed: int) -> np.ndarray:
@@ -292,18 +387,43 @@ def _timed_keep(f, probes: np.ndarray, reps: int) -> tuple[np.ndarray, float]:
     return out, best
 
 
+def query_keep(kp: np.ndarray, inverse: Sequence[np.ndarray], n_granules: int) -> np.ndarray:
+    """Per query, granules kept by a filter: the AND over its tokens' rows of `kp` (a query with
+    no token, e.g. a needle shorter than the n-gram, keeps every granule)."""
+    out = np.ones((len(inverse), n_granules), dtype=bool)
+    for q, ix in enumerate(inverse):
+        if ix.shape[0]:
+            out[q] = kp[ix].all(axis=0)
+    return out
+
+
 def run_zoo(sets: GranuleSets, filters: Sequence, *, corpus: str, tokenizer: str, n_present: int = 200,
             n_absent: int = 2000, seed: int = 1, conf: float = 0.999, reps: int = 3,
-            present: np.ndarray | None = None) -> list[ZooRow]:
+            present: np.ndarray | None = None, queries: Sequence[np.ndarray] | None = None,
+            truth: np.ndarray | None = None) -> list[ZooRow]:
+    """Build and probe every filter. Queries are either single present tokens (`present` hashes,
+    or `n_present` drawn from the data; ideal from the exact sets) or `queries` (each the token
+    hashes a granule must all hold, e.g. a LIKE needle's n-grams) with `truth` (bool[query,
+    granule]: the granules that really match, e.g. by a substring scan)."""
     from skipidx.apps.research.fpp import wilson_interval
 
-    if present is None:
-        present = present_probes(sets, n_present, seed)
+    exact = ExactSets()
+    exact.build(sets)
+    if queries is None:
+        if present is None:
+            present = present_probes(sets, n_present, seed)
+        queries = [present[i:i + 1] for i in range(present.shape[0])]
+        truth = None
+    queries = [np.asarray(q, dtype=np.uint64) for q in queries]
+    allq = np.concatenate(queries) if queries else np.empty(0, np.uint64)
+    uniq, inv = np.unique(allq, return_inverse=True)
+    bounds = np.cumsum([0] + [q.shape[0] for q in queries])
+    inverse = [inv[bounds[i]:bounds[i + 1]] for i in range(len(queries))]
+    if truth is None:
+        truth = query_keep(exact.keep(uniq), inverse, sets.n_granules)
+    truth = np.asarray(truth, dtype=bool)
     absent = absent_probes(sets, n_absent, seed)
-    truth = ExactSets()
-    truth.build(sets)
-    ideal_m = truth.keep(present)
-    ideal = int(ideal_m.sum())
+    ideal = int(truth.sum())
     keys = max(int(sets.hashes.shape[0]), 1)
     rows: list[ZooRow] = []
     for f in filters:
@@ -311,16 +431,18 @@ def run_zoo(sets: GranuleSets, filters: Sequence, *, corpus: str, tokenizer: str
         t0 = time.perf_counter()
         f.build(sets)
         build_s = time.perf_counter() - t0
-        kp, probe_s = _timed_keep(f, present, reps)
-        if (ideal_m & ~kp).any():
-            raise SkipidxError(f"{f.name}: false negative (a granule holding the token was dropped)")
+        kp, probe_s = _timed_keep(f, uniq, reps)
+        kept_m = query_keep(kp, inverse, sets.n_granules)
+        if (truth & ~kept_m).any():
+            raise SkipidxError(f"{f.name}: false negative (a granule holding a match was dropped)")
         ka, _ = _timed_keep(f, absent, 1)
         trials = int(ka.size)
         fp = int(ka.sum())
         lo, hi = wilson_interval(fp, trials, conf) if trials else (0.0, 1.0)
+        kept = int(kept_m.sum())
         rows.append(ZooRow(corpus, tokenizer, f.family, f.name, f.nbytes, 8.0 * f.nbytes / keys, build_s,
-                           probe_s, int(kp.sum()), ideal, float(kp.sum()) / max(ideal, 1), trials, fp,
-                           fp / max(trials, 1), f.analytic_fpp(sets), lo, hi))
+                           probe_s, kept, ideal, kept / max(ideal, 1), trials, fp,
+                           fp / max(trials, 1), f.analytic_fpp(sets), lo, hi, queries=len(queries)))
     return rows
 
 
@@ -328,11 +450,12 @@ def rows_to_dicts(rows: Sequence[ZooRow]) -> list[dict]:
     return [asdict(r) for r in rows]
 
 
-def text_index_row(values: pa.Array | pa.ChunkedArray, present_tokens: Sequence[str], ideal: int, *,
-                   corpus: str, rows_per_granule: int, keys: int) -> ZooRow:
-    """The engine's ``text`` index (splitByNonAlpha = the token tokenizer) on the same rows and
-    granules: bytes of its index files, build = insert time less a plain table's insert time,
-    kept = the granules its pruning selects for hasToken of the present tokens."""
+def text_index_row(values: pa.Array | pa.ChunkedArray, wheres: Sequence[str], ideal: int, *,
+                   corpus: str, rows_per_granule: int, keys: int, tokenizer: str = "token",
+                   text_tokenizer: str = "'splitByNonAlpha'") -> ZooRow:
+    """The engine's ``text`` index with `text_tokenizer` on the same rows and granules: bytes of
+    its index files, build = insert time less a plain table's insert time, kept = the granules
+    its pruning selects for each WHERE of `wheres` (``SELECT count() ... WHERE w``)."""
     import os
 
     import skipidx
@@ -343,7 +466,7 @@ def text_index_row(values: pa.Array | pa.ChunkedArray, present_tokens: Sequence[
     settings = f"ORDER BY tuple() SETTINGS index_granularity = {int(rows_per_granule)}"
     with skipidx.connect() as db:
         db.sql(f"CREATE TABLE p (msg String) {settings}")
-        db.sql(f"CREATE TABLE t (msg String, INDEX i msg TYPE text(tokenizer = 'splitByNonAlpha')) {settings}")
+        db.sql(f"CREATE TABLE t (msg String, INDEX i msg TYPE text(tokenizer = {text_tokenizer})) {settings}")
         db.insert("p", tbl.slice(0, 1))
         db.insert("t", tbl.slice(0, 1))   # warm-up (JIT) excluded
         db.sql("TRUNCATE TABLE p")
@@ -357,14 +480,15 @@ def text_index_row(values: pa.Array | pa.ChunkedArray, present_tokens: Sequence[
         for dp, _, fns in os.walk(os.path.join(str(db.path), "t")):
             nbytes += sum(os.path.getsize(os.path.join(dp, fn)) for fn in fns if fn.startswith("idx."))
         kept = 0
-        q = "SELECT count() FROM t WHERE hasToken(msg, {x:String})"
-        db.sql(q, params={"x": present_tokens[0]})
+        if wheres:
+            db.sql(f"SELECT count() FROM t WHERE {wheres[0]} SETTINGS log_queries = 0")
         t0 = time.perf_counter()
-        for tok in present_tokens:
-            kept += int(db.sql(q, params={"x": tok}).stats.granules_selected)
+        for w in wheres:
+            kept += int(db.sql(f"SELECT count() FROM t WHERE {w} SETTINGS log_queries = 0").stats.granules_selected)
         probe_s = time.perf_counter() - t0
-    return ZooRow(corpus, "token", "text index", "text(splitByNonAlpha)", nbytes, 8.0 * nbytes / max(keys, 1),
-                  build_s, probe_s, kept, int(ideal), kept / max(int(ideal), 1), 0, 0, 0.0, 0.0, 0.0, 0.0)
+    return ZooRow(corpus, tokenizer, "text index", f"text({text_tokenizer.strip(chr(39))})", nbytes,
+                  8.0 * nbytes / max(keys, 1), build_s, probe_s, kept, int(ideal), kept / max(int(ideal), 1),
+                  0, 0, 0.0, 0.0, 0.0, 0.0, queries=len(wheres))
 
 
 def present_tokens(values: pa.Array | pa.ChunkedArray, n: int, seed: int) -> list[str]:
@@ -388,22 +512,53 @@ def present_tokens(values: pa.Array | pa.ChunkedArray, n: int, seed: int) -> lis
     return [t.decode() for t in seen]
 
 
-def run_corpus(values: pa.Array, *, corpus: str, rows_per_granule: int, tokens: Sequence[str], seed: int = 1,
-               n_absent: int = 2000, reps: int = 3, conf: float = 0.999, with_text: bool = True) -> list[ZooRow]:
-    """The zoo on one corpus with the token tokenizer, probing with `tokens` (present) and
-    random absent hashes; the text index answers the same present tokens."""
+def run_corpus(values: pa.Array, *, corpus: str, rows_per_granule: int, tokens: Sequence[str] | None = None,
+               tokenizer: str = "token", needles: Sequence[str] | None = None, seed: int = 1,
+               n_absent: int = 2000, reps: int = 3, conf: float = 0.999, with_text: bool = True,
+               with_chdb: bool = False) -> list[ZooRow]:
+    """The zoo on one corpus with one tokenizer of ZOO_TOKENIZERS. The token tokenizer probes
+    hasToken of `tokens`; the n-gram and sparse-gram ones ``LIKE '%needle%'`` of `needles` (ideal:
+    the granules a scan finds the needle in). Random absent hashes give the FPP. The engine's
+    text index (same tokenizer) and, with `with_chdb`, ClickHouse's Bloom-filter index at the
+    same byte budgets and its text index (zoo_chdb) answer the same WHEREs."""
     from skipidx.apps.research.indexes import _hash_tokens
-    from skipidx.core.tokenizer_api import get_tokenizer
 
-    tok = get_tokenizer("token")
+    tok = zoo_tokenizer(tokenizer)
+    _, _, text_tok, ch_bloom, kind = ZOO_TOKENIZERS[tokenizer]
     sets = granule_sets(values, tok, rows_per_granule)
-    probes = np.unique(_hash_tokens([t.encode() for t in tokens]))
-    filters = default_filters(max_ndv=int(sets.ndv.max()))
-    rows = run_zoo(sets, filters, corpus=corpus, tokenizer="token", n_absent=n_absent, seed=seed, conf=conf,
-                   reps=reps, present=probes)
+    if kind == "token":
+        if tokens is None:
+            raise SkipidxError("the token tokenizer needs present tokens")
+        needles = list(tokens)
+        queries = [_hash_tokens([t.encode()]) for t in needles]
+        truth = None
+    else:
+        if needles is None:
+            raise SkipidxError(f"tokenizer {tokenizer!r} needs substring needles")
+        needles = list(needles)
+        queries = [np.unique(_hash_tokens(tok.substring_tokens(t.encode(), False, False))) for t in needles]
+        truth = substring_truth(values, needles, rows_per_granule)
+    budgets = budget_bytes(sets)
+    filters = default_filters(max_ndv=int(sets.ndv.max()), budgets=budgets, mean_ndv=float(sets.ndv.mean()))
+    rows = run_zoo(sets, filters, corpus=corpus, tokenizer=tokenizer, n_absent=n_absent, seed=seed, conf=conf,
+                   reps=reps, queries=queries, truth=truth)
+    ideal = rows[0].ideal
+    keys = int(sets.hashes.shape[0])
+    wheres = query_wheres(kind, needles)
     if with_text:
-        truth = ExactSets()
-        truth.build(sets)
-        rows.append(text_index_row(values, list(tokens), int(truth.keep(probes).sum()), corpus=corpus,
-                                   rows_per_granule=rows_per_granule, keys=int(sets.hashes.shape[0])))
+        rows.append(text_index_row(values, wheres, ideal, corpus=corpus, rows_per_granule=rows_per_granule,
+                                   keys=keys, tokenizer=tokenizer, text_tokenizer=text_tok))
+    if with_chdb:
+        from skipidx.apps.research.fpp import clickhouse_best_k
+        from skipidx.apps.research.zoo_chdb import chdb_zoo_rows
+
+        mean_ndv = max(float(sets.ndv.mean()), 1.0)
+        specs = []
+        for i, b in enumerate(budgets):
+            b = max(1, int(b))
+            specs.append((f"bf{i}", ch_bloom.format(b=b, k=clickhouse_best_k(8.0 * b / mean_ndv)),
+                          "chDB Bloom index"))
+        specs.append(("txt", f"text(tokenizer = {text_tok})", "chDB text index"))
+        rows += chdb_zoo_rows(values, wheres, specs, corpus=corpus, tokenizer=tokenizer,
+                              rows_per_granule=rows_per_granule, ideal=ideal, keys=keys)
     return rows
