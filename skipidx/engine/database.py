@@ -199,6 +199,15 @@ class Database:
             res = _write_outfile(res)
         return res
 
+    def _write_threads(self, insert: bool) -> int | None:
+        """Threads of an insert (``SET max_insert_threads``, else ``max_threads``) or a
+        merge (``SET max_threads``); None: the cores this process may use."""
+        from skipidx.engine.statements import session_settings
+
+        ss = session_settings(self)
+        n = (int(ss.get("max_insert_threads") or 0) if insert else 0) or int(ss.get("max_threads") or 0)
+        return n or None
+
     def insert(self, table: str, data: Any, *, format: str | None = None, progress: bool | None = None) -> int:
         """Insert rows; returns how many were written (all or none).
 
@@ -216,12 +225,13 @@ class Database:
         try:
             t = self.catalog.table(table)
             show = progress if progress is not None else bool(getattr(sys.stderr, "isatty", lambda: False)())
+            threads = self._write_threads(insert=True)
             if not show:
-                return int(insert_any(t, data, format=format))
+                return int(insert_any(t, data, format=format, threads=threads))
             from skipidx.core.progress import Progress
 
             with Progress(f"insert {table}", None) as bar:
-                return int(insert_any(t, data, format=format, progress=bar.update))
+                return int(insert_any(t, data, format=format, progress=bar.update, threads=threads))
         except SkipidxError:
             raise
         except OSError as e:
@@ -350,13 +360,14 @@ class Database:
 
             src = resolve_many(s.path, "INFILE")
             if not bool(getattr(sys.stderr, "isatty", lambda: False)()):
-                n = insert_any(t, src, format=s.format)
+                n = insert_any(t, src, format=s.format, threads=self._write_threads(insert=True))
             else:
                 from skipidx.core.progress import Progress
 
                 # a long import shows it is alive on a terminal (drawn after a second)
                 with Progress(f"insert {s.table.name}", None) as bar:
-                    n = insert_any(t, src, format=s.format, progress=bar.update)
+                    n = insert_any(t, src, format=s.format, progress=bar.update,
+                                   threads=self._write_threads(insert=True))
             return Result(message=f"inserted {n} rows", rows_affected=int(n))
         if isinstance(s, A.AlterAddIndex):
             from skipidx.planner.ddl import index_def_from_ast
@@ -375,7 +386,7 @@ class Database:
             return Result(message=f"materialized index {s.name}")
         if isinstance(s, A.Optimize):
             t = self._table(s.table)
-            t.optimize(final=s.final)
+            t.optimize(final=s.final, threads=self._write_threads(insert=False))
             return Result(message="optimized")
         if isinstance(s, A.ShowParts):
             t = self._table(s.table)

@@ -31,11 +31,12 @@ QUERY_SETTINGS: dict[str, tuple[str, Any]] = {
     "max_bytes_to_read": (_UINT, 0),
     "max_block_size": (_UINT, 65409),
     "optimize_move_to_prewhere": (_BOOL, True),
+    # an INSERT's workers (SET max_insert_threads; else max_threads; 0: the cores)
+    "max_insert_threads": (_UINT, 0),
     "max_result_rows": (_UINT, 0),
     "query_plan_direct_read_from_text_index": (_BOOL, True),
     "log_queries": (_BOOL, True),
     # accepted: no effect on skipidx's answers or pruning
-    "max_insert_threads": (_UINT, 0),
     "min_insert_block_size_rows": (_UINT, 0),
     "min_insert_block_size_bytes": (_UINT, 0),
     "max_insert_block_size": (_UINT, 0),
@@ -83,7 +84,8 @@ QUERY_SETTINGS: dict[str, tuple[str, Any]] = {
 #: The settings with an effect in skipidx (the rest of QUERY_SETTINGS is accepted only).
 EFFECTIVE = ("use_skip_indexes", "force_data_skipping_indices", "ignore_data_skipping_indices",
              "use_skip_indexes_for_disjunctions", "force_primary_key", "max_threads", "max_rows_to_read",
-             "max_bytes_to_read", "max_block_size", "optimize_move_to_prewhere", "max_result_rows")
+             "max_bytes_to_read", "max_block_size", "optimize_move_to_prewhere", "max_result_rows",
+             "max_insert_threads")
 
 
 #: Accepted settings whose other value would change answers: only the default is taken.

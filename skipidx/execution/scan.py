@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from skipidx.core.threads import available_cores
 from skipidx.expr.evaluate import where_mask
 from skipidx.expr.bound import BExpr
 from skipidx.expr.visitors import columns_of
@@ -230,8 +231,8 @@ def _where_columns(where: BExpr | None) -> frozenset:
 
 
 #: Reads running at the same time by default (Parquet decoding and pyarrow.compute
-#: release the GIL): the machine's cores; a query's ``SETTINGS max_threads = n`` sets its own.
-SCAN_THREADS = max(1, os.cpu_count() or 1)
+#: release the GIL): the cores this process may use; a query's ``SETTINGS max_threads = n`` sets its own.
+SCAN_THREADS = available_cores()
 #: Granules per concurrent read job: a part's kept ranges are cut into jobs of
 #: at most this many granules, so one big part is decoded by several threads
 #: too (Arrow's own threads only split a read by column), while a job stays

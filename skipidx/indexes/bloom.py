@@ -79,7 +79,9 @@ def _build_threads() -> int:
         n = int(os.environ.get("SKIPIDX_BUILD_THREADS", "0"))
     except ValueError:
         n = 0
-    return max(1, n or (os.cpu_count() or 1))
+    from skipidx.core.threads import available_cores
+
+    return max(1, n or available_cores())
 
 
 BUILD_THREADS = _build_threads()

@@ -451,11 +451,13 @@ def _as_arrow(data: Any) -> Any:
     return data
 
 
-def insert_any(table: Any, data: Any, *, format: str | None = None, progress: Any = None) -> int:
+def insert_any(table: Any, data: Any, *, format: str | None = None, progress: Any = None,
+               threads: int | None = None) -> int:
     """Insert `data` into the store table (all or nothing): everything
     ``Table.insert`` takes, plus dicts of columns, ``__arrow_c_array__``
     objects, pyarrow datasets/scanners and paths/globs of files. `progress`:
-    a callable(rows_so_far) called as chunks are read."""
+    a callable(rows_so_far) called as chunks are read. `threads`: the insert's
+    workers (None: the cores)."""
     paths = expand_paths(data)
     if paths is not None:
         meta = table.meta
@@ -466,7 +468,7 @@ def insert_any(table: Any, data: Any, *, format: str | None = None, progress: An
         src = _as_arrow(data)
     if progress is not None:
         src = _counted(src, progress)
-    return table.insert(src)
+    return table.insert(src) if threads is None else table.insert(src, threads=threads)
 
 
 def _counted(src: Any, cb) -> Iterator[pa.Table]:

@@ -162,15 +162,72 @@ def _encrypted_as(part: Part, meta: TableMeta) -> bool:
     return enc.get("footer_key") == want[0] and enc.get("columns") == want[1]
 
 
-def merge_order(meta: TableMeta, parts: list[Part]) -> tuple[np.ndarray, np.ndarray]:
+def _map(fn, items: list, threads: int | None) -> list:
+    """[fn(x) for x in items], on up to `threads` threads (None: the cores), results in order."""
+    from skipidx.core.threads import resolve_threads
+
+    n = min(resolve_threads(threads), len(items))
+    if n <= 1:
+        return [fn(x) for x in items]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=n, thread_name_prefix="skipidx-merge-read") as ex:
+        return list(ex.map(fn, items))
+
+
+def _prefetched(it: Iterator, depth: int = 1) -> Iterator:
+    """`it` run one item ahead in a thread: reading the next merged chunk overlaps
+    writing this one. An error of `it` is raised where its item would have come."""
+    import queue
+
+    q: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+    _END = object()
+
+    def run() -> None:
+        try:
+            for x in it:
+                while not stop.is_set():
+                    try:
+                        q.put((x, None), timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            q.put((_END, None))
+        except BaseException as e:   # noqa: BLE001 - handed to the consumer
+            q.put((_END, e))
+
+    t = threading.Thread(target=run, name="skipidx-merge-prefetch", daemon=True)
+    t.start()
+    try:
+        while True:
+            x, err = q.get()
+            if x is _END:
+                if err is not None:
+                    raise err
+                return
+            yield x
+    finally:
+        stop.set()
+        while t.is_alive():   # unblock a producer waiting on a full queue
+            try:
+                q.get(timeout=0.1)
+            except queue.Empty:
+                pass
+        t.join()
+
+
+def merge_order(meta: TableMeta, parts: list[Part], threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(perm, offsets): merged row i is row perm[i] of the parts' concatenation; part j's
-    rows are offsets[j]:offsets[j + 1] of it."""
+    rows are offsets[j]:offsets[j + 1] of it. The sort keys are read on `threads` threads."""
     rows = np.array([p.num_rows for p in parts], dtype=np.int64)
     offsets = np.zeros(len(parts) + 1, dtype=np.int64)
     np.cumsum(rows, out=offsets[1:])
     total = int(offsets[-1])
     if meta.order_by:
-        keys = pa.concat_tables([p.read(meta.order_by) for p in parts])
+        keys = pa.concat_tables(_map(lambda p: p.read(meta.order_by), parts, threads))
         perm = pc.sort_indices(keys, sort_keys=[(k, "ascending", "at_end") for k in meta.order_by]).to_numpy()
         del keys
     else:
@@ -202,16 +259,18 @@ def _use_merged_indexes(meta: TableMeta, parts: list[Part], writer: PartWriter,
 
 
 def merged_chunks(meta: TableMeta, parts: list[Part], step: int,
-                  order: tuple[np.ndarray, np.ndarray] | None = None) -> Iterator[pa.Table]:
+                  order: tuple[np.ndarray, np.ndarray] | None = None,
+                  threads: int | None = 1) -> Iterator[pa.Table]:
     """The rows of `parts` in ORDER BY order, as tables of `step` rows.
 
     Only the sort key of all parts is held at once (to compute the merged
     order, a stable sort, so equal keys keep part order); then each output
     chunk reads, from every part it draws on, the granules covering the rows
     it needs. Because every part is sorted, those rows are a contiguous run of
-    each part, so the data is read about once in total.
+    each part, so the data is read about once in total. The pieces of one
+    chunk (one per part it draws on) are read on up to `threads` threads.
     """
-    perm, offsets = merge_order(meta, parts) if order is None else order
+    perm, offsets = merge_order(meta, parts, threads) if order is None else order
     total = int(offsets[-1])
     part_of = np.searchsorted(offsets, perm, side="right") - 1
     local = perm - offsets[part_of]
@@ -224,7 +283,7 @@ def merged_chunks(meta: TableMeta, parts: list[Part], step: int,
         sorted_pj = pj[order]
         bounds = np.flatnonzero(np.diff(sorted_pj)) + 1
         idx = np.empty(pj.shape[0], dtype=np.int64)
-        pieces = []
+        reads = []
         base = 0
         for grp in np.split(order, bounds):
             j = int(pj[grp[0]])
@@ -233,15 +292,19 @@ def merged_chunks(meta: TableMeta, parts: list[Part], step: int,
             marks = parts[j].marks
             ga = int(np.searchsorted(marks, lo, side="right") - 1)
             gb = int(np.searchsorted(marks, hi - 1, side="right"))
-            t = parts[j].read(cols, [(ga, gb)]).slice(lo - int(marks[ga]), hi - lo)
+            reads.append((j, ga, gb, lo - int(marks[ga]), hi - lo))
             idx[grp] = base + need - lo
             base += hi - lo
-            pieces.append(t)
+        pieces = _map(lambda r: parts[r[0]].read(cols, [(r[1], r[2])]).slice(r[3], r[4]), reads, threads)
         yield pa.concat_tables(pieces).combine_chunks().take(pa.array(idx))
 
 
-def merge_parts(table_dir: str, meta: TableMeta, parts: list[Part], *, expect_id: str | None = None) -> str:
+def merge_parts(table_dir: str, meta: TableMeta, parts: list[Part], *, expect_id: str | None = None,
+                threads: int | None = None) -> str:
     """Merge `parts` into one new part and publish it; returns its name.
+    `threads` (None: the cores this process may use) bounds the reads of
+    the sources and the writes of the result (data file and each index at
+    once), and reading the next chunk overlaps writing this one when > 1.
     Memory: one chunk of rows (plus the sort key of all parts), whatever the
     size of the merge. Raises ConflictError (nothing changed) if a source was
     retired meanwhile."""
@@ -253,12 +316,17 @@ def merge_parts(table_dir: str, meta: TableMeta, parts: list[Part], *, expect_id
         info = {"part": name, "sources": [p.name for p in parts], "rows": int(sum(p.num_rows for p in parts)),
                 "started_unix": time.time(), "pid": os.getpid()}
         _commit.write_file_durably(os.path.join(staged.path, MERGE_FILE), json.dumps(info).encode())
-        writer = PartWriter(staged.path, meta, name, level=level, keyring=parts[0].keyring)
+        from skipidx.core.threads import resolve_threads
+
+        n_threads = resolve_threads(threads)
+        writer = PartWriter(staged.path, meta, name, level=level, keyring=parts[0].keyring,
+                            threads=n_threads, build_threads=n_threads)
         m = writer.chunk_multiple()
         step = max(1, _writer.INDEX_CHUNK_ROWS // m) * m
-        order = merge_order(meta, parts)
+        order = merge_order(meta, parts, n_threads)
         _use_merged_indexes(meta, parts, writer, order)
-        for chunk in merged_chunks(meta, parts, step, order):
+        chunks = merged_chunks(meta, parts, step, order, n_threads)
+        for chunk in (_prefetched(chunks) if n_threads > 1 else chunks):
             writer.write(chunk)
         writer.finish()
         staged.rows = writer.rows

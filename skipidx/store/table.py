@@ -189,10 +189,12 @@ class Table:
         input become several parts published together, and any bad value
         anywhere leaves the table unchanged.
 
-        Chunks of ``max_part_rows`` rows are checked and sorted in this
-        thread and written as parts by up to ``threads`` workers (default:
-        the machine's cores; Parquet encoding and the index kernels release
-        the GIL), so memory stays bounded by ``threads`` chunks in flight.
+        Chunks of ``max_part_rows`` rows are read in this thread and each
+        is checked, cast, sorted and written as a part by one of up to
+        ``threads`` workers (default: the cores this process may use;
+        casting, sorting, Parquet encoding and the index kernels release the
+        GIL), so memory stays bounded by ``threads`` chunks in flight. The
+        parts are the same, in the same order, whatever ``threads`` is.
         """
         from skipidx.store.merge import check_parts_to_throw
 
@@ -222,9 +224,11 @@ class Table:
     def _insert(self, data: Any, max_part_rows: int | None, threads: int | None) -> int:
         from concurrent.futures import ThreadPoolExecutor
 
+        from skipidx.core.threads import resolve_threads
+
         meta = self._current().meta
         limit = int(max_part_rows or meta.max_part_rows)
-        workers = max(1, int(threads if threads is not None else (os.cpu_count() or 1)))
+        workers = resolve_threads(threads)
         staged: list[StagedPart] = []
         pending: list = []
         total = 0
@@ -234,15 +238,14 @@ class Table:
                 if chunk.num_rows == 0:
                     conform(meta, chunk)   # schema errors even for empty inputs
                     continue
-                prepared = sort_rows(meta, conform(meta, chunk))
-                del chunk
-                total += prepared.num_rows
+                total += chunk.num_rows
                 if pool is None:
-                    staged.append(build_part(self.path, meta, prepared, prepare=False, keyring=self.keyring))
+                    staged.append(_prepare_and_build(self.path, meta, chunk, self.keyring, 1))
                     continue
-                pending.append(pool.submit(build_part, self.path, meta, prepared, prepare=False,
-                                           keyring=self.keyring))
-                del prepared
+                # a worker conforms and sorts its chunk too: the reading thread
+                # only reads, so the insert scales with the workers
+                pending.append(pool.submit(_prepare_and_build, self.path, meta, chunk, self.keyring, workers))
+                del chunk
                 while len(pending) >= workers:   # bound the chunks in flight
                     staged.append(pending.pop(0).result())
             while pending:
@@ -418,7 +421,7 @@ class Table:
         return staged
 
     # ---- merges --------------------------------------------------------
-    def optimize(self, final: bool = False, *, max_part_rows: int | None = None) -> int:
+    def optimize(self, final: bool = False, *, max_part_rows: int | None = None, threads: int | None = None) -> int:
         """Merge parts (OPTIMIZE TABLE [FINAL]); returns the parts merged away.
 
         FINAL merges every part into one (and rewrites a single part whose
@@ -426,7 +429,8 @@ class Table:
         are merged into parts of at most max_part_rows rows. Rows are
         re-sorted, indexes rebuilt, and the sources retired atomically; a
         merge that races another merge of the same parts gives way
-        (ConflictError is not raised: it merges nothing).
+        (ConflictError is not raised: it merges nothing). `threads`: see
+        :func:`skipidx.store.merge.merge_parts` (None: the cores).
         """
         from skipidx.store.merge import plan_merges, merge_parts
 
@@ -439,7 +443,7 @@ class Table:
             merged = 0
             for group in plan_merges(snap, final=final, max_rows=limit):
                 try:
-                    merge_parts(self.path, snap.meta, group, expect_id=self.table_id)
+                    merge_parts(self.path, snap.meta, group, expect_id=self.table_id, threads=threads)
                 except ConflictError:
                     continue
                 merged += len(group)
@@ -448,6 +452,16 @@ class Table:
 
     def __repr__(self) -> str:
         return f"Table({self.path!r})"
+
+
+def _prepare_and_build(table_dir: str, meta: TableMeta, chunk: pa.Table, keyring: KeyRing | None,
+                       threads: int) -> StagedPart:
+    """One insert chunk checked, cast, sorted and written as a staged part
+    (`threads`: the writer's and index builds' threads)."""
+    prepared = sort_rows(meta, conform(meta, chunk))
+    del chunk
+    return build_part(table_dir, meta, prepared, prepare=False, keyring=keyring, build_threads=threads,
+                      threads=threads)
 
 
 def _same_columns(meta: TableMeta):

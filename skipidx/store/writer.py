@@ -65,6 +65,17 @@ def _row_group_spans(md: pq.FileMetaData) -> list[list[int]]:
     return spans
 
 
+def _takes_threads(idx) -> bool:
+    """Whether an index type's ``aggregator`` takes a thread count (older or
+    third-party types may not)."""
+    import inspect
+
+    try:
+        return "threads" in inspect.signature(idx.aggregator).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 class _IndexWriter:
     """Builds one index chunk by chunk (whole index granules at a time) into
     an Arrow IPC file: one record batch group per chunk."""
@@ -77,7 +88,8 @@ class _IndexWriter:
         self.seal = seal
         self._chunks: list[pa.Table] = []
         # an index type written before `threads` existed is asked only when a count is set
-        self.agg = idx.aggregator() if threads is None else idx.aggregator(threads=threads)
+        self.agg = idx.aggregator(threads=threads) if threads is not None and _takes_threads(idx) \
+            else idx.aggregator()
         # a whole-part aggregator (the text index's dictionary) gathers every chunk
         # (``add``) and is written once at close (``finish``)
         self.whole_part = getattr(self.agg, "whole_part", False)
@@ -141,14 +153,22 @@ class PartWriter:
     file: then chunks only carry the columns the new indexes read).
     `build_threads`: threads each index build may use (None: the index
     type's default, e.g. ``SKIPIDX_BUILD_THREADS`` or the machine's cores).
+    `threads`: how many of a chunk's writes (the data file, each index) run
+    at once (None: the cores this process may use; 1: one after the other);
+    the files are the same either way.
     """
 
     def __init__(self, part_dir: str, meta: TableMeta, part_name: str, *, level: int = 0,
                  indexes: Sequence[IndexMeta] | None = None, reuse: dict[str, str] | None = None,
                  reuse_sums: dict[str, dict] | None = None,
                  reuse_layout: tuple[list[int], list[list[int]]] | None = None,
-                 build_threads: int | None = None, keyring: KeyRing | None = None) -> None:
+                 build_threads: int | None = None, keyring: KeyRing | None = None,
+                 threads: int | None = None) -> None:
+        from skipidx.core.threads import resolve_threads
+
         self.dir = part_dir
+        self.threads = resolve_threads(threads)
+        self._pool = None
         self.keyring = keyring
         # sensitive columns: the manifest's "encryption" entry and a fresh data
         # key per key id for this part's index files (stored wrapped)
@@ -255,27 +275,54 @@ class PartWriter:
             raise AssertionError("a chunk after a short chunk would split granules")
         if n % self.chunk_multiple():
             self._last = True
-        if self._writes_data:
-            if self._pw is None:
-                self._open_data(chunk)
-            self._pw.write_table(chunk, row_group_size=self.G)
-        for name, iw in self._iw.items():
-            im = iw.im
-            if im.definition.expression is not None:
-                from skipidx.expr.index_expressions import evaluate_index_expression
+        if self._writes_data and self._pw is None:
+            self._open_data(chunk)
+        # the data file and each index are independent writes of the same
+        # rows (Parquet encoding and the index kernels release the GIL)
+        jobs = ([lambda: self._pw.write_table(chunk, row_group_size=self.G)] if self._writes_data else [])
+        jobs += [lambda iw=iw: self._write_index(iw, chunk, n) for iw in self._iw.values()]
+        if self.threads <= 1 or len(jobs) <= 1:
+            for job in jobs:
+                job()
+        else:
+            if self._pool is None:
+                from concurrent.futures import ThreadPoolExecutor
 
-                arr = evaluate_index_expression(im.definition.expression, chunk, self.meta)
-            else:
-                arr = chunk.column(im.definition.column)
-            if isinstance(arr, pa.ChunkedArray):
-                arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
-            zl_rows = self.G * im.definition.granularity
-            zs = np.arange(0, n, zl_rows, dtype=np.int64)
-            zl = np.minimum(zs + zl_rows, n) - zs
-            iw.write(index_values(im, arr), zs, zl, self.rows)
+                self._pool = ThreadPoolExecutor(max_workers=min(self.threads, 1 + len(self._iw)),
+                                                thread_name_prefix="skipidx-write")
+            futures = [self._pool.submit(job) for job in jobs]
+            err = None
+            for f in futures:   # every job ends before the chunk does (no write outlives an error)
+                try:
+                    f.result()
+                except BaseException as e:   # noqa: BLE001 - re-raised below
+                    err = err or e
+            if err is not None:
+                raise err
         self.rows += n
 
+    def _write_index(self, iw: "_IndexWriter", chunk: pa.Table, n: int) -> None:
+        im = iw.im
+        if im.definition.expression is not None:
+            from skipidx.expr.index_expressions import evaluate_index_expression
+
+            arr = evaluate_index_expression(im.definition.expression, chunk, self.meta)
+        else:
+            arr = chunk.column(im.definition.column)
+        if isinstance(arr, pa.ChunkedArray):
+            arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
+        zl_rows = self.G * im.definition.granularity
+        zs = np.arange(0, n, zl_rows, dtype=np.int64)
+        zl = np.minimum(zs + zl_rows, n) - zs
+        iw.write(index_values(im, arr), zs, zl, self.rows)
+
+    def _close_pool(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
     def abort(self) -> None:
+        self._close_pool()
         for iw in self._iw.values():
             try:
                 iw.close(complete=False)
@@ -290,6 +337,7 @@ class PartWriter:
 
     def finish(self) -> dict:
         """Close the files, fsync them, write the manifest last, fsync the dir."""
+        self._close_pool()
         if self._writes_data and self._pw is None:
             self._open_data(None)   # no rows: an empty file (refused below)
         if self._pw is not None:
@@ -374,12 +422,13 @@ class PartWriter:
 
 def write_part(part_dir: str, meta: TableMeta, data: pa.Table | None, part_name: str, *, level: int = 0,
                indexes: Sequence[IndexMeta] | None = None, reuse: dict[str, str] | None = None,
-               build_threads: int | None = None, keyring: KeyRing | None = None) -> dict:
+               build_threads: int | None = None, keyring: KeyRing | None = None,
+               threads: int | None = None) -> dict:
     """Write a complete part from one table of rows (conformed and sorted)
     into the empty directory `part_dir`, in chunks of ~INDEX_CHUNK_ROWS rows.
-    See :class:`PartWriter` for `indexes`, `reuse` and `build_threads`. Returns the manifest."""
+    See :class:`PartWriter` for `indexes`, `reuse`, `build_threads` and `threads`. Returns the manifest."""
     w = PartWriter(part_dir, meta, part_name, level=level, indexes=indexes, reuse=reuse,
-                   build_threads=build_threads, keyring=keyring)
+                   build_threads=build_threads, keyring=keyring, threads=threads)
     try:
         if data is not None and data.num_rows:
             m = w.chunk_multiple()
@@ -404,7 +453,8 @@ def _link(src: str, dst: str) -> None:
 
 def build_part(table_dir: str, meta: TableMeta, data: pa.Table, part_name: str | None = None, *,
                level: int = 0, detached: bool = False, prepare: bool = True,
-               build_threads: int | None = None, keyring: KeyRing | None = None) -> StagedPart:
+               build_threads: int | None = None, keyring: KeyRing | None = None,
+               threads: int | None = None) -> StagedPart:
     """Write `data` as a new staged part of the table at `table_dir`.
 
     With ``prepare`` the rows are conformed (checked, cast) and sorted here;
@@ -413,7 +463,7 @@ def build_part(table_dir: str, meta: TableMeta, data: pa.Table, part_name: str |
     task): cleanup then keeps the staged dir for a day instead of removing it
     as soon as its writer is gone. Publish with
     :func:`skipidx.store.commit.commit_parts`. Needs no Catalog. `build_threads`
-    as :class:`PartWriter`'s.
+    and `threads` as :class:`PartWriter`'s.
     """
     if prepare:
         data = sort_rows(meta, conform(meta, data))
@@ -422,7 +472,8 @@ def build_part(table_dir: str, meta: TableMeta, data: pa.Table, part_name: str |
     name = part_name or new_part_name(level)
     staged = _commit.stage_dir(table_dir, name, detached=detached)
     try:
-        write_part(staged.path, meta, data, name, level=level, build_threads=build_threads, keyring=keyring)
+        write_part(staged.path, meta, data, name, level=level, build_threads=build_threads, keyring=keyring,
+                   threads=threads)
     except BaseException:
         staged.discard()
         raise
