@@ -19,7 +19,6 @@ from typing import Any, Iterator, Mapping, Sequence
 import pyarrow as pa
 
 from skipidx.core.errors import BindError, SkipidxError
-import skipidx.engine.statements  # noqa: F401  (registers the expression-index evaluator)
 from skipidx.engine.result import QueryStats, Result
 from skipidx.engine.streaming import bound_types, scan_stream, select_stream, streamable
 from skipidx.sql import ast as A

@@ -346,25 +346,6 @@ def _use_expression_indexes(plan: Any, meta: Any, cache: Any) -> None:
     plan.uses = plan_indexes(plan.rpn, meta, cache)
 
 
-def _evaluate_index_expression(sql: str, table: pa.Table, meta: Any) -> pa.Array:
-    """The values of an expression index over a part's rows (registered with the store)."""
-    from skipidx.expr.evaluate import evaluate
-    from skipidx.expr.binder import Binder
-    from skipidx.sql.parser import parse_expression
-
-    v = evaluate(Binder(meta).expr(parse_expression(sql)), table)
-    if isinstance(v, pa.Scalar):
-        v = pa.array([v.as_py()] * table.num_rows, v.type)
-    return v
-
-
-def _register() -> None:
-    from skipidx.expr.index_expressions import register_expression_evaluator
-
-    register_expression_evaluator(_evaluate_index_expression)
-
-
-_register()
 
 
 def apply_prewhere(plan: Any, qs: QuerySettings, s: A.Select) -> None:

@@ -138,6 +138,9 @@ class Function:
     typed: Callable[[list[pa.DataType], list[Any]], tuple[pa.DataType, bool | None]] | None = None
     min_args: int | None = None                # trailing arguments are optional down to this many
     constant: bool = False                     # the binder always folds a call (no row kernel)
+    #: an index may be declared on f(column) (``INDEX i lower(msg) ...``): the store runs
+    #: the kernel over the column, the planner the fold over query constants
+    index_expression: bool = False
 
     def result_type(self, types: list[pa.DataType]) -> pa.DataType:
         r = self.returns
@@ -269,7 +272,7 @@ STRING_FUNCTIONS = [
     Function("multiSearchAny", "search", (STRING, CONST_ARRAY_STRING), kernel=K.multi_search_any, scalars=True,
              index=_hint("tokens")),
     Function("lower", "string_map", (STRING,), returns=SAME_AS_FIRST, kernel=K.lower, fold=_ascii_map(True),
-             aliases=("lcase",)),
+             aliases=("lcase",), index_expression=True),
     Function("upper", "string_map", (STRING,), returns=SAME_AS_FIRST, kernel=K.upper, fold=_ascii_map(False),
              aliases=("ucase",)),
     Function("length", "string_map", (STRING,), returns=_U64, kernel=lambda a: _length(a), fold=len),
@@ -760,6 +763,15 @@ class Catalogue:
     def negations(self) -> dict[str, str]:
         """Negated functions and the positive atom they are NOT of."""
         return {f.name: f.index.negation_of for f in self if f.index is not None and f.index.negation_of}
+
+    def index_expressions(self) -> frozenset[str]:
+        """Functions an index may apply to its column (``INDEX i lower(msg) ...``)."""
+        return frozenset(f.name for f in self if f.index_expression)
+
+    def case_insensitive(self) -> dict[str, str]:
+        """Case-insensitive functions and the function they are over ASCII-lowered arguments."""
+        return {f.name: f.index.case_insensitive_of for f in self
+                if f.index is not None and f.index.case_insensitive_of}
 
     def learning(self, kind: str) -> frozenset[str]:
         """Functions (positive and negated) from which an index of `kind` can learn."""

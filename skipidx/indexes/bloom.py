@@ -60,6 +60,8 @@ from skipidx.indexes.base import (
     Atom, BoolMask, IndexAggregator, IndexCondition, IndexDef, IndexGranules, IndexType, register_index_type,
 )
 from skipidx.core.tokenizer_api import Tokenizer, TokenRequirement, get_tokenizer
+from skipidx.expr.catalogue import CATALOGUE
+from skipidx.expr.index_expressions import get_expression
 
 #: A zone whose filter lets more than this share of absent lookups through is
 #: "saturated": it answers maybe and is not checked. 0.9 keeps the filters that
@@ -105,7 +107,10 @@ _PATTERN_FUNCS = {
     "notIn": "a value yields no token",
 }
 
-_CASE_INSENSITIVE = {"hasTokenCaseInsensitive": "hasToken", "hasTokenCaseInsensitiveOrNull": "hasTokenOrNull"}
+_LOWER = get_expression("lower").apply_scalar
+
+#: hasTokenCaseInsensitive -> hasToken, ilike -> like, ...: the catalogue's case-insensitive forms
+_CASE_INSENSITIVE = CATALOGUE.case_insensitive()
 
 
 def _ilike_is_ascii_folding(pattern: Any) -> bool:
@@ -119,12 +124,10 @@ def _ilike_is_ascii_folding(pattern: Any) -> bool:
 
 
 def _ascii_lower(v: Any) -> Any:
-    """ClickHouse's lower(): ASCII letters only (bytes.lower() does exactly that)."""
-    if isinstance(v, (bytes, bytearray)):
-        return bytes(v).lower()
+    """ClickHouse's lower() of a constant (the catalogue's fold), as bytes; other values unchanged."""
     if isinstance(v, str):
-        return v.encode("utf-8").lower()
-    return v
+        v = v.encode("utf-8")
+    return _LOWER(v) if isinstance(v, (bytes, bytearray, tuple)) else v
 
 
 class SBBFGranules(IndexGranules):
@@ -660,14 +663,14 @@ class _SBBFIndexType(IndexType):
         if null_subject_matches(d, atom):
             return _NullnessCondition(atom)
         func, args = atom.func, atom.args
-        if func in _CASE_INSENSITIVE or func == "ilike":
+        if func in _CASE_INSENSITIVE:
             # hasTokenCaseInsensitive(x, s) is hasToken(lower(x), lower(s)): only an
             # index on lower(x) can answer it (an index on x holds the original case).
             if not (d.expr_func == "lower" and atom.column == d.column and atom.expr_func in (None, "lower")):
                 return None
             if func == "ilike" and not _ilike_is_ascii_folding(args[0] if args else None):
                 return None
-            func, args = _CASE_INSENSITIVE.get(func, "like"), tuple(_ascii_lower(a) for a in args)
+            func, args = _CASE_INSENSITIVE[func], tuple(_ascii_lower(a) for a in args)
         elif not subject_matches(d, atom):
             return None
         if func in ("equals", "notEquals") and (not args or args[0] is None):

@@ -17,8 +17,10 @@ import pyarrow as pa
 
 from skipidx.core.errors import BindError, SkipidxError
 from skipidx.indexes.base import IndexDef
-from skipidx.expr.binder import Binder, coerce_constant, is_int, is_string, value_type
+from skipidx.expr.binder import Binder, coerce_constant
+from skipidx.expr.types import is_int, is_string, value_type
 from skipidx.expr.bound import BConst
+from skipidx.expr.catalogue import CATALOGUE
 from skipidx.sql import ast as A
 
 
@@ -68,6 +70,12 @@ def index_defs_from_ast(ic: A.IndexClause, column_names: Any) -> list[IndexDef]:
     return out
 
 
+def _index_expression(name: str) -> str | None:
+    """The canonical name of an index-expression function of the catalogue (``lower``), or None."""
+    fn = CATALOGUE.lookup(name)
+    return fn.name if fn is not None and fn.index_expression else None
+
+
 def index_def_from_ast(ic: A.IndexClause, column_names: Any) -> IndexDef:
     """An IndexDef from ``INDEX name expr TYPE type(args) GRANULARITY n``.
 
@@ -78,9 +86,9 @@ def index_def_from_ast(ic: A.IndexClause, column_names: Any) -> IndexDef:
     e = ic.expr
     if isinstance(e, A.Column) and e.table is None:
         column, func = e.name, None
-    elif (isinstance(e, A.FunctionCall) and e.name.lower() == "lower" and len(e.args) == 1
+    elif (isinstance(e, A.FunctionCall) and _index_expression(e.name) is not None and len(e.args) == 1
           and isinstance(e.args[0], A.Column) and not e.distinct):
-        column, func = e.args[0].name, "lower"
+        column, func = e.args[0].name, _index_expression(e.name)
     elif hasattr(column_names, "columns"):
         return _expression_index(ic, column_names)
     else:

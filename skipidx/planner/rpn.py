@@ -41,6 +41,7 @@ from skipidx.expr.bound import BCall, BColumn, BConst, BExpr, BFolded
 #: functions with an index hint, and the negated ones with the atom they are NOT of.
 ATOM_FUNCS = CATALOGUE.atoms()
 NEGATED = CATALOGUE.negations()
+INDEX_EXPRESSIONS = CATALOGUE.index_expressions()
 
 
 class Op(IntEnum):
@@ -76,11 +77,12 @@ class RPN:
 
 
 def subject_of(e: BExpr) -> tuple[str, str | None] | None:
-    """(column, expr_func) when `e` is an indexable subject: a column or lower(column)."""
+    """(column, expr_func) when `e` is an indexable subject: a column, or an index expression
+    of the catalogue over a column (``lower(column)``)."""
     if isinstance(e, BColumn):
         return e.name, None
-    if isinstance(e, BCall) and e.func == "lower" and len(e.args) == 1 and isinstance(e.args[0], BColumn):
-        return e.args[0].name, "lower"
+    if isinstance(e, BCall) and e.func in INDEX_EXPRESSIONS and len(e.args) == 1 and isinstance(e.args[0], BColumn):
+        return e.args[0].name, e.func
     return None
 
 

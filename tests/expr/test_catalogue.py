@@ -120,3 +120,33 @@ def test_evaluator_passes_constants_as_values_where_the_kernel_takes_them():
     t = pa.table({"x": pa.array([1, 2, 3], pa.uint8())})
     e = BCall("in", (BColumn("x", pa.uint8()), BConst((1, 3), pa.uint8())), pa.uint8())
     assert evaluate(e, t).to_pylist() == [True, False, True]
+
+
+def test_index_expressions_are_catalogue_entries():
+    """An index expression is a catalogue function marked index_expression: its kernel over the
+    column, its fold over the constants, its canonical name (aliases too)."""
+    import pyarrow as pa
+
+    from skipidx.expr.catalogue import CATALOGUE
+    from skipidx.expr.index_expressions import get_expression
+    from skipidx.planner.ddl import index_def_from_ast
+    from skipidx.sql.parser import parse
+
+    assert CATALOGUE.index_expressions() == {"lower"}
+    e = get_expression("lcase")
+    assert e.name == "lower" and e.sql("msg") == "lower(msg)"
+    arr = pa.array(["AbC", None, "ÀB"])
+    assert e.apply(arr).equals(CATALOGUE["lower"].kernel(arr))
+    assert e.apply_scalar(b"AbC") == CATALOGUE["lower"].fold(b"AbC") == b"abc"
+    ic = parse("CREATE TABLE t (msg String, INDEX i lcase(msg) TYPE tokenbf_v1(256, 2, 0))")[0].indexes[0]
+    assert index_def_from_ast(ic, ["msg"]).expr_func == "lower"
+    assert CATALOGUE.case_insensitive() == {"hasTokenCaseInsensitive": "hasToken",
+                                            "hasTokenCaseInsensitiveOrNull": "hasTokenOrNull", "ilike": "like"}
+
+
+def test_spark_filters_name_catalogue_functions():
+    from skipidx.apps.spark.filters import SPARK_FUNCTIONS
+    from skipidx.expr.catalogue import CATALOGUE
+
+    for func in SPARK_FUNCTIONS.values():
+        assert CATALOGUE.get(func) is not None and CATALOGUE[func].index is not None, func

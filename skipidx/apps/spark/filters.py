@@ -40,6 +40,7 @@ from typing import Any, Iterable, Sequence
 import pyarrow as pa
 
 from skipidx.core.errors import SkipidxError
+from skipidx.expr.catalogue import CATALOGUE
 from skipidx.sql import ast as A
 from skipidx.core.types import ColumnType
 
@@ -167,6 +168,29 @@ def _column(f: Any, meta: Any) -> tuple[A.Column, ColumnType] | None:
     return None
 
 
+#: Each Spark filter class and the catalogue function it is (for the non-NULL rows the
+#: soundness rule above speaks of); the catalogue says how SQL spells the call.
+SPARK_FUNCTIONS = {
+    "EqualTo": "equals", "LessThan": "less", "LessThanOrEqual": "lessOrEquals", "GreaterThan": "greater",
+    "GreaterThanOrEqual": "greaterOrEquals", "In": "in", "IsNull": "isNull", "IsNotNull": "isNotNull",
+    "StringStartsWith": "startsWith", "StringEndsWith": "endsWith", "StringContains": "multiSearchAny",
+}
+
+
+def _call(func: str, col: A.Expr, *args: A.Expr) -> A.Expr:
+    """The catalogue function `func` over `col` and `args`, as SQL writes it: its operator
+    (``x = 5``, ``x IN (...)``, ``x IS NULL``) where it has one, else its call form."""
+    fn = CATALOGUE[func]
+    negated = fn.index is not None and fn.index.negation_of is not None
+    if fn.rule == "null_test":
+        return A.IsNull(col, negated=negated)
+    if fn.rule == "membership":
+        return A.InList(col, tuple(args), negated=negated)
+    if fn.operators:
+        return A.BinaryOp(fn.operators[0], col, args[0])
+    return A.FunctionCall(fn.name, (col, *args))
+
+
 def filter_to_expr(f: Any, meta: Any) -> A.Expr | None:
     """The skipidx expression of one Spark filter, or None when it is not pushed
     (see the module docstring for the soundness rule)."""
@@ -181,26 +205,22 @@ def filter_to_expr(f: Any, meta: Any) -> A.Expr | None:
     col, ct = cc
     t = ct.arrow_type
     is_float = pa.types.is_floating(t)
-    if isinstance(f, D.IsNull):
-        return A.IsNull(col)
-    if isinstance(f, D.IsNotNull):
-        return A.IsNull(col, negated=True)
+    func = next((fn for name, fn in SPARK_FUNCTIONS.items() if type(f) is getattr(D, name)), None)
+    if func in ("isNull", "isNotNull"):
+        return _call(func, col)
     if isinstance(f, D.EqualNullSafe):
         if f.value is None:
-            return A.IsNull(col)
+            return _call("isNull", col)
         lit = _literal(f.value, ct)
         if lit is None:
             return None
         # FALSE (not NULL) on a NULL x, as Spark's <=> is
-        return A.BoolOp("and", (A.IsNull(col, negated=True), A.BinaryOp("=", col, lit)))
-    ops = {D.EqualTo: "=", D.LessThan: "<", D.LessThanOrEqual: "<=",
-           D.GreaterThan: ">", D.GreaterThanOrEqual: ">="}
-    for cls, op in ops.items():
-        if type(f) is cls:
-            if is_float and op in (">", ">="):
-                return None       # Spark: NaN > everything; ClickHouse: NaN > x is false
-            lit = _literal(f.value, ct)
-            return None if lit is None else A.BinaryOp(op, col, lit)
+        return A.BoolOp("and", (_call("isNotNull", col), _call("equals", col, lit)))
+    if func is not None and CATALOGUE[func].rule == "comparison":
+        if is_float and func in ("greater", "greaterOrEquals"):
+            return None       # Spark: NaN > everything; ClickHouse: NaN > x is false
+        lit = _literal(f.value, ct)
+        return None if lit is None else _call(func, col, lit)
     if isinstance(f, D.In):
         values = list(f.value) if isinstance(f.value, (list, tuple)) else None
         if values is None:
@@ -218,24 +238,22 @@ def filter_to_expr(f: Any, meta: Any) -> A.Expr | None:
         if is_float:
             # ClickHouse's IN hashes the float's bits (-0.0 IN (0.0) is false),
             # Spark's IN compares (-0.0 = 0.0): equalities agree with Spark
-            eqs = tuple(A.BinaryOp("=", col, lit) for lit in items)
+            eqs = tuple(_call("equals", col, lit) for lit in items)
             return eqs[0] if len(eqs) == 1 else A.BoolOp("or", eqs)
-        return A.InList(col, tuple(items))
+        return _call("in", col, *items)
     if isinstance(f, (D.StringStartsWith, D.StringEndsWith, D.StringContains)):
         if not pa.types.is_string(t) or not isinstance(f.value, str):
             return None
         lit = A.Literal(f.value.encode("utf-8"), "string")
-        if isinstance(f, D.StringStartsWith):
-            return A.FunctionCall("startsWith", (col, lit))
-        if isinstance(f, D.StringEndsWith):
-            return A.FunctionCall("endsWith", (col, lit))
+        if func in ("startsWith", "endsWith"):
+            return _call(func, col, lit)
         if not f.value:
             # Spark: contains('') is TRUE for every non-NULL string; ClickHouse's
             # multiSearchAny(s, ['']) is false on '' (a different answer), so say it
             # without a needle.
-            return A.IsNull(col, True)
+            return _call("isNotNull", col)
         # substring search without LIKE's escaping rules
-        return A.FunctionCall("multiSearchAny", (col, A.ArrayLiteral((lit,))))
+        return _call("multiSearchAny", col, A.ArrayLiteral((lit,)))
     return None
 
 
