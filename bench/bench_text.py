@@ -28,7 +28,6 @@ import tempfile
 import time
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
@@ -71,6 +70,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--indexes", default="tok,sg", help="tok (splitByNonAlpha), sg (sparseGrams)")
+    ap.add_argument("--sections", default="build,queries,filters,roaring")
     args = ap.parse_args()
     from chdb import session as chs
 
@@ -83,12 +84,15 @@ def main() -> None:
         db = skipidx.connect(os.path.join(work, "sk"))
         ch = chs.Session(os.path.join(work, "ch"))
         S = "SETTINGS enable_full_text_index = 1"
-        specs = [("tok", "text(tokenizer = splitByNonAlpha)"), ("sg", "text(tokenizer = sparseGrams)")]
+        specs = [(k, v) for k, v in (("tok", "text(tokenizer = splitByNonAlpha)"),
+                                     ("sg", "text(tokenizer = sparseGrams)")) if k in args.indexes.split(",")]
+        sections = set(args.sections.split(","))
         q = args.rows // 4
         print(f"rows {args.rows}, 4 parts each; granules of 8192 rows; one table per index "
               f"(chDB allows one text index per column)")
-        print(f"{'index':<34} {'build skipidx':>13} {'build chDB':>11} {'ratio':>6}  {'bytes skipidx':>13} "
-              f"{'bytes chDB':>11} {'ratio':>6}  {'merge skipidx':>13} {'merge chDB':>10} {'ratio':>6}")
+        print("wall s (CPU s of the process: chDB runs in it, so its threads count too); ratio = skipidx / chDB")
+        print(f"{'index':<34} {'build skipidx':>16} {'build chDB':>16} {'ratio':>11}  {'bytes skipidx':>13} "
+              f"{'bytes chDB':>11} {'ratio':>6}  {'merge skipidx':>16} {'merge chDB':>16} {'ratio':>11}  load")
         for name, ddl in specs:
             tbl = f"logs_{name}"
             ch.query(f"CREATE TABLE {tbl} (id UInt64, msg String) ENGINE = MergeTree ORDER BY id "
@@ -98,30 +102,48 @@ def main() -> None:
                 db.insert(tbl, t.slice(k * q, q if k < 3 else args.rows - 3 * q))
                 ch.query(f"INSERT INTO {tbl} SELECT * FROM file('{parquet}', Parquet) "
                          f"WHERE id >= {k * q} AND id < {(k + 1) * q if k < 3 else args.rows}")
-            t0 = time.perf_counter()
+            c, t = [], []
+
+            def mark() -> None:
+                t.append(time.perf_counter())
+                c.append(time.process_time())
+
+            mark()
             db.sql(f"ALTER TABLE {tbl} ADD INDEX {name} msg TYPE {ddl}")
             db.sql(f"ALTER TABLE {tbl} MATERIALIZE INDEX {name}")
-            t1 = time.perf_counter()
+            mark()
             ch.query(f"ALTER TABLE {tbl} ADD INDEX {name} msg TYPE {ddl} GRANULARITY 1")
             ch.query(f"ALTER TABLE {tbl} MATERIALIZE INDEX {name} SETTINGS mutations_sync = 2")
-            t2 = time.perf_counter()
+            mark()
             db.sql(f"OPTIMIZE TABLE {tbl} FINAL")
-            t3 = time.perf_counter()
+            mark()
             ch.query(f"OPTIMIZE TABLE {tbl} FINAL")
-            t4 = time.perf_counter()
+            mark()
+            w = [t[i + 1] - t[i] for i in range(4)]
+            u = [c[i + 1] - c[i] for i in range(4)]
             sb = _dir_bytes(os.path.join(work, "sk", tbl), f"idx.{name}.")
             cb = int(str(ch.query(f"SELECT sum(data_compressed_bytes) FROM system.data_skipping_indices "
                                   f"WHERE table = '{tbl}' AND name = '{name}'", "TSV")).strip() or 0)
-            print(f"{ddl:<34} {t1 - t0:>12.2f}s {t2 - t1:>10.2f}s {(t1 - t0) / (t2 - t1):>6.2f}  "
+            def pair(i: int) -> str:
+                return f"{w[i]:>7.2f} ({u[i]:>6.2f})"
+
+            def ratio(i: int, j: int) -> str:
+                return f"{w[i] / w[j]:>4.2f} ({u[i] / max(u[j], 1e-9):>4.2f})"
+
+            print(f"{ddl:<34} {pair(0):>16} {pair(1):>16} {ratio(0, 1):>11}  "
                   f"{sb / 1e6:>11.2f}MB {cb / 1e6:>9.2f}MB {sb / max(cb, 1):>6.2f}  "
-                  f"{t3 - t2:>12.2f}s {t4 - t3:>9.2f}s {(t3 - t2) / (t4 - t3):>6.2f}")
-        data_mb = _dir_bytes(os.path.join(work, "sk", "logs_tok"), "data.") / 1e6
+                  f"{pair(2):>16} {pair(3):>16} {ratio(2, 3):>11}  {os.getloadavg()[0]:.1f}")
+        data_mb = _dir_bytes(os.path.join(work, "sk", f"logs_{specs[0][0]}"), "data.") / 1e6
         print(f"  (skipidx data file after merge: {data_mb:.1f} MB; index bytes: merged part, the merge's "
               f"retired parts not counted)")
 
-        print(f"\n{'query':<20} {'direct':>6} {'skipidx ms':>10} {'chDB ms':>8} {'ratio':>6} {'count':>7} "
-              f"{'kept':>5} {'ideal':>5} {'rows read':>9}")
-        for label, where in TOKEN_QUERIES + LIKE_QUERIES:
+        built = {n for n, _ in specs}
+        queries = ([q for q in TOKEN_QUERIES if "tok" in built] + [q for q in LIKE_QUERIES if "sg" in built]
+                   if "queries" in sections else [])
+        if queries:
+            print(f"\n{'query':<20} {'direct':>6} {'skipidx ms':>10} {'chDB ms':>8} {'ratio':>6} {'count':>7} "
+                  f"{'kept':>5} {'ideal':>5} {'rows read':>9} {'load':>5}")
+        for label, where in queries:
             tbl = "logs_tok" if (label, where) in TOKEN_QUERIES else "logs_sg"
             for direct in (1, 0):
                 st = f"SETTINGS query_plan_direct_read_from_text_index = {direct}"
@@ -134,44 +156,47 @@ def main() -> None:
                 ideal = len({i // 8192 for (i,) in db.sql(f"SELECT id FROM {tbl} WHERE {where}").fetchall()}) \
                     if n < 200_000 else -1
                 print(f"{label:<20} {direct:>6} {ms_s:>10.2f} {ms_c:>8.2f} {ms_s / ms_c:>6.2f} {n:>7} "
-                      f"{r.stats.granules_selected:>5} {ideal:>5} {r.stats.rows_read:>9}")
+                      f"{r.stats.granules_selected:>5} {ideal:>5} {r.stats.rows_read:>9} "
+                      f"{os.getloadavg()[0]:>5.1f}")
 
         # short substrings: the bytes each filter choice costs (#18 item 6)
-        print("\nshort-substring filters (skipidx sbbf, per granule):")
-        names = ("ng4", "ng43", "ng3", "sgb")
-        for name, ddl in [("ng4", "sbbf('ngram', n = 4)"), ("ng43", "sbbf('ngram', n = 4, min_n = 3)"),
-                          ("ng3", "sbbf('ngram', n = 3)"), ("sgb", "sbbf('sparse_grams')")]:
-            t0 = time.perf_counter()
-            db.sql(f"ALTER TABLE logs_sg ADD INDEX {name} msg TYPE {ddl}")
-            db.sql(f"ALTER TABLE logs_sg MATERIALIZE INDEX {name}")
-            bt = time.perf_counter() - t0
-            sb = _dir_bytes(os.path.join(work, "sk", "logs_sg"), f"idx.{name}.")
-            kept = []
-            for s in ("rak", "krak", "kraken s"):
-                others = ",".join(x for x in ("sg",) + names if x != name)
-                r = db.sql(f"SELECT count() FROM logs_sg WHERE msg LIKE '%{s}%' "
-                           f"SETTINGS ignore_data_skipping_indices = '{others}'")
-                r.fetchall()
-                kept.append(f"'{s}' {r.stats.granules_selected}/{r.stats.granules_total}")
-            print(f"  {ddl:<24} build {bt:6.2f}s  {sb / 1e6:8.2f} MB  kept: {', '.join(kept)}")
+        if "filters" in sections and "sg" in built:
+            print("\nshort-substring filters (skipidx sbbf, per granule):")
+            names = ("ng4", "ng43", "ng3", "sgb")
+            for name, ddl in [("ng4", "sbbf('ngram', n = 4)"), ("ng43", "sbbf('ngram', n = 4, min_n = 3)"),
+                              ("ng3", "sbbf('ngram', n = 3)"), ("sgb", "sbbf('sparse_grams')")]:
+                t0 = time.perf_counter()
+                db.sql(f"ALTER TABLE logs_sg ADD INDEX {name} msg TYPE {ddl}")
+                db.sql(f"ALTER TABLE logs_sg MATERIALIZE INDEX {name}")
+                bt = time.perf_counter() - t0
+                sb = _dir_bytes(os.path.join(work, "sk", "logs_sg"), f"idx.{name}.")
+                kept = []
+                for s in ("rak", "krak", "kraken s"):
+                    others = ",".join(x for x in ("sg",) + names if x != name)
+                    r = db.sql(f"SELECT count() FROM logs_sg WHERE msg LIKE '%{s}%' "
+                               f"SETTINGS ignore_data_skipping_indices = '{others}'")
+                    r.fetchall()
+                    kept.append(f"'{s}' {r.stats.granules_selected}/{r.stats.granules_total}")
+                print(f"  {ddl:<24} build {bt:6.2f}s  {sb / 1e6:8.2f} MB  kept: {', '.join(kept)}")
 
         # posting codec vs pyroaring on the merged splitByNonAlpha postings
-        try:
-            import pyroaring
-        except ImportError:
-            pyroaring = None
-        if pyroaring is not None:
-            snap = db.catalog.table("logs_tok").snapshot()
-            with snap:
-                g = snap.parts[0].load_index("tok")
-                td, to, pr, po = g.decode_all()
-                t0 = time.perf_counter()
-                rb = sum(len(pyroaring.BitMap(pr[po[i]:po[i + 1]].astype(np.uint32)).serialize())
-                         for i in range(len(po) - 1))
-                rt = time.perf_counter() - t0
-                print(f"\npostings of {len(po) - 1} tokens ({len(pr)} rows): skipidx codec {g.post_blob.nbytes / 1e6:.2f} MB, "
-                      f"pyroaring {rb / 1e6:.2f} MB (ratio {g.post_blob.nbytes / rb:.2f}; pyroaring build {rt:.2f}s "
-                      f"in a Python loop per token)")
+        if "roaring" in sections and "tok" in built:
+            try:
+                import pyroaring
+            except ImportError:
+                pyroaring = None
+            if pyroaring is not None:
+                snap = db.catalog.table("logs_tok").snapshot()
+                with snap:
+                    g = snap.parts[0].load_index("tok")
+                    td, to, pr, po = g.decode_all()
+                    t0 = time.perf_counter()
+                    rb = sum(len(pyroaring.BitMap(pr[po[i]:po[i + 1]].astype(np.uint32)).serialize())
+                             for i in range(len(po) - 1))
+                    rt = time.perf_counter() - t0
+                    print(f"\npostings of {len(po) - 1} tokens ({len(pr)} rows): skipidx codec {g.post_blob.nbytes / 1e6:.2f} MB, "
+                          f"pyroaring {rb / 1e6:.2f} MB (ratio {g.post_blob.nbytes / rb:.2f}; pyroaring build {rt:.2f}s "
+                          f"in a Python loop per token)")
         print(f"load (uptime) after: {os.getloadavg()}")
         db.close()
     finally:

@@ -29,7 +29,7 @@ from ._arrow import buffer_views
 from ._kernels import TOKEN_BYTE, _valid, gram_at
 
 __all__ = ["views", "insert_zones", "distinct_zones", "token_fixed", "token_distinct", "token_distinct_into",
-           "ngram_fixed", "ngram_distinct", "ngram_distinct_into"]
+           "ngram_fixed", "ngram_distinct", "ngram_distinct_into", "ngrams_fixed", "ngrams_distinct_into"]
 
 
 def views(values: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray, int] | None:
@@ -54,12 +54,14 @@ def insert_zones(kernel, params: tuple, values: pa.Array, zone_end: np.ndarray, 
 
 
 def distinct_zones(kernel, params: tuple, values: pa.Array, zone_end: np.ndarray, seed: int,
-                   scratch) -> np.ndarray | None:
-    """A built-in's ``Tokenizer.distinct_zones`` through its ``*_distinct_into`` kernel."""
+                   scratch, per_byte: int = 1) -> np.ndarray | None:
+    """A built-in's ``Tokenizer.distinct_zones`` through its ``*_distinct_into`` kernel
+    (``per_byte``: the most tokens that start at one byte)."""
     v = views(values)
     if v is None:
         return None
-    scratch.reserve(int(v[1][-1] - v[1][0]) + 1)   # a token or gram starts at a distinct byte
+    # a token or gram (of each length) starts at a distinct byte
+    scratch.reserve(per_byte * int(v[1][-1] - v[1][0]) + 1)
     _, offsets, scratch.table = kernel(*v, *params, zone_end, np.uint64(seed), scratch.table, scratch.uniq)
     return offsets
 
@@ -125,7 +127,7 @@ def token_distinct(data, offsets, validity, voff, zone_end, seed):
     """splitByNonAlpha tokens of every valid row: the distinct hashes of every zone (uniq, offsets)."""
     uniq = np.empty(np.int64(offsets[-1]) - np.int64(offsets[0]) + 1, dtype=np.uint64)
     u, offs, _ = _distinct_driver(data, offsets, validity, voff, 0, zone_end, seed,
-                                  np.zeros(SET_MIN, dtype=np.uint64), uniq)
+                                  np.zeros(SET_MIN, dtype=np.uint64), uniq, 0)
     return uniq[:u].copy(), offs
 
 
@@ -136,7 +138,7 @@ def token_distinct_into(data, offsets, validity, voff, zone_end, seed, table, un
     ``uniq`` needs ``offsets[-1] - offsets[0] + 1`` slots (a token starts at a
     distinct byte, so the slice's bytes bound its distinct count).
     """
-    return _distinct_driver(data, offsets, validity, voff, 0, zone_end, seed, table, uniq)
+    return _distinct_driver(data, offsets, validity, voff, 0, zone_end, seed, table, uniq, 0)
 
 
 @njit(cache=True)
@@ -199,47 +201,81 @@ def ngram_distinct(data, offsets, validity, voff, n, zone_end, seed):
     """ngram(n) of every valid row: the distinct hashes of every zone (uniq, offsets)."""
     uniq = np.empty(np.int64(offsets[-1]) - np.int64(offsets[0]) + 1, dtype=np.uint64)
     u, offs, _ = _distinct_driver(data, offsets, validity, voff, n, zone_end, seed,
-                                  np.zeros(SET_MIN, dtype=np.uint64), uniq)
+                                  np.zeros(SET_MIN, dtype=np.uint64), uniq, n)
     return uniq[:u].copy(), offs
 
 
 @njit(cache=True, nogil=True)
 def ngram_distinct_into(data, offsets, validity, voff, n, zone_end, seed, table, uniq):
     """`ngram_distinct` into caller-owned buffers (as `token_distinct_into`)."""
-    return _distinct_driver(data, offsets, validity, voff, n, zone_end, seed, table, uniq)
+    return _distinct_driver(data, offsets, validity, voff, n, zone_end, seed, table, uniq, n)
+
+
+@njit(cache=True, nogil=True)
+def ngrams_fixed(data, offsets, validity, voff, min_n, n, zone_end, words, block_offset, num_blocks, seed, salt):
+    """The grams of every length min_n..n of every valid row into each zone's filter (the
+    ngram tokenizer with ``min_n``: the union of ngram(k) for each k)."""
+    seed = np.uint64(seed)
+    i = 0
+    for z in range(zone_end.shape[0]):
+        bo = block_offset[z]
+        nb = num_blocks[z]
+        while i < zone_end[z]:
+            if _valid(validity, voff, i):
+                s = np.int64(offsets[i])
+                e = np.int64(offsets[i + 1])
+                for k in range(min_n, n + 1):
+                    pend = np.uint32(1)
+                    for p in range(s, e):
+                        end, pend = gram_at(data, p, e, k, pend, True)
+                        if end >= 0:
+                            insert_one(words, bo, nb, xxh64_inline(data, p, end - p, seed), salt)
+            i += 1
+
+
+@njit(cache=True, nogil=True)
+def ngrams_distinct_into(data, offsets, validity, voff, min_n, n, zone_end, seed, table, uniq):
+    """`ngram_distinct_into` for the grams of every length min_n..n; ``uniq`` needs
+    (n - min_n + 1) slots per byte of the slice."""
+    return _distinct_driver(data, offsets, validity, voff, n, zone_end, seed, table, uniq, min_n)
 
 
 @njit(cache=True)
-def _ngram_rows_into_set(data, offsets, validity, voff, n, i, stop, seed, table, uniq, u, first, zero_seen):
-    """N-grams of rows i..stop into the zone's set (as _token_rows_into_set)."""
+def _ngram_rows_into_set(data, offsets, validity, voff, min_n, n, i, stop, seed, table, uniq, u, first,
+                         zero_seen):
+    """N-grams (of min_n..n code points) of rows i..stop into the zone's set (as
+    _token_rows_into_set; a row of L bytes adds at most L grams of each length)."""
     mask = table.shape[0] - 1
     cap = table.shape[0]
+    nk = n - min_n + 1
     while i < stop:
         s = np.int64(offsets[i])
         e = np.int64(offsets[i + 1])
-        if 2 * (u - first + (e - s) + 1) > cap:
-            return i, u, zero_seen, 2 * (u - first + (e - s) + 1)
+        if 2 * (u - first + nk * (e - s) + 1) > cap:
+            return i, u, zero_seen, 2 * (u - first + nk * (e - s) + 1)
         if _valid(validity, voff, i):
-            pend = np.uint32(1)
-            for p in range(s, e):
-                end, pend = gram_at(data, p, e, n, pend, True)
-                if end >= 0:
-                    h = xxh64_inline(data, p, end - p, seed)
-                    if h == 0:
-                        if not zero_seen:
-                            zero_seen = True
+            for k in range(min_n, n + 1):
+                pend = np.uint32(1)
+                for p in range(s, e):
+                    end, pend = gram_at(data, p, e, k, pend, True)
+                    if end >= 0:
+                        h = xxh64_inline(data, p, end - p, seed)
+                        if h == 0:
+                            if not zero_seen:
+                                zero_seen = True
+                                uniq[u] = h
+                                u += 1
+                        elif set_add(table, mask, h):
                             uniq[u] = h
                             u += 1
-                    elif set_add(table, mask, h):
-                        uniq[u] = h
-                        u += 1
         i += 1
     return i, u, zero_seen, 0
 
 
 @njit(cache=True, nogil=True)
-def _distinct_driver(data, offsets, validity, voff, n, zone_end, seed, table, uniq):
-    """Zone loop of the *_distinct kernels (n == 0: token, n > 0: ngram(n)); grows the set between rows.
+def _distinct_driver(data, offsets, validity, voff, n, zone_end, seed, table, uniq, min_n):
+    """Zone loop of the *_distinct kernels (n == 0: token, n > 0: the grams of min_n..n code
+    points); grows the set between rows.
 
     Returns (u, offsets, table): zone z's distinct hashes are
     ``uniq[offsets[z]:offsets[z+1]]``; the table comes back all zero.
@@ -259,8 +295,8 @@ def _distinct_driver(data, offsets, validity, voff, n, zone_end, seed, table, un
                 i, u, zero_seen, need = _token_rows_into_set(data, offsets, validity, voff, i, stop, seed,
                                                              table, uniq, u, first, zero_seen, hbuf)
             else:
-                i, u, zero_seen, need = _ngram_rows_into_set(data, offsets, validity, voff, n, i, stop, seed,
-                                                             table, uniq, u, first, zero_seen)
+                i, u, zero_seen, need = _ngram_rows_into_set(data, offsets, validity, voff, min_n, n, i, stop,
+                                                             seed, table, uniq, u, first, zero_seen)
             if need == 0:
                 break
             table = grown_set(table, uniq, first, u, need)

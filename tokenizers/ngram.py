@@ -138,12 +138,14 @@ class NgramTokenizer(TextTokenizer):
     def insert_zones(self, values: pa.Array, zone_end: np.ndarray, seed: int,
                      words: np.ndarray, block_offset: np.ndarray, num_blocks: np.ndarray) -> bool:
         if self.min_n != self.n:
-            return False
+            return F.insert_zones(F.ngrams_fixed, (self.min_n, self.n), values, zone_end, seed, words,
+                                  block_offset, num_blocks)
         return F.insert_zones(F.ngram_fixed, (self.n,), values, zone_end, seed, words, block_offset, num_blocks)
 
     def distinct_zones(self, values: pa.Array, zone_end: np.ndarray, seed: int, scratch) -> np.ndarray | None:
         if self.min_n != self.n:
-            return None
+            return F.distinct_zones(F.ngrams_distinct_into, (self.min_n, self.n), values, zone_end, seed, scratch,
+                                    self.n - self.min_n + 1)
         return F.distinct_zones(F.ngram_distinct_into, (self.n,), values, zone_end, seed, scratch)
 
     def tokens_repeat(self) -> bool:

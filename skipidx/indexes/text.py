@@ -153,6 +153,7 @@ class TextGranules(IndexGranules):
         self.num_tokens = num_tokens
         self.tok_blob, self.tbo, self.post_blob, self.pbo = tok_blob, tbo, post_blob, pbo
         self._cache: dict[bytes, np.ndarray] = {}
+        self._nbytes = int(tok_blob.nbytes + post_blob.nbytes + sum(len(h) for h in header))
 
     @property
     def n_rows(self) -> int:
@@ -168,7 +169,7 @@ class TextGranules(IndexGranules):
 
     @property
     def nbytes(self) -> int:
-        return int(self.tok_blob.nbytes + self.post_blob.nbytes + sum(len(h) for h in self.header))
+        return self._nbytes
 
     def rows_of(self, token: bytes) -> np.ndarray:
         """Sorted part-relative rows holding `token` (int64; empty if none): one block decoded."""
@@ -201,16 +202,14 @@ class TextGranules(IndexGranules):
         return np.empty(0, dtype=np.int64) if out is None else out
 
     def zones_of_rows(self, rows: np.ndarray) -> np.ndarray:
-        """bool per zone: some of `rows` lies in it."""
-        m = np.zeros(len(self), dtype=bool)
-        if rows.shape[0]:
-            z = np.searchsorted(self.zone_start, rows, side="right") - 1
-            m[np.unique(z)] = True
-        return m
+        """bool per zone: some of `rows` (sorted) lies in it."""
+        return self.rows_per_zone(rows) > 0
 
     def rows_per_zone(self, rows: np.ndarray) -> np.ndarray:
-        z = np.searchsorted(self.zone_start, rows, side="right") - 1
-        return np.bincount(z, minlength=len(self)).astype(np.int64)
+        """How many of `rows` (sorted) lie in each zone: the zone bounds are searched in the
+        rows (zones are few, rows of a frequent token many)."""
+        bounds = np.append(self.zone_start, self.n_rows)
+        return np.diff(np.searchsorted(rows, bounds, side="left")).astype(np.int64)
 
     def decode_all(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(tok_data, tok_offs, post_rows, post_offs) of the whole dictionary."""
@@ -467,10 +466,11 @@ class TextCondition(IndexCondition):
         if self.requirement is None:
             return BoolMask.unknown(len(g))
         rows = g.rows_of_requirement(self.requirement)
-        maybe = g.zones_of_rows(rows)
+        per_zone = g.rows_per_zone(rows)
+        maybe = per_zone > 0
         if self.exact:
             # a zone where every non-NULL row holds the tokens cannot be false
-            full = g.rows_per_zone(rows) == (g.zone_length - g.null_count)
+            full = per_zone == (g.zone_length - g.null_count)
             can_false = non_null & ~full
         else:
             can_false = non_null.copy()

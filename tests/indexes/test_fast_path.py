@@ -15,7 +15,8 @@ from skipidx_tokenizers.token import TokenTokenizer
 
 ROWS = [None if i % 11 == 0 else f"user-{i % 97} GET /api/v{i % 5}/items/{i} é{i % 7} timeout" for i in range(3000)]
 CASES = [("tokenbf_v1", (512, 3, 0), ()), ("ngrambf_v1", (3, 1024, 2, 0), ()),
-         ("sbbf", ("token",), ()), ("sbbf", ("ngram",), (("n", 4),))]
+         ("sbbf", ("token",), ()), ("sbbf", ("ngram",), (("n", 4),)),
+         ("sbbf", ("ngram",), (("n", 4), ("min_n", 3))), ("sbbf", ("ngram",), (("n", 3), ("min_n", 1)))]
 
 
 class _NoHookNgram(NgramTokenizer):
@@ -110,3 +111,25 @@ def test_write_part_passes_build_threads_down(tmp_path, monkeypatch):
 
     writer.write_part(str(tmp_path / "p"), meta, conform(meta, data), "p_1", build_threads=2)
     assert seen and set(seen) == {2}
+
+
+@pytest.mark.parametrize("min_n, n", [(3, 4), (1, 3), (2, 5)])
+def test_min_n_fixed_filters_equal_generic(min_n, n):
+    """The fixed-size hook with min_n fills exactly the bits the generic (hash_column) path does."""
+    from skipidx.core._kernels import build as kb
+    from skipidx.core._kernels.sbbf import SALT
+
+    rows = ROWS[:500] + ["é東😀ab", "\xff\xfe", "a", "", "ab"]
+    arr = pa.array([r.encode("utf-8", "surrogateescape") if r is not None else None for r in rows], pa.binary())
+    zs = np.arange(0, len(arr), 64, dtype=np.int64)
+    zl = np.minimum(64, len(arr) - zs)
+    nblk = np.full(zs.shape[0], 8, dtype=np.int64)
+    boff = np.arange(zs.shape[0], dtype=np.int64) * 8
+    tok = NgramTokenizer(n=n, min_n=min_n)
+    fast = np.zeros(int(nblk.sum()) * 8, dtype=np.uint32)
+    assert tok.insert_zones(arr, zs + zl, 5, fast, boff, nblk)
+    r, h = tok.hash_column(arr, 5)
+    slow = np.zeros_like(fast)
+    kb.insert_by_row(slow, boff, nblk, zs + zl, np.ascontiguousarray(r, np.int64),
+                     np.ascontiguousarray(h, np.uint64), SALT)
+    assert np.array_equal(fast, slow) and fast.any()

@@ -193,6 +193,7 @@ SBBF_CASES = [
     ("sbbf", ("ngram",), (("n", 2), ("fpp", 0.3))),
     ("sbbf", ("token",), (("size_rule", "parquet"),)),
     ("sbbf", ("ngram",), (("n", 3), ("size_rule", "lance"))),
+    ("sbbf", ("ngram",), (("n", 4), ("min_n", 2))),
 ]
 
 
