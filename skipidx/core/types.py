@@ -730,6 +730,11 @@ def _cast_decimal(ctype: ColumnType, arr: pa.Array, column: str) -> pa.Array:
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             raise _bad(column, ctype, _first_overflow(arr, target), "value out of range of the Decimal") from None
     if pa.types.is_floating(src) or pa.types.is_string(src):
+        fast = _decimal_from_text(arr, target)
+        if fast is not None:
+            return fast
+        # what the column-wise path leaves (odd spellings, errors) goes value by value,
+        # so the first bad value is the one reported
         ctx = _dec.Context(prec=80, rounding=_dec.ROUND_DOWN)
         q = _dec.Decimal(1).scaleb(-target.scale)
         limit = _dec.Decimal(10) ** (target.precision - target.scale)
@@ -750,6 +755,56 @@ def _cast_decimal(ctype: ColumnType, arr: pa.Array, column: str) -> pa.Array:
             out.append(d)
         return pa.array(out, target)
     raise _mistyped(column, ctype, src)
+
+
+_PLAIN_NUMBER = r"^(?P<sign>[+-]?)(?P<int>\d*)(?:\.(?P<frac>\d*))?(?:[eE](?P<exp>[+-]?\d{1,4}))?$"
+
+
+def _decimal_from_text(arr: pa.Array, target: pa.DataType) -> pa.Array | None:
+    """Floats (their shortest round-trip text, as ``Decimal(repr(x))``) and numeric
+    text to Decimal, truncated toward zero, column-wise; None when any value needs
+    the value-by-value path (other spellings, non-finite, out of range)."""
+    if pa.types.is_floating(arr.type):
+        if not pc.all(pc.is_finite(arr.fill_null(0.0))).as_py():
+            return None
+        text = arr.cast(pa.float64()).cast(pa.string())
+    else:
+        text = pc.utf8_trim_whitespace(arr)
+    parts = pc.extract_regex(text, _PLAIN_NUMBER)
+    if parts.null_count != arr.null_count:
+        return None   # a non-null value that is not a plain number
+    sign, ip, fp, ex = (parts.field(i).fill_null("") for i in range(4))
+    digits = pc.binary_join_element_wise(ip, fp, "")
+    if not pc.all(pc.greater(pc.binary_length(digits), 0)).as_py():
+        return None   # '', '.', '+'
+    exp = pc.utf8_ltrim(pc.if_else(pc.equal(ex, ""), "0", ex), characters="+").cast(pa.int32()) \
+        .to_numpy(zero_copy_only=False)
+    # the unscaled integer: the first (digits before the point + scale) digits, zero-padded
+    keep = pc.binary_length(ip).to_numpy(zero_copy_only=False).astype(np.int64) + exp + target.scale
+    if keep.max(initial=0) > target.precision + 40:
+        return None   # out of range: the value path reports it
+    keep = np.maximum(keep, 0)
+    ndig = pc.binary_length(digits).to_numpy(zero_copy_only=False)
+    rows, pieces = [], []
+    for k in np.unique(keep):
+        sel = np.flatnonzero(keep == k)
+        if k == 0:
+            pieces.append(pa.array(np.zeros(len(sel), np.int8)).cast(pa.string()))
+        else:
+            d = digits.take(pa.array(sel))
+            pad = pc.binary_repeat("0", pa.array(np.maximum(int(k) - ndig[sel], 0)))
+            pieces.append(pc.binary_join_element_wise(pc.utf8_slice_codeunits(d, 0, int(k)), pad, ""))
+        rows.append(sel)
+    out = pa.concat_arrays(pieces).take(pa.array(np.argsort(np.concatenate(rows), kind="stable")))
+    unscaled = pc.binary_join_element_wise(sign, out, "")
+    wide = pa.decimal256(76, 0) if target.precision > 38 else pa.decimal128(38, 0)
+    try:
+        val = unscaled.cast(wide).view(pa.decimal256(76, target.scale) if target.precision > 38
+                                       else pa.decimal128(38, target.scale))
+        val = val.cast(target, safe=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    return pc.if_else(arr.is_null(), pa.scalar(None, target), val) if arr.null_count else val
 
 
 def _truncate_decimal(arr: pa.Array, scale: int) -> pa.Array:

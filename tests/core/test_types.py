@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import datetime as dt
+import decimal as _decimal
 
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from skipidx.core.errors import SkipidxError
 from skipidx.core.types import ColumnType, cast_to, ch_type_of, parse_type
@@ -157,3 +159,47 @@ def test_column_type_is_value_object():
     assert parse_type("String") == ColumnType("String", pa.string())
     assert str(parse_type("Nullable(UInt8)")) == "Nullable(UInt8)"
     assert parse_type("Nullable(UInt8)").base_name == "UInt8"
+
+
+# --- Decimal from text and floats, column-wise, against Python's decimal module --------------
+
+def _decimal_reference(v, precision: int, scale: int):
+    """ClickHouse's rule as the value-by-value path states it: the shortest repr of a
+    float (or the text), truncated toward zero to `scale` digits."""
+    d = _decimal.Decimal(v.strip()) if isinstance(v, str) else _decimal.Decimal(repr(float(v)))
+    return d.quantize(_decimal.Decimal(1).scaleb(-scale), rounding=_decimal.ROUND_DOWN,
+                      context=_decimal.Context(prec=80))
+
+
+_numbers_as_text = st.one_of(
+    st.decimals(allow_nan=False, allow_infinity=False, min_value=-10**8, max_value=10**8).map(lambda d: format(d, "f")),
+    st.from_regex(r"\A[+-]?[0-9]{1,8}(\.[0-9]{0,12})?([eE][+-]?[0-9])?\Z"),
+    st.from_regex(r"\A[+-]?\.[0-9]{1,10}\Z"),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_numbers_as_text, min_size=1, max_size=40), st.sampled_from([(9, 2), (18, 4), (38, 10), (76, 20)]))
+def test_decimal_from_text_column_matches_reference(values, ps):
+    precision, scale = ps
+    ctype = parse_type(f"Decimal({precision}, {scale})")
+    limit = _decimal.Decimal(10) ** (precision - scale)
+    want = [_decimal_reference(v, precision, scale) for v in values]
+    if any(abs(w) >= limit for w in want):
+        with pytest.raises(SkipidxError):
+            cast_to(ctype, pa.array(values), "c")
+        return
+    got = cast_to(ctype, pa.array(values), "c").to_pylist()
+    assert got == want, f"{values} -> {got}, expected {want}"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.floats(allow_nan=False, allow_infinity=False, min_value=-1e9, max_value=1e9)),
+                min_size=1, max_size=40), st.sampled_from([(18, 4), (38, 10), (76, 20)]), st.booleans())
+def test_decimal_from_float_column_matches_reference(values, ps, single):
+    precision, scale = ps
+    ctype = parse_type(f"Nullable(Decimal({precision}, {scale}))")
+    arr = pa.array(values, pa.float32() if single else pa.float64())
+    want = [None if v is None else _decimal_reference(v, precision, scale) for v in arr.to_pylist()]
+    got = cast_to(ctype, arr, "c").to_pylist()
+    assert got == want, f"{arr.to_pylist()} -> {got}, expected {want}"
