@@ -49,7 +49,7 @@ def exact_sources(plan: Any, count_only: bool = True) -> dict[int, Any] | None:
     for i in range(len(rpn.atoms)):
         for u in plan.uses:
             c = u.conditions.get(i)
-            if u.loader is None and c is not None and getattr(c, "exact", False) and hasattr(c, "exact_rows"):
+            if u.loader is None and c is not None and c.exact:
                 out[i] = u
                 break
         else:

@@ -67,12 +67,10 @@ def _decode_dictionaries(t: pa.Table) -> pa.Table:
     return t
 
 
-#: Read the WHERE's dictionary-encoded String columns as Arrow dictionaries
-#: (False: always decoded; the tests compare both).
+#: Read the WHERE's dictionary-encoded String columns as Arrow dictionaries, for reads of
+#: at least ``part.dictionary_min_granules`` granules (False: always decoded; the tests
+#: compare both).
 DICTIONARY_READS = True
-#: ... for reads of at least this many granules (below, the dictionary path's
-#: fixed cost outweighs what filtering distinct values saves).
-DICTIONARY_MIN_GRANULES = 2
 
 
 def _read_filtered(part: Any, batch: list[tuple[int, int]], columns: list[str], where: BExpr | None,
@@ -89,7 +87,7 @@ def _read_filtered(part: Any, batch: list[tuple[int, int]], columns: list[str], 
         n = rows_in_ranges(part, batch)
         return zero_column_table(n), n, 0
     as_dict = (_where_columns(where) if DICTIONARY_READS and part.dictionary_columns
-               and sum(e - s for s, e in batch) >= getattr(part, "dictionary_min_granules", DICTIONARY_MIN_GRANULES)
+               and sum(e - s for s, e in batch) >= part.dictionary_min_granules
                else ())
     kw: dict[str, Any] = {} if use_threads is None else {"use_threads": use_threads}
     if prewhere is not None:

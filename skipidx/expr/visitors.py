@@ -140,3 +140,13 @@ def source_column(e: BExpr) -> BColumn | None:
             if c is not None:
                 return c
     return None
+
+
+def text_of(e: BExpr) -> str:
+    """An expression as written (calls, folded comparisons, aggregates keep their text), else
+    the column's name or the node kind."""
+    if isinstance(e, (BCall, BFolded, BAgg)) and e.text:
+        return e.text
+    if isinstance(e, BColumn):
+        return e.name
+    return type(e).__name__

@@ -98,8 +98,23 @@ class IndexGranules(abc.ABC):
     null_count: np.ndarray         # int64 NULL rows in each index granule
     has_null: np.ndarray           # bool
 
+    #: Per index granule: a filter so full that it answers "maybe" unchecked (the bloom
+    #: types set it); None for types whose granules always answer.
+    saturated: np.ndarray | None = None
+
     def __len__(self) -> int:
         return int(self.zone_start.shape[0])
+
+    @property
+    def nbytes(self) -> int:
+        """Memory the granules hold (the index cache's weight); an estimate of 64 bytes per
+        granule unless the type knows better (filters, postings)."""
+        return 64 * len(self)
+
+    @property
+    def saturated_count(self) -> int:
+        """How many index granules are saturated."""
+        return 0 if self.saturated is None else int(np.count_nonzero(self.saturated))
 
     @property
     def non_null(self) -> np.ndarray:
@@ -120,9 +135,23 @@ class IndexGranules(abc.ABC):
 
 
 class IndexAggregator(abc.ABC):
+    #: True for an aggregator that gathers a whole part (``add`` per chunk, ``finish`` once;
+    #: the text index's dictionary) instead of building chunk by chunk.
+    whole_part: ClassVar[bool] = False
+
     @abc.abstractmethod
     def build(self, values: pa.Array, zone_start: np.ndarray, zone_length: np.ndarray) -> IndexGranules:
         """Build all index granules of a part from its (sorted) expression values."""
+
+    def use_merged(self, sources: list[IndexGranules], row_maps: list[np.ndarray]) -> None:
+        """Take the merged parts' granules (and where each of their rows went) instead of
+        tokenizing the merged values; only asked where :attr:`merges_granules`."""
+        raise AssertionError(f"{type(self).__name__} does not merge granules")
+
+    @property
+    def merges_granules(self) -> bool:
+        """Whether this aggregator implements :meth:`use_merged` (text postings do)."""
+        return type(self).use_merged is not IndexAggregator.use_merged
 
 
 class IndexCondition(abc.ABC):
@@ -149,6 +178,10 @@ class IndexCondition(abc.ABC):
     #: its probes by it.
     requirement: Any = None
 
+    #: True when :meth:`exact_rows` gives exactly the rows where the atom holds (a text
+    #: index's postings), so a count() or a WHERE can be answered without reading data.
+    exact: bool = False
+
     def __init__(self, atom: Atom) -> None:
         self.atom = atom
 
@@ -169,12 +202,19 @@ class IndexCondition(abc.ABC):
     def describe(self) -> str:
         """Short text for EXPLAIN, e.g. ``hasToken(msg, 'x') -> tokens {x}``."""
 
+    def exact_rows(self, granules: IndexGranules) -> np.ndarray | None:
+        """The rows (sorted int64 offsets in the part) where the atom holds, when
+        :attr:`exact`; None when this condition cannot say."""
+        return None
+
 
 class IndexType(abc.ABC):
     """An index type, registered by name; instances are bound to one IndexDef."""
 
     name: ClassVar[str]
     version: ClassVar[int] = 1
+    #: the constructor takes ``stored_params`` (the params the table recorded at CREATE)
+    accepts_stored_params: ClassVar[bool] = False
 
     def __init__(self, definition: IndexDef, column_type: pa.DataType) -> None:
         self.definition = definition
@@ -271,7 +311,7 @@ def index_from_meta(definition: IndexDef, column_type: pa.DataType, stored_param
     """
     cls = get_index_type(definition.type_name)
     t = indexed_type(definition, column_type)
-    if stored_params is not None and getattr(cls, "accepts_stored_params", False):
+    if stored_params is not None and cls.accepts_stored_params:
         inst = cls(definition, t, stored_params=stored_params)
     else:
         inst = cls(definition, t)

@@ -641,7 +641,7 @@ class _SBBFIndexType(IndexType):
                 self.params["tokenizer"], str(self.tokenizer.version),
                 # the tokenizer's own params AND the DDL's: a plugin tokenizer whose
                 # `params` is empty is configured by the DDL's (n = 3 vs n = 5)
-                json.dumps([getattr(self.tokenizer, "params", None) or {}, self.params.get("tokenizer_params")],
+                json.dumps([self.tokenizer.params or {}, self.params.get("tokenizer_params")],
                            sort_keys=True, default=repr),
                 str(self.column_type), int(self.params["seed"]))
         try:

@@ -19,21 +19,21 @@ from skipidx.core.errors import BindError, SkipidxError
 from skipidx.indexes.base import IndexDef
 from skipidx.expr.binder import Binder, coerce_constant
 from skipidx.expr.types import is_int, is_string, value_type
-from skipidx.expr.bound import BConst
+from skipidx.expr.bound import BCall, BConst, BFolded
 from skipidx.expr.catalogue import CATALOGUE
 from skipidx.sql import ast as A
+from skipidx.store.metadata import TableMeta
 
 
 def _err(msg: str, node: Any = None) -> BindError:
-    pos = getattr(node, "pos", None)
-    if pos is not None and pos.line > 0:
-        return BindError(msg, line=pos.line, column=pos.column)
+    if isinstance(node, A.Node) and node.pos.line > 0:
+        return BindError(msg, line=node.pos.line, column=node.pos.column)
     return BindError(msg)
 
 
 def _at(e: SkipidxError, node: Any) -> SkipidxError:
     """`e` with the node's position when it has none."""
-    if e.line is None and getattr(node, "pos", None) is not None and node.pos.line > 0:
+    if e.line is None and isinstance(node, A.Node) and node.pos.line > 0:
         return BindError(e.message, line=node.pos.line, column=node.pos.column)
     return e
 
@@ -82,15 +82,16 @@ def index_def_from_ast(ic: A.IndexClause, column_names: Any) -> IndexDef:
     The expression must be a column or ``lower(column)``. `column_names` is the
     table's metadata or a list of column names.
     """
-    names = column_names.column_names if hasattr(column_names, "column_names") else list(column_names)
+    meta = column_names if isinstance(column_names, TableMeta) else None
+    names = meta.column_names if meta is not None else list(column_names)
     e = ic.expr
     if isinstance(e, A.Column) and e.table is None:
         column, func = e.name, None
     elif (isinstance(e, A.FunctionCall) and _index_expression(e.name) is not None and len(e.args) == 1
           and isinstance(e.args[0], A.Column) and not e.distinct):
         column, func = e.args[0].name, _index_expression(e.name)
-    elif hasattr(column_names, "columns"):
-        return _expression_index(ic, column_names)
+    elif meta is not None:
+        return _expression_index(ic, meta)
     else:
         raise _err(f"index {ic.name!r}: the index expression must be a column or lower(column), "
                    f"got {e.to_sql()}", e)
@@ -125,8 +126,11 @@ def _expression_index(ic: A.IndexClause, meta: Any) -> IndexDef:
                 cols.append(x.name)
         elif isinstance(x, BAgg):
             raise _err(f"index {ic.name!r}: an aggregate function cannot be an index expression", ic.expr)
-        for a in getattr(x, "args", ()) or ():
-            walk(a)
+        elif isinstance(x, BCall):
+            for a in x.args:
+                walk(a)
+        elif isinstance(x, BFolded) and x.source is not None:
+            walk(x.source)
 
     walk(bound)
     if not cols:
@@ -136,7 +140,7 @@ def _expression_index(ic: A.IndexClause, meta: Any) -> IndexDef:
 
     try:
         ch = ch_type_of(bound.type)
-        if getattr(bound, "nullable", False):
+        if bound.nullable:
             ch = f"Nullable({ch})"
         parse_type(ch)
     except SkipidxError as e:
@@ -331,7 +335,7 @@ def _default(ctype) -> Any:
 
 def _column_array(ctype, values: list[Any], name: str, nodes: list[Any]) -> pa.Array:
     """Python values of one column as an Arrow array wide enough for the store's range-checked cast."""
-    if getattr(ctype, "element", None) is not None:
+    if ctype.element is not None:
         # Array(T): the literals' elements converted as a column of T, then cut back into lists
         offsets, flat, flat_nodes = [0], [], []
         for v, node in zip(values, nodes):

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from skipidx.expr.visitors import columns_of
+from skipidx.expr.visitors import columns_of, text_of
 from skipidx.planner.plan import QueryPlan, prune_plan
 from skipidx.planner.rpn import Op
 from skipidx.planner.stats import QueryStats
@@ -47,13 +47,13 @@ def explain_lines(plan: QueryPlan, indexes: bool = True,
     stats = QueryStats(table=bs.table)
     prune_plan(plan, stats)
     # an external table's parts are data files and its granules row groups
-    ext = getattr(plan.snapshot, "kind", None) == "external"
+    ext = plan.snapshot.kind == "external"
     P, G = ("Files", "Row groups") if ext else ("Parts", "Granules")
     lines = ["Expression"]
     if bs.distinct:
         lines.append("  Distinct")
     if bs.having is not None:
-        lines.append(f"  Filter (HAVING): {getattr(bs.having, 'text', '') or type(bs.having).__name__}")
+        lines.append(f"  Filter (HAVING): {text_of(bs.having)}")
     if bs.aggregate:
         lines.append("  Aggregating")
     if bs.order_by:
@@ -61,7 +61,7 @@ def explain_lines(plan: QueryPlan, indexes: bool = True,
     if bs.limit is not None:
         lines.append(f"  Limit {bs.limit}" + (f" offset {bs.offset}" if bs.offset else ""))
     if bs.where is not None:
-        lines.append(f"  Filter: {_where_text(bs)}")
+        lines.append(f"  Filter: {text_of(bs.where)}")
     if direct_count is not None and plan.direct_read and not ext and stats.parts_selected:
         got = direct_count(plan, [p for p in plan.snapshot.parts])
         if got is not None:
@@ -75,13 +75,13 @@ def explain_lines(plan: QueryPlan, indexes: bool = True,
                              f"columns read: {', '.join(out) or 'none'}")
     lines.append(f"  {'ReadFromParquetFiles' if ext else 'ReadFromMergeTree'} ({bs.table})")
     lines.append(f"    Columns: {', '.join(plan.columns) if plan.columns else '(none: row counts from marks)'}")
-    pw = getattr(plan, "prewhere", None)
+    pw = plan.prewhere
     if pw is not None:
         need = columns_of(pw)
         first = [c for c in plan.columns if c in need]
         rest = [c for c in plan.columns if c not in need]
         how = "PREWHERE clause" if plan.prewhere_explicit else "moved from WHERE"
-        lines.append(f"    Prewhere ({how}): {getattr(pw, 'text', '') or type(pw).__name__}; "
+        lines.append(f"    Prewhere ({how}): {text_of(pw)}; "
                      f"read first: {', '.join(first) or 'none'}; then, for granules with a match: "
                      f"{', '.join(rest)}")
     lines.append(f"    {P}: {stats.parts_selected}/{stats.parts_total} | "
@@ -123,7 +123,3 @@ def explain_lines(plan: QueryPlan, indexes: bool = True,
             lines.append(f"      {u.name} ({u.description}): {u.note or 'no usable atom'}")
     return lines, stats
 
-
-def _where_text(bs) -> str:
-    w = bs.where
-    return getattr(w, "text", "") or type(w).__name__

@@ -50,7 +50,7 @@ def external_uses(snapshot: Any, rpn: RPN, cache: Any, declared: list) -> list:
     covered = {u.itype.definition.column for u in declared
                if u.itype is not None and u.type_name == "minmax" and u.granularity == 1
                and u.itype.definition.expr_func is None}
-    parts = set(getattr(snapshot.state, "partition_columns", ()))
+    parts = set(snapshot.state.partition_columns)
     blooms = snapshot.bloom_columns() if wanted else set()
     out = []
     for col in wanted:

@@ -40,7 +40,7 @@ def plan_query(snapshot: Any, bs: BoundSelect, cache: IndexCache | None = None) 
     meta = snapshot.meta
     rpn = build_rpn(bs.where)
     derived = None
-    if getattr(snapshot, "kind", None) == "external":
+    if snapshot.kind == "external":
         from skipidx.planner.external import external_uses
 
         def derived(rpn_: RPN, cache_: Any, declared: list) -> list:
@@ -57,7 +57,7 @@ def set_prewhere(plan: QueryPlan, expr: Any, explicit: bool = False) -> None:
     """Read `expr`'s columns first (None: no PREWHERE). Only worth it when the
     scan reads other columns too; otherwise it is one read as before."""
     plan.prewhere_explicit = explicit
-    if expr is None or getattr(plan.snapshot, "kind", None) == "external":
+    if expr is None or plan.snapshot.kind == "external":
         # (an external table's files are read whole-row-group by their own reader)
         plan.prewhere = None
         return
@@ -86,7 +86,7 @@ def prune_plan(plan: QueryPlan, stats: QueryStats) -> list[PartSelection]:
     t0 = time.perf_counter()
     sel = prune(plan.snapshot.parts, plan.rpn, plan.uses, stats, plan.cache)
     stats.prune_ms = (time.perf_counter() - t0) * 1000
-    stats.notes.extend(getattr(plan.snapshot, "notes", ()))
+    stats.notes.extend(plan.snapshot.notes)
     return sel
 
 

@@ -83,8 +83,7 @@ class LoadedIndex:
         self.data_to_index = None if len(granules) == n and idx.shape == (n,) and bool(
             np.array_equal(idx, np.arange(n))) else idx
         self.zones = len(granules)
-        sat = getattr(granules, "saturated", None)
-        self.saturated = 0 if sat is None else int(np.count_nonzero(sat))
+        self.saturated = granules.saturated_count
         self.nbytes = int(nbytes)
 
 
@@ -300,7 +299,7 @@ def _primary_key_uses(rpn: RPN, table_meta: Any, uses: list[IndexUse], cache: "I
     covered = {u.itype.definition.column for u in uses
                if u.itype is not None and u.type_name == "minmax" and u.granularity == 1
                and u.itype.definition.expr_func is None}
-    for key in getattr(table_meta, "order_by", []) or []:
+    for key in table_meta.order_by:
         if key in covered:
             continue
         col_type = table_meta.column(key).type.arrow_type
@@ -433,8 +432,7 @@ class _Combined:
     def __init__(self, granules: Any, nbytes: int) -> None:
         self.granules = granules
         self.zones = len(granules)
-        sat = getattr(granules, "saturated", None)
-        self.saturated = 0 if sat is None else int(np.count_nonzero(sat))
+        self.saturated = granules.saturated_count
         self.nbytes = int(nbytes)
 
 
@@ -497,10 +495,7 @@ def _combined_granules(parts: list[GranuleSource], ns: np.ndarray, use: IndexUse
             if li.data_to_index is not None:
                 return None
             loaded.append(li)
-            nb = getattr(li.granules, "nbytes", None)
-            if not isinstance(nb, int):
-                return None
-            size += nb
+            size += li.granules.nbytes
             if size > COMBINE_MAX_BYTES:
                 return None
         g = _concat_sbbf([li.granules for li in loaded])
@@ -552,8 +547,7 @@ def _combined_derived(parts: list[GranuleSource], ns: np.ndarray, use: IndexUse,
         g = _concat_sbbf(gs) if all(type(x) is SBBFGranules for x in gs) else _concat_minmax(gs)
         if g is None or len(g) != int(ns.sum()):
             return None
-        comb = _Combined(g, sum(getattr(x, "nbytes", 64 * len(x)) if isinstance(getattr(x, "nbytes", None), int)
-                                else 64 * len(x) for x in gs))
+        comb = _Combined(g, sum(x.nbytes for x in gs))
         cache._put(key, comb)
     use.zones_read += comb.zones
     use.zones_saturated += comb.saturated

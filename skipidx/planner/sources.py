@@ -33,3 +33,17 @@ class GranuleSource(Protocol):
 
     def data_metadata(self, columns: Iterable[str] = ()) -> pq.FileMetaData:
         """The data file's footer (row-group statistics), readable for `columns`."""
+
+
+@runtime_checkable
+class SnapshotSource(Protocol):
+    """What the planner needs from a table at one generation: ``store.TableSnapshot``
+    (kind "merge_tree") and ``store.external.ExternalSnapshot`` (kind "external")."""
+
+    kind: str
+    meta: object
+    parts: list
+
+    @property
+    def notes(self) -> list[str]:
+        """Lines the query's statistics carry about the parts (skipped or stale files)."""

@@ -283,11 +283,11 @@ def make_index_meta(defn: IndexDef, column_type: ColumnType) -> IndexMeta:
         from skipidx.core.tokenizer_api import get_tokenizer
 
         tp = params.get("tokenizer_params")
-        tok_version = getattr(get_tokenizer(tok, **(tp if isinstance(tp, dict) else {})), "version", None)
+        tok_version = get_tokenizer(tok, **(tp if isinstance(tp, dict) else {})).version
     return IndexMeta(
         definition=defn,
         params=params,
-        version=int(getattr(cls, "version", 1)),
+        version=int(cls.version),
         tokenizer=tok if isinstance(tok, str) else None,
         tokenizer_version=str(tok_version) if tok_version is not None else None,
     )

@@ -197,6 +197,11 @@ class Part:
                 cache[c] = tot / max(1, len(sample))
         return float(sum(cache[c] for c in columns))
 
+    #: read a WHERE's dictionary-encoded String columns as Arrow dictionaries for reads of at
+    #: least this many granules (below, the dictionary path's fixed cost outweighs what
+    #: filtering distinct values saves)
+    dictionary_min_granules = 2
+
     @property
     def dictionary_columns(self) -> frozenset:
         """Columns this part wrote dictionary-encoded (empty if not recorded: older parts)."""

@@ -57,11 +57,11 @@ def _rewrite_all(table: Any, new_meta: TableMeta, transform: Callable[[pa.Table]
                         if p.name not in done:
                             data = transform(p.read())
                             done[p.name] = build_part(table.path, new_meta, data, level=int(p.manifest.get("level", 0)),
-                                                      keyring=getattr(table, "keyring", None))
+                                                      keyring=table.keyring)
                     try:
                         commit_parts(table.path, [done[p.name] for p in snap.parts],
                                      retire=[p.name for p in snap.parts], meta=new_meta, expect_gen=snap.gen,
-                                     expect_id=getattr(table, "table_id", None))
+                                     expect_id=table.table_id)
                     except ConflictError:
                         continue
                     done.clear()

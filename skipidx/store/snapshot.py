@@ -19,6 +19,9 @@ class TableSnapshot:
     ``with`` block, or garbage collection), even if a merge retires them.
     """
 
+    #: what the planner reads: a MergeTree table ("external": ExternalSnapshot's files)
+    kind = "merge_tree"
+
     def __init__(self, table_dir: str, state: TableState, pin_fd: int | None, *,
                  keyring: KeyRing | None = None) -> None:
         self.table_dir = table_dir
@@ -26,6 +29,11 @@ class TableSnapshot:
         self.meta = state.meta
         self.parts: list[Part] = [Part(table_dir, e, state.meta, keyring=keyring) for e in state.parts]
         self._pin_fd = pin_fd
+
+    @property
+    def notes(self) -> list[str]:
+        """What a query should say about the parts it read (nothing to say for MergeTree parts)."""
+        return []
 
     @property
     def num_rows(self) -> int:

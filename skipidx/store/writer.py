@@ -66,8 +66,7 @@ def _row_group_spans(md: pq.FileMetaData) -> list[list[int]]:
 
 
 def _takes_threads(idx) -> bool:
-    """Whether an index type's ``aggregator`` takes a thread count (older or
-    third-party types may not)."""
+    """Whether an index type's ``aggregator`` takes a thread count (a third-party type may not)."""
     import inspect
 
     try:
@@ -87,12 +86,12 @@ class _IndexWriter:
         #: its chunks are kept and sealed as one table on close
         self.seal = seal
         self._chunks: list[pa.Table] = []
-        # an index type written before `threads` existed is asked only when a count is set
+        # a third-party index type whose aggregator takes no thread count is asked without one
         self.agg = idx.aggregator(threads=threads) if threads is not None and _takes_threads(idx) \
             else idx.aggregator()
         # a whole-part aggregator (the text index's dictionary) gathers every chunk
         # (``add``) and is written once at close (``finish``)
-        self.whole_part = getattr(self.agg, "whole_part", False)
+        self.whole_part = self.agg.whole_part
         self.im = im
         self.path = path
         self.part_name = part_name
@@ -240,7 +239,7 @@ class PartWriter:
         """The aggregator of index `name` when it can take merged postings instead of
         tokenizing (``use_merged``), else None."""
         iw = self._iw.get(name)
-        return iw.agg if iw is not None and hasattr(iw.agg, "use_merged") else None
+        return iw.agg if iw is not None and iw.agg.merges_granules else None
 
     def _manifest_encryption(self) -> dict | None:
         """The manifest's record of which key protects what in this part's data
