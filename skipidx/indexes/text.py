@@ -318,8 +318,10 @@ class TextAggregator(IndexAggregator):
         """Take the postings from the merged parts' indexes (rows mapped into this part)
         instead of tokenizing the chunks; ``add`` then only counts zones and NULLs."""
         def decode(j: int) -> Postings:
-            td, to, pr, po = sources[j].decode_all()
-            return td, to, po, row_maps[j][pr]
+            g = sources[j]
+            td, to, pr, po = TP.decode_dictionary_mapped(g.tok_blob, g.tbo, g.post_blob, g.pbo, g.n_tokens,
+                                                         np.ascontiguousarray(row_maps[j], np.int64))
+            return td, to, po, pr
 
         parts = _run(decode, range(len(sources)), self.threads)
         self._merged = _merge(parts, True)

@@ -203,7 +203,18 @@ def find_in_block(tok_blob, ts, te, post_blob, ps, needle):
 
 @njit(cache=True, nogil=True)
 def decode_dictionary(tok_blob, tbo, post_blob, pbo, n_tokens):
-    """All tokens and postings: (tok_data, tok_offs, post_rows, post_offs)."""
+    """All tokens and postings: (tok_data, tok_offs, post_rows int64, post_offs)."""
+    return _decode(tok_blob, tbo, post_blob, pbo, n_tokens, np.zeros(0, np.int64), np.zeros(0, np.int64))
+
+
+@njit(cache=True, nogil=True)
+def decode_dictionary_mapped(tok_blob, tbo, post_blob, pbo, n_tokens, row_map):
+    """As decode_dictionary, each row r given as row_map[r] (int32: a merge's rows)."""
+    return _decode(tok_blob, tbo, post_blob, pbo, n_tokens, row_map, np.zeros(0, np.int32))
+
+
+@njit(cache=True)
+def _decode(tok_blob, tbo, post_blob, pbo, n_tokens, row_map, like):
     nb = tbo.shape[0] - 1
     tok_offs = np.zeros(n_tokens + 1, dtype=np.int64)
     post_offs = np.zeros(n_tokens + 1, dtype=np.int64)
@@ -227,7 +238,8 @@ def decode_dictionary(tok_blob, tbo, post_blob, pbo, n_tokens):
             tok_offs[t] = total_bytes
             post_offs[t] = total_rows
     tok_data = np.empty(total_bytes, dtype=np.uint8)
-    post_rows = np.empty(total_rows, dtype=np.int64)
+    post_rows = np.empty(total_rows, dtype=like.dtype)
+    mapped = row_map.shape[0] > 0
     t = 0
     for b in range(nb):
         p = tbo[b]
@@ -245,7 +257,10 @@ def decode_dictionary(tok_blob, tbo, post_blob, pbo, n_tokens):
             p += sl
             cnt, p = _vget(tok_blob, p)
             ck, p = _vget(tok_blob, p)
-            _decode_posting_into(post_blob, pos, ck >> 1, ck & 1, cnt, post_rows, post_offs[t])
+            k1 = _decode_posting_into(post_blob, pos, ck >> 1, ck & 1, cnt, post_rows, post_offs[t])
+            if mapped:
+                for q in range(post_offs[t], k1):
+                    post_rows[q] = row_map[post_rows[q]]
             pos += ck >> 1
             t += 1
     return tok_data, tok_offs, post_rows, post_offs
