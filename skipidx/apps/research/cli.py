@@ -273,50 +273,108 @@ def _bench_report(argv: list[str]) -> int:
 
 # ----------------------------------------------------------------------------- advise
 
+def _is_database_dir(path: str) -> bool:
+    return os.path.isdir(path) and not os.path.exists(os.path.join(path, "_delta_log")) and any(
+        os.path.exists(os.path.join(path, n, "state.json")) for n in os.listdir(path))
+
+
 def advise_main(argv: list[str]) -> int:
-    """``skipidx advise DATA.parquet --column msg --fpp 0.01``."""
+    """``skipidx advise DATA.parquet --column msg --fpp 0.01`` (sizes), ``skipidx advise DATA
+    --workload FILE`` or ``skipidx advise DBDIR --table t`` (the database's query log)."""
     from skipidx.apps.research.advise import DEFAULT_ADVISE_TOKENIZERS, advice_markdown, advise
     from skipidx.apps.research.report import ensure_dir, run_metadata, write_outputs
 
-    p = _Parser(prog="skipidx advise", description="Recommend skipping-index definitions and sizes from the data.")
-    p.add_argument("data", help="a Parquet file, or demo[:ROWS]")
-    p.add_argument("--column", required=True)
+    p = _Parser(prog="skipidx advise", description="Recommend skipping-index definitions and sizes from the data "
+                                                   "and, with a workload (a file of SELECTs, or a database's log "
+                                                   "of recent SELECTs), one index per column.")
+    p.add_argument("data", help="a Parquet file, demo[:ROWS], or a database directory (with --table)")
+    p.add_argument("--column", help="column(s), comma-separated (with a workload: default every column its "
+                                    "predicates touch)")
+    p.add_argument("--table", help="the table of a database directory")
     p.add_argument("--fpp", type=float, default=0.01, help="target false-positive rate per granule lookup")
     p.add_argument("--index-granularity", type=int, default=8192)
-    p.add_argument("--granularity", type=int, default=1, help="GRANULARITY of the recommended indexes")
+    p.add_argument("--granularity", type=int, default=1, help="GRANULARITY of the sized indexes (without a "
+                                                              "workload; with one it is chosen from the data)")
     p.add_argument("--tokenizers", default=",".join(DEFAULT_ADVISE_TOKENIZERS))
-    p.add_argument("--sample-granules", type=int, default=64)
+    p.add_argument("--sample-granules", type=int, default=None,
+                   help="data granules sampled (default 64; with a workload 32, in windows of 8)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--out", help="also write advise.md / advise.json into this directory")
-    p.add_argument("--workload", help="a file of SELECTs: recommend one index per column (--column a,b,...) "
-                                       "from what they ask")
+    p.add_argument("--workload", help="a file of SELECTs (default for a database directory: its query log)")
     a = p.parse_args(argv)
-    if a.workload:
-        from skipidx.apps.research.workload import recommend, workload_markdown
+    cols = [c.strip() for c in (a.column or "").split(",") if c.strip()] or None
+    is_db = _is_database_dir(a.data)
+    if a.workload or is_db:
+        import pyarrow as pa
 
-        try:
-            with open(a.workload, encoding="utf-8") as fh:
-                sql = fh.read()
-        except OSError as e:
-            raise SkipidxError(f"cannot read the workload: {e.strerror}", path=a.workload) from None
-        # one DDL per column: --column takes a comma list of the table's columns
-        mds, recs = [], []
-        for col in [c.strip() for c in a.column.split(",") if c.strip()]:
-            values, _ = load_data(a.data, col)
-            w = recommend(values, sql, column=col, fpp=a.fpp, index_granularity=a.index_granularity,
-                          granularity=a.granularity, sample_granules=a.sample_granules, seed=a.seed)
-            mds.append(workload_markdown(w))
-            recs.append(w.to_dict())
-        md = "\n".join(mds)
+        from skipidx.apps.research.workload import (recommend_table, statements_from_log, statements_from_text,
+                                                     workload_markdown)
+
+        meta = None
+        if is_db:
+            import skipidx
+
+            with skipidx.connect(a.data) as db:
+                tables = db.tables()
+                table = a.table or (tables[0] if len(tables) == 1 else None)
+                if table is None:
+                    raise SkipidxError(f"{a.data} holds {len(tables)} tables ({', '.join(tables)}): name one with "
+                                       "--table")
+                if table not in tables:
+                    raise SkipidxError(f"no table {table!r} in {a.data}; tables: {', '.join(tables) or 'none'}")
+                meta = db.table_meta(table)
+                data = db.sql(f"SELECT * FROM {table} SETTINGS log_queries = 0").to_arrow()
+                if a.workload:
+                    stmts = None
+                else:
+                    stmts = statements_from_log(db, table)
+                    if not stmts:
+                        raise SkipidxError(f"the query log of {a.data} holds no SELECT on {table!r}: run the "
+                                           "workload first, or pass --workload FILE")
+            source = f"{a.data} table {table}"
+        else:
+            if a.table:
+                raise SkipidxError("--table applies to a database directory")
+            if a.data == "demo" or a.data.startswith("demo"):
+                values, source = load_data(a.data, "msg")
+                data = pa.table({"msg": values})
+            else:
+                if not os.path.exists(a.data):
+                    raise SkipidxError("no such file", path=a.data)
+                import pyarrow.parquet as pq
+
+                try:
+                    data = pq.read_table(a.data)
+                except (OSError, pa.ArrowException) as e:
+                    raise SkipidxError(f"cannot read the data as Parquet: {e}", path=a.data) from None
+                source = os.path.basename(a.data)
+            stmts = None
+        if stmts is None:
+            try:
+                with open(a.workload, encoding="utf-8") as fh:
+                    stmts = statements_from_text(fh.read())
+            except OSError as e:
+                raise SkipidxError(f"cannot read the workload: {e.strerror}", path=a.workload) from None
+            if not stmts:
+                raise SkipidxError("the workload holds no SELECT", path=a.workload)
+        got, skipped = recommend_table(data, stmts, columns=cols, fpp=a.fpp, index_granularity=a.index_granularity,
+                                       sample_granules=a.sample_granules or 32, seed=a.seed, meta=meta)
+        md = f"# advise: {source}, {len(stmts)} SELECTs of the workload\n\n" + "\n".join(
+            workload_markdown(w) for w in got)
+        if skipped:
+            md += "\nstatements not bound (left out): " + "; ".join(f"`{x}`" for x in skipped) + "\n"
         sys.stdout.write(md)
         if a.out:
-            paths = write_outputs(ensure_dir(a.out), "advise", md, {"meta": run_metadata(), "columns": recs})
+            paths = write_outputs(ensure_dir(a.out), "advise", md, {"meta": run_metadata(),
+                                                                    "columns": [w.to_dict() for w in got]})
             sys.stdout.write(f"\nwritten: {paths['markdown']}, {paths['json']}\n")
         return 0
-    values, source = load_data(a.data, a.column)
-    adv = advise(values, column=a.column, source=source, fpp=a.fpp, index_granularity=a.index_granularity,
+    if not cols or len(cols) != 1:
+        raise SkipidxError("--column names the one column to size (or give a workload: --workload FILE)")
+    values, source = load_data(a.data, cols[0])
+    adv = advise(values, column=cols[0], source=source, fpp=a.fpp, index_granularity=a.index_granularity,
                  granularity=a.granularity, tokenizers=[t for t in a.tokenizers.split(",") if t],
-                 sample_granules=a.sample_granules, seed=a.seed)
+                 sample_granules=a.sample_granules or 64, seed=a.seed)
     md = advice_markdown(adv)
     sys.stdout.write(md)
     if a.out:
