@@ -3,7 +3,10 @@
     skipidx bench fpp [--quick] [--out DIR]
     skipidx bench indexes DATA.parquet --column msg [--queries FILE] [--out DIR] [--quick] [--no-chdb] ...
     skipidx bench report RESULT.json [--chdb-from OTHER.json] [--out DIR]   (re-render / merge runs)
-    skipidx advise DATA.parquet --column msg --fpp 0.01 [--granularity 1] ...
+    skipidx bench zoo [--corpora stdlib,site-packages,debian,demo] [--tokenizers token,ngram3,...] [--no-chdb]
+    skipidx advise DATA.parquet --column msg --fpp 0.01 [--granularity 1] ...   (index sizes)
+    skipidx advise DATA.parquet --workload FILE [--column a,b]    (one index per column for the workload)
+    skipidx advise DBDIR [--table t] [--workload FILE]            (default workload: the query log)
 
 DATA may also be ``demo`` or ``demo:ROWS``: the shared synthetic log table
 (`skipidx.apps.datagen`, seed 42) generated in memory, column ``msg``.
