@@ -3,9 +3,11 @@
 Each SELECT that ran (through ``db.sql``, ``db.execute`` or a cursor) appends
 one JSON line to ``<database>/query_log``: the statement as SQL text with its
 ``{name:Type}`` placeholders, the parameter values it ran with (as text), the
-event time, the duration, and the pruning figures. The file keeps the last
-``QUERY_LOG_MAX_ENTRIES`` entries: when it grows past twice that it is rewritten
-with the newest ones (atomic rename), so an append costs one short write.
+event time, the duration, and the pruning figures (granules total / selected).
+Bounded by rotation: when the file passes ``QUERY_LOG_MAX_BYTES`` it is renamed
+to ``query_log.1`` (replacing the older one), so an append is one short write
+and the log never holds more than about twice that; reading keeps the last
+``QUERY_LOG_MAX_ENTRIES`` entries of the two files.
 
 The log is advisory (``skipidx advise`` reads it): a failed write never fails
 the query, and a line that does not parse is skipped on read. ``db.query_log()``
@@ -22,6 +24,8 @@ import pyarrow as pa
 
 QUERY_LOG_FILE = "query_log"
 QUERY_LOG_MAX_ENTRIES = 1000
+#: the size at which the log rotates (the log holds at most about twice this)
+QUERY_LOG_MAX_BYTES = 1 << 20
 #: the longest query text kept (a generated IN list of a million values is not a workload sample)
 QUERY_LOG_MAX_CHARS = 100_000
 
@@ -37,7 +41,7 @@ def _param_text(v: Any) -> Any:
 
 
 def log_select(db_path: str, query: str, params: Mapping[str, Any] | None, duration_s: float,
-               stats: Any = None, *, max_entries: int | None = None) -> None:
+               stats: Any = None) -> None:
     """Append one SELECT to the log (best effort: an OSError is swallowed)."""
     if len(query) > QUERY_LOG_MAX_CHARS:
         return
@@ -50,7 +54,6 @@ def log_select(db_path: str, query: str, params: Mapping[str, Any] | None, durat
             v = getattr(stats, k, None)
             if v is not None:
                 rec[k] = int(v)
-    max_entries = QUERY_LOG_MAX_ENTRIES if max_entries is None else max_entries
     path = os.path.join(db_path, QUERY_LOG_FILE)
     line = (json.dumps(rec, ensure_ascii=False) + "\n").encode("utf-8")
     try:
@@ -60,32 +63,23 @@ def log_select(db_path: str, query: str, params: Mapping[str, Any] | None, durat
             size = os.fstat(fd).st_size
         finally:
             os.close(fd)
-        # trim only when the file is big enough to hold 2x the bound (a cheap size test first)
-        if size > 2 * max_entries * 64:
-            _trim(path, max_entries)
+        if size > QUERY_LOG_MAX_BYTES:
+            # another process may rotate at the same moment: a lost rename only drops old entries
+            os.replace(path, path + ".1")
     except OSError:
         pass
-
-
-def _trim(path: str, max_entries: int) -> None:
-    with open(path, "rb") as fh:
-        lines = fh.read().splitlines(keepends=True)
-    if len(lines) <= 2 * max_entries:
-        return
-    tmp = f"{path}.tmp.{os.getpid()}"
-    with open(tmp, "wb") as fh:
-        fh.writelines(lines[-max_entries:])
-    os.replace(tmp, path)
 
 
 def read_entries(db_path: str, limit: int | None = None) -> list[dict]:
     """The logged SELECTs, oldest first (the last `limit` of them, at most QUERY_LOG_MAX_ENTRIES)."""
     path = os.path.join(db_path, QUERY_LOG_FILE)
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read().splitlines()
-    except FileNotFoundError:
-        return []
+    raw: list[bytes] = []
+    for p in (path + ".1", path):
+        try:
+            with open(p, "rb") as fh:
+                raw += fh.read().splitlines()
+        except FileNotFoundError:
+            pass
     out = []
     for ln in raw:
         try:
