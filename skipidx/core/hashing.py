@@ -58,6 +58,7 @@ from typing import Any, Union
 
 import numpy as np
 import pyarrow as pa
+import xxhash as _xxhash
 import pyarrow.compute as pc
 
 from skipidx.core._kernels import xxh64 as _x
@@ -213,8 +214,33 @@ def plain_fixed_width(values: pa.Array) -> tuple[np.ndarray, int] | None:
     return None
 
 
+#: Up to this many values are hashed by the xxhash package, not the compiled kernels: a new
+#: process then hashes a query's constants without loading (or compiling) a kernel.
+SMALL_HASH_VALUES = 64
+
+
+def xxh64_spans(data: np.ndarray, offsets: np.ndarray, seed: int) -> np.ndarray:
+    """XXH64 of each ``data[offsets[i]:offsets[i+1]]`` (uint8 data, int64 offsets) with `seed`."""
+    n = offsets.shape[0] - 1
+    if n <= 0:
+        return np.zeros(0, np.uint64)
+    if n <= SMALL_HASH_VALUES:
+        o = offsets.tolist()
+        raw, s, lo = data[o[0]:o[-1]].tobytes(), int(seed), o[0]
+        return np.array([_xxhash.xxh64_intdigest(raw[o[i] - lo:o[i + 1] - lo], s) for i in range(n)],
+                        dtype=np.uint64)
+    return _x.xxh64_offsets(np.ascontiguousarray(data, dtype=np.uint8),
+                            np.ascontiguousarray(offsets, dtype=np.int64), np.uint64(seed))
+
+
 def _hash_physical(phys: tuple, seed: int) -> np.ndarray:
     kind = phys[0]
+    if kind in ("u32", "u64") and phys[1].shape[0] <= SMALL_HASH_VALUES:
+        le = np.ascontiguousarray(phys[1], dtype="<u4" if kind == "u32" else "<u8")
+        w = le.dtype.itemsize
+        return xxh64_spans(le.view(np.uint8), np.arange(le.shape[0] + 1, dtype=np.int64) * w, seed)
+    if kind == "var" and phys[2].shape[0] - 1 <= SMALL_HASH_VALUES:
+        return xxh64_spans(phys[1], phys[2], seed)
     s = np.uint64(seed)
     if kind == "u32":
         return _x.xxh64_u32_array(np.ascontiguousarray(phys[1]), s)

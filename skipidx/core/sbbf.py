@@ -473,7 +473,7 @@ class SBBFBank:
         if hs:
             np.cumsum([g.shape[0] for g in hs], out=offsets[1:])
         flat = np.concatenate(hs) if hs else np.empty(0, dtype=np.uint64)
-        return _k.bank_check_any_of(self.words, self.block_offset, self.num_blocks, flat, offsets, SALT)
+        return bank_check_any_of(self.words, self.block_offset, self.num_blocks, flat, offsets)
 
     def check_matrix(self, hashes: np.ndarray) -> np.ndarray:
         """bool[n_filters, n_hashes]: every hash against every filter."""
@@ -502,3 +502,38 @@ class SBBFBank:
     def __repr__(self) -> str:
         return f"SBBFBank({len(self)} filters, {self.nbytes} bytes)"
 
+
+
+#: Up to this many (filter, hash) probes a check runs in numpy, not the compiled kernel:
+#: a new process then answers a small query without loading (or, on a fresh install,
+#: compiling) the kernel; the numpy probe costs ~0.1 us per pair more.
+SMALL_CHECK_PROBES = 1 << 18
+
+
+def bank_check_any_of(words: np.ndarray, block_offset: np.ndarray, num_blocks: np.ndarray,
+                      hashes: np.ndarray, group_offsets: np.ndarray) -> np.ndarray:
+    """out[f] = OR over groups g of (AND over hashes[group_offsets[g]:group_offsets[g+1]]
+    may be in filter f); the kernel's contract (``_kernels.sbbf.bank_check_any_of``)."""
+    hashes = np.ascontiguousarray(hashes, dtype=np.uint64)
+    group_offsets = np.ascontiguousarray(group_offsets, dtype=np.int64)
+    nf = block_offset.shape[0]
+    if nf * hashes.shape[0] > SMALL_CHECK_PROBES:
+        return _k.bank_check_any_of(words, block_offset, num_blocks, hashes, group_offsets, SALT)
+    ng = group_offsets.shape[0] - 1
+    out = np.zeros(nf, dtype=bool)
+    if nf == 0 or ng <= 0:
+        return out
+    nb = num_blocks.astype(np.uint64)
+    base = block_offset.astype(np.int64) * 8
+    lanes = np.arange(8, dtype=np.int64)
+    present = np.empty((hashes.shape[0], nf), dtype=bool)
+    for j, h in enumerate(hashes.tolist()):
+        block = (np.uint64(h >> 32) * nb) >> np.uint64(32)
+        w = words[(base + block.astype(np.int64) * 8)[:, None] + lanes]
+        key = (h & 0xFFFFFFFF)
+        bits = np.array([1 << (((key * int(s)) & 0xFFFFFFFF) >> 27) for s in SALT], dtype=np.uint32)
+        present[j] = np.all((w & bits) == bits, axis=1)
+    for g in range(ng):
+        a, b = int(group_offsets[g]), int(group_offsets[g + 1])
+        out |= present[a:b].all(axis=0) if b > a else True
+    return out

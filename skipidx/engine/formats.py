@@ -33,6 +33,7 @@ from typing import IO, Any, Iterable, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from skipidx.core.arrays import scalar
 from skipidx.core.errors import SkipidxError
 from skipidx.expr.kernels.convert import decimal_texts, float_texts, list_texts, quoted_texts, uuid_texts
 
@@ -229,7 +230,7 @@ def _text(arr: pa.Array | pa.ChunkedArray, mode: str) -> pa.Array:
 def column_texts(arr: pa.Array | pa.ChunkedArray, mode: str, null: str) -> pa.Array:
     """The column's text in `mode` with NULL written as `null`, no nulls left."""
     s = _text(arr, mode)
-    return s.fill_null(null) if s.null_count else s
+    return s.fill_null(scalar(null, s.type)) if s.null_count else s
 
 
 # ---------------------------------------------------------------------------
@@ -241,7 +242,7 @@ def _lines(cols: list[pa.Array], sep: str) -> list[str]:
         return []
     if len(cols) == 1:
         return cols[0].to_pylist()
-    return pc.binary_join_element_wise(*cols, sep).to_pylist()
+    return pc.binary_join_element_wise(*cols, scalar(sep, cols[0].type)).to_pylist()
 
 
 def _json_name(n: str) -> str:

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from skipidx.core.threads import available_cores
+from skipidx.core.arrays import from_numpy, scalar, to_numpy
 from skipidx.expr.evaluate import where_mask
 from skipidx.expr.bound import BExpr
 from skipidx.expr.visitors import columns_of
@@ -181,14 +182,13 @@ def row_mask(where: BExpr | None, t: pa.Table) -> np.ndarray | None:
     m = where_mask(where, t)
     if m is None:
         return None
-    m = pc.fill_null(m, False)
-    if isinstance(m, pa.ChunkedArray):
-        m = m.combine_chunks()
-    return np.asarray(m.to_numpy(zero_copy_only=False), dtype=bool)
+    if m.null_count:
+        m = pc.fill_null(m, scalar(False, pa.bool_()))
+    return np.asarray(to_numpy(m), dtype=bool)
 
 
 def _filtered(t: pa.Table, mask: np.ndarray | None) -> pa.Table:
-    return t if mask is None else t.filter(pa.array(mask, type=pa.bool_()))
+    return t if mask is None else t.filter(from_numpy(mask, pa.bool_()))
 
 
 def read_filter_first(part: Any, batch: list[tuple[int, int]], where: BExpr, first: list[str], rest: list[str],

@@ -55,6 +55,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from skipidx.core.arrays import from_numpy
 from skipidx.core.errors import SkipidxError
 from skipidx.execution.aggregates import aggregate
 from skipidx.expr.evaluate import evaluate, where_mask
@@ -181,7 +182,7 @@ class _Aggregation:
         (ClickHouse's result types and empty-input answers, checked against chDB).
         """
         if self.count_only:
-            cols = {f"g{i}": pa.array([self.rows], pa.uint64()) for i in range(len(self.aggs))}
+            cols = {f"g{i}": from_numpy(np.array([self.rows], np.uint64)) for i in range(len(self.aggs))}
             return pa.table(cols) if cols else zero_column_table(1)
         data = _concat(self.parts) if self.parts else self._empty_inputs()
         nullable = {f"a{i}" for i, a in enumerate(self.aggs)

@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from skipidx.core.arrays import from_numpy
 from skipidx.expr import kernels as F
 from skipidx.expr.catalogue import CATALOGUE, as_bool
 from skipidx.expr.bound import BAgg, BCall, BColumn, BConst, BExpr, BFolded
@@ -91,7 +92,7 @@ def _on_dictionary(e: BExpr, col: pa.ChunkedArray, name: str) -> pa.Array | None
                     out[np.asarray(ind.is_null(), dtype=np.bool_)] = total
         row += m
         base += size
-    return _plain(pc.take(per_value, pa.array(pos)))
+    return _plain(pc.take(per_value, from_numpy(pos)))
 
 
 def _const_array(value: Any, typ: pa.DataType, n: int) -> pa.Array:

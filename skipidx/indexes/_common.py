@@ -1,7 +1,9 @@
 """Helpers shared by the built-in index types (not part of the public interface)."""
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+import contextvars
+from typing import Any, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -27,6 +29,27 @@ NULL_FUNCS = ("isNull", "isNotNull")
 def index_error(definition: IndexDef, message: str) -> SkipidxError:
     """A CREATE-time error that names the index, as ClickHouse's 'When validating secondary index'."""
     return SkipidxError(f"index {definition.name!r} ({definition.type_name}): {message}")
+
+
+_PROBE_TOKENIZERS = contextvars.ContextVar("skipidx_probe_tokenizers", default=True)
+
+
+@contextlib.contextmanager
+def stored_definitions() -> Iterator[None]:
+    """Validation of definitions that were validated when they were stored (a table's
+    metadata read back, an index object for a stored definition): parameters are checked
+    again, but the tokenizer is not asked to hash an empty column of the type (it did
+    at CREATE; asking loads its compiled kernels, seconds in a new process)."""
+    token = _PROBE_TOKENIZERS.set(False)
+    try:
+        yield
+    finally:
+        _PROBE_TOKENIZERS.reset(token)
+
+
+def probe_tokenizers() -> bool:
+    """False inside :func:`stored_definitions`."""
+    return _PROBE_TOKENIZERS.get()
 
 
 def int_arg(definition: IndexDef, value: Any, what: str, *, minimum: int, maximum: int | None = None) -> int:

@@ -47,15 +47,16 @@ import pyarrow as pa
 from skipidx.core import sizing
 from skipidx.core._kernels import build as kb
 from skipidx.core.lru import LRU
-from skipidx.core._kernels.sbbf import SALT, bank_check_any_of
-from skipidx.core._kernels.xxh64 import xxh64_offsets
+from skipidx.core._kernels.sbbf import SALT
 from skipidx.core.errors import SkipidxError
 from skipidx.indexes import zones
 from skipidx.indexes._common import (
     atom_text, index_error, int_arg, fpp_arg, is_string_like, null_counts, null_mask,
-    null_subject_matches, plain, sql_literal, subject_matches,
+    null_subject_matches, plain, sql_literal, stored_definitions, subject_matches,
 )
-from skipidx.core.sbbf import SBBFBank
+from skipidx.core.arrays import to_numpy
+from skipidx.core.hashing import xxh64_spans
+from skipidx.core.sbbf import SBBFBank, bank_check_any_of
 from skipidx.indexes.base import (
     Atom, BoolMask, IndexAggregator, IndexCondition, IndexDef, IndexGranules, IndexType, register_index_type,
 )
@@ -191,15 +192,11 @@ class SBBFGranules(IndexGranules):
 
     def maybe_contains(self, hashes: np.ndarray, group_offsets: np.ndarray) -> np.ndarray:
         """Per zone: some group's hashes may all be in the zone's filter."""
-        return bank_check_any_of(self.words, self.block_offset, self.num_blocks,
-                                 np.ascontiguousarray(hashes, dtype=np.uint64),
-                                 np.ascontiguousarray(group_offsets, dtype=np.int64), SALT)
+        return bank_check_any_of(self.words, self.block_offset, self.num_blocks, hashes, group_offsets)
 
     def maybe_contains_at(self, zones: np.ndarray, hashes: np.ndarray, group_offsets: np.ndarray) -> np.ndarray:
         """:meth:`maybe_contains` for the zones `zones` only (int64 ids), one entry per asked zone."""
-        return bank_check_any_of(self.words, self.block_offset[zones], self.num_blocks[zones],
-                                 np.ascontiguousarray(hashes, dtype=np.uint64),
-                                 np.ascontiguousarray(group_offsets, dtype=np.int64), SALT)
+        return bank_check_any_of(self.words, self.block_offset[zones], self.num_blocks[zones], hashes, group_offsets)
 
     @property
     def mean_fpp(self) -> float:
@@ -269,7 +266,7 @@ class SBBFGranules(IndexGranules):
         if np.any(sizes < sizing.MIN_BYTES) or np.any(sizes % 32):
             raise zones.CorruptionError("index table: a filter is not a whole number of 32-byte blocks")
         ndv_col = zones.column(table, "ndv", pa.uint64(), nullable=True)
-        ndv = None if ndv_col.null_count == len(ndv_col) and len(ndv_col) else ndv_col.to_numpy(zero_copy_only=False)
+        ndv = None if ndv_col.null_count == len(ndv_col) and len(ndv_col) else to_numpy(ndv_col)
         if ndv is not None and len(ndv_col) and ndv_col.null_count:
             raise zones.CorruptionError("index table: ndv partly missing")
         if ndv is not None:
@@ -281,8 +278,8 @@ class SBBFGranules(IndexGranules):
             bank = SBBFBank.from_arrow(arr)
         except SkipidxError as e:
             raise zones.CorruptionError(f"index table: {e.message}") from None
-        fill = zones.column(table, "fill_ratio", pa.float64()).to_numpy()
-        fpp = zones.column(table, "fpp_estimate", pa.float64()).to_numpy()
+        fill = to_numpy(zones.column(table, "fill_ratio", pa.float64()))
+        fpp = to_numpy(zones.column(table, "fpp_estimate", pa.float64()))
         zones.column(table, "saturated", pa.bool_())
         if np.any(~np.isfinite(fill)) or np.any((fill < 0) | (fill > 1)) or np.any((fpp < 0) | (fpp > 1)):
             raise zones.CorruptionError("index table: fill_ratio / fpp_estimate out of range")
@@ -519,7 +516,7 @@ class SBBFCondition(IndexCondition):
             lens = np.array([len(t) for t in tokens], dtype=np.int64)
             toffs = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
             data = np.frombuffer(b"".join(tokens), dtype=np.uint8) if tokens else np.zeros(0, np.uint8)
-            hashes = xxh64_offsets(data, toffs, self.seed) if tokens else np.zeros(0, np.uint64)
+            hashes = xxh64_spans(data, toffs, self.seed)
             goffs = np.concatenate([[0], np.cumsum([len(g) for g in requirement.any_of])]).astype(np.int64)
             self._hashes = (hashes, goffs)
 
@@ -593,7 +590,11 @@ class _SBBFIndexType(IndexType):
         caller has them; recorded params without ``size_rule`` (a table made before it existed)
         keep Arrow's rule for new parts too, rather than the DDL's new default."""
         super().__init__(definition, column_type)
-        self.params = self.validate(definition, column_type)
+        if stored_params is None:
+            self.params = self.validate(definition, column_type)
+        else:
+            with stored_definitions():
+                self.params = self.validate(definition, column_type)
         if (stored_params is not None and "size_rule" in self.params and "size_rule" not in stored_params):
             self.params = {k: v for k, v in self.params.items() if k != "size_rule"}
         self.tokenizer = get_tokenizer(self.params["tokenizer"], **self.params["tokenizer_params"])
@@ -607,11 +608,14 @@ class _SBBFIndexType(IndexType):
             raise index_error(definition, e.message) from None
         except TypeError as e:
             raise index_error(definition, f"bad parameters for tokenizer {name!r}: {e}") from None
-        # Ask the tokenizer whether it can hash this column type (an empty column costs nothing).
-        try:
-            from skipidx.indexes._common import value_type
+        # Ask the tokenizer whether it can hash this column type (an empty column costs no
+        # data work, but loads its kernels: skipped for definitions validated when stored).
+        from skipidx.indexes._common import probe_tokenizers, value_type
 
-            tok.hash_column(pa.array([], value_type(column_type)), 0)
+        if not probe_tokenizers():
+            return tok
+        try:
+            tok.hash_column(pa.nulls(0, value_type(column_type)), 0)
         except (SkipidxError, pa.ArrowException, TypeError, ValueError) as e:
             msg = e.message if isinstance(e, SkipidxError) else str(e)
             raise index_error(definition, f"tokenizer {name!r} cannot index column type {column_type}: {msg}") from None

@@ -36,6 +36,7 @@ import numpy as np
 import pyarrow as pa
 
 from skipidx.core.errors import CorruptionError
+from skipidx.core.arrays import to_numpy
 
 PART = "part"                  # the column of files written before fragment_id
 FRAGMENT_ID = "fragment_id"
@@ -176,10 +177,10 @@ def read_common(table: pa.Table, index_type: str, format_version: int) -> ZoneCo
         json.loads(md.get(META_PARAMS.decode(), ""))
     except ValueError:
         raise _bad("missing or bad params") from None
-    zs = column(table, ZONE_START, pa.uint64()).to_numpy().astype(np.int64)
-    zl = column(table, ZONE_LENGTH, pa.uint64()).to_numpy().astype(np.int64)
-    hn = column(table, HAS_NULL, pa.bool_()).to_numpy(zero_copy_only=False).astype(bool)
-    nc = column(table, NULL_COUNT, pa.uint64()).to_numpy().astype(np.int64)
+    zs = to_numpy(column(table, ZONE_START, pa.uint64())).astype(np.int64)
+    zl = to_numpy(column(table, ZONE_LENGTH, pa.uint64())).astype(np.int64)
+    hn = to_numpy(column(table, HAS_NULL, pa.bool_())).astype(bool)
+    nc = to_numpy(column(table, NULL_COUNT, pa.uint64())).astype(np.int64)
     if FRAGMENT_ID in table.column_names:
         column(table, FRAGMENT_ID, pa.uint64())
     else:

@@ -29,6 +29,7 @@ from typing import Any, Callable, Iterable, NamedTuple
 import numpy as np
 
 from skipidx.core.errors import CorruptionError, SkipidxError
+from skipidx.indexes._common import stored_definitions
 from skipidx.indexes.base import BoolMask, IndexCondition, IndexType, get_index_type
 from skipidx.planner.rpn import RPN, evaluate, polarity, useful_answers
 from skipidx.planner.sources import GranuleSource
@@ -116,7 +117,9 @@ class IndexCache:
         key = (definition, str(col_type))
         t = self._types.get(key)
         if t is None:
-            t = get_index_type(definition.type_name)(definition, col_type)
+            # the definition is a table's stored one, validated when it was stored
+            with stored_definitions():
+                t = get_index_type(definition.type_name)(definition, col_type)
             self._types[key] = t
         return t
 

@@ -6,11 +6,26 @@
 
 Errors are :class:`skipidx.core.errors.ParseError` with 1-based `line`/`column` and,
 for syntax errors, the readable tuple `expected`.
+
+The names load on first use (``import skipidx`` does not import the parser).
 """
 from __future__ import annotations
 
-from skipidx.sql import ast
-from skipidx.sql.parser import MAX_EXPRESSION_DEPTH, parse, parse_expression
+import importlib
+from typing import Any
 
 __all__ = ["ast", "parse", "parse_expression", "MAX_EXPRESSION_DEPTH"]
 
+_FROM_PARSER = ("parse", "parse_expression", "MAX_EXPRESSION_DEPTH")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _FROM_PARSER:
+        return getattr(importlib.import_module("skipidx.sql.parser"), name)
+    if name == "ast":
+        return importlib.import_module("skipidx.sql.ast")
+    raise AttributeError(f"module 'skipidx.sql' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1186,20 +1186,43 @@ _parser_lock = threading.Lock()
 _parser_obj: Lark | None = None
 
 
+def _build_from_grammar() -> Lark:
+    """The parser built from grammar.lark (computes the LALR tables: ~1 s)."""
+    grammar = (Path(__file__).with_name("grammar.lark")).read_text(encoding="utf-8")
+    return Lark(
+        grammar,
+        parser="lalr",
+        lexer=SqlLexer,
+        start=["start", "expr_only"],
+        transformer=_AstBuilder(),
+        maybe_placeholders=True,
+    )
+
+
+def _load_tables() -> Lark | None:
+    """The parser from the generated tables module (_lalr_tables.py: Python literals, no
+    pickle), or None when that module is missing or was generated from another grammar."""
+    import hashlib
+
+    try:
+        from skipidx.sql import _lalr_tables as T
+    except ImportError:
+        return None
+    grammar = Path(__file__).with_name("grammar.lark").read_text(encoding="utf-8")
+    if T.GRAMMAR_SHA256 != hashlib.sha256(grammar.encode("utf-8")).hexdigest():
+        return None
+    data = dict(T.DATA)
+    data["options"] = {**data["options"], "lexer": SqlLexer}
+    data["parser"] = {**data["parser"], "lexer_conf": {**data["parser"]["lexer_conf"], "lexer_type": SqlLexer}}
+    return Lark._load_from_dict(data, T.MEMO, transformer=_AstBuilder())
+
+
 def _lark() -> Lark:
     global _parser_obj
     if _parser_obj is None:
         with _parser_lock:
             if _parser_obj is None:
-                grammar = (Path(__file__).with_name("grammar.lark")).read_text(encoding="utf-8")
-                _parser_obj = Lark(
-                    grammar,
-                    parser="lalr",
-                    lexer=SqlLexer,
-                    start=["start", "expr_only"],
-                    transformer=_AstBuilder(),
-                    maybe_placeholders=True,
-                )
+                _parser_obj = _load_tables() or _build_from_grammar()
     return _parser_obj
 
 

@@ -542,9 +542,12 @@ def _check_index_params(im: IndexMeta, meta: "TableMeta", where: str) -> None:
     """An index read from disk is validated again by its type, and what the
     type derives must be what was stored: stored parameters are then only
     ever values its own validation produced (ranges included)."""
+    from skipidx.indexes._common import stored_definitions
+
     w = f"{where}: index {im.name!r}"
     try:
-        again = make_index_meta(im.definition, meta.column(im.definition.column).type)
+        with stored_definitions():
+            again = make_index_meta(im.definition, meta.column(im.definition.column).type)
     except SkipidxError as e:
         raise SkipidxError(f"{w}: {e.message}") from None
     except (TypeError, ValueError, OverflowError, KeyError, AttributeError) as e:

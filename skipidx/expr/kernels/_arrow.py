@@ -8,6 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from skipidx.core.arrays import from_numpy, to_numpy
 from skipidx.core.errors import SkipidxError
 
 ArrayLike = Union[pa.Array, pa.ChunkedArray]
@@ -106,7 +107,7 @@ def _offsets_data(chunk: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 
 def _bool_result(values: np.ndarray, like_chunk: pa.Array) -> pa.Array:
     """numpy bool values -> BooleanArray carrying the nulls of `like_chunk`."""
-    out = pa.array(values, type=pa.bool_())
+    out = from_numpy(values, pa.bool_())
     if like_chunk.null_count == 0:
         return out
     validity = like_chunk.is_valid().buffers()[1]
@@ -118,7 +119,7 @@ def _with_nulls_of(result: pa.Array, like_chunk: pa.Array) -> pa.Array:
     """`result` (no nulls) with the nulls of `like_chunk` laid over it."""
     if like_chunk.null_count == 0:
         return result
-    return _bool_result(result.to_numpy(zero_copy_only=False), like_chunk)
+    return _bool_result(to_numpy(result), like_chunk)
 
 
 def _const_bool(chunk: pa.Array, value: bool) -> pa.Array:

@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numba import njit
 
+from skipidx.core.arrays import array_of, from_numpy, scalar
 from skipidx.core.lru import LRU
 from skipidx.core.errors import SkipidxError
 from skipidx.expr import dates
@@ -30,23 +31,23 @@ def literal(value: Any) -> pa.Scalar:
     Float64, strings String (as binary bytes), NULL a null scalar.
     """
     if value is None:
-        return pa.scalar(None, type=pa.null())
+        return scalar(None, type=pa.null())
     if isinstance(value, bool):
-        return pa.scalar(int(value), type=pa.uint8())
+        return scalar(int(value), type=pa.uint8())
     if isinstance(value, int):
         if value >= 0:
             for t, hi in ((pa.uint8(), 2**8), (pa.uint16(), 2**16), (pa.uint32(), 2**32), (pa.uint64(), 2**64)):
                 if value < hi:
-                    return pa.scalar(value, type=t)
+                    return scalar(value, type=t)
         else:
             for t, lo in ((pa.int8(), -2**7), (pa.int16(), -2**15), (pa.int32(), -2**31), (pa.int64(), -2**63)):
                 if value >= lo:
-                    return pa.scalar(value, type=t)
+                    return scalar(value, type=t)
         raise SkipidxError(f"integer literal {value} is out of the 64-bit range")
     if isinstance(value, float):
-        return pa.scalar(value, type=pa.float64())
+        return scalar(value, type=pa.float64())
     if isinstance(value, (bytes, str)):
-        return pa.scalar(_as_bytes(value, "literal"), type=pa.binary())
+        return scalar(_as_bytes(value, "literal"), type=pa.binary())
     raise SkipidxError(f"unsupported literal {value!r}")
 
 
@@ -105,14 +106,14 @@ def _coerce_temporal(value: Any, t: pa.DataType) -> pa.Scalar:
         v: Any = _parse_date(text) if pa.types.is_date(t) else _parse_datetime(text)
         if pa.types.is_timestamp(t) and t.tz is not None:
             v = v.replace(tzinfo=_dt.timezone.utc)
-        return pa.scalar(v, type=t)
+        return scalar(v, type=t)
     if isinstance(value, (_dt.date, _dt.datetime)):
-        return pa.scalar(value, type=t)
+        return scalar(value, type=t)
     if isinstance(value, int) and not isinstance(value, bool):
         # ClickHouse compares a Date with a number as its day number, a DateTime as seconds.
         if pa.types.is_date(t):
-            return pa.scalar(value, type=pa.int32()).cast(pa.date32()).cast(t)
-        return pa.scalar(value, type=pa.int64()).cast(pa.timestamp("s")).cast(t)
+            return scalar(value, type=pa.int32()).cast(pa.date32()).cast(t)
+        return scalar(value, type=pa.int64()).cast(pa.timestamp("s")).cast(t)
     raise SkipidxError(f"cannot compare {t} with {value!r}")
 
 
@@ -148,9 +149,9 @@ def _compare_int_column_const(op: str, chunk: pa.Array, c: int | float) -> pa.Ar
                "less": not below, "less_equal": not below,
                "greater": below, "greater_equal": below}[op]
         return _const_bool(chunk, val)
-    scalar = pa.scalar(c, type=t if not pa.types.is_boolean(t) else pa.uint8())
+    const = scalar(c, type=t if not pa.types.is_boolean(t) else pa.uint8())
     col = chunk if not pa.types.is_boolean(t) else chunk.cast(pa.uint8())
-    return getattr(pc, op)(col, scalar)
+    return getattr(pc, op)(col, const)
 
 
 def _exact_int_float(op: str, i: np.ndarray, f: np.ndarray) -> np.ndarray:
@@ -205,9 +206,9 @@ def _compare_arrays(op: str, a: pa.Array, b: pa.Array) -> pa.Array:
                 sign = -sign
             vals = {"equal": sign == 0, "not_equal": sign != 0, "less": sign < 0, "less_equal": sign <= 0,
                     "greater": sign > 0, "greater_equal": sign >= 0}[op]
-            out = pa.array(vals, pa.bool_())
+            out = array_of(vals, pa.bool_())
             valid = _valid_and(a, b)
-            return out if valid is None else pc.if_else(valid, out, pa.scalar(None, pa.bool_()))
+            return out if valid is None else pc.if_else(valid, out, scalar(None, pa.bool_()))
         return getattr(pc, op)(a.cast(pa.int64()), b.cast(pa.int64()))
     if {ka, kb} <= {"int", "uint", "float"} and "float" in (ka, kb) and ka != kb:
         ints, flts = (a, b) if ka != "float" else (b, a)
@@ -217,9 +218,9 @@ def _compare_arrays(op: str, a: pa.Array, b: pa.Array) -> pa.Array:
         fv = flts.cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False)
         eff = op if ints is a else {"less": "greater", "greater": "less", "less_equal": "greater_equal",
                                     "greater_equal": "less_equal"}.get(op, op)
-        out = pa.array(_exact_int_float(eff, iv, fv), pa.bool_())
+        out = array_of(_exact_int_float(eff, iv, fv), pa.bool_())
         valid = _valid_and(a, b)
-        return out if valid is None else pc.if_else(valid, out, pa.scalar(None, pa.bool_()))
+        return out if valid is None else pc.if_else(valid, out, scalar(None, pa.bool_()))
     if ka in ("date", "datetime") and kb == "string":
         raise SkipidxError("comparing a Date/DateTime column with a String column is not supported")
     try:
@@ -283,14 +284,14 @@ def compare(op: str, left: ArrayLike, right: ArrayLike | Any) -> ArrayLike:
             if isinstance(num, int) and abs(num) > 2**53:
                 const = np.full(len(chunk), num, dtype=np.uint64 if num > 0 else np.int64)
                 return _compare_arrays(fn, chunk, pa.array(const))
-            return getattr(pc, fn)(chunk.cast(pa.float64()), pa.scalar(float(num), pa.float64()))
+            return getattr(pc, fn)(chunk.cast(pa.float64()), scalar(float(num), pa.float64()))
         if k == "string":
             if isinstance(v, pa.Scalar):
                 v = v.as_py()
             b = _as_bytes(v, "comparison constant")
-            return _string_fn(lambda c: getattr(pc, fn)(_binary_view(c), pa.scalar(b, pa.binary())))(chunk) \
+            return _string_fn(lambda c: getattr(pc, fn)(_binary_view(c), scalar(b, pa.binary())))(chunk) \
                 if not pa.types.is_large_string(chunk.type) and not pa.types.is_large_binary(chunk.type) \
-                else getattr(pc, fn)(_binary_view(chunk), pa.scalar(b, pa.large_binary()))
+                else getattr(pc, fn)(_binary_view(chunk), scalar(b, pa.large_binary()))
         if k in ("date", "datetime"):
             return getattr(pc, fn)(chunk, _coerce_temporal(v, chunk.type))
         raise SkipidxError(f"cannot compare {chunk.type} with {v!r}")
@@ -409,7 +410,7 @@ def _in_plan_uncached(vals: tuple, vt: pa.DataType) -> _InPlan:
                 raise SkipidxError(f"IN list value {v!r} does not fit a {vt} column")
             if lo <= v <= hi:
                 keep.append(v)
-        vset = pa.array(keep, type=vt if not pa.types.is_boolean(vt) else pa.uint8())
+        vset = array_of(keep, type=vt if not pa.types.is_boolean(vt) else pa.uint8())
     elif k == "float":
         for v in vals:
             if isinstance(v, bool) or not isinstance(v, (int, float)):
@@ -419,9 +420,9 @@ def _in_plan_uncached(vals: tuple, vt: pa.DataType) -> _InPlan:
             if isinstance(v, int) and float(v) != v:
                 continue
             keep.append(float(v))
-        vset = pa.array(keep, type=vt)
+        vset = array_of(keep, type=vt)
     elif k == "string":
-        vset = pa.array([_as_bytes(v, "IN list value") for v in vals], type=pa.large_binary())
+        vset = array_of([_as_bytes(v, "IN list value") for v in vals], type=pa.large_binary())
     elif k in ("date", "datetime"):
         vset = pa.array([_coerce_temporal(v, vt).as_py() for v in vals], type=vt)
     else:
@@ -495,7 +496,7 @@ def is_in(arr: ArrayLike, values: Iterable[Any], negated: bool = False) -> Array
 
     chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
     if len(vset) == 0:
-        found = [pa.array(np.zeros(len(c), dtype=np.bool_)) for c in chunks]
+        found = [from_numpy(np.zeros(len(c), dtype=np.bool_)) for c in chunks]
     elif plan.membership is not None and not pa.types.is_dictionary(t):
         found = _is_in_small_fixed(chunks, vt, plan.membership)
     else:
@@ -560,9 +561,9 @@ def where_mask(arr: ArrayLike) -> ArrayLike:
     t = arr.type
     if not pa.types.is_boolean(t):
         if pa.types.is_integer(t) or pa.types.is_floating(t):
-            arr = pc.not_equal(arr, pa.scalar(0, t))
+            arr = pc.not_equal(arr, scalar(0, t))
         elif pa.types.is_null(t):
-            return _map_chunks(arr, lambda c: pa.array(np.zeros(len(c), dtype=np.bool_)))
+            return _map_chunks(arr, lambda c: from_numpy(np.zeros(len(c), dtype=np.bool_)))
         else:
             raise SkipidxError(f"Illegal type {t} of column for filter. Must be UInt8 or Nullable(UInt8)")
     if arr.null_count == 0:

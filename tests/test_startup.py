@@ -1,0 +1,217 @@
+"""Start-up: what a new process loads to answer one indexed query, and the pieces that
+keep it small (the generated parser tables, the kernel-free small paths).
+
+Timings are in bench/bench_startup.py; here only what must hold on every machine.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import skipidx
+from skipidx.core import hashing as H
+from skipidx.core._kernels import sbbf as KS
+from skipidx.core._kernels import xxh64 as KX
+from skipidx.core.arrays import array_of, from_numpy, scalar, to_numpy
+from skipidx.core.sbbf import SALT, bank_check_any_of
+
+#: Never on the query path: each costs ~0.3-1 s to import, or is an optional extra.
+FORBIDDEN = ("pandas", "pyspark", "matplotlib", "chdb", "duckdb", "polars")
+
+DDL = """CREATE TABLE logs (
+    ts DateTime, level LowCardinality(String), trace_id String, user_id UInt64,
+    status Nullable(UInt16), msg String,
+    INDEX msg_tokens msg TYPE tokenbf_v1(4096, 3, 0) GRANULARITY 1,
+    INDEX msg_ngrams msg TYPE ngrambf_v1(3, 4096, 2, 0) GRANULARITY 1,
+    INDEX msg_auto msg TYPE sbbf('ngram', n = 4, min_n = 3, fpp = 0.01) GRANULARITY 1,
+    INDEX trace_bf trace_id TYPE bloom_filter GRANULARITY 1,
+    INDEX ts_mm ts TYPE minmax GRANULARITY 1
+) ENGINE = MergeTree ORDER BY ts SETTINGS index_granularity = 256"""
+
+
+@pytest.fixture(scope="module")
+def logs_db(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("startup") / "db")
+    rng = np.random.default_rng(3)
+    n = 3000
+    words = np.array(["alpha", "beta", "timeout", "gamma", "delta", "kraken"])
+    msg = [" ".join(words[rng.integers(0, 5, 6)]) for _ in range(n)]
+    msg[1234] = "found the kraken here"
+    with skipidx.connect(path) as db:
+        db.sql(DDL)
+        db.insert("logs", pa.table({
+            "ts": pa.array(np.arange(n, dtype=np.int64) + 1_700_000_000, pa.int64()).cast(pa.timestamp("s")),
+            "level": pa.array(np.array(["INFO", "WARN"])[rng.integers(0, 2, n)]),
+            "trace_id": pa.array([f"{i:032x}" for i in rng.integers(0, 2**62, n)]),
+            "user_id": pa.array(rng.integers(1, 1000, n, dtype=np.uint64)),
+            "status": pa.array([None if i % 7 == 0 else 200 for i in range(n)], pa.uint16()),
+            "msg": pa.array(msg),
+        }))
+    return path
+
+
+def _run(code: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code) + _REPORT], capture_output=True, text=True,
+                         env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+_REPORT = """
+import json, sys
+mods = sorted({m.split(".")[0] for m in sys.modules})
+print(json.dumps({"result": RESULT, "modules": mods}))
+"""
+
+
+def test_import_skipidx_is_light():
+    got = _run("import skipidx\nRESULT = None")
+    for m in ("lark", "numba", "pyarrow", "numpy", *FORBIDDEN):
+        assert m not in got["modules"], m
+    # skipidx.sql stays callable and its names load on use
+    got = _run("import skipidx\nfrom skipidx.sql import parse\n"
+               "RESULT = [skipidx.sql('SELECT 1').fetchall(), type(parse('SELECT 2')[0]).__name__]")
+    assert got["result"] == [[[1]], "Select"]
+
+
+QUERIES = [
+    ("SELECT count() FROM logs WHERE hasToken(msg, 'kraken')", [[1]]),
+    ("SELECT count() FROM logs WHERE msg LIKE '%kraken%'", [[1]]),
+    ("SELECT count() FROM logs WHERE hasToken(msg, 'timeout') AND level = 'WARN'", None),
+    ("SELECT ts, msg, status FROM logs WHERE hasToken(msg, 'kraken')", None),
+]
+
+
+@pytest.mark.parametrize("query,expected", QUERIES)
+def test_query_path_imports_no_heavy_module(logs_db, query, expected):
+    got = _run(f"""
+        import skipidx
+        db = skipidx.connect({logs_db!r})
+        rows = [list(r) for r in db.sql({query!r}).fetchall()]
+        RESULT = [[str(v) for v in r] for r in rows] if len(rows) > 1 or len(rows[0]) > 1 else rows
+    """)
+    bad = sorted(set(got["modules"]) & set(FORBIDDEN))
+    assert not bad, f"{query}: imported {bad}"
+    if expected is not None:
+        assert got["result"] == expected
+
+
+def test_cli_query_imports_no_heavy_module(logs_db):
+    got = _run(f"""
+        import contextlib, io
+        from skipidx.apps.cli import main
+        buf = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+        with contextlib.redirect_stdout(buf):
+            rc = main(["sql", {logs_db!r}, "SELECT count() FROM logs WHERE hasToken(msg, 'kraken')",
+                       "--format", "TSV"])
+        buf.flush()
+        RESULT = [rc, buf.buffer.getvalue().decode().strip()]
+    """)
+    assert got["result"] == [0, "1"]
+    bad = sorted(set(got["modules"]) & set(FORBIDDEN))
+    assert not bad, bad
+
+
+def test_generated_parser_tables_are_current():
+    """Regenerating the LALR tables from grammar.lark gives the committed file."""
+    out = subprocess.run([sys.executable, "-m", "skipidx.sql._generate", "--check"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_generated_parser_parses_as_the_grammar_built_one():
+    from skipidx.core.errors import ParseError
+    from skipidx.sql import parser as P
+
+    built = P._build_from_grammar()
+    loaded = P._load_tables()
+    assert loaded is not None, "the tables module is missing or stale"
+    texts = ["SELECT count() FROM logs WHERE hasToken(msg, 'x') AND (a IN (1, 2) OR b LIKE '%y%')",
+             "CREATE TABLE t (a UInt8, s String, INDEX i s TYPE ngrambf_v1(3, 256, 2, 0) GRANULARITY 1) "
+             "ENGINE = MergeTree ORDER BY a",
+             "SELECT a, count() AS c FROM t GROUP BY a HAVING c > 1 ORDER BY c DESC LIMIT 3",
+             "INSERT INTO t VALUES (1, 'a'), (2, 'b')"]
+    for text in texts:
+        P._local.ctx = P._Ctx()
+        a = built.parse(text, start="start")
+        P._local.ctx = P._Ctx()
+        b = loaded.parse(text, start="start")
+        assert a == b
+    P._local.ctx = None
+    for bad in ("SELECT FROM WHERE", "SELECT a FROM t WHERE", "CREATE TABLE (", "SELECT a b c FROM t",
+                "SELECT (1", "INSERT INTO t VALUES (1,"):
+        msgs = []
+        for parser in (built, loaded):
+            P._parser_obj = parser
+            try:
+                P._run(bad, "start")
+            except ParseError as e:
+                msgs.append((str(e), e.line, e.column, e.expected))
+        P._parser_obj = None
+        assert len(msgs) == 2 and msgs[0] == msgs[1], bad
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.binary(max_size=40), max_size=H.SMALL_HASH_VALUES + 3), st.integers(0, 2**64 - 1),
+       st.integers(0, 2))
+def test_small_hashing_equals_the_kernel(values, seed, lead):
+    arr = pa.array([b"pad"] * lead + values, pa.binary()).slice(lead)
+    phys = H._physical(arr)
+    want = KX.xxh64_offsets(phys[1], phys[2], np.uint64(seed)) if values else np.zeros(0, np.uint64)
+    assert np.array_equal(H.xxh64_array(arr, seed), want)
+    ints = pa.array(np.frombuffer(b"".join(v[:8].ljust(8, b"\0") for v in values), np.uint64)
+                    if values else np.zeros(0, np.uint64))
+    assert np.array_equal(H.xxh64_array(ints, seed),
+                          KX.xxh64_u64_array(np.ascontiguousarray(H._physical(ints)[1]), np.uint64(seed)))
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(1, 40), st.integers(0, 2**32 - 1), st.integers(0, 9), st.integers(0, 3), st.booleans())
+def test_small_bank_check_equals_the_kernel(nf, seed, nh, ncuts, sparse):
+    rng = np.random.default_rng(seed)
+    nb = rng.integers(1, 5, nf).astype(np.int64)
+    bo = np.concatenate([[0], np.cumsum(nb)[:-1]]).astype(np.int64)
+    words = rng.integers(0, 2**32, int(nb.sum()) * 8, dtype=np.uint64).astype(np.uint32)
+    if sparse:   # mostly clear bits: most hashes absent
+        for _ in range(3):
+            words &= rng.integers(0, 2**32, words.size, dtype=np.uint64).astype(np.uint32)
+    hashes = rng.integers(0, 2**64 - 1, nh, dtype=np.uint64)
+    # plant some hashes so that both answers occur
+    for h in hashes[: nh // 2]:
+        f = int(rng.integers(0, nf))
+        b = int(bo[f] + (((int(h) >> 32) * int(nb[f])) >> 32))
+        for i in range(8):
+            words[b * 8 + i] |= np.uint32(1 << ((((int(h) & 0xFFFFFFFF) * int(SALT[i])) & 0xFFFFFFFF) >> 27))
+    cuts = np.sort(rng.integers(0, nh + 1, ncuts))
+    goffs = np.concatenate([[0], cuts, [nh]]).astype(np.int64)
+    want = KS.bank_check_any_of(words, bo, nb, hashes, goffs, SALT)
+    assert np.array_equal(bank_check_any_of(words, bo, nb, hashes, goffs), want)
+    zones = rng.permutation(nf)[: max(1, nf // 2)]
+    want = KS.bank_check_any_of(words, bo[zones], nb[zones], hashes, goffs, SALT)
+    assert np.array_equal(bank_check_any_of(words, bo[zones], nb[zones], hashes, goffs), want)
+
+
+def test_arrays_helpers_match_pyarrow():
+    for t, vals in ((pa.uint64(), [0, 5, 2**64 - 1]), (pa.int8(), [-128, 0, 127]), (pa.float64(), [1.5, -0.0]),
+                    (pa.bool_(), [True, False, True]), (pa.string(), ["a", "", "ü"]),
+                    (pa.large_binary(), [b"x", b""]), (pa.uint8(), [1, None])):
+        assert array_of(vals, t).equals(pa.array(vals, t))
+        for v in vals:
+            assert scalar(v, t).equals(pa.scalar(v, t))
+    with pytest.raises(pa.ArrowInvalid):
+        scalar(300, pa.uint8())
+    a = from_numpy(np.array([True, False, True, True, False, False, True, False, True]))
+    for off in range(4):
+        assert to_numpy(a.slice(off)).tolist() == a.slice(off).to_pylist()
+    c = pa.chunked_array([pa.array([1, 2], pa.int32()), pa.array([3], pa.int32())])
+    assert to_numpy(c).tolist() == [1, 2, 3]
+    assert to_numpy(pa.array([1, None], pa.int64())).tolist()[0] == 1
