@@ -50,6 +50,24 @@ def test_zoo_no_false_negative_and_fpp_in_interval(sets):
     assert by["sbbf exact fpp=0.01"].fpp_analytic <= 0.01
 
 
+def test_fpp_interval_widens_for_shared_false_positives():
+    from skipidx.apps.research.fpp import wilson_interval
+
+    rng = np.random.default_rng(5)
+    indep = rng.random((2000, 64)) < 0.01                  # every (probe, granule) on its own
+    shared = np.repeat(rng.random((2000, 1)) < 0.01, 64, axis=1)   # identical granules: one draw per probe
+    for ka in (indep, shared):
+        lo, hi = zoo.fpp_interval(ka, 0.999)
+        wlo, whi = wilson_interval(int(ka.sum()), int(ka.size), 0.999)
+        assert lo <= wlo and hi >= whi and lo <= 0.01 <= hi
+    lo, hi = zoo.fpp_interval(shared, 0.999)
+    wlo, whi = wilson_interval(int(shared.sum()), int(shared.size), 0.999)
+    assert hi - lo > 4 * (whi - wlo)        # 2000 effective trials, not 128,000
+    assert zoo.fpp_interval(indep, 0.999)[1] - zoo.fpp_interval(indep, 0.999)[0] < 1.5 * (
+        wilson_interval(int(indep.sum()), int(indep.size), 0.999)[1]
+        - wilson_interval(int(indep.sum()), int(indep.size), 0.999)[0])
+
+
 def test_false_negative_is_detected(sets):
     class Broken(zoo.ExactSets):
         name = "broken"
@@ -135,13 +153,13 @@ def test_substring_zoo_against_chdb(tokenizer):
     zoo's (checked inside), ClickHouse's Bloom index has the budget's bytes, and the two text
     indexes keep the same granules."""
     pytest.importorskip("chdb")
-    vals = _corpus(rows=2048)
+    vals = _corpus(rows=1024)
     needles = zoo.substring_needles(vals, 12, seed=2)
     assert len(needles) == 12 and all(3 <= len(n) <= 12 and "%" not in n and "'" not in n for n in needles)
-    rows = zoo.run_corpus(vals, corpus="synthetic", rows_per_granule=256, needles=needles, tokenizer=tokenizer,
+    rows = zoo.run_corpus(vals, corpus="synthetic", rows_per_granule=128, needles=needles, tokenizer=tokenizer,
                           n_absent=100, reps=1, with_chdb=True)
     ideal = rows[0].ideal
-    truth = zoo.substring_truth(vals, needles, 256)
+    truth = zoo.substring_truth(vals, needles, 128)
     assert ideal == int(truth.sum()) > 0
     by_fam = {}
     for r in rows:
@@ -149,7 +167,7 @@ def test_substring_zoo_against_chdb(tokenizer):
         assert r.kept >= r.ideal == ideal, r
     assert set(by_fam) >= {"sbbf per granule", "classic bloom", "exact sets", "text index", "chDB Bloom index",
                            "chDB text index"}
-    sets = zoo.granule_sets(vals, zoo.zoo_tokenizer(tokenizer), 256)
+    sets = zoo.granule_sets(vals, zoo.zoo_tokenizer(tokenizer), 128)
     budgets = zoo.budget_bytes(sets)
     assert sorted(r.bytes for r in by_fam["chDB Bloom index"]) == sorted(b * sets.n_granules for b in budgets)
     assert all(r.engine == "chDB" and r.bytes_compressed > 0 for r in by_fam["chDB Bloom index"])

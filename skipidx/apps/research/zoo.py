@@ -9,7 +9,8 @@ the engine's hashes) and probed with
 * absent tokens (random strings not in the column): every keep is a false
   positive, so FPP measured = keeps / (probes x granules), next to the
   filter's analytic FPP (the mean over granules of its per-granule value)
-  and a Wilson interval.
+  and an interval (`fpp_interval`: Wilson, widened for probes whose
+  granules share false positives).
 
 Filters: SBBF sized per granule (``parquet`` and ``exact`` rules of
 `skipidx.core.sizing`), fixed-size SBBF (tokenbf_v1's), ClickHouse's classic
@@ -387,6 +388,24 @@ def _timed_keep(f, probes: np.ndarray, reps: int) -> tuple[np.ndarray, float]:
     return out, best
 
 
+def fpp_interval(ka: np.ndarray, conf: float) -> tuple[float, float]:
+    """Interval of the FPP from the keeps of absent probes (bool[probe, granule]): the Wilson
+    interval of all (probe, granule) trials, widened to the probes' cluster interval (mean of the
+    per-probe rates +- z s / sqrt(probes)): granules of similar content hold similar filters and
+    share false positives, so the trials of one probe are not independent."""
+    import statistics
+
+    from skipidx.apps.research.fpp import wilson_interval
+
+    lo, hi = wilson_interval(int(ka.sum()), int(ka.size), conf)
+    if ka.shape[0] > 1:
+        r = ka.mean(axis=1)
+        z = statistics.NormalDist().inv_cdf(0.5 + conf / 2)
+        half = z * float(r.std(ddof=1)) / math.sqrt(ka.shape[0])
+        lo, hi = min(lo, max(0.0, float(r.mean()) - half)), max(hi, float(r.mean()) + half)
+    return lo, hi
+
+
 def query_keep(kp: np.ndarray, inverse: Sequence[np.ndarray], n_granules: int) -> np.ndarray:
     """Per query, granules kept by a filter: the AND over its tokens' rows of `kp` (a query with
     no token, e.g. a needle shorter than the n-gram, keeps every granule)."""
@@ -405,7 +424,6 @@ def run_zoo(sets: GranuleSets, filters: Sequence, *, corpus: str, tokenizer: str
     or `n_present` drawn from the data; ideal from the exact sets) or `queries` (each the token
     hashes a granule must all hold, e.g. a LIKE needle's n-grams) with `truth` (bool[query,
     granule]: the granules that really match, e.g. by a substring scan)."""
-    from skipidx.apps.research.fpp import wilson_interval
 
     exact = ExactSets()
     exact.build(sets)
@@ -438,7 +456,7 @@ def run_zoo(sets: GranuleSets, filters: Sequence, *, corpus: str, tokenizer: str
         ka, _ = _timed_keep(f, absent, 1)
         trials = int(ka.size)
         fp = int(ka.sum())
-        lo, hi = wilson_interval(fp, trials, conf) if trials else (0.0, 1.0)
+        lo, hi = fpp_interval(ka, conf) if trials else (0.0, 1.0)
         kept = int(kept_m.sum())
         rows.append(ZooRow(corpus, tokenizer, f.family, f.name, f.nbytes, 8.0 * f.nbytes / keys, build_s,
                            probe_s, kept, ideal, kept / max(ideal, 1), trials, fp,

@@ -6,7 +6,8 @@ Figures (PNG + SVG), one question each:
   on each corpus (one panel per tokenizer and byte budget);
 * ``zoo_bytes_vs_kept``: index bytes per key against granules kept / ideal;
 * ``zoo_fpp_vs_bits``: measured FPP (99.9 % Wilson interval) against the
-  analytic curves;
+  analytic curves (the interval: Wilson, widened to the per-probe cluster
+  interval where granules share false positives);
 * ``zoo_cost``: build and probe cost per filter family.
 """
 from __future__ import annotations
@@ -259,9 +260,9 @@ def zoo_plots(rows: Sequence[dict], out_dir: str, method: str) -> list[str]:
             if i == nt - 1:
                 ax.set_xlabel("bits per distinct key", fontsize=8)
             if j == 0:
-                ax.set_ylabel("FPP on absent keys\n(99.9 % Wilson CI)", fontsize=8)
-    fig.suptitle("Measured false-positive rate against the analytic curves (points with no false positive "
-                 "are not drawn: 16-bit fuse, exact sets)", fontsize=11)
+                ax.set_ylabel("FPP on absent keys (99.9 %\ninterval, see zoo.fpp_interval)", fontsize=8)
+    fig.suptitle("Measured false-positive rate against the analytic curves (a filter with no false positive "
+                 "in the trials is not drawn: exact sets, most 16-bit fuse)", fontsize=11)
     fig.tight_layout(rect=(0, 1.35 / h, 1, 0.97))
     _legend(fig, axes, ncol=4, y=1.15 / h)
     _caption(fig, method_txt, 0.5 / h, 40 * nc + 20)
