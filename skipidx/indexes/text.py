@@ -288,7 +288,7 @@ class TextGranules(IndexGranules):
 
 #: rows tokenized and indexed at once (one task of the build's threads); their sorted
 #: dictionaries are merged at ``finish``. Sparse grams make ~250 tokens per log line.
-SLICE_ROWS = 1 << 16
+SLICE_ROWS = 1 << 15
 
 #: a built or decoded dictionary: (token bytes, token offsets, posting offsets, posting rows)
 Postings = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]

@@ -362,8 +362,7 @@ class Table:
                 if not todo:
                     return done
                 progress = False
-                for p in todo:
-                    staged = self._rewrite_part(p, snap.meta, add=im)
+                for p, staged in self._rewrite_parts(todo, snap.meta, im):
                     try:
                         commit_parts(self.path, [staged], retire=[p.name],
                                      meta_check=_index_unchanged(name, im), expect_id=self.table_id)
@@ -378,6 +377,37 @@ class Table:
                 if not progress:
                     continue
         return done
+
+    def _rewrite_parts(self, todo: list[Part], meta: TableMeta, im: Any) -> Iterator[tuple[Part, StagedPart]]:
+        """(part, its staged rewrite with index `im`) in `todo` order; parts are built on
+        up to the process's cores at once (as ClickHouse runs a mutation's parts), each
+        published by the caller as soon as it and those before it are built."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        from skipidx.core.threads import resolve_threads
+
+        workers = min(resolve_threads(None), len(todo))
+        if workers <= 1:
+            for p in todo:
+                yield p, self._rewrite_part(p, meta, add=im)
+            return
+        with ThreadPoolExecutor(workers) as ex:
+            futs = [ex.submit(self._rewrite_part, p, meta, add=im) for p in todo]
+            given = 0
+            try:
+                for p, f in zip(todo, futs):
+                    staged = f.result()
+                    given += 1
+                    yield p, staged
+            except BaseException:
+                # the parts not handed out yet are discarded (the caller owns those it got)
+                for f in futs[given:]:
+                    if not f.cancel():
+                        try:
+                            f.result().discard()
+                        except BaseException:  # noqa: BLE001 -- its own failure: nothing staged
+                            pass
+                raise
 
     def _rewrite_part(self, p: Part, meta: TableMeta, *, drop: str | None = None,
                       add: Any = None) -> StagedPart:
