@@ -290,6 +290,11 @@ class TextGranules(IndexGranules):
 #: dictionaries are merged at ``finish``. Sparse grams make ~250 tokens per log line.
 SLICE_ROWS = 1 << 15
 
+#: the least tokens (of the largest part) per key range of a threaded merge, and the
+#: least dictionary blocks per range of a threaded encoding
+MERGE_RANGE_TOKENS = 4096
+ENCODE_RANGE_BLOCKS = 64
+
 #: a built or decoded dictionary: (token bytes, token offsets, posting offsets, posting rows)
 Postings = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
@@ -324,7 +329,7 @@ class TextAggregator(IndexAggregator):
             return td, to, po, pr
 
         parts = _run(decode, range(len(sources)), self.threads)
-        self._merged = _merge(parts, True)
+        self._merged = _merge(parts, True, self.threads)
 
     def add(self, values: pa.Array, zone_start: np.ndarray, zone_length: np.ndarray, row0: int) -> None:
         raw = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
@@ -344,9 +349,9 @@ class TextAggregator(IndexAggregator):
     def finish(self) -> TextGranules:
         zl = np.concatenate(self._zl) if self._zl else np.zeros(0, np.int64)
         nc = np.concatenate(self._nc) if self._nc else np.zeros(0, np.int64)
-        post = self._merged if self._merged is not None else _merge(self._parts, False)
+        post = self._merged if self._merged is not None else _merge(self._parts, False, self.threads)
         self._parts, self._merged = [], None
-        return _granules(self.params, self.tokenizer, zl, nc, post)
+        return _granules(self.params, self.tokenizer, zl, nc, post, self.threads)
 
     def build(self, values: pa.Array, zone_start: np.ndarray, zone_length: np.ndarray) -> TextGranules:
         self.__init__(self.params, self.tokenizer, self.threads)
@@ -396,9 +401,11 @@ def _slice_postings(tokenizer: Tokenizer, raw: pa.Array, row0: int) -> Postings:
     return td, to, po, pr
 
 
-def _merge(parts: list[Postings], sort_rows: bool) -> Postings:
+def _merge(parts: list[Postings], sort_rows: bool, threads: int = 1) -> Postings:
     """One sorted dictionary from several: equal tokens' rows concatenated in part order
-    (``sort_rows``: the parts' rows may interleave, so each token's rows are sorted)."""
+    (``sort_rows``: the parts' rows may interleave, so each token's rows are sorted). With
+    ``threads``, the key space is cut at tokens of the largest part and the ranges merged
+    at once."""
     parts = [p for p in parts if p[1].shape[0] > 1]
     if not parts:
         return _empty_postings()
@@ -411,21 +418,62 @@ def _merge(parts: list[Postings], sort_rows: bool) -> Postings:
     poffs = np.concatenate([p[2][:-1] + pb[i] for i, p in enumerate(parts)] + [np.array([pb[-1]], np.int64)])
     rows = np.concatenate([p[3] for p in parts])
     bounds = np.cumsum([0] + [p[1].shape[0] - 1 for p in parts]).astype(np.int64)
-    first, po, pr = TP.merge_postings(data, offs, bounds, rows, poffs, sort_rows)
+    k = len(parts)
+    big = int(np.argmax(np.diff(bounds)))
+    nr = max(1, min(threads, int(bounds[big + 1] - bounds[big]) // MERGE_RANGE_TOKENS))
+    # cuts[j][i]: source i's first token of range j (pivots: evenly spaced tokens of the largest part)
+    cuts = [bounds[:-1].copy()]
+    for j in range(1, nr):
+        t = int(bounds[big] + (bounds[big + 1] - bounds[big]) * j // nr)
+        k0, k1 = int(offs[t]), int(offs[t + 1])
+        cuts.append(np.array([TP.lower_bound(data, offs, int(bounds[i]), int(bounds[i + 1]), data, k0, k1)
+                              for i in range(k)], dtype=np.int64))
+    cuts.append(bounds[1:].copy())
+    res = _run(lambda j: TP.merge_postings_range(data, offs, cuts[j], cuts[j + 1], rows, poffs, sort_rows),
+               range(nr), threads)
+    first = np.concatenate([r[0] for r in res])
+    rb = np.cumsum([0] + [r[2].shape[0] for r in res])
+    po = np.concatenate([r[1][:-1] + rb[j] for j, r in enumerate(res)] + [np.array([rb[-1]], np.int64)])
+    pr = np.concatenate([r[2] for r in res]) if len(res) > 1 else res[0][2]
     from skipidx.core._kernels.spans import gather_spans
 
     to, td = gather_spans(data, offs[first], offs[first + 1])
     return td, to, po, pr
 
 
-def _granules(params, tokenizer: Tokenizer | tuple[str, str], zl, nc, post: Postings) -> TextGranules:
+def _encode(data: np.ndarray, offs: np.ndarray, pr: np.ndarray, po: np.ndarray, bs: int, threads: int):
+    """encode_dictionary, on ranges of whole blocks at once (front coding restarts at each
+    block, so the concatenation is the one-pass encoding byte for byte)."""
+    n = offs.shape[0] - 1
+    nb = (n + bs - 1) // bs
+    nr = max(1, min(threads, nb // ENCODE_RANGE_BLOCKS))
+    if nr == 1:
+        return TP.encode_dictionary(data, offs, pr, po, bs)
+    tcut = [min(n, (nb * j // nr) * bs) for j in range(nr + 1)]
+
+    def one(j: int):
+        a, b = tcut[j], tcut[j + 1]
+        return TP.encode_dictionary(data, offs[a:b + 1], pr, po[a:b + 1], bs)
+
+    res = _run(one, range(nr), threads)
+    tb = np.cumsum([0] + [r[0].shape[0] for r in res])
+    pb = np.cumsum([0] + [r[2].shape[0] for r in res])
+    tok_blob = np.concatenate([r[0] for r in res])
+    post_blob = np.concatenate([r[2] for r in res])
+    tbo = np.concatenate([r[1][:-1] + tb[j] for j, r in enumerate(res)] + [np.array([tb[-1]], np.int64)])
+    pbo = np.concatenate([r[3][:-1] + pb[j] for j, r in enumerate(res)] + [np.array([pb[-1]], np.int64)])
+    return tok_blob, tbo, post_blob, pbo
+
+
+def _granules(params, tokenizer: Tokenizer | tuple[str, str], zl, nc, post: Postings,
+              threads: int = 1) -> TextGranules:
     zs = np.zeros(zl.shape[0], dtype=np.int64)
     if zl.shape[0]:
         np.cumsum(zl[:-1], out=zs[1:])
     data, offs0, po, pr = post
     n = offs0.shape[0] - 1
     bs = int(params["dictionary_block_size"])
-    tok_blob, tbo, post_blob, pbo = TP.encode_dictionary(data, offs0, pr, po, bs)
+    tok_blob, tbo, post_blob, pbo = _encode(data, offs0, pr, po, bs, threads)
     starts = np.arange(0, n, bs)
     header = [bytes(data[offs0[i]:offs0[i + 1]]) for i in starts.tolist()]
     num = np.minimum(starts + bs, n) - starts

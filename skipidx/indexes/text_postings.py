@@ -512,22 +512,33 @@ def merge_postings(data, offs, bounds, prow, poffs, sort_rows):
     prow[poffs[t]:poffs[t+1]]. Equal tokens' rows are concatenated in source order
     (``sort_rows``: then sorted, a repeated row dropped). Returns (first source token
     of each output token, post_offs, post_rows) -- sequential writes only."""
-    k = bounds.shape[0] - 1
-    n = offs.shape[0] - 1
+    return merge_postings_range(data, offs, bounds[:-1].copy(), bounds[1:].copy(), prow, poffs, sort_rows)
+
+
+@njit(cache=True, nogil=True)
+def merge_postings_range(data, offs, lo, hi, prow, poffs, sort_rows):
+    """merge_postings of source i's tokens lo[i]..hi[i] (a key range of every source)."""
+    k = lo.shape[0]
+    n = 0
+    nr = 0
+    for i in range(k):
+        n += hi[i] - lo[i]
+        if hi[i] > lo[i]:
+            nr += poffs[hi[i]] - poffs[lo[i]]
     first = np.empty(max(n, 1), dtype=np.int64)
     out_offs = np.zeros(n + 1, dtype=np.int64)
-    out = np.empty(max(prow.shape[0], 1), dtype=prow.dtype)
-    head = bounds[:-1].copy()
+    out = np.empty(max(nr, 1), dtype=prow.dtype)
+    head = lo.copy()
     hw = np.zeros(max(k, 1), dtype=np.uint64)
     for i in range(k):
-        if head[i] < bounds[i + 1]:
+        if head[i] < hi[i]:
             hw[i] = _be_word(data, offs[head[i]], offs[head[i] + 1])
     r = 0
     w = 0
     while True:
         best = -1
         for i in range(k):
-            if head[i] < bounds[i + 1]:
+            if head[i] < hi[i]:
                 if best < 0:
                     best = i
                 else:
@@ -545,13 +556,13 @@ def merge_postings(data, offs, bounds, prow, poffs, sort_rows):
         start = w
         for i in range(k):
             a = head[i]
-            if a < bounds[i + 1] and hw[i] == wb and _cmp(data, offs[a], offs[a + 1], b0, b1) == 0:
+            if a < hi[i] and hw[i] == wb and _cmp(data, offs[a], offs[a + 1], b0, b1) == 0:
                 for q in range(poffs[a], poffs[a + 1]):
                     out[w] = prow[q]
                     w += 1
                 a += 1
                 head[i] = a
-                if a < bounds[i + 1]:
+                if a < hi[i]:
                     hw[i] = _be_word(data, offs[a], offs[a + 1])
         if sort_rows:
             ok = True
@@ -569,6 +580,31 @@ def merge_postings(data, offs, bounds, prow, poffs, sort_rows):
         r += 1
         out_offs[r] = w
     return first[:r].copy(), out_offs[:r + 1].copy(), out[:w].copy()
+
+
+@njit(cache=True, nogil=True)
+def lower_bound(data, offs, lo, hi, key_data, k0, k1):
+    """First token index in lo..hi (sorted) not less than data[k0:k1] of key_data."""
+    while lo < hi:
+        m = (lo + hi) >> 1
+        # compare data[offs[m]:offs[m+1]] with the key
+        a0 = offs[m]
+        la = offs[m + 1] - a0
+        lb = k1 - k0
+        c = 0
+        for q in range(min(la, lb)):
+            x = data[a0 + q]
+            y = key_data[k0 + q]
+            if x != y:
+                c = -1 if x < y else 1
+                break
+        if c == 0 and la != lb:
+            c = -1 if la < lb else 1
+        if c < 0:
+            lo = m + 1
+        else:
+            hi = m
+    return lo
 
 
 @njit(cache=True)

@@ -35,10 +35,12 @@ def test_slices_on_threads_equal_one_pass(tok, monkeypatch):
     idx = _index(tok)
     one = idx.aggregator(1).build(vals, zs, zl).to_arrow("p")
     monkeypatch.setattr(T, "SLICE_ROWS", 37)
+    monkeypatch.setattr(T, "MERGE_RANGE_TOKENS", 3)   # key ranges merged and blocks encoded on threads
+    monkeypatch.setattr(T, "ENCODE_RANGE_BLOCKS", 1)
     many = idx.aggregator(2).build(vals, zs, zl).to_arrow("p")
     assert many.equals(one, check_metadata=True)
     # and added in several chunks
-    agg = idx.aggregator(2)
+    agg = idx.aggregator(3)
     for a in range(0, 700, 192):
         b = min(a + 192, 700)
         k = (zs >= a) & (zs < b)
@@ -74,3 +76,24 @@ def test_damaged_postings_rejected():
         td, to, pr, po = g.decode_all()
         assert pr.shape[0] == 0 or (pr.min() >= 0 and pr.max() < 300)
     assert bad > 0
+
+
+def test_threaded_merge_with_interleaved_rows_equals_one_pass(monkeypatch):
+    """OPTIMIZE's path: parts' rows interleave in the merged part; key ranges merged on threads."""
+    vals = _values(600, 8)
+    idx = _index("sparseGrams(3, 12)")
+    zs, zl = np.arange(0, 600, 50), np.full(12, 50)
+    want = idx.aggregator(1).build(vals, zs, zl).to_arrow("p")
+    rng = np.random.default_rng(1)
+    perm = rng.permutation(600)
+    srcs, maps = [], []
+    for k in range(3):
+        rows = np.sort(perm[k * 200:(k + 1) * 200])
+        srcs.append(idx.aggregator(1).build(vals.take(pa.array(rows)), np.array([0]), np.array([200])))
+        maps.append(rows.astype(np.int64))
+    monkeypatch.setattr(T, "MERGE_RANGE_TOKENS", 2)
+    monkeypatch.setattr(T, "ENCODE_RANGE_BLOCKS", 1)
+    agg = idx.aggregator(4)
+    agg.use_merged([idx.granules_from_arrow(g.to_arrow("p")) for g in srcs], maps)
+    agg.add(vals, zs, zl, 0)
+    assert agg.finish().to_arrow("p").equals(want, check_metadata=True)
