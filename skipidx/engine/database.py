@@ -294,7 +294,8 @@ class Database:
                 if path is None:
                     from skipidx.store.part import DATA_FILE
                     path = os.path.join(p.path, DATA_FILE)
-                out.append((path, [g for a, b in sel.ranges for g in range(a, b)]))
+                rgs = getattr(p, "row_groups_of", None)
+                out.append((path, rgs(sel.ranges) if rgs is not None else [g for a, b in sel.ranges for g in range(a, b)]))
             return out
 
     def tables(self) -> list[str]:

@@ -91,6 +91,23 @@ def _read_filtered(part: Any, batch: list[tuple[int, int]], columns: list[str], 
                and sum(e - s for s, e in batch) >= part.dictionary_min_granules
                else ())
     kw: dict[str, Any] = {} if use_threads is None else {"use_threads": use_threads}
+    needles = required_substrings(where) if hasattr(part, "needle_column") else None
+    if needles and part.needle_column(needles) is not None:
+        # a reader that skips the pages lacking a substring every passing row holds (external
+        # Parquet files): only candidate rows come back, the exact WHERE still decides
+        t = part.read(columns, batch, dictionary=as_dict, needles=needles, **kw)
+        n = rows_in_ranges(part, batch)
+        mask = where_mask(where, t)
+        if keep != list(t.column_names):
+            t = t.select(keep)
+        if mask is not None:
+            if t.num_columns:
+                t = t.filter(mask)
+            else:
+                t = t.slice(0, mask.true_count if isinstance(mask, pa.Array) else int(pc.sum(mask).as_py() or 0))
+        if as_dict:
+            t = _decode_dictionaries(t)
+        return t, n, _bytes(part, columns, sum(e - s for s, e in batch))
     if prewhere is not None:
         first_cols = _where_columns(prewhere)
         if any(c not in first_cols for c in columns):
@@ -111,6 +128,74 @@ def _read_filtered(part: Any, batch: list[tuple[int, int]], columns: list[str], 
     if as_dict:
         t = _decode_dictionaries(t)
     return t, read, nbytes
+
+
+#: bound WHERE -> its required substrings (the same bound tree serves every job of a query)
+_NEEDLES: dict = {}
+_NEEDLE_FUNCS = ("hasToken", "like", "startsWith", "endsWith", "equals")
+
+
+def required_substrings(where: BExpr | None) -> dict[str, list[bytes]]:
+    """Byte strings that every row passing `where` holds in a String column: the
+    conjuncts ``hasToken(c, 't')`` (t), ``c LIKE 'p'`` (each literal run of p),
+    ``startsWith`` / ``endsWith`` / ``c = 's'`` (s). Under an AND only (OR and NOT
+    give nothing); case-insensitive forms give nothing. {column: [needles]}."""
+    if where is None:
+        return {}
+    key = id(where)
+    hit = _NEEDLES.get(key)
+    if hit is not None and hit[0] is where:
+        return hit[1]
+    from skipidx.core.text_patterns import ANY, ONE, like_scan
+    from skipidx.expr.bound import BCall, BColumn, BConst
+    from skipidx.expr.kernels.strings import check_token_needle
+
+    out: dict[str, list[bytes]] = {}
+    stack = [where]
+    while stack:
+        e = stack.pop()
+        if not isinstance(e, BCall):
+            continue
+        if e.func == "and":
+            stack.extend(e.args)
+            continue
+        if e.func not in _NEEDLE_FUNCS or len(e.args) != 2:
+            continue
+        a, b = e.args
+        if e.func == "equals" and isinstance(a, BConst):
+            a, b = b, a
+        if not (isinstance(a, BColumn) and isinstance(b, BConst) and isinstance(b.value, (bytes, str))
+                and (pa.types.is_string(a.type) or pa.types.is_binary(a.type))):
+            continue
+        v = b.value.encode() if isinstance(b.value, str) else b.value
+        found: list[bytes] = []
+        if e.func == "hasToken":
+            try:
+                found = [check_token_needle(v)]
+            except Exception:
+                found = []
+        elif e.func == "like":
+            try:
+                items = like_scan(v, strict=True)
+            except ValueError:
+                items = []
+            run = bytearray()
+            for it in items + [ANY]:
+                if it in (ANY, ONE):
+                    if run:
+                        found.append(bytes(run))
+                    run = bytearray()
+                else:
+                    run.append(it)
+        else:
+            found = [v]
+        found = [x for x in found if x]
+        if found:
+            out.setdefault(a.name, []).extend(found)
+    if len(_NEEDLES) > 256:
+        _NEEDLES.clear()
+    _NEEDLES[key] = (where, out)
+    return out
 
 
 def _bytes(part: Any, columns: Sequence[str], granules: int) -> int:

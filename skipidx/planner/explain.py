@@ -45,10 +45,11 @@ def explain_lines(plan: QueryPlan, indexes: bool = True,
     postings would answer the WHERE of another SELECT."""
     bs = plan.select
     stats = QueryStats(table=bs.table)
-    prune_plan(plan, stats)
+    _selections = prune_plan(plan, stats)
     # an external table's parts are data files and its granules row groups
     ext = plan.snapshot.kind == "external"
-    P, G = ("Files", "Row groups") if ext else ("Parts", "Granules")
+    zoned = ext and getattr(getattr(plan.snapshot, "state", None), "zone_rows", 0)
+    P, G = ("Files", "Zones" if zoned else "Row groups") if ext else ("Parts", "Granules")
     lines = ["Expression"]
     if bs.distinct:
         lines.append("  Distinct")
@@ -86,6 +87,10 @@ def explain_lines(plan: QueryPlan, indexes: bool = True,
                      f"{', '.join(rest)}")
     lines.append(f"    {P}: {stats.parts_selected}/{stats.parts_total} | "
                  f"{G}: {stats.granules_selected}/{stats.granules_total}")
+    if zoned:
+        kept = sum(len(sel.part.row_groups_of(sel.ranges)) for sel in _selections)
+        total = sum(int(p._info.rg_marks.shape[0] - 1) for p in plan.snapshot.parts)
+        lines.append(f"    Row groups: {kept}/{total} (zones of {zoned} rows)")
     for n in stats.notes:
         lines.append(f"    Note: {n}")
     if not indexes:

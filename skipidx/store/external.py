@@ -51,7 +51,7 @@ from skipidx.core.lru import LRU
 from skipidx.core.types import ColumnType, cast_to
 from skipidx.indexes.base import IndexDef
 from skipidx.store.commit import WriteLock, fsync_dir, write_file_durably
-from skipidx.store.lake import (FileIdentity, HalfWritten, discover, glob_base, hive_partition, identity_of,
+from skipidx.store.lake import (DEFAULT_ZONE_ROWS, FileIdentity, HalfWritten, discover, zone_marks, glob_base, hive_partition, identity_of,
                                 infer_columns, partition_types, probe)
 from skipidx.store.metadata import TableMeta
 from skipidx.store.part import index_fingerprint
@@ -95,11 +95,14 @@ class ExternalState:
     partition_columns: list[str]
     files: dict[str, FileRecord]              # absolute path -> record
     skipped: list[dict] = field(default_factory=list)
+    #: rows of an index zone (lake.zone_marks); 0 (tables made before zones): row groups
+    zone_rows: int = 0
 
     def to_json(self) -> dict:
         return {"format": FORMAT, "engine": ENGINE, "version": self.version, "meta": self.meta.to_json(),
                 "source": self.source, "partition_columns": self.partition_columns,
-                "files": {p: r.to_json() for p, r in sorted(self.files.items())}, "skipped": self.skipped}
+                "files": {p: r.to_json() for p, r in sorted(self.files.items())}, "skipped": self.skipped,
+                **({"zone_rows": self.zone_rows} if self.zone_rows else {})}
 
     @staticmethod
     def from_json(o: Any, where: str) -> "ExternalState":
@@ -108,7 +111,8 @@ class ExternalState:
         try:
             files = {str(p): FileRecord.from_json(r, f"{where}: {p}") for p, r in o["files"].items()}
             return ExternalState(int(o["version"]), TableMeta.from_json(o["meta"], where), str(o["source"]),
-                                 [str(c) for c in o["partition_columns"]], files, list(o.get("skipped", [])))
+                                 [str(c) for c in o["partition_columns"]], files, list(o.get("skipped", [])),
+                                 int(o.get("zone_rows", 0)))
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise CorruptionError(f"{where}: damaged external table state ({type(e).__name__}: {e})") from None
 
@@ -169,6 +173,7 @@ class BuildJob:
     indexes: list[str]
     partition: dict
     out_dir: str
+    zone_rows: int = 0
 
 
 def run_build_job(job: BuildJob) -> dict:
@@ -189,7 +194,7 @@ def run_build_job(job: BuildJob) -> dict:
             return {"path": job.path, "changed": "changed since discovery"}
         with pa.OSFile(_fd_path(fd, job.path)) as src:
             entries = build_file_sidecars(job.path, ident, md, meta, [meta.index(n) for n in job.indexes],
-                                          job.partition, job.out_dir, source=src)
+                                          job.partition, job.out_dir, source=src, zone_rows=job.zone_rows)
         # the descriptor read the version checked above; say so if the path moved on meanwhile
         st = os.fstat(fd)
         if (st.st_size, st.st_mtime_ns) != (ident.size, ident.mtime_ns):
@@ -383,7 +388,7 @@ class ExternalTable:
                     new_files.pop(p)
                     continue
                 kinds[p] = "indexed" if old is None else "rebuilt"
-                jobs.append(BuildJob(p, ident.to_json(), meta_json, todo, part, staging))
+                jobs.append(BuildJob(p, ident.to_json(), meta_json, todo, part, staging, st.zone_rows))
             os.makedirs(staging, exist_ok=True)
             try:
                 results = (builder or local_builder)(jobs)
@@ -480,11 +485,14 @@ def lake_columns(src: str) -> tuple[list[tuple[str, ColumnType]], list[str], dic
 
 
 def create_external_table(table_dir_tmp: str, meta: TableMeta, src: str, partition_columns: list[str],
-                          builder: Callable[[list[BuildJob]], list[dict]] | None = None) -> RefreshReport:
+                          builder: Callable[[list[BuildJob]], list[dict]] | None = None,
+                          zone_rows: int | None = None) -> RefreshReport:
     """Write a new external table (validated `meta`, absolute glob `src`) into the empty
-    directory `table_dir_tmp` and build the sidecars of its files."""
+    directory `table_dir_tmp` and build the sidecars of its files (zones of `zone_rows`
+    rows, default :data:`~skipidx.store.lake.DEFAULT_ZONE_ROWS`)."""
     meta.validate()
-    st = ExternalState(0, meta, src, list(partition_columns), {}, [])
+    st = ExternalState(0, meta, src, list(partition_columns), {}, [],
+                       DEFAULT_ZONE_ROWS if zone_rows is None else int(zone_rows))
     os.makedirs(os.path.join(table_dir_tmp, SIDECAR_DIR), exist_ok=True)
     _write_state(table_dir_tmp, st)
     return ExternalTable(table_dir_tmp).refresh(builder)
@@ -499,14 +507,18 @@ KEEP_OPEN = 256
 class _FileInfo:
     """What a query needs of one version of a data file, derived from its footer once."""
 
-    __slots__ = ("marks", "schema", "columns", "blooms", "col_bytes", "dictionary")
+    __slots__ = ("marks", "rg_marks", "zone_rg", "schema", "columns", "blooms", "col_bytes", "dictionary", "leaves", "byte_leaves", "schema_elements",
+                 "layouts")
 
-    def __init__(self, md: pq.FileMetaData) -> None:
+    def __init__(self, md: pq.FileMetaData, zone_rows: int = 0) -> None:
         rg = np.fromiter((md.row_group(i).num_rows for i in range(md.num_row_groups)), dtype=np.int64,
                          count=md.num_row_groups)
-        self.marks = np.zeros(rg.shape[0] + 1, dtype=np.int64)
-        np.cumsum(rg, out=self.marks[1:])
+        #: zone (granule) marks, row-group marks, and each zone's row group
+        self.marks = zone_marks(rg, zone_rows)
         self.marks.setflags(write=False)
+        self.rg_marks = zone_marks(rg, 0)
+        self.rg_marks.setflags(write=False)
+        self.zone_rg = np.searchsorted(self.rg_marks, self.marks[:-1], side="right") - 1
         self.schema = md.schema.to_arrow_schema()
         self.columns = frozenset(self.schema.names)
         blooms = set()
@@ -537,6 +549,14 @@ class _FileInfo:
             if ok:
                 dic.add(c0.path)
         self.dictionary = frozenset(dic)
+        #: columns of a flat schema -> leaf number (read page by page), BYTE_ARRAY ones (page prefilter)
+        flat = all("." not in md.schema.column(j).path and md.schema.column(j).max_repetition_level == 0
+                   for j in range(md.num_columns))
+        self.leaves = {md.schema.column(j).path: j for j in range(md.num_columns)} if flat else {}
+        self.byte_leaves = {c: j for c, j in self.leaves.items() if md.schema.column(j).physical_type == "BYTE_ARRAY"}
+        #: Thrift bytes of the footer's schema elements (read on first use), page layouts by (row group, leaf)
+        self.schema_elements: list | None = None
+        self.layouts: dict = {}
 
 
 #: per file identity (a new version of a file is a new key)
@@ -560,10 +580,11 @@ class ExternalFile:
         self.md = md
         self.record = record if record is not None and record.identity == ident else None
         self.partition = partition
-        info = _FILE_INFO.get(ident)
+        zr = snap.state.zone_rows
+        info = _FILE_INFO.get((ident, zr))
         if info is None:
-            info = _FileInfo(md)
-            _FILE_INFO.put(ident, info)
+            info = _FileInfo(md, zr)
+            _FILE_INFO.put((ident, zr), info)
         self._info = info
         self.marks = info.marks
         self.num_rows = int(self.marks[-1])
@@ -605,7 +626,7 @@ class ExternalFile:
                     pos = {md.schema.column(j).path.split(".")[0]: j for j in range(md.num_columns)}
                 j = pos.get(c)
                 n = md.num_row_groups
-                v = (sum(md.row_group(i).column(j).total_compressed_size for i in range(n)) / max(n, 1)
+                v = (sum(md.row_group(i).column(j).total_compressed_size for i in range(n)) / max(self.n_granules, 1)
                      if j is not None and n else 0.0)
                 self._col_bytes[c] = v
             out += v
@@ -645,26 +666,166 @@ class ExternalFile:
     def _open_data(self) -> pq.ParquetFile:
         return self._open()
 
+    @property
+    def zone_rows(self) -> int:
+        return self.snap.state.zone_rows
+
+    def row_groups_of(self, ranges: Iterable[tuple[int, int]]) -> list[int]:
+        """The row groups holding zones [a, b) per range."""
+        zrg = self._info.zone_rg
+        return sorted({int(zrg[z]) for a, b in ranges for z in range(a, b)})
+
+    def needle_column(self, needles: dict) -> str | None:
+        """The column of `needles` (column -> byte strings every matching row holds) whose
+        pages this file can prefilter (:mod:`skipidx.store.parquet_pages`), else None."""
+        best = None
+        for c, ns in needles.items():
+            if c in self._info.byte_leaves and c not in self.partition and ns and (
+                    best is None or max(map(len, ns)) > max(map(len, needles[best]))):
+                best = c
+        return best
+
+    def _layout(self, g: int, j: int):
+        """The page layout of leaf `j` in row group `g` (cached per file version), or None."""
+        from skipidx.store import parquet_pages as pp
+
+        info = self._info
+        key = (g, j)
+        lay = info.layouts.get(key)
+        if lay is None:
+            try:
+                if info.schema_elements is None:
+                    els = pp.footer_schema_elements(self.fd, self.identity.size, self.data_path)
+                    info.schema_elements = els if len(els) == self.md.num_columns + 1 else False
+                if info.schema_elements is False:
+                    return None
+                rg = self.md.row_group(g)
+                lay = pp.chunk_layout(self.fd, rg.column(j), rg.num_rows, self.data_path)
+            except (SkipidxError, OSError, pa.ArrowException, ValueError, KeyError):
+                lay = False
+            info.layouts[key] = lay
+        return lay or None
+
+    def _rows_of(self, g: int, column: str, rows: np.ndarray, whole: bool) -> pa.ChunkedArray:
+        """Column `column` at rows `rows` (ascending, within row group `g`): the pages
+        holding them decoded (a one-column Parquet file of those pages), or the row group's
+        column read whole and taken when the pages cannot be read here."""
+        from skipidx.store import parquet_pages as pp
+
+        want = self._arrow_schema.field(column).type
+        j = self._info.leaves.get(column)
+        lay = None if whole or j is None else self._layout(g, j)
+        if lay is not None:
+            page = np.searchsorted(lay.first_rows, rows, side="right") - 1
+            pages = np.unique(page)
+            try:
+                col = pp.decode_pages(self.fd, lay, pages, self._info.schema_elements[j + 1], column)
+                if col.type != want:
+                    col = col.cast(want)
+                if pages.shape[0] != lay.rows.shape[0] or rows.shape[0] != int(lay.rows.sum()):
+                    before = np.zeros(lay.rows.shape[0], dtype=np.int64)
+                    before[pages] = np.cumsum(lay.rows[pages]) - lay.rows[pages]
+                    col = col.take(pa.array(before[page] + rows - lay.first_rows[page]))
+                return col
+            except (SkipidxError, OSError, pa.ArrowException, ValueError):
+                pass
+        with self._open(1) as pf:
+            col = pf.read_row_group(g, columns=[column], use_threads=False).column(0)
+        return col if whole else col.take(pa.array(rows))
+
+    def _read_rows(self, ranges: list[tuple[int, int]], file_cols: list[str], needles: dict | None,
+                   as_dict: tuple, use_threads: bool | None) -> tuple[pa.Table | None, int]:
+        """Rows of the zones `ranges` (granule ranges): whole row groups read by pyarrow as
+        they are; a row group only partly kept (zones finer than row groups), or whose
+        pages of a needle column lack a needle, read page by page (skipidx.store.parquet_pages).
+        (table of `file_cols`, rows)."""
+        from skipidx.store import parquet_pages as pp
+
+        info = self._info
+        zm, rgm, zrg = self.marks, info.rg_marks, info.zone_rg
+        # kept rows per row group, as [lo, hi) intervals within it
+        per_rg: dict[int, list[tuple[int, int]]] = {}
+        for a, b in ranges:
+            for z in range(a, b):
+                g = int(zrg[z])
+                lo, hi = int(zm[z] - rgm[g]), int(zm[z + 1] - rgm[g])
+                iv = per_rg.setdefault(g, [])
+                if iv and iv[-1][1] == lo:
+                    iv[-1] = (iv[-1][0], hi)
+                else:
+                    iv.append((lo, hi))
+        pcol = self.needle_column(needles) if needles else None
+        if pcol is not None and pcol not in file_cols:
+            pcol = None
+        pieces: list[pa.Table] = []
+        whole: list[int] = []
+        schema = pa.schema([self._arrow_schema.field(c) for c in file_cols])
+
+        def flush() -> None:
+            if whole:
+                with self._open(len(file_cols), as_dict) as pf:
+                    pieces.append(pf.read_row_groups(
+                        whole, columns=file_cols, use_threads=len(file_cols) > 1 if use_threads is None else use_threads))
+                whole.clear()
+
+        for g in sorted(per_rg):
+            iv = per_rg[g]
+            size = int(rgm[g + 1] - rgm[g])
+            full = len(iv) == 1 and iv[0] == (0, size)
+            rows = None if full else np.concatenate([np.arange(lo, hi, dtype=np.int64) for lo, hi in iv])
+            if pcol is not None and rows is None:
+                # (a row group only partly kept is read page by page already: its needle
+                # pages would be decompressed twice for the few a zone's filter let through)
+                lay = self._layout(g, info.leaves[pcol])
+                if lay is not None:
+                    try:
+                        hit = pp.matching_pages(self.fd, lay, needles[pcol])
+                    except (SkipidxError, OSError, pa.ArrowException, ValueError):
+                        hit = None
+                    if hit is not None and not hit.all():
+                        rows = pp.matching_rows(lay, hit)
+            if rows is None:
+                whole.append(g)
+                continue
+            if rows.shape[0] == 0:
+                continue
+            flush()
+            arrays = [self._rows_of(g, c, rows, False) for c in file_cols]
+            pieces.append(pa.Table.from_arrays(arrays, schema=schema))
+        flush()
+        if not pieces:
+            return None, 0
+        if len(pieces) > 1:
+            first = pieces[0].schema
+            t = pa.concat_tables([p if p.schema == first else p.cast(first) for p in pieces])
+        else:
+            t = pieces[0]
+        return t, t.num_rows
+
     def read(self, columns: Sequence[str] | None = None, mark_ranges: Sequence[tuple[int, int]] | None = None, *,
-             use_threads: bool | None = None, dictionary: Iterable[str] = ()) -> pa.Table:
-        """Rows of row groups [a, b) per range, `columns` as the table declares them."""
+             use_threads: bool | None = None, dictionary: Iterable[str] = (), needles: dict | None = None) -> pa.Table:
+        """Rows of zones [a, b) per range (row groups, or finer zones), `columns` as the
+        table declares them.
+
+        `needles` (column -> byte strings that every row the caller keeps holds; from
+        the WHERE, :func:`skipidx.execution.scan.required_substrings`): only the rows
+        of the pages of that column whose bytes hold them all are returned (the others
+        cannot pass the WHERE)."""
         meta = self.meta
         cols = meta.column_names if columns is None else list(columns)
         ranges = [(0, self.n_granules)] if mark_ranges is None else list(mark_ranges)
-        rgs = [g for a, b in ranges for g in range(a, b)]
         n = int(sum(int(self.marks[b] - self.marks[a]) for a, b in ranges))
         file_cols = [c for c in cols if c in self._file_cols and c not in self.partition]
         as_dict = tuple(c for c in file_cols if c in dictionary and c in self.dictionary_columns
                         and pa.types.is_string(meta.column(c).type.arrow_type)) if dictionary else ()
-        if rgs and file_cols:
+        if n and file_cols:
             try:
-                with self._open(len(file_cols), as_dict) as pf:
-                    t = pf.read_row_groups(rgs, columns=file_cols,
-                                           use_threads=len(file_cols) > 1 if use_threads is None else use_threads)
+                t, got = self._read_rows(ranges, file_cols, needles, as_dict, use_threads)
             except (OSError, pa.ArrowException) as e:
                 raise self._changed(f"unreadable: {e}") from None
-            if t.num_rows != n:
-                raise self._changed(f"read {t.num_rows} rows where the footer says {n}")
+            if got != n and not needles:
+                raise self._changed(f"read {got} rows where the footer says {n}")
+            n = got
         else:
             t = None
         st = os.fstat(self.fd)

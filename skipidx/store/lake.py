@@ -28,7 +28,9 @@ import os
 import re
 import struct
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
+
+import numpy as np
 from urllib.parse import unquote
 
 import pyarrow as pa
@@ -41,6 +43,7 @@ from skipidx.core.lru import LRU
 from skipidx.core.types import ColumnType, ch_type_of, parse_type
 
 __all__ = [
+    "zone_marks", "DEFAULT_ZONE_ROWS",
     "FileIdentity", "HalfWritten", "discover", "glob_base", "probe", "identity_of",
     "hive_partition", "partition_types", "infer_columns", "column_type_of", "HIVE_NULL",
 ]
@@ -259,3 +262,27 @@ def infer_columns(schemas: list[pa.Schema]) -> tuple[list[tuple[str, ColumnType]
         else:
             cols.append((n, ct))
     return cols, skipped
+
+
+#: Rows of an index zone of a new external table: row groups (pyarrow writes 1M rows, Spark
+#: 128 MiB) are cut into zones of this many rows, the unit pruned; a kept zone inside a row
+#: group is read page by page (skipidx.store.parquet_pages). 0: the row group is the zone.
+DEFAULT_ZONE_ROWS = 8192
+
+
+def zone_marks(rg_rows: Sequence[int] | np.ndarray, zone_rows: int) -> np.ndarray:
+    """Row marks of a data file's zones: each row group cut every `zone_rows` rows from
+    its start (a last piece under half a zone joins the one before), so every row-group
+    boundary is a zone boundary; `zone_rows` 0: one zone per row group."""
+    rg = np.asarray(rg_rows, dtype=np.int64)
+    starts = np.zeros(rg.shape[0] + 1, dtype=np.int64)
+    np.cumsum(rg, out=starts[1:])
+    if zone_rows <= 0:
+        return starts
+    out = [np.zeros(1, dtype=np.int64)]
+    for i, r in enumerate(rg.tolist()):
+        cuts = np.arange(zone_rows, r, zone_rows, dtype=np.int64)
+        if cuts.shape[0] and r - cuts[-1] < zone_rows // 2:
+            cuts = cuts[:-1]
+        out.append(starts[i] + np.append(cuts, r))
+    return np.concatenate(out)

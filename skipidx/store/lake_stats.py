@@ -32,12 +32,31 @@ def _leaf(md: Any, column: str) -> int | None:
     return None
 
 
+def _zone_nulls(rg_nulls: np.ndarray, rg_len: np.ndarray, zone_rg: np.ndarray, zone_len: np.ndarray) -> np.ndarray:
+    """Null counts of zones from their row groups': all (the row group is all NULL), none,
+    or 1 ("some": a zone of a row group of several rows has at least two rows)."""
+    n = rg_nulls[zone_rg]
+    return np.where(n == 0, 0, np.where(n == rg_len[zone_rg], zone_len, np.minimum(1, zone_len)))
+
+
+def _zones_of_row_groups(f: Any):
+    """(zone marks, row-group marks, each zone's row group) of an ExternalFile."""
+    info = getattr(f, "_info", None)
+    marks = np.asarray(f.marks, dtype=np.int64)
+    if info is None:
+        return marks, marks, np.arange(marks.shape[0] - 1)
+    return marks, np.asarray(info.rg_marks, dtype=np.int64), np.asarray(info.zone_rg)
+
+
 def stats_granules(f: Any, column: str, col_type: pa.DataType) -> Any:
-    """MinMax granules of `column` in data file `f` (an ExternalFile): per row group, the
-    footer's min/max/null count; a partition column or a column the file lacks is constant."""
+    """MinMax granules of `column` in data file `f` (an ExternalFile): per zone, its row
+    group's footer min/max (and null count: all, none or some); a partition column or a
+    column the file lacks is constant."""
     from skipidx.indexes.minmax import MinMaxGranules
 
-    marks = np.asarray(f.marks, dtype=np.int64)
+    zmarks, marks, zone_rg = _zones_of_row_groups(f)
+    if column in f.partition or column not in f._file_cols:
+        marks = zmarks
     n = marks.shape[0] - 1
     lengths = np.diff(marks)
     zs = marks[:-1].copy()
@@ -50,6 +69,26 @@ def stats_granules(f: Any, column: str, col_type: pa.DataType) -> Any:
             return MinMaxGranules(zs, lengths, nulls, zero, empty, empty)
         vals = pa.array([v] * n, col_type)
         return MinMaxGranules(zs, lengths, zero.copy(), zero, vals, vals)
+    return _expand_minmax(_rg_stats(f, column, col_type, marks), zmarks, marks, zone_rg)
+
+
+def _expand_minmax(g: Any, zmarks: np.ndarray, marks: np.ndarray, zone_rg: np.ndarray) -> Any:
+    from skipidx.indexes.minmax import MinMaxGranules
+
+    if zmarks.shape[0] == marks.shape[0]:
+        return g
+    zl = np.diff(zmarks)
+    take = pa.array(zone_rg)
+    return MinMaxGranules(zmarks[:-1].copy(), zl, _zone_nulls(np.asarray(g.null_count), np.diff(marks), zone_rg, zl),
+                          np.zeros(zl.shape[0], dtype=np.int64), g.min.take(take), g.max.take(take))
+
+
+def _rg_stats(f: Any, column: str, col_type: pa.DataType, marks: np.ndarray) -> Any:
+    from skipidx.indexes.minmax import MinMaxGranules
+
+    n = marks.shape[0] - 1
+    lengths = np.diff(marks)
+    zs = marks[:-1].copy()
     md = f.md
     j = _leaf(md, column)
     if j is None:
@@ -110,7 +149,7 @@ def bloom_granules(f: Any, column: str, col_type: pa.DataType, itype: Any) -> An
     if phys != col_type:
         raise CorruptionError(f"column stored as {phys}, declared {col_type}: its Bloom filters hash other bytes",
                               path=f.data_path)
-    marks = np.asarray(f.marks, dtype=np.int64)
+    zmarks, marks, zone_rg = _zones_of_row_groups(f)
     n = marks.shape[0] - 1
     try:
         filters = read_column_chunk_filters(os.fdopen(os.dup(f.fd), "rb"), md, j, f.data_path)
@@ -119,12 +158,18 @@ def bloom_granules(f: Any, column: str, col_type: pa.DataType, itype: Any) -> An
     if not any(x is not None for x in filters):
         raise CorruptionError("no Bloom filter", path=f.data_path)
     full = SBBF.from_bytes(b"\xff" * 32)
-    bank = SBBFBank.from_filters([x if x is not None else full for x in filters])
+    filters = [x if x is not None else full for x in filters]
     nulls = np.zeros(n, dtype=np.int64)
     for g in range(n):
         st = md.row_group(g).column(j).statistics
         if st is not None and st.has_null_count:
             nulls[g] = st.null_count
+            continue
+        nulls[g] = -1       # unknown: "some"
+    zl = np.diff(zmarks)
+    rl = np.diff(marks)
+    znulls = np.where(nulls[zone_rg] < 0, np.minimum(1, zl), _zone_nulls(np.maximum(nulls, 0), rl, zone_rg, zl))
+    bank = SBBFBank.from_filters([filters[g] for g in zone_rg.tolist()])
     p = itype.params
-    return SBBFGranules(itype.name, p, p["tokenizer"], str(itype.tokenizer.version), marks[:-1].copy(),
-                        np.diff(marks), nulls, bank, None)
+    return SBBFGranules(itype.name, p, p["tokenizer"], str(itype.tokenizer.version), zmarks[:-1].copy(),
+                        zl, znulls, bank, None)

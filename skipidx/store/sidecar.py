@@ -35,7 +35,7 @@ from skipidx.core.types import cast_to
 from skipidx.expr.index_expressions import apply_expression
 from skipidx.indexes.base import IndexDef, IndexGranules, index_from_meta
 from skipidx.store.commit import fsync_dir, fsync_file
-from skipidx.store.lake import FileIdentity
+from skipidx.store.lake import FileIdentity, zone_marks
 from skipidx.store.metadata import IndexMeta, TableMeta
 from skipidx.store.manifest import zones as zones_of
 from skipidx.store.part import granules_from_table, index_fingerprint
@@ -99,7 +99,7 @@ def _column_values(meta: TableMeta, im: IndexMeta, t: pa.Table, partition: dict[
 
 def build_file_sidecars(data_path: str, ident: FileIdentity, md: pq.FileMetaData, meta: TableMeta,
                         indexes: Sequence[IndexMeta], partition: dict[str, Any], out_dir: str,
-                        source: Any = None) -> dict[str, dict]:
+                        source: Any = None, zone_rows: int = 0) -> dict[str, dict]:
     """Build the sidecars of `indexes` for one data file into `out_dir`; their entries.
 
     The data file is only read (row groups of the index columns, a chunk of
@@ -110,8 +110,11 @@ def build_file_sidecars(data_path: str, ident: FileIdentity, md: pq.FileMetaData
     if not indexes:
         return {}
     rg_rows = np.array([md.row_group(i).num_rows for i in range(md.num_row_groups)], dtype=np.int64)
-    marks = np.zeros(len(rg_rows) + 1, dtype=np.int64)
-    np.cumsum(rg_rows, out=marks[1:])
+    rg_marks = zone_marks(rg_rows, 0)
+    marks = zone_marks(rg_rows, zone_rows)      # the granules: zones (row groups when 0)
+    # the zone at each row-group boundary: a chunk read ends on one that starts an index
+    # granule of every index (GRANULARITY g: g zones)
+    rg_zone = np.searchsorted(marks, rg_marks)
     file_cols = set(md.schema.to_arrow_schema().names)
     need = sorted({im.definition.column for im in indexes} & file_cols - set(partition))
     pf = pq.ParquetFile(source if source is not None else data_path, metadata=md)
@@ -145,27 +148,33 @@ def build_file_sidecars(data_path: str, ident: FileIdentity, md: pq.FileMetaData
         # chunks of whole row groups, cut at index-granule boundaries of every index
         step = math.lcm(*(im.definition.granularity for im in indexes))
         nrg = len(rg_rows)
+        cuts = [i for i in range(1, nrg) if rg_zone[i] % step == 0] + [nrg]
         start = 0
         while True:
-            end = min(start + step, nrg)
-            while end < nrg and marks[min(end + step, nrg)] - marks[start] <= BUILD_CHUNK_ROWS:
-                end = min(end + step, nrg)
+            k = 0
+            while k < len(cuts) - 1 and cuts[k] <= start:
+                k += 1
+            end = cuts[k]
+            while k + 1 < len(cuts) and rg_marks[cuts[k + 1]] - rg_marks[start] <= BUILD_CHUNK_ROWS:
+                k += 1
+                end = cuts[k]
             t = (pf.read_row_groups(list(range(start, end)), columns=need, use_threads=False)
                  if end > start else pa.table({}))
-            n = int(marks[end] - marks[start])
+            n = int(rg_marks[end] - rg_marks[start])
             if t.num_rows != n and need:
                 raise CorruptionError(f"read {t.num_rows} rows where the footer says {n}", path=data_path)
-            local = marks[start:end + 1] - marks[start]
+            za, zb = int(rg_zone[start]), int(rg_zone[end])
+            local = marks[za:zb + 1] - marks[za]
             for im in indexes:
                 zs, zl = zones_of(local, im.definition.granularity)
                 vals = _column_values(meta, im, t, partition, n)
                 agg = aggs[im.name]
                 if getattr(agg, "whole_part", False):
                     # a whole-file aggregator (the text index's dictionary): written once at the end
-                    agg.add(vals, zs, zl, int(marks[start]))
+                    agg.add(vals, zs, zl, int(marks[za]))
                     continue
                 g = agg.build(vals, zs, zl)
-                g.zone_start = np.asarray(g.zone_start, dtype=np.int64) + int(marks[start])
+                g.zone_start = np.asarray(g.zone_start, dtype=np.int64) + int(marks[za])
                 _write(im, g.to_arrow(part_name))
             start = end
             if start >= nrg:

@@ -1,0 +1,350 @@
+"""Page-level reads of a Parquet column chunk: a needle prefilter for external tables.
+
+pyarrow reads whole row groups; a row group the indexes kept for
+``hasToken(msg, 'x')`` or ``msg LIKE '%x%'`` usually holds its match in one
+page. A value holding a substring holds its bytes contiguously in the page's
+decompressed data wherever the values are stored whole (PLAIN and
+DELTA_LENGTH_BYTE_ARRAY pages, and a dictionary page), so a page whose
+decompressed bytes lack a required substring holds no matching row. This
+module walks a chunk's page headers (the Thrift reader of
+:mod:`skipidx.core.parquet_thrift`), decompresses the pages with Arrow's codecs,
+keeps the pages holding every needle, and decodes only those with pyarrow: the
+kept pages (and the chunk's dictionary page) are framed as a one-column Parquet
+file of their own (a footer written here, the leaf's schema element copied
+from the data file's footer). Decompressing and searching a page costs a
+fraction of decoding it into Arrow strings.
+
+Anything unexpected (nested columns, encryption, an unknown codec or page
+type, a header that does not parse) makes the caller read the row group as
+before: the prefilter only ever skips pages that cannot match.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from skipidx.core.errors import SkipidxError
+from skipidx.core.parquet_thrift import _Reader, _T_LIST, _T_STOP
+
+__all__ = ["PageLayout", "chunk_layout", "footer_schema_elements", "matching_rows", "decode_pages", "write_footer"]
+
+_PHYSICAL = {"BOOLEAN": 0, "INT32": 1, "INT64": 2, "INT96": 3, "FLOAT": 4, "DOUBLE": 5, "BYTE_ARRAY": 6,
+             "FIXED_LEN_BYTE_ARRAY": 7}
+_CODECS = {"UNCOMPRESSED": 0, "SNAPPY": 1, "GZIP": 2, "BROTLI": 4, "LZ4": 5, "ZSTD": 6, "LZ4_RAW": 7}
+_ARROW_CODEC = {"SNAPPY": "snappy", "GZIP": "gzip", "BROTLI": "brotli", "ZSTD": "zstd", "LZ4_RAW": "lz4_raw"}
+_ENCODINGS = {"PLAIN": 0, "PLAIN_DICTIONARY": 2, "RLE": 3, "BIT_PACKED": 4, "DELTA_BINARY_PACKED": 5,
+              "DELTA_LENGTH_BYTE_ARRAY": 6, "DELTA_BYTE_ARRAY": 7, "RLE_DICTIONARY": 8, "BYTE_STREAM_SPLIT": 9}
+_DICT_ENCODED = (2, 8)
+#: value encodings whose pages hold each value's bytes contiguously
+_WHOLE_VALUES = (0, 6)
+_DATA_PAGE, _DICTIONARY_PAGE, _DATA_PAGE_V2 = 0, 2, 3
+
+
+@dataclass(frozen=True)
+class PageLayout:
+    """The pages of one column chunk: byte spans (header included) relative to the file,
+    first row and row count per data page, and how each is encoded."""
+
+    start: int                      # file offset of the chunk's first page
+    size: int                       # bytes of the chunk
+    codec: str
+    physical: str
+    encodings: tuple
+    dict_span: tuple | None         # (offset, length, header length, uncompressed size) of the dictionary page
+    dict_plain: bool
+    offsets: np.ndarray             # per data page: file offset
+    lengths: np.ndarray             # bytes (header + body)
+    header_lengths: np.ndarray
+    first_rows: np.ndarray          # rows before the page within the row group
+    rows: np.ndarray
+    kinds: np.ndarray               # page type (0: v1, 3: v2)
+    encoding: np.ndarray            # value encoding of each data page
+    levels: np.ndarray              # v2: bytes of the (uncompressed) levels before the values
+    compressed: np.ndarray          # v2: whether the values are compressed
+    uncompressed: np.ndarray        # uncompressed body size
+
+
+def _pread(fd: int, n: int, off: int) -> bytes:
+    out = os.pread(fd, n, off)
+    if len(out) != n:
+        raise SkipidxError(f"short read: {len(out)} of {n} bytes at {off}")
+    return out
+
+
+def chunk_layout(fd: int, cc: pq.ColumnChunkMetaData, num_rows: int, where: str = "<file>") -> PageLayout:
+    """Walk the page headers of column chunk `cc` (of a row group of `num_rows` rows) through
+    `fd`; SkipidxError if it is not a flat chunk this module can read."""
+    if cc.compression not in _CODECS:
+        raise SkipidxError(f"codec {cc.compression} not handled")
+    start = cc.dictionary_page_offset if cc.has_dictionary_page and cc.dictionary_page_offset is not None \
+        else cc.data_page_offset
+    size = cc.total_compressed_size
+    buf = _pread(fd, size, start)
+    pos = 0
+    dict_span = None
+    dict_plain = False
+    cols: list[list] = [[] for _ in range(10)]
+    row = 0
+    while pos < size:
+        r = _Reader(buf, pos, where, "PageHeader")
+        h = r.struct()
+        hl = r.pos - pos
+        kind, usize, csize = h.get(1), h.get(2), h.get(3)
+        if not isinstance(csize, int) or csize < 0 or r.pos + csize > size or not isinstance(usize, int):
+            raise SkipidxError("bad page header")
+        if kind == _DICTIONARY_PAGE:
+            dh = h.get(7) or {}
+            dict_span = (start + pos, hl + csize, hl, usize)
+            dict_plain = dh.get(2) in (0, 2)
+        elif kind == _DATA_PAGE:
+            dh = h.get(5) or {}
+            n = dh.get(1)
+            for lst, v in zip(cols, (start + pos, hl + csize, hl, row, n, kind, dh.get(2), 0, 1, usize)):
+                lst.append(v)
+            row += n
+        elif kind == _DATA_PAGE_V2:
+            dh = h.get(8) or {}
+            n = dh.get(3)
+            lv = int(dh.get(5, 0)) + int(dh.get(6, 0))
+            for lst, v in zip(cols, (start + pos, hl + csize, hl, row, n, kind, dh.get(4), lv,
+                                     1 if dh.get(7, True) else 0, usize)):
+                lst.append(v)
+            row += n
+        elif kind != 1:        # an index page is skipped; anything else is unknown
+            raise SkipidxError(f"page type {kind} not handled")
+        pos = r.pos + csize
+    if row != num_rows or any(not isinstance(x, int) for x in cols[4] + cols[6]):
+        raise SkipidxError("pages do not add up to the row group")
+    a = [np.asarray(c, dtype=np.int64) for c in cols]
+    return PageLayout(start, size, cc.compression, cc.physical_type, tuple(cc.encodings), dict_span, dict_plain,
+                      a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8].astype(bool), a[9])
+
+
+_CODEC_CACHE: dict = {}
+
+
+def _codec(name: str) -> pa.Codec:
+    c = _CODEC_CACHE.get(name)
+    if c is None:
+        arrow = _ARROW_CODEC.get(name)
+        if arrow is None:
+            raise SkipidxError(f"codec {name} not handled")
+        c = _CODEC_CACHE[name] = pa.Codec(arrow)
+    return c
+
+
+def _holds_all(body, needles: Sequence[bytes]) -> bool:
+    """Whether every needle occurs in `body` (bytes-like; a whole-buffer vector search)."""
+    from skipidx.expr.kernels._search import contains_rows
+
+    data = np.frombuffer(body, dtype=np.uint8)
+    bounds = np.array([0, data.shape[0]], dtype=np.int64)
+    return all(bool(contains_rows(bounds, data, x)[0]) for x in needles)
+
+
+def _page_holds(layout: PageLayout, raw: memoryview, header_len: int, usize: int, needles: Sequence[bytes],
+                levels: int = 0, compressed: bool = True) -> bool:
+    """Whether the decompressed page (`raw`: header + body) holds every needle."""
+    body = raw[header_len:]
+    if layout.codec == "UNCOMPRESSED" or not compressed:
+        return _holds_all(body, needles)
+    if layout.codec not in _ARROW_CODEC:
+        return True         # (Hadoop-framed LZ4: left to pyarrow, the page is kept)
+    if levels:
+        return _holds_all(_codec(layout.codec).decompress(body[levels:], usize - levels), needles)
+    return _holds_all(_codec(layout.codec).decompress(body, usize), needles)
+
+
+def matching_pages(fd: int, layout: PageLayout, needles: Sequence[bytes], pages: np.ndarray | None = None) -> np.ndarray:
+    """Per data page: whether it may hold a row containing every needle (False only when
+    the page stores whole values and its bytes lack one). `pages`: check only these (the
+    others are answered False: the caller needs none of their rows)."""
+    n = layout.offsets.shape[0]
+    todo = np.arange(n) if pages is None else np.asarray(pages, dtype=np.int64)
+    hit = np.zeros(n, dtype=bool)
+    hit[todo] = True
+    dict_hit = None
+    if layout.dict_span is not None and layout.dict_plain and np.isin(layout.encoding[todo], _DICT_ENCODED).any():
+        off, ln, hl, us = layout.dict_span
+        dict_hit = _page_holds(layout, memoryview(_pread(fd, ln, off)), hl, us, needles)
+    for i in todo.tolist():
+        enc = int(layout.encoding[i])
+        if enc in _DICT_ENCODED:
+            if dict_hit is not None:
+                hit[i] = dict_hit
+            continue
+        if enc not in _WHOLE_VALUES:
+            continue
+        raw = memoryview(_pread(fd, int(layout.lengths[i]), int(layout.offsets[i])))
+        hit[i] = _page_holds(layout, raw, int(layout.header_lengths[i]), int(layout.uncompressed[i]), needles,
+                             int(layout.levels[i]), bool(layout.compressed[i]))
+    return hit
+
+
+def footer_schema_elements(fd: int, file_size: int, where: str = "<file>") -> list[bytes]:
+    """The Thrift bytes of each SchemaElement of the file's footer (root first)."""
+    tail = _pread(fd, 8, file_size - 8)
+    n = int.from_bytes(tail[:4], "little")
+    if tail[4:] != b"PAR1" or n <= 0 or n > file_size - 12:
+        raise SkipidxError("not a plain Parquet footer")
+    buf = _pread(fd, n, file_size - 8 - n)
+    r = _Reader(buf, 0, where, "FileMetaData")
+    last = 0
+    while True:
+        t, fid = r.field(last)
+        if t == _T_STOP:
+            break
+        if fid == 2 and t == _T_LIST:
+            h = r.byte()
+            size = h >> 4
+            if size == 15:
+                size = r.varint(5)
+            out = []
+            for _ in range(size):
+                s = r.pos
+                r.skip_struct(1)
+                out.append(buf[s:r.pos])
+            return out
+        r.skip(t, 1)
+        last = fid
+    raise SkipidxError("footer without a schema")
+
+
+# ---- a Thrift compact writer for the few structures of a one-column footer ---------------
+def _varint(v: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if v:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def _zz(v: int) -> bytes:
+    return _varint((v << 1) ^ (v >> 63))
+
+
+class _W:
+    def __init__(self) -> None:
+        self.out = bytearray()
+        self.last = [0]
+
+    def _fh(self, fid: int, t: int) -> None:
+        d = fid - self.last[-1]
+        self.out += bytes([(d << 4) | t]) if 0 < d <= 15 else bytes([t]) + _zz(fid)
+        self.last[-1] = fid
+
+    def i32(self, fid: int, v: int) -> None:
+        self._fh(fid, 5)
+        self.out += _zz(v)
+
+    def i64(self, fid: int, v: int) -> None:
+        self._fh(fid, 6)
+        self.out += _zz(v)
+
+    def binary(self, fid: int, v: bytes) -> None:
+        self._fh(fid, 8)
+        self.out += _varint(len(v)) + v
+
+    def list_header(self, fid: int, etype: int, n: int) -> None:
+        self._fh(fid, 9)
+        self.out += bytes([(n << 4) | etype]) if n < 15 else bytes([0xF0 | etype]) + _varint(n)
+
+    def begin(self, fid: int | None = None) -> None:
+        if fid is not None:
+            self._fh(fid, 12)
+        self.last.append(0)
+
+    def end(self) -> None:
+        self.out.append(0)
+        self.last.pop()
+
+
+def write_footer(leaf: bytes, name: str, physical: str, codec: str, encodings: Sequence[str], num_rows: int,
+                 num_values: int, data_offset: int, dict_offset: int | None, compressed: int, uncompressed: int) -> bytes:
+    """A FileMetaData of one row group with one flat column (Thrift compact)."""
+    w = _W()
+    w.begin()
+    w.i32(1, 1)
+    w.list_header(2, 12, 2)
+    w.begin()                       # the root element
+    w.binary(4, b"schema")
+    w.i32(5, 1)
+    w.end()
+    w.out += leaf                   # the leaf, as the data file declares it (a whole struct)
+    w.i64(3, num_rows)
+    w.list_header(4, 12, 1)
+    w.begin()                       # RowGroup
+    w.list_header(1, 12, 1)
+    w.begin()                       # ColumnChunk
+    w.i64(2, data_offset)
+    w.begin(3)                      # ColumnMetaData
+    w.i32(1, _PHYSICAL[physical])
+    encs = [_ENCODINGS[e] for e in encodings if e in _ENCODINGS]
+    w.list_header(2, 5, len(encs))
+    for e in encs:
+        w.out += _zz(e)
+    w.list_header(3, 8, 1)
+    b = name.encode()
+    w.out += _varint(len(b)) + b
+    w.i32(4, _CODECS[codec])
+    w.i64(5, num_values)
+    w.i64(6, uncompressed)
+    w.i64(7, compressed)
+    w.i64(9, data_offset)
+    if dict_offset is not None:
+        w.i64(11, dict_offset)
+    w.end()
+    w.end()                         # ColumnChunk
+    w.i64(2, uncompressed)
+    w.i64(3, num_rows)
+    w.end()                         # RowGroup
+    w.end()
+    return bytes(w.out)
+
+
+def decode_pages(fd: int, layout: PageLayout, pages: np.ndarray, leaf: bytes, name: str) -> pa.ChunkedArray:
+    """The values of the data pages `pages` (indices, ascending) of the chunk, decoded by
+    pyarrow from a one-column Parquet file of those pages (and the dictionary page)."""
+    parts = [b"PAR1"]
+    pos = 4
+    dict_off = None
+    need_dict = layout.dict_span is not None and bool(np.isin(layout.encoding[pages], _DICT_ENCODED).any())
+    if need_dict:
+        off, ln, _, us = layout.dict_span
+        parts.append(_pread(fd, ln, off))
+        dict_off = pos
+        pos += ln
+    data_off = pos
+    unc = 0
+    rows = 0
+    for i in pages:
+        parts.append(_pread(fd, int(layout.lengths[i]), int(layout.offsets[i])))
+        pos += int(layout.lengths[i])
+        unc += int(layout.uncompressed[i]) + int(layout.header_lengths[i])
+        rows += int(layout.rows[i])
+    if need_dict:
+        unc += layout.dict_span[3] + layout.dict_span[2]
+    foot = write_footer(leaf, name, layout.physical, layout.codec, layout.encodings, rows, rows, data_off, dict_off,
+                        pos - 4, unc)
+    parts += [foot, len(foot).to_bytes(4, "little"), b"PAR1"]
+    t = pq.ParquetFile(pa.BufferReader(b"".join(parts))).read(use_threads=False)
+    if t.num_rows != rows:
+        raise SkipidxError(f"decoded {t.num_rows} rows of {rows}")
+    return t.column(0)
+
+
+def matching_rows(layout: PageLayout, hit: np.ndarray) -> np.ndarray:
+    """Row numbers (within the row group) of the pages `hit`."""
+    idx = np.flatnonzero(hit)
+    if idx.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.concatenate([np.arange(layout.first_rows[i], layout.first_rows[i] + layout.rows[i]) for i in idx])
