@@ -27,7 +27,8 @@ _default = None
 _default_lock = threading.Lock()
 
 
-def connect(path: str | None = None, *, kms=None, user_files_path=None, allow_file_access: bool = True):
+def connect(path: str | None = None, *, kms=None, user_files_path=None, allow_file_access: bool = True,
+            max_threads: int | None = None):
     """Open (or create) the database directory `path`.
 
     With no path, a temporary database is created and removed on close().
@@ -37,10 +38,13 @@ def connect(path: str | None = None, *, kms=None, user_files_path=None, allow_fi
     `user_files_path`: the directory SQL's ``INFILE``, ``file()`` and ``INTO
     OUTFILE`` are confined to (ClickHouse's setting; relative paths are
     relative to it); ``allow_file_access=False`` forbids them.
+    `max_threads`: concurrent scan reads of its queries (None or 0: the cores this
+    process may use; a query's ``SETTINGS max_threads`` asks for its own).
     """
     from skipidx.engine import Database
 
-    return Database(path, kms=kms, user_files_path=user_files_path, allow_file_access=allow_file_access)
+    return Database(path, kms=kms, user_files_path=user_files_path, allow_file_access=allow_file_access,
+                    max_threads=max_threads)
 
 
 def default_connection():

@@ -7,7 +7,29 @@ immutable once built, so it is kept by key and shared across queries,
 Databases and threads; the least recently used entry goes first beyond the
 cache's bound. :func:`caches` lists them with their bounds (the registry is
 the one place that says what the process keeps); :func:`clear_caches` forgets
-them all, as a new process would.
+them all, as a new process would (``Database.close(clear_caches=True)`` calls
+it; tests and benchmarks do).
+
+The caches and their bounds (entries; ``tests/core/test_lru.py`` checks this
+table against :func:`caches`):
+
+=========================  =====  ===========================================================
+name                       bound  holds
+=========================  =====  ===========================================================
+expr.in_plans                256  prepared IN-list membership plans, by (values, value type)
+indexes.sbbf_conditions     1024  bound SBBF conditions, by (subject, tokenizer, type, seed, atom)
+store.external_files        4096  marks, schema and Bloom columns of external data files
+store.external_footers      4096  parsed Parquet footers of external data files
+store.fingerprints          1024  index fingerprints per IndexMeta object
+store.footers                512  parsed Parquet footers of part data files
+store.manifests             4096  parsed part manifests, by (part dir, manifest checksum)
+store.states                 256  parsed table states with the bytes they were parsed from
+store.table_meta             256  column-name set and Arrow schema per TableMeta object
+=========================  =====  ===========================================================
+
+What a Database owns itself (not here): its index cache (loaded index
+granules, bounded by bytes: ``planner.prune.IndexCache``) and its scan
+threads (``execution.scan.ScanExecutor``), both released by ``close()``.
 """
 from __future__ import annotations
 

@@ -28,7 +28,10 @@ class Database:
     """A database directory (created if missing); with no path, a temporary one removed on close()."""
 
     def __init__(self, path: str | os.PathLike | None = None, *, kms: Any = None,
-                 user_files_path: str | os.PathLike | None = None, allow_file_access: bool = True) -> None:
+                 user_files_path: str | os.PathLike | None = None, allow_file_access: bool = True,
+                 max_threads: int | None = None) -> None:
+        """`max_threads`: concurrent scan reads of its queries (None or 0: the cores this process
+        may use); a query's or the session's ``max_threads`` setting asks for its own."""
         from skipidx.core.kms import KeyRing
         from skipidx.store.catalog import Catalog
         from skipidx.store.file_access import FileAccess
@@ -50,15 +53,30 @@ class Database:
 
         #: loaded index granules of immutable parts, shared by queries (bounded by bytes)
         self.index_cache = IndexCache()
+        from skipidx.execution.scan import ScanExecutor
+
+        #: the threads that read kept granules concurrently (stopped by close())
+        self.executor = ScanExecutor(max_threads)
+        #: what ``SET name = value`` / ``SET param_name = value`` gave this connection
+        self.session_settings: dict[str, Any] = {}
+        self.session_params: dict[str, Any] = {}
         self._closed = False
 
     # -- lifecycle ----------------------------------------------------------
-    def close(self) -> None:
-        """Close the database; a temporary one is removed."""
+    def close(self, clear_caches: bool = False) -> None:
+        """Close the database; a temporary one is removed. Its scan threads stop and its index
+        cache empties; `clear_caches` also empties the process's shared caches of parsed files
+        (``skipidx.core.lru.caches()``: footers, manifests, bound conditions...), as a new
+        process would start."""
         if self._closed:
             return
         self._closed = True
         self.index_cache.clear()
+        self.executor.close()
+        if clear_caches:
+            from skipidx.core.lru import clear_caches as _clear
+
+            _clear()
         from skipidx.store.merge import stop_merges
 
         # a temporary database's merges must end before its files go; a
@@ -271,7 +289,7 @@ class Database:
                 where_expr = _apply_params_expr(where_expr, params)
         snap = t.snapshot()
         try:
-            return scan_stream(snap, cols, where_expr, self.index_cache)
+            return scan_stream(snap, cols, where_expr, self.index_cache, self.executor)
         except BaseException:
             snap.close()
             raise
@@ -454,7 +472,9 @@ class Database:
         snap = table.snapshot()
         try:
             bs = bind_select(snap.meta, s)
-            return snap, bs, plan_query(snap, bs, self.index_cache)
+            plan = plan_query(snap, bs, self.index_cache)
+            plan.executor = self.executor
+            return snap, bs, plan
         except BaseException:
             snap.close()
             raise

@@ -43,7 +43,7 @@ def run_query(plan: QueryPlan, before_scan: Any = None) -> tuple[pa.Table, Query
             return table, stats
     stream = bs.limit is not None and not bs.order_by and not bs.aggregate
     out_cols = bs.output_columns()
-    if plan.direct_read and selections and getattr(plan.snapshot, "kind", None) != "external":
+    if plan.direct_read and selections and plan.snapshot.kind != "external":
         keep = [c for c in plan.columns if c in out_cols]
         got = direct_scan(plan, selections, stats, keep)
         if got is not None:
@@ -55,7 +55,8 @@ def run_query(plan: QueryPlan, before_scan: Any = None) -> tuple[pa.Table, Query
             return table, stats
     chunks = scan(selections, plan.columns, bs.where, stats,
                   max_granules=LIMIT_BATCH_GRANULES if stream else None,
-                  keep=[c for c in plan.columns if c in out_cols], prewhere=plan.prewhere, threads=plan.threads)
+                  keep=[c for c in plan.columns if c in out_cols], prewhere=plan.prewhere, threads=plan.threads,
+                  executor=plan.executor)
     table = run_select(bs, chunks, sort_key=plan.snapshot.meta.order_by)
     stats.scan_ms = (time.perf_counter() - t0) * 1000
     return table, stats

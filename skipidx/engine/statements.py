@@ -39,20 +39,12 @@ def _err(msg: str, node: Any = None) -> BindError:
 
 def session_settings(db: Any) -> dict[str, Any]:
     """The settings `SET` gave this database connection."""
-    s = getattr(db, "_session_settings", None)
-    if s is None:
-        s = {}
-        db._session_settings = s
-    return s
+    return db.session_settings
 
 
 def session_params(db: Any) -> dict[str, Any]:
     """The query parameters `SET param_name = value` gave this database connection."""
-    p = getattr(db, "_session_params", None)
-    if p is None:
-        p = {}
-        db._session_params = p
-    return p
+    return db.session_params
 
 
 def _param_value(kv: A.KeywordArg) -> Any:
@@ -232,7 +224,7 @@ def _select_streamed(db: Any, s: A.Select) -> Result | None:
         _use_expression_indexes(plan, snap.meta, db.index_cache)
         _apply_index_settings(plan, qs)
         apply_prewhere(plan, qs, s)
-        apply_threads(plan, qs)
+        apply_threads(plan, qs, db.executor)
 
         def before_scan(selections: list, stats: Any) -> None:
             _check_forced_indexes(plan, qs)
@@ -273,7 +265,7 @@ def _select_table(db: Any, s: A.Select):
         _use_expression_indexes(plan, snap.meta, db.index_cache)
         _apply_index_settings(plan, qs)
         apply_prewhere(plan, qs, s)
-        apply_threads(plan, qs)
+        apply_threads(plan, qs, db.executor)
 
         def before_scan(selections: list, stats: Any) -> None:
             _check_forced_indexes(plan, qs)
@@ -367,9 +359,11 @@ def apply_prewhere(plan: Any, qs: QuerySettings, s: A.Select) -> None:
     set_prewhere(plan, plan.select.where if qs.get("optimize_move_to_prewhere") else None)
 
 
-def apply_threads(plan: Any, qs: QuerySettings) -> None:
-    """max_threads = n reads with at most n concurrent scan jobs (0: the machine's cores)."""
+def apply_threads(plan: Any, qs: QuerySettings, executor: Any) -> None:
+    """max_threads = n reads with at most n concurrent scan jobs (0: the executor's default,
+    the database's max_threads or the machine's cores), on the database's scan executor."""
     plan.threads = int(qs.get("max_threads")) or None
+    plan.executor = executor
 
 
 def _apply_index_settings(plan: Any, qs: QuerySettings) -> None:

@@ -86,7 +86,8 @@ def select_stream(snap, plan, force: bool, before_scan: Any = None, max_result_r
         with snap:
             t0 = time.perf_counter()
             chunks = scan(selections, plan.columns, bs.where, stats,
-                          max_granules=LIMIT_BATCH_GRANULES if bs.limit is not None else None, keep=keep, prewhere=plan.prewhere, threads=plan.threads)
+                          max_granules=LIMIT_BATCH_GRANULES if bs.limit is not None else None, keep=keep, prewhere=plan.prewhere, threads=plan.threads,
+                          executor=plan.executor)
             table = run_select(bs, chunks, sort_key=plan.snapshot.meta.order_by)
             stats.scan_ms = (time.perf_counter() - t0) * 1000
         _check_result_rows(max_result_rows, table)
@@ -97,7 +98,8 @@ def select_stream(snap, plan, force: bool, before_scan: Any = None, max_result_r
 
     def rows() -> Iterator[pa.Table]:
         skip, left = bs.offset or 0, bs.limit
-        chunks = scan(selections, plan.columns, bs.where, stats, keep=keep, prewhere=plan.prewhere, threads=plan.threads)
+        chunks = scan(selections, plan.columns, bs.where, stats, keep=keep, prewhere=plan.prewhere, threads=plan.threads,
+                          executor=plan.executor)
         try:
             for ch in chunks:
                 p = run_select(proj, iter([ch]))
@@ -153,7 +155,7 @@ def _check_result_rows(limit: int | None, table: pa.Table) -> None:
         raise result_rows_exceeded(limit, table.num_rows)
 
 
-def scan_stream(snap, columns: list[str], where_expr, cache) -> Result:
+def scan_stream(snap, columns: list[str], where_expr, cache, executor=None) -> Result:
     """db.scan: the table's `columns` where `where_expr` holds, streamed."""
     from skipidx.expr.binder import bind_where
     from skipidx.expr.bound import BColumn
@@ -168,4 +170,5 @@ def scan_stream(snap, columns: list[str], where_expr, cache) -> Result:
         items.append(OutputItem(c, BColumn(c, ct.arrow_type, bool(ct.nullable), ct.name)))
     bs = BoundSelect(meta.name, items, bound)
     plan = plan_query(snap, bs, cache)
+    plan.executor = executor
     return select_stream(snap, plan, force=True)

@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from skipidx.core.errors import SkipidxError
 from skipidx.core.threads import available_cores
 from skipidx.core.arrays import from_numpy, scalar, to_numpy
 from skipidx.expr.evaluate import where_mask
@@ -363,43 +364,67 @@ def _small_scan(selections: Sequence[PartSelection], columns: Sequence[str]) -> 
     return True
 
 
-_pool_lock = threading.Lock()
-_pool: ThreadPoolExecutor | None = None
-_pool_size = 0
+class ScanExecutor:
+    """The threads that read kept granules concurrently, owned by whoever runs queries
+    (each :class:`~skipidx.engine.Database` has one, closed with it).
 
+    `max_threads` is the default of the queries it runs (None or 0: the cores this
+    process may use, :data:`SCAN_THREADS`); a query's ``SETTINGS max_threads = n`` asks
+    for its own. The pool starts on the first concurrent scan and grows when a query
+    asks for more (starting threads costs more than a point query's whole read); a
+    query never has more than its own thread count of jobs in flight, so a wider pool
+    does not raise its concurrency. A forked child starts a pool of its own.
+    """
 
-def _scan_pool(threads: int) -> ThreadPoolExecutor:
-    """The process-wide pool of scan threads, at least `threads` wide (started
-    once, grown when a query asks for more: starting threads costs more than a
-    point query's whole read). A query never has more than `threads` jobs in
-    flight, so a wider pool does not raise its concurrency."""
-    global _pool, _pool_size
-    if _pool is None or _pool_size < threads:
-        with _pool_lock:
-            if _pool is None or _pool_size < threads:
-                old = _pool
-                _pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="skipidx-scan")
-                _pool_size = threads
+    def __init__(self, max_threads: int | None = None) -> None:
+        if max_threads is not None and (isinstance(max_threads, bool) or not isinstance(max_threads, int)
+                                        or max_threads < 0):
+            raise SkipidxError(f"max_threads must be an integer >= 0, got {max_threads!r}")
+        self.max_threads = max_threads or None
+        self._lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
+        self._size = 0
+        self._pid = os.getpid()
+        self._closed = False
+
+    def threads(self, query_threads: int | None = None) -> int:
+        """Concurrent reads of a query: its own max_threads, else this executor's, else the cores."""
+        return max(1, int(query_threads or self.max_threads or SCAN_THREADS))
+
+    def pool(self, threads: int) -> ThreadPoolExecutor:
+        """A pool at least `threads` wide."""
+        with self._lock:
+            if self._closed:
+                raise SkipidxError("the database is closed")
+            if self._pid != os.getpid():
+                # a forked child has none of the parent's threads
+                self._pool, self._size, self._pid = None, 0, os.getpid()
+            if self._pool is None or self._size < threads:
+                old = self._pool
+                self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="skipidx-scan")
+                self._size = threads
                 if old is not None:
                     old.shutdown(wait=False)   # its running jobs finish; new ones go to the new pool
-    return _pool
+            return self._pool
 
+    @property
+    def started(self) -> int:
+        """Threads of the current pool (0: none started)."""
+        return self._size if self._pool is not None and self._pid == os.getpid() else 0
 
-def _forget_pool_after_fork() -> None:
-    # a forked child has none of the parent's threads: it starts its own pool
-    global _pool, _pool_lock, _pool_size
-    _pool = None
-    _pool_size = 0
-    _pool_lock = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_pool_after_fork)
+    def close(self) -> None:
+        """Stop the pool (running reads finish; nothing new starts)."""
+        with self._lock:
+            self._closed = True
+            pool, self._pool, self._size = self._pool, None, 0
+        if pool is not None and self._pid == os.getpid():
+            pool.shutdown(wait=False, cancel_futures=True)
 
 
 def scan(selections: list[PartSelection], columns: list[str], where: BExpr | None, stats,
          max_granules: int | None = None, keep: list[str] | None = None,
-         prewhere: BExpr | None = None, threads: int | None = None) -> Iterator[pa.Table]:
+         prewhere: BExpr | None = None, threads: int | None = None,
+         executor: ScanExecutor | None = None) -> Iterator[pa.Table]:
     """Yield the rows of the kept granules that satisfy `where`, part by part in order.
 
     `columns` (read) must include every column `where` reads; `keep` (default:
@@ -414,18 +439,19 @@ def scan(selections: list[PartSelection], columns: list[str], where: BExpr | Non
     granules, or :data:`SCAN_INLINE_BYTES` of compressed column data) is read
     in this thread too, one read per part. Otherwise the kept ranges are cut
     into equal jobs of at most :data:`SCAN_JOB_GRANULES` granules
-    (:func:`job_granules`), read and filtered concurrently by a process-wide
-    pool, at most ``2 * SCAN_THREADS`` ahead of the consumer (bounded
-    memory), and yielded in order.
+    (:func:`job_granules`), read and filtered concurrently by `executor`'s
+    pool, at most twice its thread count ahead of the consumer (bounded
+    memory), and yielded in order; without an executor every read runs in
+    this thread.
 
     `prewhere` (ClickHouse's PREWHERE; the planner passes the WHERE itself
     unless ``optimize_move_to_prewhere = 0``, or an explicit PREWHERE clause):
     its columns are read first and the other columns only for the granules
     holding a row that passes it (:func:`_read_prewhere`); `where` still
     decides the rows. `threads` (the query's max_threads; None or 0: the
-    machine's cores, :data:`SCAN_THREADS`) bounds the concurrent reads.
+    executor's, by default the machine's cores) bounds the concurrent reads.
     """
-    threads = max(1, int(threads or SCAN_THREADS))
+    threads = executor.threads(threads) if executor is not None else 1
     keep = list(columns) if keep is None else list(keep)
     inline = max_granules is None and _small_scan(selections, columns)
     step = max_granules if max_granules is not None else None if inline else job_granules(selections, threads)
@@ -439,13 +465,13 @@ def scan(selections: list[PartSelection], columns: list[str], where: BExpr | Non
         return t
 
     # (a scan of at most SCAN_INLINE_GRANULES granules is `inline` already: _small_scan)
-    if inline or max_granules is not None or len(jobs) <= 1 or threads == 1:
+    if inline or max_granules is not None or len(jobs) <= 1 or threads == 1 or executor is None:
         for part, batch in jobs:
             t0 = time.perf_counter()
             t, read, nbytes = _read_filtered(part, batch, columns, where, keep, prewhere=prewhere)
             yield account(t, read, nbytes, t0)
         return
-    pool = _scan_pool(threads)
+    pool = executor.pool(threads)
     pending: deque = deque()
     it = iter(jobs)
     try:

@@ -31,8 +31,11 @@ class QueryPlan:
     #: columns; an explicit PREWHERE clause puts its own expression here.
     prewhere: Any = None
     prewhere_explicit: bool = False
-    #: concurrent scan reads (the query's max_threads; None: the machine's cores)
+    #: concurrent scan reads (the query's max_threads; None: the executor's default)
     threads: int | None = None
+    #: what runs the concurrent reads (the Database's execution.scan.ScanExecutor);
+    #: None: every read in the calling thread
+    executor: Any = None
 
 
 def plan_query(snapshot: Any, bs: BoundSelect, cache: IndexCache | None = None) -> QueryPlan:

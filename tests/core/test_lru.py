@@ -55,3 +55,28 @@ def test_named_caches_join_the_registry_with_their_bounds():
     lru.clear_caches()
     assert len(c) == 0 and c.get("a") is None
     assert LRU(2).name is None and "None" not in lru.caches(), "an unnamed LRU stays out of the registry"
+
+
+def test_the_docstring_table_states_every_cache_and_its_bound():
+    import re
+
+    import skipidx.engine  # noqa: F401  (every built-in cache module)
+    import skipidx.store.external  # noqa: F401
+    import skipidx.store.lake  # noqa: F401
+    from skipidx.core import lru
+
+    rows = {m.group(1): int(m.group(2)) for m in re.finditer(r"^([a-z_]+\.[a-z_]+)\s+(\d+)\s", lru.__doc__, re.M)}
+    assert rows == {name: bound for name, (_n, bound, _what) in lru.caches().items()}
+
+
+def test_a_database_close_can_clear_the_process_caches(tmp_path):
+    import skipidx
+    from skipidx.core.lru import caches
+
+    db = skipidx.connect(str(tmp_path / "db"))
+    db.sql("CREATE TABLE t (s String, INDEX i s TYPE bloom_filter GRANULARITY 1) ENGINE = MergeTree ORDER BY s")
+    db.sql("INSERT INTO t VALUES ('a'), ('b')")
+    assert db.sql("SELECT count() FROM t WHERE s = 'a'").fetchall() == [(1,)]
+    assert sum(n for n, _b, _w in caches().values()) > 0
+    db.close(clear_caches=True)
+    assert sum(n for n, _b, _w in caches().values()) == 0

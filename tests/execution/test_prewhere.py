@@ -148,3 +148,30 @@ def test_max_threads_reaches_the_scan(db, monkeypatch):
     assert seen == [1, 3, None]
     assert one.equals(three) and one.equals(dflt)
     assert S.SCAN_THREADS == max(1, os.cpu_count() or 1)
+
+
+def test_the_database_owns_its_scan_threads(tmp_path, monkeypatch):
+    """Scan threads belong to a Database's executor (max_threads a setting), not to the process:
+    two databases have two pools, and close() stops its own."""
+    import skipidx
+    from skipidx.execution import scan as S
+    from skipidx.execution.scan import ScanExecutor
+
+    monkeypatch.setattr(S, "SCAN_INLINE_BYTES", 1)   # a small table still reads on the pool
+    a = skipidx.connect(str(tmp_path / "a"), max_threads=2)
+    b = skipidx.connect(str(tmp_path / "b"))
+    assert isinstance(a.executor, ScanExecutor) and a.executor is not b.executor
+    assert a.executor.threads() == 2 and a.executor.threads(3) == 3
+    assert b.executor.threads() == max(1, len(os.sched_getaffinity(0)))
+    a.sql("CREATE TABLE t (k UInt32, s String) ENGINE = MergeTree ORDER BY k SETTINGS index_granularity = 64")
+    a.sql("INSERT INTO t SELECT number, toString(number) FROM numbers(20000)")
+    assert a.sql("SELECT count() FROM t WHERE s LIKE '%7%' SETTINGS max_threads = 2").fetchall()[0][0] > 0
+    assert a.executor.started == 2 and b.executor.started == 0
+    pool = a.executor.pool(2)
+    a.close()
+    assert a.executor.started == 0 and pool._shutdown
+    with pytest.raises(skipidx.SkipidxError, match="closed"):
+        a.executor.pool(1)
+    b.close()
+    with pytest.raises(skipidx.SkipidxError, match="max_threads"):
+        ScanExecutor(-1)
