@@ -6,9 +6,12 @@ the page index), so the data file has one row group per data granule
 (``bench/bench_store.py`` compares the layouts). Parquet's per-row-group
 statistics then double as a free min/max per granule for DuckDB and Spark.
 
-Index files are Arrow IPC (uncompressed), not Parquet: a filter column is
-random bits that compression cannot shrink, and IPC opens with zero copy and
-no decoding. ``pyarrow.ipc.open_file(path).read_all()`` reads them.
+Index files are Arrow IPC, not Parquet: IPC opens with no decoding, and
+``pyarrow.ipc.open_file(path).read_all()`` reads them. A filter column sized
+for its fpp is near-random bits that compression cannot shrink, but a sparse
+one (fixed-size filters of few tokens) shrinks many times: each file's buffers
+are zstd-compressed (IPC's own buffer compression, recorded in the file) when
+its first chunk shows it pays (:func:`index_compression`).
 """
 from __future__ import annotations
 
@@ -31,7 +34,9 @@ from skipidx.store import commit as _commit
 from skipidx.store.checksums import FileSum, file_sum
 from skipidx.store.commit import StagedPart, crash_point, fsync_dir, fsync_file, new_part_name
 from skipidx.store.conform import conform, sort_rows
-from skipidx.store.encoding import choose_dictionary_columns, linked_dictionary_columns
+from skipidx.store.encoding import (
+    choose_column_encodings, choose_dictionary_columns, linked_column_encodings, linked_dictionary_columns,
+)
 from skipidx.store.manifest import DATA_FILE, MANIFEST, index_file_name, zones
 from skipidx.store.metadata import FORMAT_VERSION, IndexMeta, TableMeta
 
@@ -75,6 +80,33 @@ def _takes_threads(idx) -> bool:
         return False
 
 
+#: An index file's buffers are compressed (Arrow IPC's own buffer compression, which
+#: every Arrow reader undoes: the filter bytes read back are the same) when zstd
+#: shrinks its first chunk to at most this fraction. Sparse filters (fixed-size
+#: filters of few tokens) shrink 10-30x; filters sized for their fpp are near half
+#: full and shrink 0-25 %, saturated ones not at all.
+INDEX_COMPRESS_MAX_RATIO = 0.85
+INDEX_CODEC = "zstd"
+
+
+def index_compression(t: pa.Table) -> str | None:
+    """The codec for an index file whose (first) chunk is `t`: :data:`INDEX_CODEC` where it pays."""
+    raw = packed = 0
+    for col in t.columns:
+        for chunk in col.chunks:
+            for b in chunk.buffers():
+                if b is None or b.size == 0:
+                    continue
+                b = b.slice(0, min(b.size, 1 << 20))   # a sample of a large buffer decides
+                raw += b.size
+                packed += pa.compress(b, codec=INDEX_CODEC, asbytes=False).size
+    return INDEX_CODEC if raw and packed <= INDEX_COMPRESS_MAX_RATIO * raw else None
+
+
+def _ipc_options(codec: str | None) -> pa.ipc.IpcWriteOptions:
+    return pa.ipc.IpcWriteOptions(compression=codec)
+
+
 class _IndexWriter:
     """Builds one index chunk by chunk (whole index granules at a time) into
     an Arrow IPC file: one record batch group per chunk."""
@@ -99,6 +131,8 @@ class _IndexWriter:
         self.writer: pa.ipc.RecordBatchFileWriter | None = None
         self.schema: pa.Schema | None = None
         self.zones = 0
+        #: the IPC buffer codec of this file (None: uncompressed), chosen from its first chunk
+        self.compression: str | None = None
 
     def write(self, values: pa.Array, zone_start: np.ndarray, zone_length: np.ndarray, row0: int) -> None:
         """Index `values` (rows starting at part row `row0`); zones relative to `values`."""
@@ -115,7 +149,8 @@ class _IndexWriter:
             return
         if self.writer is None:
             self.schema = t.schema
-            self.writer = pa.ipc.new_file(self.sink, self.schema)
+            self.compression = index_compression(t)
+            self.writer = pa.ipc.new_file(self.sink, self.schema, options=_ipc_options(self.compression))
         elif not t.schema.equals(self.schema, check_metadata=False):
             t = t.cast(self.schema)
         self.writer.write_table(t.replace_schema_metadata(self.schema.metadata))
@@ -133,7 +168,9 @@ class _IndexWriter:
         if t is not None:
             if self.seal is not None:
                 t = seal_index_table(t, self.seal[1], self.seal[0], self.seal[2])
-            self.writer = pa.ipc.new_file(self.sink, t.schema)
+            else:
+                self.compression = index_compression(t)
+            self.writer = pa.ipc.new_file(self.sink, t.schema, options=_ipc_options(self.compression))
             self.writer.write_table(t)
         if self.writer is not None:
             self.writer.close()
@@ -193,6 +230,8 @@ class PartWriter:
         # the data file is written here (else hard-linked from another part);
         # its writer is opened by the first chunk, which decides the encodings
         self._writes_data = DATA_FILE not in reuse
+        #: {column: Parquet encoding} of the columns not written PLAIN (None: not known)
+        self.column_encodings: dict[str, str] | None = None
         #: columns written dictionary-encoded (None: not decided / not known)
         self.dictionary_columns: list[str] | None = None
         self._linked_from: str | None = None
@@ -221,6 +260,9 @@ class PartWriter:
         comp, level = meta.parquet_compression()
         self.dictionary_columns = (choose_dictionary_columns(meta, sample, self.G)
                                    if sample is not None else [])
+        self.column_encodings = (choose_column_encodings(meta, sample, self.G, self.dictionary_columns,
+                                                         comp, level)
+                                 if sample is not None else {})
         enc = None
         if self._enc is not None:
             # Parquet modular encryption: footer and each sensitive column
@@ -232,6 +274,7 @@ class PartWriter:
         self._pw = pq.ParquetWriter(self._data_path, meta.arrow_schema(),
                                     compression=comp, compression_level=level or None,
                                     use_dictionary=self.dictionary_columns,
+                                    column_encoding=self.column_encodings or None,
                                     write_statistics=True, encryption_properties=enc,
                                     store_schema=True, sorting_columns=sorting or None)
 
@@ -347,6 +390,7 @@ class PartWriter:
             iw.close()
         if self._linked_from is not None:
             self.dictionary_columns = linked_dictionary_columns(self._linked_from)
+            self.column_encodings = linked_column_encodings(self._linked_from)
         if self._pw is None and self._reuse_layout is not None:
             # a linked data file: its layout is the source part's (never
             # re-read from bytes that may have been damaged since)
@@ -411,6 +455,9 @@ class PartWriter:
             # a read hint (Part.read can return these as Arrow dictionaries);
             # absent in parts written before: read decoded
             manifest["dictionary"] = list(self.dictionary_columns)
+        if self.column_encodings:
+            # what the writer chose per column (the file records it too; readers need nothing)
+            manifest["encodings"] = dict(sorted(self.column_encodings.items()))
         raw = json.dumps(manifest, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
         crash_point("part:before_manifest")
         _commit.write_file_durably(os.path.join(self.dir, MANIFEST), raw)
