@@ -1,0 +1,157 @@
+"""Start-up: a new process that opens a database and answers one indexed query, skipidx vs chDB.
+
+    python bench/bench_startup.py                  # 1M log rows (bench_query.py's table and DDL)
+    python bench/bench_startup.py --rows 200000 --repeat 7
+    python bench/bench_startup.py --dir /tmp/sb --reuse
+
+Every figure is the wall time of a whole new process (interpreter start,
+imports, connect, the query, exit), the median of --repeat runs taken in
+rounds that run every variant once, so all share the machine's load:
+
+- skipidx CLI:  ``python -m skipidx sql DB "SELECT count() ... hasToken(msg, 'kraken')"``
+- skipidx API:  ``python -c 'import skipidx; skipidx.connect(DB).sql(Q).fetchall()'``
+- chDB:         ``python -c 'import chdb; chdb.query(Q, path=CHDB)'`` (same rows, ClickHouse's
+                index DDL, one merged part each)
+
+each skipidx variant twice: "warm" (numba's compile cache filled by an
+earlier run, as after ``make``, which warms it) and "cold" (NUMBA_CACHE_DIR
+an empty directory: every kernel the query needs is compiled, as on a fresh
+install that skipped the warm-up). Python's bytecode cache is on for every
+process (PYTHONDONTWRITEBYTECODE removed), as in an installed package.
+Also printed: the CPU seconds (user + sys) of each process, and the load.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.dirname(__file__))
+
+QUERY = "SELECT count() FROM logs WHERE hasToken(msg, 'kraken')"
+
+
+def _env(numba_cache: str | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "NUMBA_CACHE_DIR")}
+    if numba_cache is not None:
+        env["NUMBA_CACHE_DIR"] = numba_cache
+    return env
+
+
+def _timed(cmd: list[str], env: dict[str, str], expect: str) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of one process; its output must hold `expect`."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if out.returncode != 0 or expect not in out.stdout:
+        raise SystemExit(f"{cmd[:3]} failed ({out.returncode}): {out.stdout[-300:]} {out.stderr[-800:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
+
+
+def _load(rows: int, seed: int, work: str, reuse: bool) -> tuple[str, str, int]:
+    """The skipidx and chDB databases (one merged part each) and the query's answer."""
+    import pyarrow.parquet as pq
+
+    import skipidx
+    from skipidx.apps import datagen
+    from bench_query import CH_INDEXES, OUR_EXTRA, SCHEMA_SQL
+
+    sk, chdir, parquet = os.path.join(work, "skipidx"), os.path.join(work, "chdb"), os.path.join(work, "logs.parquet")
+    marker = os.path.join(work, f"ready-{rows}-{seed}")
+    if not (reuse and os.path.exists(marker)):
+        for p in (sk, chdir, marker):
+            shutil.rmtree(p, ignore_errors=True) if os.path.isdir(p) else (os.path.exists(p) and os.remove(p))
+        print(f"loading {rows:,} rows into skipidx and chDB ...", flush=True)
+        with skipidx.connect(sk) as db:
+            db.sql(SCHEMA_SQL.format(table="logs", indexes=CH_INDEXES + OUR_EXTRA))
+            writer = None
+            for batch in datagen.generate(rows, seed, batch_rows=1_000_000):
+                if writer is None:
+                    writer = pq.ParquetWriter(parquet, batch.schema)
+                writer.write_batch(batch)
+                db.insert("logs", batch)
+            writer.close()
+            tbl = db.catalog.table("logs")
+            if len(tbl.state.parts) > 1:
+                tbl.optimize(final=True, max_part_rows=rows)
+        code = (f"from chdb import session as s; x = s.Session({chdir!r}); "
+                f"x.query({SCHEMA_SQL.format(table='logs', indexes=CH_INDEXES)!r}); "
+                f"x.query(\"INSERT INTO logs SELECT * FROM file('{parquet}', Parquet)\"); "
+                f"x.query('OPTIMIZE TABLE logs FINAL')")
+        subprocess.run([sys.executable, "-c", code], check=True)   # chDB: one server per process
+        open(marker, "w").close()
+    with skipidx.connect(sk) as db:
+        answer = db.sql(QUERY).fetchall()[0][0]
+    return sk, chdir, answer
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--dir", default=None)
+    ap.add_argument("--reuse", action="store_true", help="with --dir: reuse the databases an earlier run left")
+    args = ap.parse_args(argv)
+    work = args.dir or tempfile.mkdtemp(prefix="skipidx-startup-")
+    os.makedirs(work, exist_ok=True)
+    try:
+        sk, chdir, answer = _load(args.rows, args.seed, work, args.reuse and args.dir is not None)
+        expect = str(answer)
+        py = sys.executable
+        api = f"import skipidx; print(skipidx.connect({sk!r}).sql({QUERY!r}).fetchall()[0][0])"
+        variants = {
+            "chDB": ([py, "-c", f"import chdb; print(chdb.query({QUERY!r}, 'TSV', path={chdir!r}))"], None),
+            "skipidx CLI warm": ([py, "-m", "skipidx", "sql", sk, QUERY, "--format", "TSV"], "warm"),
+            "skipidx API warm": ([py, "-c", api], "warm"),
+            "skipidx CLI cold": ([py, "-m", "skipidx", "sql", sk, QUERY, "--format", "TSV"], "cold"),
+            "skipidx API cold": ([py, "-c", api], "cold"),
+        }
+        warm_cache = os.path.join(work, "numba-warm")
+        os.makedirs(warm_cache, exist_ok=True)
+        # fill the warm cache (and the bytecode caches) once, untimed
+        _timed(variants["skipidx API warm"][0], _env(warm_cache), expect)
+        _timed(variants["skipidx CLI warm"][0], _env(warm_cache), expect)
+        _timed(variants["chDB"][0], _env(None), expect)
+        wall: dict[str, list[float]] = {k: [] for k in variants}
+        cpu: dict[str, list[float]] = {k: [] for k in variants}
+        load0 = os.getloadavg()[0]
+        for _ in range(args.repeat):
+            for name, (cmd, cache) in variants.items():
+                cold = tempfile.mkdtemp(prefix="numba-cold-") if cache == "cold" else None
+                try:
+                    w, c = _timed(cmd, _env(cold if cache == "cold" else warm_cache if cache else None), expect)
+                finally:
+                    if cold:
+                        shutil.rmtree(cold, ignore_errors=True)
+                wall[name].append(w)
+                cpu[name].append(c)
+        load1 = os.getloadavg()[0]
+        ch = statistics.median(wall["chDB"])
+        ch_cpu = statistics.median(cpu["chDB"])
+        print(f"\nnew process: connect + {QUERY}  ({args.rows:,} rows, answer {answer}; "
+              f"median of {args.repeat}, interleaved)")
+        print(f"{'':24} {'wall s':>8} {'x chDB':>8} {'cpu s':>8} {'x chDB':>8}   all wall runs")
+        for name in variants:
+            w, c = statistics.median(wall[name]), statistics.median(cpu[name])
+            runs = " ".join(f"{x:.2f}" for x in wall[name])
+            print(f"{name:24} {w:8.2f} {w / ch:7.2f}x {c:8.2f} {c / ch_cpu:7.2f}x   {runs}")
+        print(f"load (1 min) {load0:.1f} at start, {load1:.1f} at end, on {os.cpu_count()} cores")
+    finally:
+        if args.dir is None:
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
