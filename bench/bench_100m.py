@@ -87,10 +87,9 @@ class State:
 
 def batches_from(rows: int, start: int, stop: int):
     """The generated batches of rows [start, stop) of a `rows`-row table (1M-row batches)."""
-    done = 0
-    for b in datagen.generate(rows, 42, batch_rows=1_000_000):
-        if done >= start:
-            yield b
+    done = start
+    for b in datagen.generate(rows, 42, batch_rows=1_000_000, start=start):
+        yield b
         done += b.num_rows
         if done >= stop:
             return

@@ -113,8 +113,14 @@ def _pick(values: pa.Array, idx: np.ndarray) -> pa.Array:
 
 
 def generate(rows: int = 1_000_000, seed: int = 42, batch_rows: int = 1_000_000,
-             progress: Callable[[int, int], None] | None = None) -> Iterator[pa.RecordBatch]:
-    """Yield the log table as record batches of up to `batch_rows` rows (seeded, deterministic)."""
+             progress: Callable[[int, int], None] | None = None, *, start: int = 0) -> Iterator[pa.RecordBatch]:
+    """Yield the log table as record batches of up to `batch_rows` rows (seeded, deterministic).
+
+    `start` (a multiple of `batch_rows`) begins at that row without generating
+    the ones before: the batches are the same as a full run's from there (each
+    batch draws from its own seeded generator)."""
+    if start % batch_rows:
+        raise ValueError("start must be a multiple of batch_rows")
     master = np.random.default_rng(seed)
     vocab = pa.array(_vocabulary(master, 60_000), pa.string())
     ranks = np.arange(1, len(vocab) + 1, dtype=np.float64)
@@ -131,7 +137,7 @@ def generate(rows: int = 1_000_000, seed: int = 42, batch_rows: int = 1_000_000,
     span_s = max(rows // 10, 1)
     null_until = t0 + span_s // 10
     max_k = 18
-    done = 0
+    done = start
     while done < rows:
         n = min(batch_rows, rows - done)
         rng = np.random.default_rng([seed, done])
