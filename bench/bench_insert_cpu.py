@@ -68,7 +68,20 @@ def main(argv=None) -> int:
     ap.add_argument("--no-chdb", action="store_true")
     ap.add_argument("--only", choices=["plain", "indexed"], default=None)
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--rss", action="store_true",
+                    help="also: peak RSS of a fresh process that only inserts the file (with the indexes)")
+    ap.add_argument("--rss-child", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.rss_child:
+        db = skipidx.connect(os.path.join(os.path.dirname(args.rss_child), "rss_db"))
+        db.sql((datagen.SCHEMA_SQL + " SETTINGS background_merges = 0").format(table="logs", indexes=CH_INDEXES))
+        base = peak_mib()
+        c0, w0 = cpu_s(), time.perf_counter()
+        db.sql(f"INSERT INTO logs FROM INFILE '{args.rss_child}' FORMAT Parquet")
+        print(f"RSS peak {peak_mib():.0f} MiB (before the insert {base:.0f} MiB); insert CPU {cpu_s() - c0:.1f} s, "
+              f"wall {time.perf_counter() - w0:.1f} s")
+        db.close()
+        return 0
 
     work = tempfile.mkdtemp(prefix="skipidx-insert-")
     src = os.path.join(work, "logs.parquet")
@@ -77,9 +90,18 @@ def main(argv=None) -> int:
         write_parquet(src, args.rows)
         print(f"{args.rows:,} rows written to Parquet in {time.perf_counter() - t0:.1f} s "
               f"({os.path.getsize(src) / 2**20:.0f} MiB)", flush=True)
-        settings = f" SETTINGS max_insert_threads = {args.threads}" if args.threads else ""
+        if args.rss:
+            import subprocess
+
+            out = subprocess.run([sys.executable, os.path.abspath(__file__), "--rss-child", src],
+                                 capture_output=True, text=True, check=True).stdout.strip()
+            print(f"fresh process, INSERT FROM INFILE with the 4 indexes: {out}", flush=True)
+            shutil.rmtree(os.path.join(work, "rss_db"), ignore_errors=True)
+        settings = ""
         ddl_ours = datagen.SCHEMA_SQL + " SETTINGS background_merges = 0"
         db = skipidx.connect(os.path.join(work, "skipidx"))
+        if args.threads:
+            db.sql(f"SET max_insert_threads = {args.threads}")
         if args.profile:
             import cProfile
             import pstats

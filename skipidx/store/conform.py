@@ -10,7 +10,7 @@ from skipidx.core.errors import SkipidxError
 from skipidx.core.types import cast_to
 from skipidx.store.metadata import TableMeta
 
-__all__ = ["conform", "sort_rows"]
+__all__ = ["conform", "sort_rows", "non_decreasing"]
 
 
 def conform(meta: TableMeta, data: pa.Table) -> pa.Table:
@@ -38,6 +38,8 @@ def sort_rows(meta: TableMeta, data: pa.Table) -> pa.Table:
     """`data` sorted by the ORDER BY key (stable; NULLs last, as ClickHouse)."""
     if not meta.order_by or data.num_rows <= 1:
         return data
+    if non_decreasing(data.select(meta.order_by)):
+        return data   # already sorted (time-ordered logs): no sort, no gather
     idx = pc.sort_indices(data.select(meta.order_by),
                           sort_keys=[(k, "ascending", "at_end") for k in meta.order_by])
     # already sorted input (common for time-ordered logs) costs no gather
@@ -45,3 +47,22 @@ def sort_rows(meta: TableMeta, data: pa.Table) -> pa.Table:
         return data
     return data.take(idx)
 
+
+def non_decreasing(keys: pa.Table) -> bool:
+    """True when a one-column sort key without NULLs (numbers, dates, times) is
+    already in order; False where unsure (the caller sorts)."""
+    if keys.num_columns != 1 or keys.num_rows < 2:
+        return keys.num_rows < 2
+    col = keys.column(0)
+    t = col.type
+    if col.null_count or not (pa.types.is_integer(t) or pa.types.is_temporal(t) or pa.types.is_floating(t)):
+        return False
+    if pa.types.is_floating(t) and pc.any(pc.is_nan(col)).as_py():
+        return False
+    try:
+        a = col.combine_chunks().to_numpy(zero_copy_only=False)
+    except (pa.ArrowException, TypeError, ValueError):
+        return False
+    if a.dtype.kind == "M" or a.dtype.kind == "m":
+        a = a.view(np.int64)
+    return bool(np.all(a[1:] >= a[:-1]))

@@ -40,6 +40,7 @@ import pyarrow.compute as pc
 from skipidx.core.errors import SkipidxError
 from skipidx.store import commit as _commit
 from skipidx.store.commit import ConflictError, commit_parts, crash_point, new_part_name, stage_dir
+from skipidx.store.conform import non_decreasing as _non_decreasing
 from skipidx.store.metadata import TableMeta
 from skipidx.store.part import Part
 from skipidx.store import writer as _writer
@@ -228,7 +229,12 @@ def merge_order(meta: TableMeta, parts: list[Part], threads: int | None = None) 
     total = int(offsets[-1])
     if meta.order_by:
         keys = pa.concat_tables(_map(lambda p: p.read(meta.order_by), parts, threads))
-        perm = pc.sort_indices(keys, sort_keys=[(k, "ascending", "at_end") for k in meta.order_by]).to_numpy()
+        if _non_decreasing(keys):
+            # parts of consecutive key ranges (time-ordered inserts): the stable
+            # sort would give the identity, so it is not run
+            perm = np.arange(total, dtype=np.int64)
+        else:
+            perm = pc.sort_indices(keys, sort_keys=[(k, "ascending", "at_end") for k in meta.order_by]).to_numpy()
         del keys
     else:
         perm = np.arange(total, dtype=np.int64)
@@ -296,7 +302,12 @@ def merged_chunks(meta: TableMeta, parts: list[Part], step: int,
             idx[grp] = base + need - lo
             base += hi - lo
         pieces = _map(lambda r: parts[r[0]].read(cols, [(r[1], r[2])]).slice(r[3], r[4]), reads, threads)
-        yield pa.concat_tables(pieces).combine_chunks().take(pa.array(idx))
+        if idx.shape[0] == base and np.all(np.diff(idx) == 1) and (idx.shape[0] == 0 or idx[0] == 0):
+            # the pieces are already in merged order (parts of consecutive key
+            # ranges): no gather of every column
+            yield pa.concat_tables(pieces)
+        else:
+            yield pa.concat_tables(pieces).combine_chunks().take(pa.array(idx))
 
 
 def merge_parts(table_dir: str, meta: TableMeta, parts: list[Part], *, expect_id: str | None = None,

@@ -322,7 +322,14 @@ class PartWriter:
         # the data file and each index are independent writes of the same
         # rows (Parquet encoding and the index kernels release the GIL)
         jobs = ([lambda: self._pw.write_table(chunk, row_group_size=self.G)] if self._writes_data else [])
-        jobs += [lambda iw=iw: self._write_index(iw, chunk, n) for iw in self._iw.values()]
+        # a column that several indexes read is made contiguous once per chunk
+        combined: dict[str, pa.Array] = {}
+        for iw in self._iw.values():
+            name = iw.im.definition.column
+            if iw.im.definition.expression is None and name not in combined:
+                col = chunk.column(name)
+                combined[name] = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+        jobs += [lambda iw=iw: self._write_index(iw, chunk, n, combined) for iw in self._iw.values()]
         if self.threads <= 1 or len(jobs) <= 1:
             for job in jobs:
                 job()
@@ -343,14 +350,14 @@ class PartWriter:
                 raise err
         self.rows += n
 
-    def _write_index(self, iw: "_IndexWriter", chunk: pa.Table, n: int) -> None:
+    def _write_index(self, iw: "_IndexWriter", chunk: pa.Table, n: int, combined: dict[str, pa.Array]) -> None:
         im = iw.im
         if im.definition.expression is not None:
             from skipidx.expr.index_expressions import evaluate_index_expression
 
             arr = evaluate_index_expression(im.definition.expression, chunk, self.meta)
         else:
-            arr = chunk.column(im.definition.column)
+            arr = combined[im.definition.column]
         if isinstance(arr, pa.ChunkedArray):
             arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
         zl_rows = self.G * im.definition.granularity
