@@ -10,6 +10,7 @@ and a failed statement leaves the database as it was.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -18,13 +19,14 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import pyarrow as pa
 
+from skipidx.core.closing import Closing
 from skipidx.core.errors import BindError, SkipidxError
 from skipidx.engine.result import QueryStats, Result
 from skipidx.engine.streaming import bound_types, scan_stream, select_stream, streamable
 from skipidx.sql import ast as A
 
 
-class Database:
+class Database(Closing):
     """A database directory (created if missing); with no path, a temporary one removed on close()."""
 
     def __init__(self, path: str | os.PathLike | None = None, *, kms: Any = None,
@@ -90,17 +92,6 @@ class Database:
             from skipidx.store.part import release_readers
             release_readers([self.path])
 
-    def __enter__(self) -> "Database":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def _check_open(self) -> None:
         if self._closed:
@@ -201,17 +192,8 @@ class Database:
             POLICY.reset(token)
 
     def _run_statement_checked(self, stmt: A.Statement) -> Result:
-        try:
+        with _as_skipidx_errors():
             res = self._dispatch(stmt)
-        except SkipidxError:
-            raise
-        except OSError as e:
-            from skipidx.store.commit import os_error
-
-            raise os_error(e) from None
-        except pa.ArrowException as e:
-            # data-dependent failures inside Arrow are reported, not crashed on
-            raise SkipidxError(f"{type(e).__name__}: {e}") from None
         if res.outfile is not None:
             res = _write_outfile(res)
         return res
@@ -239,7 +221,8 @@ class Database:
         self._check_open()
         from skipidx.store.ingest import insert_any
 
-        try:
+        # a full disk, a permission...: the same SkipidxError (file, errno) as db.sql gives
+        with _as_skipidx_errors():
             t = self.catalog.table(table)
             show = progress if progress is not None else bool(getattr(sys.stderr, "isatty", lambda: False)())
             threads = self._write_threads(insert=True)
@@ -249,15 +232,6 @@ class Database:
 
             with Progress(f"insert {table}", None) as bar:
                 return int(insert_any(t, data, format=format, progress=bar.update, threads=threads))
-        except SkipidxError:
-            raise
-        except OSError as e:
-            # a full disk, a permission...: the same SkipidxError (file, errno) as db.sql gives
-            from skipidx.store.commit import os_error
-
-            raise os_error(e) from None
-        except pa.ArrowException as e:
-            raise SkipidxError(f"{type(e).__name__}: {e}") from None
 
     def scan(self, table: str, where: str | None = None, columns: Sequence[str] | None = None,
              params: dict[str, Any] | None = None, *, batch_rows: int = 65536) -> pa.RecordBatchReader:
@@ -523,6 +497,23 @@ def _statement_params(stmt: A.Statement) -> list:
     from skipidx.sql.params import statement_params
 
     return statement_params(stmt)
+
+
+@contextlib.contextmanager
+def _as_skipidx_errors() -> Iterator[None]:
+    """An OSError (with its file and errno) or a data-dependent Arrow failure inside the
+    block becomes a SkipidxError; a SkipidxError passes unchanged."""
+    try:
+        yield
+    except SkipidxError:
+        raise
+    except OSError as e:
+        from skipidx.store.commit import os_error
+
+        raise os_error(e) from None
+    except pa.ArrowException as e:
+        # data-dependent failures inside Arrow are reported, not crashed on
+        raise SkipidxError(f"{type(e).__name__}: {e}") from None
 
 
 def _refresh_table(rep) -> pa.Table:

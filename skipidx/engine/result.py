@@ -25,6 +25,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import pyarrow as pa
 
+from skipidx.core.closing import Closing
 from skipidx.core.errors import SkipidxError
 from skipidx.engine.formats import ch_type_name, types_of as _types_of
 from skipidx.planner.stats import IndexStats, QueryStats
@@ -35,7 +36,7 @@ __all__ = ["Result", "QueryStats", "IndexStats", "ch_type_name"]
 REPR_ROWS = 10
 
 
-class Result:
+class Result(Closing):
     """The result of one statement: a cursor over its rows, plus stats for a SELECT.
 
     `format_name` and `outfile` are a SELECT's ``FORMAT name`` and ``INTO OUTFILE
@@ -312,17 +313,6 @@ class Result:
                     pass
         self._close_source()
 
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
-
-    def __enter__(self) -> "Result":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
 
     # -- display -------------------------------------------------------------------
     def __repr__(self) -> str:

@@ -205,12 +205,31 @@ def select_result(db: Any, s: A.Select) -> Result:
     return res
 
 
+def _plan_select(db: Any, snap: Any, q: A.Select, s: A.Select, qs: QuerySettings):
+    """(bound select, plan, before_scan) of SELECT `q` (`s` as written) over `snap`, with
+    the query's settings applied: expression indexes, index settings, PREWHERE, threads;
+    `before_scan` checks forced indexes and read limits once the pruning is known."""
+    from skipidx.expr.binder import bind_select
+    from skipidx.planner.plan import plan_query
+
+    bs = bind_select(snap.meta, q)
+    plan = plan_query(snap, bs, db.index_cache)
+    _use_expression_indexes(plan, snap.meta, db.index_cache)
+    _apply_index_settings(plan, qs)
+    apply_prewhere(plan, qs, s)
+    apply_threads(plan, qs, db.executor)
+
+    def before_scan(selections: list, stats: Any) -> None:
+        _check_forced_indexes(plan, qs)
+        _check_read_limits(selections, plan, qs, bs)
+
+    return bs, plan, before_scan
+
+
 def _select_streamed(db: Any, s: A.Select) -> Result | None:
     """A SELECT over a table as a (possibly streamed) Result with ClickHouse's
     column types; None for table functions and SELECTs without FROM."""
     from skipidx.engine.streaming import select_stream
-    from skipidx.expr.binder import bind_select
-    from skipidx.planner.plan import plan_query
 
     qs = resolve_settings(session_settings(db), s.settings)
     q = _with_prewhere(s)
@@ -219,17 +238,7 @@ def _select_streamed(db: Any, s: A.Select) -> Result | None:
     table = db._table(q.table)
     snap = table.snapshot()
     try:
-        bs = bind_select(snap.meta, q)
-        plan = plan_query(snap, bs, db.index_cache)
-        _use_expression_indexes(plan, snap.meta, db.index_cache)
-        _apply_index_settings(plan, qs)
-        apply_prewhere(plan, qs, s)
-        apply_threads(plan, qs, db.executor)
-
-        def before_scan(selections: list, stats: Any) -> None:
-            _check_forced_indexes(plan, qs)
-            _check_read_limits(selections, plan, qs, bs)
-
+        _bs, plan, before_scan = _plan_select(db, snap, q, s, qs)
         # select_stream owns the snapshot from here on (closed when the rows are done)
         return select_stream(snap, plan, force=False, before_scan=before_scan,
                              max_result_rows=qs.get("max_result_rows"))
@@ -248,7 +257,6 @@ def _select_table(db: Any, s: A.Select):
     bound ones for a table function (a Nullable column stays Nullable without NULLs)."""
     from skipidx.expr.binder import bind_select
     from skipidx.engine.query import run_constant_select, run_query
-    from skipidx.planner.plan import plan_query
 
     qs = resolve_settings(session_settings(db), s.settings)
     q = _with_prewhere(s)
@@ -260,17 +268,7 @@ def _select_table(db: Any, s: A.Select):
         return run_constant_select(bind_select(None, q)), None, None
     table = db._table(q.table)
     with table.snapshot() as snap:
-        bs = bind_select(snap.meta, q)
-        plan = plan_query(snap, bs, db.index_cache)
-        _use_expression_indexes(plan, snap.meta, db.index_cache)
-        _apply_index_settings(plan, qs)
-        apply_prewhere(plan, qs, s)
-        apply_threads(plan, qs, db.executor)
-
-        def before_scan(selections: list, stats: Any) -> None:
-            _check_forced_indexes(plan, qs)
-            _check_read_limits(selections, plan, qs, bs)
-
+        bs, plan, before_scan = _plan_select(db, snap, q, s, qs)
         out, stats = run_query(plan, before_scan=before_scan)
     limit = qs.get("max_result_rows")
     if limit and out.num_rows > limit:
@@ -283,7 +281,7 @@ def _select_table(db: Any, s: A.Select):
 def _group_of(meta: Any) -> dict[str, str]:
     """Index name -> the name it was declared under (a tuple-form index's members
     ``i``, ``i__1``, ... all map to ``i``)."""
-    return {im.name: (im.definition.group[0] if getattr(im.definition, "group", None) else im.name)
+    return {im.name: (im.definition.group[0] if im.definition.group else im.name)
             for im in meta.indexes}
 
 

@@ -67,20 +67,20 @@ def _err(msg: str, node: Any = None) -> BindError:
     return BindError(msg)
 
 
-def parse_date(text: bytes, node: Any = None) -> _dt.date:
+def _parse_temporal(parse: Any, text: bytes, node: Any, what: str) -> Any:
     try:
-        return dates.parse_date(text)
+        return parse(text)
     except ValueError:
         s = text.decode("utf-8", "replace")
-        raise _err(f"cannot parse {s!r} as Date (expected YYYY-MM-DD)", node) from None
+        raise _err(f"cannot parse {s!r} as {what}", node) from None
+
+
+def parse_date(text: bytes, node: Any = None) -> _dt.date:
+    return _parse_temporal(dates.parse_date, text, node, "Date (expected YYYY-MM-DD)")
 
 
 def parse_datetime(text: bytes, node: Any = None) -> _dt.datetime:
-    try:
-        return dates.parse_datetime(text)
-    except ValueError:
-        s = text.decode("utf-8", "replace")
-        raise _err(f"cannot parse {s!r} as DateTime (expected YYYY-MM-DD hh:mm:ss)", node) from None
+    return _parse_temporal(dates.parse_datetime, text, node, "DateTime (expected YYYY-MM-DD hh:mm:ss)")
 
 
 _INT_TEXT = re.compile(r"^\s*[+-]?\d+\s*$")

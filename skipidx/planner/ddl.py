@@ -97,7 +97,12 @@ def index_def_from_ast(ic: A.IndexClause, column_names: Any) -> IndexDef:
                    f"got {e.to_sql()}", e)
     if column not in names:
         raise _err(f"index {ic.name!r}: unknown column {column!r}; columns: {', '.join(names)}", e)
-    gran = 1 if ic.granularity is None else ic.granularity
+    return _index_def(ic, column, func)
+
+
+def _index_def(ic: A.IndexClause, column: str, func: str | None, **expression: Any) -> IndexDef:
+    """The IndexDef of clause `ic` over `column` (or `func(column)`; `expression` for an
+    index on another expression)."""
     return IndexDef(
         name=ic.name,
         column=column,
@@ -105,7 +110,8 @@ def index_def_from_ast(ic: A.IndexClause, column_names: Any) -> IndexDef:
         type_name=ic.type_name,
         args=tuple(_literal_value(a) for a in ic.args),
         kwargs=tuple((k.name, _literal_value(k.value)) for k in ic.kwargs),
-        granularity=gran,
+        granularity=1 if ic.granularity is None else ic.granularity,
+        **expression,
     )
 
 
@@ -145,20 +151,8 @@ def _expression_index(ic: A.IndexClause, meta: Any) -> IndexDef:
         parse_type(ch)
     except SkipidxError as e:
         raise _err(f"index {ic.name!r}: cannot index {ic.expr.to_sql()}: {e.message}", ic.expr) from None
-    gran = 1 if ic.granularity is None else ic.granularity
     text = ic.expr.to_sql()
-    return IndexDef(
-        name=ic.name,
-        column=text,
-        expr_func=None,
-        type_name=ic.type_name,
-        args=tuple(_literal_value(a) for a in ic.args),
-        kwargs=tuple((k.name, _literal_value(k.value)) for k in ic.kwargs),
-        granularity=gran,
-        expression=text,
-        expression_type=ch,
-        expression_columns=tuple(cols),
-    )
+    return _index_def(ic, text, None, expression=text, expression_type=ch, expression_columns=tuple(cols))
 
 
 #: Engines stored as a MergeTree without sorting key (ClickHouse's unsorted log/memory engines).

@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import NamedTuple, Union
+from typing import ClassVar, NamedTuple, Union
 
 
 class Pos(NamedTuple):
@@ -59,9 +59,16 @@ class Node:
 
 
 class Expr(Node):
-    """Base of expression nodes."""
+    """Base of expression nodes. Each renders itself with its precedence level
+    (``_sql_level``); ``to_sql`` is the text."""
 
     __slots__ = ()
+
+    def _sql_level(self) -> tuple[str, int]:  # pragma: no cover - every subclass overrides
+        raise AssertionError(f"{type(self).__name__} has no SQL rendering")
+
+    def to_sql(self) -> str:
+        return self._sql_level()[0]
 
 
 class Statement(Node):
@@ -190,9 +197,6 @@ class Literal(Expr):
             text += "."
         return text, (LEVEL_UNARY if text.startswith("-") else LEVEL_ATOM)
 
-    def to_sql(self) -> str:
-        return self._sql_level()[0]
-
 
 @dataclass(frozen=True)
 class ArrayLiteral(Expr):
@@ -203,9 +207,6 @@ class ArrayLiteral(Expr):
 
     def _sql_level(self) -> tuple[str, int]:
         return "[" + ", ".join(_wrap(i, LEVEL_OR) for i in self.items) + "]", LEVEL_ATOM
-
-    def to_sql(self) -> str:
-        return self._sql_level()[0]
 
 
 @dataclass(frozen=True)
@@ -220,9 +221,6 @@ class TupleLiteral(Expr):
         if len(self.items) == 1:
             inner += ","
         return "(" + inner + ")", LEVEL_ATOM
-
-    def to_sql(self) -> str:
-        return self._sql_level()[0]
 
 
 @dataclass(frozen=True)
@@ -239,9 +237,6 @@ class Column(Expr):
             text = quote_identifier(self.table) + "." + text
         return text, LEVEL_ATOM
 
-    def to_sql(self) -> str:
-        return self._sql_level()[0]
-
 
 @dataclass(frozen=True)
 class Param(Expr):
@@ -256,9 +251,6 @@ class Param(Expr):
     def _sql_level(self) -> tuple[str, int]:
         return "{" + self.name + ":" + self.type_name + "}", LEVEL_ATOM
 
-    def to_sql(self) -> str:
-        return self._sql_level()[0]
-
 
 @dataclass(frozen=True)
 class Star(Expr):
@@ -268,9 +260,6 @@ class Star(Expr):
 
     def _sql_level(self) -> tuple[str, int]:
         return "*", LEVEL_ATOM
-
-    def to_sql(self) -> str:
-        return "*"
 
 
 @dataclass(frozen=True)
@@ -292,9 +281,6 @@ class FunctionCall(Expr):
         if self.params is not None:
             head += "(" + ", ".join(_wrap(p, LEVEL_OR) for p in self.params) + ")"
         return f"{head}({args})", LEVEL_ATOM
-
-    def to_sql(self) -> str:
-        return self._sql_level()[0]
 
 
 #: BinaryOp operators (canonical spelling; ``==`` reads as ``=``, ``<>`` as ``!=``).
@@ -324,9 +310,6 @@ class BinaryOp(Expr):
         # Left-associative: the right operand must bind tighter than the operator.
         return f"{_wrap(self.left, level)} {self.op} {_wrap(self.right, level + 1)}", level
 
-    def to_sql(self) -> str:
-        return self._sql_level()[0]
-
 
 @dataclass(frozen=True)
 class BoolOp(Expr):
@@ -342,9 +325,6 @@ class BoolOp(Expr):
         # An argument of the same operator gets parentheses: the parser only
         # nests same-operator BoolOps when they were written in parentheses.
         return sep.join(_wrap(a, level + 1) for a in self.args), level
-
-    def to_sql(self) -> str:
-        return self._sql_level()[0]
 
 
 @dataclass(frozen=True)
@@ -366,9 +346,6 @@ class UnaryOp(Expr):
             text = f"({text})"
         return "-" + text, LEVEL_UNARY
 
-    def to_sql(self) -> str:
-        return self._sql_level()[0]
-
 
 @dataclass(frozen=True)
 class Like(Expr):
@@ -383,9 +360,6 @@ class Like(Expr):
     def _sql_level(self) -> tuple[str, int]:
         op = ("NOT " if self.negated else "") + ("ILIKE" if self.case_insensitive else "LIKE")
         return f"{_wrap(self.expr, LEVEL_COMPARISON)} {op} {_wrap(self.pattern, LEVEL_ADDITIVE)}", LEVEL_COMPARISON
-
-    def to_sql(self) -> str:
-        return self._sql_level()[0]
 
 
 @dataclass(frozen=True)
@@ -404,9 +378,6 @@ class InList(Expr):
             return f"{_wrap(self.expr, LEVEL_COMPARISON)} {op} {self.items[0].to_sql()}", LEVEL_COMPARISON
         items = ", ".join(_wrap(i, LEVEL_OR) for i in self.items)
         return f"{_wrap(self.expr, LEVEL_COMPARISON)} {op} ({items})", LEVEL_COMPARISON
-
-    def to_sql(self) -> str:
-        return self._sql_level()[0]
 
 
 @dataclass(frozen=True)
@@ -437,9 +408,6 @@ class IsNull(Expr):
         op = "IS NOT NULL" if self.negated else "IS NULL"
         return f"{_wrap(self.expr, LEVEL_PREDICATE)} {op}", LEVEL_PREDICATE
 
-    def to_sql(self) -> str:
-        return self._sql_level()[0]
-
 
 @dataclass(frozen=True)
 class Between(Expr):
@@ -458,9 +426,6 @@ class Between(Expr):
             f" AND {_wrap(self.high, LEVEL_COMPARISON)}",
             LEVEL_PREDICATE,
         )
-
-    def to_sql(self) -> str:
-        return self._sql_level()[0]
 
 
 # ---------------------------------------------------------------- pieces of statements
@@ -818,15 +783,23 @@ class AlterMaterializeIndex(Statement):
 
 
 @dataclass(frozen=True)
-class AlterRefresh(Statement):
-    """``ALTER TABLE t REFRESH``: an external table indexes its new data files and
-    drops the sidecars of removed or changed ones."""
+class _OnTable(Statement):
+    """A statement whose only operand is a table: ``_SQL`` with ``{}`` for the table."""
 
+    _SQL: ClassVar[str] = ""
     table: TableRef
     pos: Pos = _pos_field()
 
     def to_sql(self) -> str:
-        return f"ALTER TABLE {_table_sql(self.table)} REFRESH"
+        return self._SQL.format(_table_sql(self.table))
+
+
+@dataclass(frozen=True)
+class AlterRefresh(_OnTable):
+    """``ALTER TABLE t REFRESH``: an external table indexes its new data files and
+    drops the sidecars of removed or changed ones."""
+
+    _SQL = "ALTER TABLE {} REFRESH"
 
 
 @dataclass(frozen=True)
@@ -993,26 +966,18 @@ class Alter(Statement):
 
 
 @dataclass(frozen=True)
-class AlterAttachParts(Statement):
+class AlterAttachParts(_OnTable):
     """``ALTER TABLE t ATTACH PARTS``: repair -- a damaged table state is
     rebuilt from its backup copy and the parts' manifests."""
 
-    table: TableRef
-    pos: Pos = _pos_field()
-
-    def to_sql(self) -> str:
-        return f"ALTER TABLE {_table_sql(self.table)} ATTACH PARTS"
+    _SQL = "ALTER TABLE {} ATTACH PARTS"
 
 
 @dataclass(frozen=True)
-class ShowParts(Statement):
+class ShowParts(_OnTable):
     """``SHOW PARTS [FROM] t``: one row per active part (as system.parts)."""
 
-    table: TableRef
-    pos: Pos = _pos_field()
-
-    def to_sql(self) -> str:
-        return f"SHOW PARTS FROM {_table_sql(self.table)}"
+    _SQL = "SHOW PARTS FROM {}"
 
 
 @dataclass(frozen=True)
@@ -1032,25 +997,17 @@ ALTER_COMMANDS = (AlterAddIndex, AlterDropIndex, AlterMaterializeIndex, AlterAdd
 
 
 @dataclass(frozen=True)
-class ShowCreate(Statement):
+class ShowCreate(_OnTable):
     """``SHOW CREATE [TABLE] t``."""
 
-    table: TableRef
-    pos: Pos = _pos_field()
-
-    def to_sql(self) -> str:
-        return f"SHOW CREATE TABLE {_table_sql(self.table)}"
+    _SQL = "SHOW CREATE TABLE {}"
 
 
 @dataclass(frozen=True)
-class ExistsTable(Statement):
+class ExistsTable(_OnTable):
     """``EXISTS [TABLE] t``: one row, column `result` (UInt8), 1 if the table exists."""
 
-    table: TableRef
-    pos: Pos = _pos_field()
-
-    def to_sql(self) -> str:
-        return f"EXISTS TABLE {_table_sql(self.table)}"
+    _SQL = "EXISTS TABLE {}"
 
 
 @dataclass(frozen=True)
@@ -1075,14 +1032,10 @@ class ShowTables(Statement):
 
 
 @dataclass(frozen=True)
-class Describe(Statement):
+class Describe(_OnTable):
     """``DESCRIBE [TABLE] t`` / ``DESC t``."""
 
-    table: TableRef
-    pos: Pos = _pos_field()
-
-    def to_sql(self) -> str:
-        return f"DESCRIBE TABLE {_table_sql(self.table)}"
+    _SQL = "DESCRIBE TABLE {}"
 
 
 __all__ = [

@@ -130,26 +130,37 @@ class Catalog:
             footer, cols = meta.encryption
             for kid in [footer, *sorted(set(cols.values()))]:
                 ring.new_key(kid)
-        target = self._dir(meta.name)
+        def fill(tmp: str) -> None:
+            for d in (_commit.PARTS_DIR, _commit.TMP_DIR, _commit.READERS_DIR):
+                os.mkdir(os.path.join(tmp, d))
+            write_state(tmp, TableState(0, meta, table_id=new_table_id()))
+
+        if not self._publish_table_dir(meta.name, if_not_exists, fill)[0]:
+            return None
+        return self.table(meta.name)
+
+    def _publish_table_dir(self, name: str, if_not_exists: bool, fill) -> tuple[bool, object]:
+        """Create table `name`'s directory atomically: `fill(tmp)` writes its contents into a
+        staging directory, which is renamed into place under the catalog lock. (False, None)
+        when it exists and `if_not_exists`; else (True, what `fill` returned)."""
+        target = self._dir(name)
         with _CatalogLock(self.path):
             if os.path.lexists(target):
                 if if_not_exists:
-                    return None
+                    return False, None
                 if not self._has_state(target):
                     # not a table: a user's file or directory is never replaced
-                    raise SkipidxError(f"cannot create table {meta.name!r}: an entry of that name that "
+                    raise SkipidxError(f"cannot create table {name!r}: an entry of that name that "
                                        "skipidx did not create is in the database directory", path=target)
-                raise SkipidxError(f"table {meta.name!r} already exists")
-            tmp = os.path.join(self.path, f"{_TMP_PREFIX}{meta.name}-{secrets.token_hex(4)}")
+                raise SkipidxError(f"table {name!r} already exists")
+            tmp = os.path.join(self.path, f"{_TMP_PREFIX}{name}-{secrets.token_hex(4)}")
             try:
                 os.mkdir(tmp)
             except OSError as e:
                 raise os_error(e, tmp) from None
             try:
                 write_file_durably(os.path.join(tmp, TABLE_MARK), b"skipidx table directory\n")
-                for d in (_commit.PARTS_DIR, _commit.TMP_DIR, _commit.READERS_DIR):
-                    os.mkdir(os.path.join(tmp, d))
-                write_state(tmp, TableState(0, meta, table_id=new_table_id()))
+                out = fill(tmp)
                 fsync_dir(tmp)
                 os.rename(tmp, target)
                 fsync_dir(self.path)
@@ -158,7 +169,7 @@ class Catalog:
                 if isinstance(e, OSError):
                     raise os_error(e, tmp) from None
                 raise
-        return self.table(meta.name)
+        return True, out
 
     def create_external_table(self, meta: TableMeta, source: str, partition_columns: list[str],
                               if_not_exists: bool = False, builder=None):
@@ -169,29 +180,10 @@ class Catalog:
         if meta.encryption is not None:
             raise SkipidxError("encrypted_columns / footer_key are for MergeTree tables: an external "
                                "table never writes its Parquet files")
-        target = self._dir(meta.name)
-        with _CatalogLock(self.path):
-            if os.path.lexists(target):
-                if if_not_exists:
-                    return None, None
-                if not self._has_state(target):
-                    raise SkipidxError(f"cannot create table {meta.name!r}: an entry of that name that "
-                                       "skipidx did not create is in the database directory", path=target)
-                raise SkipidxError(f"table {meta.name!r} already exists")
-            tmp = os.path.join(self.path, f"{_TMP_PREFIX}{meta.name}-{secrets.token_hex(4)}")
-            try:
-                os.mkdir(tmp)
-            except OSError as e:
-                raise os_error(e, tmp) from None
-            try:
-                write_file_durably(os.path.join(tmp, TABLE_MARK), b"skipidx table directory\n")
-                report = create_external_table(tmp, meta, source, partition_columns, builder)
-                fsync_dir(tmp)
-                os.rename(tmp, target)
-                fsync_dir(self.path)
-            except BaseException:
-                shutil.rmtree(tmp, ignore_errors=True)
-                raise
+        created, report = self._publish_table_dir(
+            meta.name, if_not_exists, lambda tmp: create_external_table(tmp, meta, source, partition_columns, builder))
+        if not created:
+            return None, None
         return self.table(meta.name), report
 
     def drop_table(self, name: str, if_exists: bool = False) -> bool:

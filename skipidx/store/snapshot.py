@@ -5,6 +5,7 @@ import os
 
 import pyarrow as pa
 
+from skipidx.core.closing import Closing
 from skipidx.core.kms import KeyRing
 from skipidx.store.commit import TableState
 from skipidx.store.part import Part
@@ -12,7 +13,7 @@ from skipidx.store.part import Part
 __all__ = ["TableSnapshot"]
 
 
-class TableSnapshot:
+class TableSnapshot(Closing):
     """A consistent view of a table: its metadata and parts at one generation.
 
     The parts stay on disk until the snapshot is closed (``close()``, the
@@ -53,14 +54,4 @@ class TableSnapshot:
             os.close(self._pin_fd)
             self._pin_fd = None
 
-    def __enter__(self) -> "TableSnapshot":
-        return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
