@@ -10,6 +10,8 @@ $(STAMP): pyproject.toml
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
 	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	# compile the numba kernels once now, so a new process's first query loads them from the cache
+	$(VENV)/bin/python -m skipidx.apps.warm
 	@touch $(STAMP)
 
 demo: $(STAMP)

@@ -13,10 +13,11 @@ rounds that run every variant once, so all share the machine's load:
 - chDB:         ``python -c 'import chdb; chdb.query(Q, path=CHDB)'`` (same rows, ClickHouse's
                 index DDL, one merged part each)
 
-each skipidx variant twice: "warm" (numba's compile cache filled by an
-earlier run, as after ``make``, which warms it) and "cold" (NUMBA_CACHE_DIR
-an empty directory: every kernel the query needs is compiled, as on a fresh
-install that skipped the warm-up). Python's bytecode cache is on for every
+the skipidx variants with numba's compile cache "warm" (filled by an earlier
+run of the same query), "after warm" (filled only by ``skipidx warm``, what
+``make`` runs when it sets up .venv: a fresh install) and "cold"
+(NUMBA_CACHE_DIR an empty directory: every kernel the query needs is
+compiled, as on an install that skipped the warm-up). Python's bytecode cache is on for every
 process (PYTHONDONTWRITEBYTECODE removed), as in an installed package.
 Also printed: the CPU seconds (user + sys) of each process, and the load.
 """
@@ -114,11 +115,19 @@ def main(argv: list[str] | None = None) -> int:
             "chDB": ([py, "-c", f"import chdb; print(chdb.query({QUERY!r}, 'TSV', path={chdir!r}))"], None),
             "skipidx CLI warm": ([py, "-m", "skipidx", "sql", sk, QUERY, "--format", "TSV"], "warm"),
             "skipidx API warm": ([py, "-c", api], "warm"),
+            "skipidx API after warm": ([py, "-c", api], "make"),
             "skipidx CLI cold": ([py, "-m", "skipidx", "sql", sk, QUERY, "--format", "TSV"], "cold"),
             "skipidx API cold": ([py, "-c", api], "cold"),
         }
         warm_cache = os.path.join(work, "numba-warm")
         os.makedirs(warm_cache, exist_ok=True)
+        # what `make` leaves: a cache filled by `skipidx warm` alone (not by this query)
+        make_cache = os.path.join(work, "numba-make")
+        shutil.rmtree(make_cache, ignore_errors=True)
+        os.makedirs(make_cache)
+        t0 = time.perf_counter()
+        subprocess.run([py, "-m", "skipidx.apps.warm"], env=_env(make_cache), check=True, capture_output=True)
+        print(f"skipidx warm (what make runs) on an empty cache: {time.perf_counter() - t0:.1f} s", flush=True)
         # fill the warm cache (and the bytecode caches) once, untimed
         _timed(variants["skipidx API warm"][0], _env(warm_cache), expect)
         _timed(variants["skipidx CLI warm"][0], _env(warm_cache), expect)
@@ -130,7 +139,8 @@ def main(argv: list[str] | None = None) -> int:
             for name, (cmd, cache) in variants.items():
                 cold = tempfile.mkdtemp(prefix="numba-cold-") if cache == "cold" else None
                 try:
-                    w, c = _timed(cmd, _env(cold if cache == "cold" else warm_cache if cache else None), expect)
+                    dirs = {"cold": cold, "warm": warm_cache, "make": make_cache, None: None}
+                    w, c = _timed(cmd, _env(dirs[cache]), expect)
                 finally:
                     if cold:
                         shutil.rmtree(cold, ignore_errors=True)

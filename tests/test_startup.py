@@ -215,3 +215,33 @@ def test_arrays_helpers_match_pyarrow():
     c = pa.chunked_array([pa.array([1, 2], pa.int32()), pa.array([3], pa.int32())])
     assert to_numpy(c).tolist() == [1, 2, 3]
     assert to_numpy(pa.array([1, None], pa.int64())).tolist()[0] == 1
+
+
+def test_warm_compiles_what_a_query_loads(logs_db, tmp_path):
+    """`skipidx warm` (what make runs) fills an empty numba cache with every kernel the
+    hasToken query of a new process needs: that process then compiles nothing."""
+    cache = str(tmp_path / "numba")
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "NUMBA_CACHE_DIR": cache}
+    out = subprocess.run([sys.executable, "-m", "skipidx.apps.warm", "--rows", "3000"], env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    code = textwrap.dedent(f"""
+        import json
+        from numba.core.caching import Cache
+        misses = []
+        load = Cache.load_overload
+        def counted(self, sig, target_context):
+            r = load(self, sig, target_context)
+            if r is None:
+                misses.append(self._name)
+            return r
+        Cache.load_overload = counted
+        import skipidx
+        n = skipidx.connect({logs_db!r}).sql("SELECT count() FROM logs WHERE hasToken(msg, 'kraken')").fetchall()
+        print(json.dumps({{"n": n, "misses": misses}}))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["n"] == [[1]]
+    assert got["misses"] == [], got["misses"]

@@ -277,6 +277,7 @@ _DELEGATED = {
     "advise": ("skipidx.apps.research.cli", "advise_main", "index sizing advice for a Parquet file"),
     "build": ("skipidx.apps.pipeline", "build_main",
               "bulk build a table with indexes from Parquet/CSV/JSON files (embedded or Spark)"),
+    "warm": ("skipidx.apps.warm", "main", "compile the numba kernels ahead of the first query (make runs it)"),
 }
 
 
