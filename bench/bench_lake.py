@@ -23,8 +23,8 @@ Measured:
   =/IN: DuckDB reads Parquet Bloom filters for equality constants), vs
   Spark SQL on the same files (parquet-java, its own row-group stats and
   Bloom filters) and Spark through the skipidx source;
-* row groups kept vs the ideal (row groups holding a match, from DuckDB's
-  ``file_row_number``).
+* zones (8192-row pieces of row groups, the unit pruned and read) and row groups
+  kept vs the ideal (those holding a match, from DuckDB's ``file_row_number``).
 
 Prints ``uptime`` load with the figures.
 """
@@ -39,6 +39,7 @@ import sys
 import tempfile
 import time
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -214,8 +215,11 @@ def main() -> None:
     ]
     con = duckdb.connect()
     con.sql("SET threads = 2")
+    with db.catalog.table("logs").snapshot() as snap:
+        zmarks = {f.data_path: np.asarray(f.marks) for f in snap.parts}
+        frows = {f.data_path: f.num_rows for f in snap.parts}
     print(f"\n{'query':<17}{'skipidx ms':>11}{'duckdb ms':>10}{'ratio':>7}{'spark ms':>10}{'sp+skipidx':>11}"
-          f"{'rg kept':>8}{'ideal':>6}{'total':>6}  rows")
+          f"{'zones kept':>11}{'ideal':>6}{'total':>6}{'rg kept':>8}{'ideal':>6}{'total':>6}  rows")
     for name, where, dwhere in queries:
         sk = lambda: db.sql(f"SELECT count() FROM logs WHERE {where}")   # noqa: E731
         dk = lambda: con.sql(f"SELECT count(*) FROM read_parquet('{glob}') WHERE {dwhere}").fetchall()  # noqa: E731
@@ -231,9 +235,11 @@ def main() -> None:
             dt.append(time.perf_counter() - t0)
         n = r.fetchall()[0][0]
         assert n == d[0][0], (name, n, d)
-        ideal = con.sql(f"SELECT count(DISTINCT (filename, file_row_number // {ROW_GROUP})) FROM "
-                        f"read_parquet('{glob}', filename = true, file_row_number = true) WHERE {dwhere}"
-                        ).fetchall()[0][0]
+        hits = con.sql(f"SELECT filename, file_row_number FROM "
+                       f"read_parquet('{glob}', filename = true, file_row_number = true) WHERE {dwhere}").fetchall()
+        ideal_z = len({(f, int(np.searchsorted(zmarks[f], i, side="right"))) for f, i in hits})
+        ideal = len({(f, i // ROW_GROUP) for f, i in hits})
+        rg_kept = sum(len(rgs) for _, rgs in db.prune("logs", where))
         sms = "-"
         ssk = "-"
         if spark is not None:
@@ -250,7 +256,8 @@ def main() -> None:
             ssk = f"{sp2 * 1000:.0f}"
         sm, dm = statistics.median(st) * 1000, statistics.median(dt) * 1000
         print(f"{name:<17}{sm:>11.1f}{dm:>10.1f}{dm / sm:>6.1f}x{sms:>10}{ssk:>11}"
-              f"{r.stats.granules_selected:>8}{ideal:>6}{r.stats.granules_total:>6}  {n}")
+              f"{r.stats.granules_selected:>11}{ideal_z:>6}{r.stats.granules_total:>6}{rg_kept:>8}{ideal:>6}"
+              f"{sum(-(-v // ROW_GROUP) for v in frows.values()):>6}  {n}")
     print(f"# ratio = DuckDB ms / skipidx ms; {load()}")
     if args.text_index:
         # ClickHouse's text index as a sidecar: exact row postings per file, so count() of a

@@ -610,3 +610,20 @@ def test_sidecar_bloom_filters_default_to_their_own_seed(small):
     st = ext._read_state(tdir)
     bank = pa.ipc.open_file(os.path.join(tdir, "sidecars", st.files[f0].sidecars["bf"]["file"])).read_all()
     assert SBBF.from_bytes(bank["bloom_filter_data"][0].as_py()).check_hashes(parquet_xxh64(rg0)).all()
+
+
+def test_spark_build_task_groups():
+    """The Spark builder deals build jobs into about two tasks per slot, largest first, each
+    job exactly once, the groups' bytes balanced (no Spark needed to check the dealing)."""
+    from skipidx.apps.spark.lake import _task_groups
+    from skipidx.store.external import BuildJob
+
+    sizes = [900, 100, 500, 500, 300, 300, 200, 800, 50, 650, 400]
+    jobs = [BuildJob(f"/d/f{i}.parquet", {"size": s}, {}, ["i"], {}, "/o") for i, s in enumerate(sizes)]
+    groups = _task_groups(jobs, 2)
+    assert len(groups) == 4
+    assert sorted(j.path for g in groups for j in g) == sorted(j.path for j in jobs)
+    loads = [sum(j.identity["size"] for j in g) for g in groups]
+    assert max(loads) - min(loads) <= max(sizes) // 2
+    assert [len(g) for g in _task_groups(jobs[:3], 8)] == [1, 1, 1]
+    assert _task_groups(jobs[:1], 0) == [[jobs[0]]]

@@ -174,6 +174,8 @@ class BuildJob:
     partition: dict
     out_dir: str
     zone_rows: int = 0
+    #: threads one build may use (None: the index types' default, the machine's cores)
+    threads: int | None = None
 
 
 def run_build_job(job: BuildJob) -> dict:
@@ -194,7 +196,8 @@ def run_build_job(job: BuildJob) -> dict:
             return {"path": job.path, "changed": "changed since discovery"}
         with pa.OSFile(_fd_path(fd, job.path)) as src:
             entries = build_file_sidecars(job.path, ident, md, meta, [meta.index(n) for n in job.indexes],
-                                          job.partition, job.out_dir, source=src, zone_rows=job.zone_rows)
+                                          job.partition, job.out_dir, source=src, zone_rows=job.zone_rows,
+                                          threads=job.threads)
         # the descriptor read the version checked above; say so if the path moved on meanwhile
         st = os.fstat(fd)
         if (st.st_size, st.st_mtime_ns) != (ident.size, ident.mtime_ns):

@@ -99,7 +99,7 @@ def _column_values(meta: TableMeta, im: IndexMeta, t: pa.Table, partition: dict[
 
 def build_file_sidecars(data_path: str, ident: FileIdentity, md: pq.FileMetaData, meta: TableMeta,
                         indexes: Sequence[IndexMeta], partition: dict[str, Any], out_dir: str,
-                        source: Any = None, zone_rows: int = 0) -> dict[str, dict]:
+                        source: Any = None, zone_rows: int = 0, threads: int | None = None) -> dict[str, dict]:
     """Build the sidecars of `indexes` for one data file into `out_dir`; their entries.
 
     The data file is only read (row groups of the index columns, a chunk of
@@ -121,7 +121,8 @@ def build_file_sidecars(data_path: str, ident: FileIdentity, md: pq.FileMetaData
     aggs = {}
     for im in indexes:
         col = meta.column(im.definition.column)
-        aggs[im.name] = index_from_meta(im.definition, col.type.arrow_type, im.params).aggregator()
+        it = index_from_meta(im.definition, col.type.arrow_type, im.params)
+        aggs[im.name] = it.aggregator(threads) if threads else it.aggregator()
     os.makedirs(out_dir, exist_ok=True)
 
     def _write(im: IndexMeta, tab: pa.Table) -> None:

@@ -32,14 +32,41 @@ def _run_job(d: dict) -> dict:
     return run_build_job(BuildJob(**d))
 
 
+def _run_jobs(ds: Iterator[dict]) -> Iterator[dict]:
+    for d in ds:
+        yield _run_job(d)
+
+
+def _task_groups(jobs: list, slots: int) -> list[list]:
+    """Jobs dealt into about two tasks per task slot, largest files first (longest
+    processing time first), so the slots finish together with few task launches."""
+    n = max(1, min(len(jobs), 2 * max(1, slots)))
+    groups: list[list] = [[] for _ in range(n)]
+    load = [0] * n
+    for j in sorted(jobs, key=lambda j: -int(j.identity.get("size", 0))):
+        k = load.index(min(load))
+        groups[k].append(j)
+        load[k] += int(j.identity.get("size", 0)) or 1
+    return [g for g in groups if g]
+
+
 def spark_builder(spark: Any) -> Callable[[list], list[dict]]:
-    """A REFRESH builder that runs one Spark task per data file."""
+    """A REFRESH builder that runs the build jobs (one per data file) as Spark tasks, about
+    two per task slot. A task builds its files one after the other with
+    ``spark.task.cpus`` threads: Spark already runs a task on every core, and more threads
+    per build only contend for them."""
     def run(jobs: list) -> list[dict]:
         if not jobs:
             return []
         sc = spark.sparkContext
-        rdd = sc.parallelize([asdict(j) for j in jobs], len(jobs))
-        return rdd.map(_run_job).collect()
+        cpus = int(sc.getConf().get("spark.task.cpus", "1") or 1)
+        groups = _task_groups(jobs, sc.defaultParallelism // max(1, cpus))
+        flat = [{**asdict(j), "threads": cpus} for g in groups for j in g]
+        # one partition per group: the slices of `flat` follow the group sizes
+        bounds = np.cumsum([0] + [len(g) for g in groups])
+        rdd = sc.parallelize(range(len(groups)), len(groups)).flatMap(
+            lambda i, _f=flat, _b=bounds.tolist(): _f[_b[i]:_b[i + 1]])
+        return rdd.mapPartitions(_run_jobs).collect()
     return run
 
 
