@@ -85,7 +85,7 @@ def dictionary_readable(t: pa.DataType) -> bool:
 #: A non-dictionary column is written in another encoding than PLAIN only when a
 #: trial on a sample granule shows it at most this fraction of PLAIN's bytes
 #: (under the column's codec): DELTA decodes slower than PLAIN, so a percent or
-#: two is not worth it (measured: msg strings 1 %, sorted ids/timestamps 60-99 %).
+#: two is not worth it (what the trial saves per column: bench/NOTES.md).
 ENCODING_MAX_RATIO = 0.9
 #: Samples smaller than this keep PLAIN (a trial on a few rows says nothing, and
 #: small inserts should not pay for it).

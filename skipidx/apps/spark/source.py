@@ -145,8 +145,8 @@ def _settle_worker() -> None:
     so far into the garbage collector's permanent generation (once per new
     imports). Spark's worker daemon runs ``gc.collect()`` after every call when
     workers are reused (``SPARK_REUSE_WORKER``), and a full collection walks
-    every tracked object: with numpy, pyarrow, numba and skipidx loaded that is
-    ~160 000 objects and ~0.15 s of CPU each time, three times a query.
+    every tracked object: with numpy, pyarrow, numba and skipidx loaded that
+    is a large share of a query's CPU (bench/NOTES.md).
     Module-level objects live as long as the process anyway; objects made
     later (a query's tables) stay collectable. Elsewhere (the user's own
     process, a worker that is not reused) nothing happens."""

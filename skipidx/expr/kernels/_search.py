@@ -88,8 +88,7 @@ def _skip_blocks(data, s, last, p1, p2, p3, k1, k2, k3, a1, a2, a3, three):
     """The first s' >= s (in steps of 64) whose 64 starts hold a candidate, or one past the last full block.
 
     A function of its own (not inlined into the scan): inside the big scan
-    loop LLVM did not vectorize the filter (2.3 GB/s on candidate-free
-    bytes); alone it runs at ~12 GB/s, like memchr for a byte pair.
+    loop LLVM did not vectorize the filter (figures in bench/NOTES.md).
     """
     while s + 63 <= last:
         if not _no_candidate(data, s, 64, p1, p2, p3, k1, k2, k3, a1, a2, a3, three):
@@ -180,9 +179,9 @@ def _as_offsets(offsets: np.ndarray) -> np.ndarray:
 def _choose_anchors(sample, nd):
     """(p1, p2, p3, three) for needle `nd` (len >= 2) from byte statistics of `sample`.
 
-    In numba: the histogram and pair counts cost ~10 us for an 8 KiB sample,
-    where numpy's bincount/argsort/count_nonzero calls and their Python glue
-    cost ~70 us, per chunk (a scan hands over one chunk per mark range).
+    In numba: per chunk (a scan hands over one chunk per mark range), numpy's
+    bincount/argsort/count_nonzero calls and their Python glue cost several
+    times the histogram itself (bench/NOTES.md).
     """
     m = nd.shape[0]
     counts = np.zeros(256, dtype=np.int64)
