@@ -317,19 +317,34 @@ class TextAggregator(IndexAggregator):
         self._parts: list[Postings] = []
         self._zl: list[np.ndarray] = []
         self._nc: list[np.ndarray] = []
-        self._merged: Postings | None = None
+        self._merged: tuple | None = None   # ("encoded", blobs and offsets, header, tokens)
 
     def use_merged(self, sources: list[TextGranules], row_maps: list[np.ndarray]) -> None:
         """Take the postings from the merged parts' indexes (rows mapped into this part)
-        instead of tokenizing the chunks; ``add`` then only counts zones and NULLs."""
-        def decode(j: int) -> Postings:
-            g = sources[j]
-            td, to, pr, po = TP.decode_dictionary_mapped(g.tok_blob, g.tbo, g.post_blob, g.pbo, g.n_tokens,
-                                                         np.ascontiguousarray(row_maps[j], np.int64))
-            return td, to, po, pr
+        instead of tokenizing the chunks; ``add`` then only counts zones and NULLs. The
+        parts' encoded dictionaries are merged block by block into the encoded result."""
+        from numba.typed import List
 
-        parts = _run(decode, range(len(sources)), self.threads)
-        self._merged = _merge(parts, True, self.threads)
+        bs = int(self.params["dictionary_block_size"])
+        srcs = [(g, np.ascontiguousarray(m, np.int64)) for g, m in zip(sources, row_maps) if g.n_tokens]
+        max_token = max([int(np.diff(g.tbo).max()) for g, _ in srcs] + [8])
+        n_rows = sum(int(m.shape[0]) for _, m in srcs)
+
+        def lst(xs):
+            out = List()
+            for x in xs:
+                out.append(x)
+            return out
+
+        if not srcs:
+            self._merged = ("encoded", np.zeros(0, np.uint8), np.zeros(1, np.int64), np.zeros(0, np.uint8),
+                            np.zeros(1, np.int64), [], 0)
+            return
+        tb, tbo, pb, pbo, fa, fl, n = TP.merge_encoded(
+            lst([g.tok_blob for g, _ in srcs]), lst([g.tbo for g, _ in srcs]), lst([g.post_blob for g, _ in srcs]),
+            lst([g.pbo for g, _ in srcs]), lst([m for _, m in srcs]), max_token, n_rows, bs)
+        header = [bytes(tb[a:a + b]) for a, b in zip(fa.tolist(), fl.tolist())]
+        self._merged = ("encoded", tb, tbo, pb, pbo, header, int(n))
 
     def add(self, values: pa.Array, zone_start: np.ndarray, zone_length: np.ndarray, row0: int) -> None:
         raw = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
@@ -349,8 +364,13 @@ class TextAggregator(IndexAggregator):
     def finish(self) -> TextGranules:
         zl = np.concatenate(self._zl) if self._zl else np.zeros(0, np.int64)
         nc = np.concatenate(self._nc) if self._nc else np.zeros(0, np.int64)
-        post = self._merged if self._merged is not None else _merge(self._parts, False, self.threads)
-        self._parts, self._merged = [], None
+        merged = self._merged
+        if merged is not None:
+            self._parts, self._merged = [], None
+            _, tb, tbo, pb, pbo, header, n = merged
+            return _encoded_granules(self.params, self.tokenizer, zl, nc, tb, tbo, pb, pbo, header, n)
+        post = _merge(self._parts, False, self.threads)
+        self._parts = []
         return _granules(self.params, self.tokenizer, zl, nc, post, self.threads)
 
     def build(self, values: pa.Array, zone_start: np.ndarray, zone_length: np.ndarray) -> TextGranules:
@@ -467,15 +487,21 @@ def _encode(data: np.ndarray, offs: np.ndarray, pr: np.ndarray, po: np.ndarray, 
 
 def _granules(params, tokenizer: Tokenizer | tuple[str, str], zl, nc, post: Postings,
               threads: int = 1) -> TextGranules:
-    zs = np.zeros(zl.shape[0], dtype=np.int64)
-    if zl.shape[0]:
-        np.cumsum(zl[:-1], out=zs[1:])
     data, offs0, po, pr = post
     n = offs0.shape[0] - 1
     bs = int(params["dictionary_block_size"])
     tok_blob, tbo, post_blob, pbo = _encode(data, offs0, pr, po, bs, threads)
+    header = [bytes(data[offs0[i]:offs0[i + 1]]) for i in range(0, n, bs)]
+    return _encoded_granules(params, tokenizer, zl, nc, tok_blob, tbo, post_blob, pbo, header, n)
+
+
+def _encoded_granules(params, tokenizer: Tokenizer | tuple[str, str], zl, nc, tok_blob, tbo, post_blob, pbo,
+                      header: list[bytes], n: int) -> TextGranules:
+    zs = np.zeros(zl.shape[0], dtype=np.int64)
+    if zl.shape[0]:
+        np.cumsum(zl[:-1], out=zs[1:])
+    bs = int(params["dictionary_block_size"])
     starts = np.arange(0, n, bs)
-    header = [bytes(data[offs0[i]:offs0[i + 1]]) for i in starts.tolist()]
     num = np.minimum(starts + bs, n) - starts
     name, version = (tokenizer.name, str(tokenizer.version)) if not isinstance(tokenizer, tuple) else tokenizer
     return TextGranules(params, name, version, zs, zl, nc, header, num.astype(np.int64), tok_blob, tbo,

@@ -207,12 +207,6 @@ def decode_dictionary(tok_blob, tbo, post_blob, pbo, n_tokens):
     return _decode(tok_blob, tbo, post_blob, pbo, n_tokens, np.zeros(0, np.int64), np.zeros(0, np.int64))
 
 
-@njit(cache=True, nogil=True)
-def decode_dictionary_mapped(tok_blob, tbo, post_blob, pbo, n_tokens, row_map):
-    """As decode_dictionary, each row r given as row_map[r] (int32: a merge's rows)."""
-    return _decode(tok_blob, tbo, post_blob, pbo, n_tokens, row_map, np.zeros(0, np.int32))
-
-
 @njit(cache=True)
 def _decode(tok_blob, tbo, post_blob, pbo, n_tokens, row_map, like):
     nb = tbo.shape[0] - 1
@@ -502,7 +496,7 @@ def build_postings(data, starts, ends, rows):
             post_offs[nd + i + 1] = npost + c[i + 1]
         nd += d
         npost += c[d]
-    return out_s[:nd].copy(), out_e[:nd].copy(), post_offs[:nd + 1].copy(), post_rows[:npost].copy()
+    return out_s[:nd], out_e[:nd], post_offs[:nd + 1], post_rows[:npost]
 
 
 @njit(cache=True, nogil=True)
@@ -690,3 +684,207 @@ def check_dictionary(tok_blob, tbo, post_blob, pbo, num_tokens, n_rows):
         if t != num_tokens[b] or pos != pe:
             return b + 1
     return 0
+
+
+# ---------------------------------------------------------------- merging encoded parts
+@njit(inline="always", cache=True)
+def _grow(buf, need):
+    if need <= buf.shape[0]:
+        return buf
+    m = buf.shape[0] * 2
+    while m < need:
+        m *= 2
+    out = np.empty(m, dtype=buf.dtype)
+    out[:buf.shape[0]] = buf
+    return out
+
+
+@njit(cache=True)
+def _advance(i, tok_blobs, tbos, pbos, blk, tp, pp, cur, cur_len, cnt, ck, ppos, hw, live):
+    """Decode source i's next token into cur[i] (front coding within its block): its row
+    count, posting kind/bytes and posting position; live[i] = False past its last token."""
+    tb = tok_blobs[i]
+    tbo = tbos[i]
+    nb = tbo.shape[0] - 1
+    p = tp[i]
+    b = blk[i]
+    if b >= nb:
+        live[i] = False
+        return
+    if p >= tbo[b + 1]:
+        b += 1
+        if b >= nb:
+            blk[i] = b
+            live[i] = False
+            return
+        blk[i] = b
+        p = tbo[b]
+        pp[i] = pbos[i][b]
+    pre, p = _vget(tb, p)
+    sl, p = _vget(tb, p)
+    for q in range(sl):
+        cur[i, pre + q] = tb[p + q]
+    p += sl
+    cur_len[i] = pre + sl
+    c, p = _vget(tb, p)
+    k, p = _vget(tb, p)
+    cnt[i] = c
+    ck[i] = k
+    ppos[i] = pp[i]
+    pp[i] += k >> 1
+    tp[i] = p
+    w = np.uint64(0)
+    for q in range(8):
+        w = w << np.uint64(8)
+        if q < pre + sl:
+            w |= np.uint64(cur[i, q])
+    hw[i] = w
+
+
+@njit(inline="always", cache=True)
+def _cur_less(cur, cur_len, hw, a, b):
+    if hw[a] != hw[b]:
+        return hw[a] < hw[b]
+    la = cur_len[a]
+    lb = cur_len[b]
+    m = la if la < lb else lb
+    for q in range(8, m):
+        if cur[a, q] != cur[b, q]:
+            return cur[a, q] < cur[b, q]
+    return la < lb
+
+
+@njit(inline="always", cache=True)
+def _cur_equal(cur, cur_len, hw, a, b):
+    if hw[a] != hw[b] or cur_len[a] != cur_len[b]:
+        return False
+    for q in range(8, cur_len[a]):
+        if cur[a, q] != cur[b, q]:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def merge_encoded(tok_blobs, tbos, post_blobs, pbos, row_maps, max_token, n_rows, block_size):
+    """Merge several parts' encoded dictionaries into the merged part's, without decoding
+    them into memory: a k-way merge over their front-coded blocks, each token's postings
+    decoded with rows mapped (row_maps[i][r]), sorted when the parts' rows interleave, and
+    encoded as encode_dictionary does. Returns (tok_blob, tbo, post_blob, pbo, first_at,
+    first_len, n_tokens): block j's first token is tok_blob[first_at[j]:+first_len[j]]."""
+    k = len(tok_blobs)
+    cur = np.zeros((k, max(max_token, 8)), dtype=np.uint8)
+    cur_len = np.zeros(k, dtype=np.int64)
+    cnt = np.zeros(k, dtype=np.int64)
+    ck = np.zeros(k, dtype=np.int64)
+    ppos = np.zeros(k, dtype=np.int64)
+    hw = np.zeros(k, dtype=np.uint64)
+    blk = np.zeros(k, dtype=np.int64)
+    tp = np.zeros(k, dtype=np.int64)
+    pp = np.zeros(k, dtype=np.int64)
+    live = np.ones(k, dtype=np.bool_)
+    tot_t = 0
+    tot_p = 0
+    for i in range(k):
+        tp[i] = tbos[i][0]
+        pp[i] = pbos[i][0]
+        tot_t += tok_blobs[i].shape[0]
+        tot_p += post_blobs[i].shape[0]
+        _advance(i, tok_blobs, tbos, pbos, blk, tp, pp, cur, cur_len, cnt, ck, ppos, hw, live)
+    tout = np.empty(max(tot_t + 64, 64), dtype=np.uint8)
+    pout = np.empty(max(tot_p + 64, 64), dtype=np.uint8)
+    tbo = np.zeros(16, dtype=np.int64)
+    pbo = np.zeros(16, dtype=np.int64)
+    first_at = np.zeros(16, dtype=np.int64)
+    first_len = np.zeros(16, dtype=np.int64)
+    rows = np.empty(max(n_rows, 1), dtype=np.int64)
+    prev = np.zeros(max(max_token, 8), dtype=np.uint8)
+    prev_len = 0
+    same = np.zeros(k, dtype=np.bool_)
+    t = 0
+    w = 0
+    wp = 0
+    nb = 0
+    while True:
+        best = -1
+        for i in range(k):
+            if live[i] and (best < 0 or _cur_less(cur, cur_len, hw, i, best)):
+                best = i
+        if best < 0:
+            break
+        # rows of every source holding this token, mapped, in source order
+        m = 0
+        for i in range(k):
+            same[i] = live[i] and (i == best or _cur_equal(cur, cur_len, hw, i, best))
+            if same[i]:
+                s0 = m
+                m = _decode_posting_into(post_blobs[i], ppos[i], ck[i] >> 1, ck[i] & 1, cnt[i], rows, m)
+                rm = row_maps[i]
+                for q in range(s0, m):
+                    rows[q] = rm[rows[q]]
+        ok = True
+        for q in range(1, m):
+            if rows[q] <= rows[q - 1]:
+                ok = False
+                break
+        if not ok:
+            seg = np.sort(rows[:m])
+            mm = 0
+            for q in range(m):
+                if q == 0 or seg[q] != seg[q - 1]:
+                    rows[mm] = seg[q]
+                    mm += 1
+            m = mm
+        # the token, front-coded against the previous token of its block
+        ln = cur_len[best]
+        if t % block_size == 0:
+            if nb + 1 >= tbo.shape[0]:
+                tbo = _grow(tbo, nb + 2)
+                pbo = _grow(pbo, nb + 2)
+                first_at = _grow(first_at, nb + 2)
+                first_len = _grow(first_len, nb + 2)
+            tbo[nb] = w
+            pbo[nb] = wp
+            pre = 0
+        else:
+            pre = 0
+            lim = ln if ln < prev_len else prev_len
+            while pre < lim and prev[pre] == cur[best, pre]:
+                pre += 1
+        c, kind = _posting_cost(rows, 0, m)
+        tout = _grow(tout, w + 40 + ln)
+        pout = _grow(pout, wp + c + 16)
+        w = _vput(tout, w, pre)
+        w = _vput(tout, w, ln - pre)
+        if t % block_size == 0:
+            first_at[nb] = w
+            first_len[nb] = ln
+            nb += 1
+        for q in range(pre, ln):
+            tout[w] = cur[best, q]
+            w += 1
+        w = _vput(tout, w, m)
+        w = _vput(tout, w, c * 2 + kind)
+        wp = _vput(pout, wp, rows[0])
+        if kind == 0:
+            for q in range(1, m):
+                wp = _vput(pout, wp, rows[q] - rows[q - 1])
+        else:
+            r0 = rows[0]
+            nbytes = (rows[m - 1] - r0 + 1 + 7) // 8
+            for q in range(nbytes):
+                pout[wp + q] = 0
+            for q in range(m):
+                d = rows[q] - r0
+                pout[wp + (d >> 3)] |= np.uint8(1 << (d & 7))
+            wp += nbytes
+        for q in range(ln):
+            prev[q] = cur[best, q]
+        prev_len = ln
+        t += 1
+        for i in range(k):
+            if same[i]:
+                _advance(i, tok_blobs, tbos, pbos, blk, tp, pp, cur, cur_len, cnt, ck, ppos, hw, live)
+    tbo[nb] = w
+    pbo[nb] = wp
+    # views, not copies: the blobs are most of the buffers (a copy page-faults them again)
+    return tout[:w], tbo[:nb + 1], pout[:wp], pbo[:nb + 1], first_at[:nb], first_len[:nb], t
