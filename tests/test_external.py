@@ -627,3 +627,20 @@ def test_spark_build_task_groups():
     assert max(loads) - min(loads) <= max(sizes) // 2
     assert [len(g) for g in _task_groups(jobs[:3], 8)] == [1, 1, 1]
     assert _task_groups(jobs[:1], 0) == [[jobs[0]]]
+
+
+def test_show_create_external_table_round_trips(small):
+    """SHOW CREATE TABLE of an external table names its ENGINE = ParquetFiles('glob') (it said
+    MergeTree), and running it makes an equal table (columns, indexes, seeds) over the same files."""
+    root, db = small
+    db.sql("ALTER TABLE logs ADD INDEX bf trace_id TYPE bloom_filter(0.01)")
+    text = db.sql("SHOW CREATE TABLE logs").fetchall()[0][0]
+    assert f"ENGINE = ParquetFiles('{root}/*.parquet')" in text and "MergeTree" not in text
+    assert "ORDER BY" not in text and "seed = " in text
+    db.sql(text.replace("default.logs", "again"))
+    assert db.sql("SHOW CREATE TABLE again").fetchall()[0][0] == text.replace("default.logs", "default.again")
+    a = db.table_meta("logs")
+    b = db.table_meta("again")
+    assert [(i.name, i.params) for i in a.indexes] == [(i.name, i.params) for i in b.indexes]
+    assert _count(db, "hasToken(msg, 'kraken1')") == db.sql(
+        "SELECT count() FROM again WHERE hasToken(msg, 'kraken1')").fetchall()[0][0]

@@ -155,8 +155,10 @@ def run(db: Any, s: A.Statement) -> Result | None:
     if isinstance(s, (A.AlterAddIndex, A.AlterDropIndex, A.AlterMaterializeIndex)):
         return _alter_index_group(db, s)
     if isinstance(s, A.ShowCreate):
-        meta = db._table(s.table).meta
-        return Result(pa.table({"statement": pa.array([show_create_text(meta)], pa.string())}))
+        t = db._table(s.table)
+        engine = (f"ParquetFiles({A.quote_string(t.source.encode())})"
+                  if getattr(t, "kind", None) == "external" else None)
+        return Result(pa.table({"statement": pa.array([show_create_text(t.meta, engine)], pa.string())}))
     if isinstance(s, A.ExistsTable):
         name = s.table.name
         exists = db.catalog.exists(name) if _is_name(name) else False
@@ -763,8 +765,9 @@ def _alter_index_group(db: Any, s: A.Statement) -> Result | None:
 
 # ---------------------------------------------------------------------------- SHOW CREATE
 
-def show_create_text(meta: Any) -> str:
-    """CREATE TABLE as ClickHouse's SHOW CREATE TABLE prints it (database `default`)."""
+def show_create_text(meta: Any, engine: str | None = None) -> str:
+    """CREATE TABLE as ClickHouse's SHOW CREATE TABLE prints it (database `default`);
+    `engine`: the ENGINE clause of a table that is no MergeTree (an external table's)."""
     from skipidx.sql.parser import parse_expression
 
     lines = []
@@ -781,7 +784,7 @@ def show_create_text(meta: Any) -> str:
             continue                         # a tuple-form index prints once, as declared
         name, expr = (g[0], g[2]) if g is not None else (im.name, _index_expr_sql(im))
         lines.append(f"    INDEX {name} {expr} TYPE {_index_type_sql(im)} GRANULARITY {im.definition.granularity}")
-    engine = getattr(meta, "engine", "MergeTree")
+    engine = engine or getattr(meta, "engine", "MergeTree")
     text = f"CREATE TABLE default.{A.quote_identifier(meta.name)}\n(\n" + ",\n".join(lines) + f"\n)\nENGINE = {engine}"
     if engine != "MergeTree":
         return text
