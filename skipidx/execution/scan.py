@@ -92,7 +92,7 @@ def _read_filtered(part: Any, batch: list[tuple[int, int]], columns: list[str], 
                and sum(e - s for s, e in batch) >= part.dictionary_min_granules
                else ())
     kw: dict[str, Any] = {} if use_threads is None else {"use_threads": use_threads}
-    needles = required_substrings(where) if hasattr(part, "needle_column") else None
+    needles = required_substrings(where) if part.needle_column is not None else None
     if needles and part.needle_column(needles) is not None:
         # a reader that skips the pages lacking a substring every passing row holds (external
         # Parquet files): only candidate rows come back, the exact WHERE still decides

@@ -48,7 +48,7 @@ def explain_lines(plan: QueryPlan, indexes: bool = True,
     _selections = prune_plan(plan, stats)
     # an external table's parts are data files and its granules row groups
     ext = plan.snapshot.kind == "external"
-    zoned = ext and getattr(getattr(plan.snapshot, "state", None), "zone_rows", 0)
+    zoned = ext and plan.snapshot.state.zone_rows
     P, G = ("Files", "Zones" if zoned else "Row groups") if ext else ("Parts", "Granules")
     lines = ["Expression"]
     if bs.distinct:

@@ -8,7 +8,7 @@ reader pool (:mod:`skipidx.store.reader_pool`). Writing a part is
 from __future__ import annotations
 
 import os
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -201,6 +201,10 @@ class Part:
     #: least this many granules (below, the dictionary path's fixed cost outweighs what
     #: filtering distinct values saves)
     dictionary_min_granules = 2
+
+    #: a reader that skips pages lacking a needle has ``needle_column(needles)`` (external
+    #: Parquet files); a part reads whole granules
+    needle_column: Callable[[dict], str | None] | None = None
 
     @property
     def dictionary_columns(self) -> frozenset:
