@@ -103,3 +103,16 @@ def scalar(value, type: pa.DataType) -> pa.Scalar:
     if value is None:
         return pa.nulls(1, type)[0]
     return array_of([value], type)[0]
+
+
+def one_array(arr: pa.Array | pa.ChunkedArray, plain_strings: bool = False) -> pa.Array:
+    """`arr` as one plain Array: chunks combined, a dictionary decoded, and with
+    `plain_strings` large strings and string views as ``string``."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.dictionary_decode()
+    if plain_strings and (pa.types.is_large_string(arr.type) or pa.types.is_string_view(arr.type)):
+        arr = arr.cast(pa.string())
+    return arr
+

@@ -51,6 +51,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from skipidx.core.errors import SkipidxError
+from skipidx.core.arrays import one_array
 
 __all__ = ["ColumnType", "parse_type", "cast_to", "ch_type_of"]
 
@@ -456,13 +457,7 @@ def _check_float_to_int(column: str, ctype: ColumnType, arr: pa.Array) -> None:
 
 
 def _unwrap(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
-    if pa.types.is_dictionary(arr.type):
-        arr = arr.dictionary_decode()
-    if pa.types.is_large_string(arr.type) or pa.types.is_string_view(arr.type):
-        arr = arr.cast(pa.string())
-    return arr
+    return one_array(arr, plain_strings=True)
 
 
 def cast_to(column_type: ColumnType, values: pa.Array | pa.ChunkedArray, column: str = "?") -> pa.Array:

@@ -36,6 +36,7 @@ import pyarrow.compute as pc
 from skipidx.core.arrays import scalar
 from skipidx.core.errors import SkipidxError
 from skipidx.expr.kernels.convert import decimal_texts, float_texts, list_texts, quoted_texts, uuid_texts
+from skipidx.core.arrays import one_array
 
 __all__ = ["FORMATS", "canonical_format", "format_from_path", "write_table", "write_batches",
            "preview", "text_width", "PRETTY_MAX_ROWS"]
@@ -152,13 +153,7 @@ def _json_string(s: pa.Array) -> pa.Array:
 
 
 def _plain(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
-    if pa.types.is_dictionary(arr.type):
-        arr = arr.dictionary_decode()
-    if pa.types.is_large_string(arr.type) or pa.types.is_string_view(arr.type):
-        arr = arr.cast(pa.string())
-    return arr
+    return one_array(arr, plain_strings=True)
 
 
 def _stringish(t: pa.DataType) -> bool:

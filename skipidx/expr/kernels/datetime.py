@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from skipidx.core.errors import SkipidxError
+from skipidx.core.arrays import one_array
 
 ArrayLike = pa.Array | pa.ChunkedArray
 
@@ -23,11 +24,7 @@ _DATE_DAYS_LIMIT = 65536
 
 
 def _one(a: ArrayLike) -> pa.Array:
-    if isinstance(a, pa.ChunkedArray):
-        a = a.combine_chunks() if a.num_chunks != 1 else a.chunk(0)
-    if pa.types.is_dictionary(a.type):
-        a = a.dictionary_decode()
-    return a
+    return one_array(a)
 
 
 def _temporal(a: ArrayLike, fn: str) -> pa.Array:
