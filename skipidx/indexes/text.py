@@ -317,7 +317,8 @@ class TextAggregator(IndexAggregator):
         self._parts: list[Postings] = []
         self._zl: list[np.ndarray] = []
         self._nc: list[np.ndarray] = []
-        self._merged: tuple | None = None   # ("encoded", blobs and offsets, header, tokens)
+        # ("encoded", blobs and offsets, header, tokens), or ("pending", its future)
+        self._merged: tuple | None = None
 
     def use_merged(self, sources: list[TextGranules], row_maps: list[np.ndarray]) -> None:
         """Take the postings from the merged parts' indexes (rows mapped into this part)
@@ -340,11 +341,21 @@ class TextAggregator(IndexAggregator):
             self._merged = ("encoded", np.zeros(0, np.uint8), np.zeros(1, np.int64), np.zeros(0, np.uint8),
                             np.zeros(1, np.int64), [], 0)
             return
-        tb, tbo, pb, pbo, fa, fl, n = TP.merge_encoded(
-            lst([g.tok_blob for g, _ in srcs]), lst([g.tbo for g, _ in srcs]), lst([g.post_blob for g, _ in srcs]),
-            lst([g.pbo for g, _ in srcs]), lst([m for _, m in srcs]), max_token, n_rows, bs)
-        header = [bytes(tb[a:a + b]) for a, b in zip(fa.tolist(), fl.tolist())]
-        self._merged = ("encoded", tb, tbo, pb, pbo, header, int(n))
+        args = (lst([g.tok_blob for g, _ in srcs]), lst([g.tbo for g, _ in srcs]), lst([g.post_blob for g, _ in srcs]),
+                lst([g.pbo for g, _ in srcs]), lst([m for _, m in srcs]), max_token, n_rows, bs)
+
+        def merge() -> tuple:
+            tb, tbo, pb, pbo, fa, fl, n = TP.merge_encoded(*args)
+            header = [bytes(tb[a:a + b]) for a, b in zip(fa.tolist(), fl.tolist())]
+            return "encoded", tb, tbo, pb, pbo, header, int(n)
+
+        # the kernel releases the GIL: it runs while the store merges the parts' rows, and
+        # ``finish`` waits for it
+        from concurrent.futures import ThreadPoolExecutor
+
+        ex = ThreadPoolExecutor(1)
+        self._merged = ("pending", ex.submit(merge))
+        ex.shutdown(wait=False)
 
     def add(self, values: pa.Array, zone_start: np.ndarray, zone_length: np.ndarray, row0: int) -> None:
         raw = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
@@ -367,6 +378,8 @@ class TextAggregator(IndexAggregator):
         merged = self._merged
         if merged is not None:
             self._parts, self._merged = [], None
+            if merged[0] == "pending":
+                merged = merged[1].result()
             _, tb, tbo, pb, pbo, header, n = merged
             return _encoded_granules(self.params, self.tokenizer, zl, nc, tb, tbo, pb, pbo, header, n)
         post = _merge(self._parts, False, self.threads)
