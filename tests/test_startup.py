@@ -88,6 +88,7 @@ QUERIES = [
     ("SELECT count() FROM logs WHERE msg LIKE '%kraken%'", [[1]]),
     ("SELECT count() FROM logs WHERE hasToken(msg, 'timeout') AND level = 'WARN'", None),
     ("SELECT ts, msg, status FROM logs WHERE hasToken(msg, 'kraken')", None),
+    ("SELECT count() FROM logs WHERE trace_id = 'nope'", [[0]]),
 ]
 
 

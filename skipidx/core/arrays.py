@@ -81,8 +81,11 @@ def array_of(values, type: pa.DataType) -> pa.Array:
     if dt is not None and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
         if np.issubdtype(dt, np.integer):
             info = np.iinfo(dt)
-            if not all(isinstance(v, int) and info.min <= v <= info.max for v in values):
-                return pa.array(values, type)
+            ok = all(isinstance(v, int) and info.min <= v <= info.max for v in values)
+        else:   # pyarrow refuses ints a double cannot hold exactly: leave those to it
+            ok = all(isinstance(v, float) or -2**53 <= v <= 2**53 for v in values)
+        if not ok:
+            return pa.array(values, type)
         return from_numpy(np.array(values, dtype=dt), type)
     if pa.types.is_boolean(type) and all(isinstance(v, bool) for v in values):
         return from_numpy(np.array(values, dtype=bool), type)

@@ -62,6 +62,7 @@ import xxhash as _xxhash
 import pyarrow.compute as pc
 
 from skipidx.core._kernels import xxh64 as _x
+from skipidx.core.arrays import array_of
 from skipidx.core.errors import SkipidxError
 
 __all__ = [
@@ -377,7 +378,7 @@ def plain_encode(value: Any, arrow_type: pa.DataType) -> bytes:
     if value is None:
         raise SkipidxError("NULL has no PLAIN encoding (Parquet bloom filters never hold NULL)")
     try:
-        arr = pa.array([value], type=t)
+        arr = array_of([value], t)
     except (pa.ArrowException, TypeError, ValueError, OverflowError) as e:
         raise SkipidxError(f"cannot store {value!r} as {t}: {e}") from None
     phys = _physical(arr)
