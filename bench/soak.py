@@ -2,10 +2,19 @@
 processes query, for --seconds (default 300); background merges must keep the
 part count bounded (< 300) and query latency flat.
 
-    python bench/soak.py [--seconds 300] [--batch 100]
+    python bench/soak.py [--seconds 300] [--batch 100] [--window 60] [--profile DIR]
 
-Prints, per 30 s window: parts (max), inserts, rows, query latency p50/p95
-(ms), and the totals; each query's count is checked to only grow.
+Before the stream starts, 2,000 seed rows are inserted whose answers never
+change however the table grows, so their latency must stay flat:
+``lookup`` (``trace = 'seed<k>'``: one row, found through the bloom filter)
+and ``window`` (``svc = 's<j>' AND ts >= SEED_TS``: 400 rows through the
+primary key). ``token`` (``hasToken(msg, 'w<x>')``: the word is in most
+granules) reads more as the table grows and is shown for contrast. Every
+answer of a fixed query is checked.
+
+Prints, per window: parts (max), inserts, rows, and per query kind the
+latency p50/p95 (ms) and the querying process's CPU time p50 (ms: less
+sensitive to the machine's load than the wall time); then the totals.
 """
 from __future__ import annotations
 
@@ -21,8 +30,26 @@ import time
 DDL = ("CREATE TABLE logs (ts UInt64, svc LowCardinality(String), trace String, msg String, "
        "INDEX tr trace TYPE bloom_filter(0.01) GRANULARITY 1, "
        "INDEX tk msg TYPE tokenbf_v1(2048, 3, 0) GRANULARITY 1) ORDER BY (svc, ts)")
-QUERIES = ["SELECT count() FROM logs WHERE trace = 't{}'",
-           "SELECT count() FROM logs WHERE hasToken(msg, 'w{}')"]
+#: The seed rows' ts lie far above the stream's, so the window holds only them.
+SEED_TS = 10**12
+SEED_ROWS = 2000
+QUERIES = {
+    "lookup": ("SELECT count() FROM logs WHERE trace = 'seed{}'", SEED_ROWS, lambda k: 1),
+    "window": ("SELECT count() FROM logs WHERE svc = 's{}' AND ts >= %d" % SEED_TS, 5,
+               lambda j: SEED_ROWS // 5),
+    "token": ("SELECT count() FROM logs WHERE hasToken(msg, 'w{}')", 5000, None),
+}
+KINDS = list(QUERIES)
+
+
+def seed_table():
+    import pyarrow as pa
+
+    n = SEED_ROWS
+    return pa.table({"ts": pa.array([SEED_TS + i for i in range(n)], pa.uint64()),
+                     "svc": pa.array([f"s{i % 5}" for i in range(n)]),
+                     "trace": pa.array([f"seed{i}" for i in range(n)]),
+                     "msg": pa.array([f"seed w{i % 5000} done" for i in range(n)])})
 
 
 def inserter(path: str, wid: int, batch: int, stop_at: float, q: mp.Queue) -> None:
@@ -46,18 +73,31 @@ def inserter(path: str, wid: int, batch: int, stop_at: float, q: mp.Queue) -> No
     db.close()   # waits for this process's merges
 
 
-def querier(path: str, wid: int, stop_at: float, q: mp.Queue) -> None:
+def querier(path: str, wid: int, stop_at: float, q: mp.Queue, profile: str | None) -> None:
     import random
 
     import skipidx
 
     db = skipidx.connect(path)
     rng = random.Random(wid)
+    prof = None
+    if profile:
+        import cProfile
+
+        prof = cProfile.Profile()
+        prof.enable()
     while time.time() < stop_at:
-        sql = QUERIES[rng.randrange(2)].format(rng.randrange(10**6 if rng.random() < 0.5 else 5000))
-        t0 = time.time()
-        db.sql(sql).fetchall()
-        q.put(("query", time.time(), time.time() - t0, 0))
+        kind = KINDS[rng.randrange(len(KINDS))]
+        sql, span, expect = QUERIES[kind]
+        k = rng.randrange(span)
+        t0, c0 = time.time(), time.process_time()
+        got = db.sql(sql.format(k)).fetchall()[0][0]
+        q.put((kind, time.time(), time.time() - t0, time.process_time() - c0))
+        if expect is not None and got != expect(k):
+            q.put(("wrong", time.time(), 0, f"{kind} {k}: {got} != {expect(k)}"))
+    if prof is not None:
+        prof.disable()
+        prof.dump_stats(os.path.join(profile, f"querier{wid}.prof"))
     db.close()
 
 
@@ -65,7 +105,8 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=300)
     ap.add_argument("--batch", type=int, default=100)
-    ap.add_argument("--window", type=float, default=30)
+    ap.add_argument("--window", type=float, default=60)
+    ap.add_argument("--profile", default=None, help="dump each querier's cProfile stats in this folder")
     a = ap.parse_args()
     import skipidx
     from skipidx.store.commit import read_state
@@ -74,13 +115,14 @@ def main() -> int:
     path = os.path.join(work, "db")
     db = skipidx.connect(path)
     db.sql(DDL)
+    db.insert("logs", seed_table())
     tdir = os.path.join(path, "logs")
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
     t_start = time.time()
     stop_at = t_start + a.seconds
     procs = [ctx.Process(target=inserter, args=(path, i, a.batch, stop_at, q)) for i in range(2)]
-    procs += [ctx.Process(target=querier, args=(path, i, stop_at, q)) for i in range(2)]
+    procs += [ctx.Process(target=querier, args=(path, i, stop_at, q, a.profile)) for i in range(2)]
     for p in procs:
         p.start()
     events, parts = [], []
@@ -100,27 +142,39 @@ def main() -> int:
     nwin = int(a.seconds // a.window) + 1
     for w in range(nwin):
         lo, hi = t_start + w * a.window, t_start + (w + 1) * a.window
-        lat = sorted(e[2] * 1000 for e in events if e[0] == "query" and lo <= e[1] < hi)
         ins = [e for e in events if e[0] == "insert" and lo <= e[1] < hi]
         pc = [n for t, n in parts if lo <= t < hi]
-        if not lat and not ins:
+        row = {"window_s": f"{w * a.window:.0f}-{(w + 1) * a.window:.0f}", "parts_max": max(pc) if pc else None,
+               "inserts": len(ins), "rows_end": SEED_ROWS + sum(e[3] for e in events if e[0] == "insert" and e[1] < hi),
+               "insert_p50_ms": round(_pct(sorted(e[2] * 1000 for e in ins), 0.5) or 0, 1)}
+        for kind in KINDS:
+            lat = sorted(e[2] * 1000 for e in events if e[0] == kind and lo <= e[1] < hi)
+            cpu = sorted(e[3] * 1000 for e in events if e[0] == kind and lo <= e[1] < hi)
+            if lat:
+                row[kind] = {"n": len(lat), "p50": round(_pct(lat, 0.5), 1), "p95": round(_pct(lat, 0.95), 1),
+                             "cpu_p50": round(_pct(cpu, 0.5), 1)}
+        if not ins and len(row) == 5:
             continue
-        rows.append({"window_s": f"{w * a.window:.0f}-{(w + 1) * a.window:.0f}", "parts_max": max(pc) if pc else None,
-                     "inserts": len(ins), "rows": sum(e[3] for e in ins),
-                     "q_p50_ms": round(lat[len(lat) // 2], 1) if lat else None,
-                     "q_p95_ms": round(lat[int(len(lat) * 0.95)], 1) if lat else None, "queries": len(lat)})
+        rows.append(row)
     for r in rows:
         print(json.dumps(r))
     total_rows = db.sql("SELECT count() FROM logs").fetchall()[0][0]
-    inserted = sum(e[3] for e in events if e[0] == "insert")
+    inserted = sum(e[3] for e in events if e[0] == "insert") + SEED_ROWS
+    wrong = [e[3] for e in events if e[0] == "wrong"]
     summary = {"seconds": a.seconds, "parts_max": max(n for _, n in parts), "parts_end": parts[-1][1],
                "inserts": sum(1 for e in events if e[0] == "insert"), "rows_inserted": inserted,
-               "rows_in_table": total_rows, "queries": sum(1 for e in events if e[0] == "query"),
-               "load": os.getloadavg()}
+               "rows_in_table": total_rows, "queries": {k: sum(1 for e in events if e[0] == k) for k in KINDS},
+               "wrong_answers": len(wrong), "load": os.getloadavg()}
     print(json.dumps(summary))
+    for w in wrong[:10]:
+        print("wrong:", w)
     db.close()
     shutil.rmtree(work, ignore_errors=True)
-    return 0 if summary["parts_max"] < 300 and total_rows == inserted else 1
+    return 0 if summary["parts_max"] < 300 and total_rows == inserted and not wrong else 1
+
+
+def _pct(xs: list, p: float):
+    return xs[min(len(xs) - 1, int(len(xs) * p))] if xs else None
 
 
 if __name__ == "__main__":

@@ -99,3 +99,49 @@ def test_clean_footers_pass(tmp_path):
         from skipidx.store.parquet_check import check_footer
 
         check_footer(p)
+
+
+@pytest.mark.parametrize("dictionary", [False, True], ids=["plain", "dictionary"])
+def test_non_utf8_string_in_a_data_file_names_the_part_and_file(tmp_path, dictionary):
+    """A String value that is not UTF-8 in a data file whose checksums were
+    recomputed: the read that meets it names the part and the file (the bytes
+    would otherwise pass every kernel and fail only when fetched)."""
+    import json
+
+    import xxhash
+
+    import skipidx
+    from skipidx.store import commit as _commit
+    from skipidx.store.part import clear_caches
+
+    db = skipidx.connect(str(tmp_path / "db"))
+    lc = "LowCardinality(String)" if dictionary else "String"
+    db.sql(f"CREATE TABLE t (id UInt64, s {lc}) ORDER BY id "
+           "SETTINGS compression = 'none', background_merges = 0")
+    db.insert("t", pa.table({"id": pa.array(range(100), pa.uint64()),
+                             "s": [f"v{i % 4}QQ\u00e9" for i in range(100)]}))
+    tdir = tmp_path / "db" / "t"
+    pname = _file_fuzz._load_state(str(tdir))["state"]["parts"][0]["name"]
+    pdir = tdir / "parts" / pname
+    fpath = pdir / "data.parquet"
+    raw = fpath.read_bytes()
+    assert b"QQ\xc3\xa9" in raw
+    fpath.unlink()
+    fpath.write_bytes(raw.replace(b"QQ\xc3\xa9", b"QQ\xff\xfe"))
+    man = json.loads((pdir / "manifest.json").read_bytes())
+    man["files"]["data.parquet"] = _file_fuzz._file_sum_json(str(fpath), man["files"]["data.parquet"]["block_size"])
+    mraw = json.dumps(man).encode()
+    (pdir / "manifest.json").unlink()
+    (pdir / "manifest.json").write_bytes(mraw)
+    doc = _file_fuzz._load_state(str(tdir))
+    doc["state"]["parts"][0]["manifest_xxh3_128"] = xxhash.xxh3_128_hexdigest(mraw)
+    _file_fuzz._write_state(str(tdir), doc)
+    _commit.clear_state_cache()
+    clear_caches()
+    assert db.sql("SELECT count() FROM t WHERE id < 50").fetchall() == [(50,)]   # s is not read
+    for sql in ("SELECT s FROM t", "SELECT count() FROM t WHERE s LIKE '%QQ%'"):
+        with pytest.raises(CorruptionError) as ei:
+            db.sql(sql).fetchall()
+        assert ei.value.path == str(fpath) and pname in ei.value.message and "UTF-8" in ei.value.message
+        assert "\\xff" not in str(ei.value)
+    db.close()

@@ -176,6 +176,11 @@ def _canonical(body: dict) -> bytes:
 #: an inode reused within the file system's timestamp resolution. Bounded: a
 #: process touching many tables keeps the most recent ones.
 _STATE_CACHE = LRU(256, "store.states", "parsed table states with the bytes they were parsed from, by path")
+#: Every commit (each insert, each merge) rewrites state.json while its
+#: metadata stays the same; validating the metadata again re-derives every
+#: index's parameters (tokenizers included), so the validated result is kept by
+#: its canonical JSON.
+_META_CACHE = LRU(64, "store.table_metas", "validated table metadata, by its canonical JSON")
 
 
 def _read_state_bytes(table_dir: str) -> tuple[str, bytes]:
@@ -243,7 +248,11 @@ def _parse_state(path: str, raw: bytes) -> TableState:
         if not isinstance(table_id, str) or not re.fullmatch(r"[0-9a-f]{0,64}", table_id):
             raise CorruptionError("bad table id in table state", path=path)
         try:
-            meta = TableMeta.from_json(body["meta"], where=path)
+            meta_key = _canonical(body["meta"])
+            meta = _META_CACHE.get(meta_key)
+            if meta is None:
+                meta = TableMeta.from_json(body["meta"], where=path)
+                _META_CACHE.put(meta_key, meta)
         except CorruptionError:
             raise
         except SkipidxError as e:

@@ -7,6 +7,7 @@ reader pool (:mod:`skipidx.store.reader_pool`). Writing a part is
 """
 from __future__ import annotations
 
+import json
 import os
 from typing import Callable, Iterable, Sequence
 
@@ -33,6 +34,12 @@ __all__ = ["Part", "normalize_ranges", "index_fingerprint", "clear_caches", "rel
 #: Parsed Parquet footers by file identity: parsing a footer with many row
 #: groups costs ~ms; a part's footer is parsed once per process.
 _FOOTERS = LRU(512, "store.footers", "parsed Parquet footers of part data files, by file identity")
+#: Index instances that read index files, by definition, column type and
+#: params: building one makes (and probes) its tokenizer, which would
+#: otherwise be paid for every part loaded.
+_UTF8_CHECKED = LRU(4096, "store.utf8_checked",
+                    "row groups of data files whose String columns were found valid UTF-8, by file and column")
+_INDEX_TYPES = LRU(256, "store.index_types", "index instances for reading index files, by definition and params")
 
 #: Reads of at least this many row groups use pyarrow's pre-buffering (the
 #: column chunks fetched ahead on its I/O threads while earlier ones decode);
@@ -92,7 +99,7 @@ def granules_from_table(table: pa.Table, meta: TableMeta, im: IndexMeta, marks: 
     zones `marks` gives; CorruptionError naming `path` when the table is damaged or its
     zones are not those (`what` and `unit` name the file and the granules in the message)."""
     col = meta.column(im.definition.column)
-    inst = index_from_meta(im.definition, col.type.arrow_type, im.params)
+    inst = _index_instance(im, col.type.arrow_type)
     try:
         g = inst.granules_from_arrow(table)
     except CorruptionError as ex:
@@ -106,6 +113,56 @@ def granules_from_table(table: pa.Table, meta: TableMeta, im: IndexMeta, marks: 
             or not np.array_equal(np.asarray(g.zone_length, dtype=np.int64), zl)):
         raise CorruptionError(f"{what.split()[0]} zones do not match {unit}", path=path)
     return g
+
+
+def _has_utf8(t: pa.DataType) -> bool:
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return True
+    if pa.types.is_dictionary(t):
+        return _has_utf8(t.value_type)
+    return any(_has_utf8(t.field(i).type) for i in range(t.num_fields))
+
+
+def check_utf8(t: pa.Table, part: str, path: str, seen: tuple | None = None) -> None:
+    """CorruptionError naming the part and file when a String value read is
+    not UTF-8. pyarrow's Parquet reader does not check it, and the bytes would
+    pass every kernel and fail only where a value becomes a Python str, far
+    from the file; no skipidx writer makes such a file. A dictionary column
+    checks its distinct values only. `seen`: (file identity, row groups in the
+    file, row groups read): each row group's columns are checked once per
+    process (parts are immutable), so repeated scans pay nothing."""
+    for i, f in enumerate(t.schema):
+        if not _has_utf8(f.type):
+            continue
+        done = None
+        if seen is not None:
+            ident, n, rgs = seen
+            done = _UTF8_CHECKED.get((ident, f.name))
+            if done is None or done.shape[0] != n:
+                done = np.zeros(n, dtype=bool)
+            elif done[rgs].all():
+                continue
+        try:
+            t.column(i).validate(full=True)
+        except (pa.ArrowException, ValueError):
+            raise CorruptionError(f"part {part}: column {f.name!r} holds a String value that is not "
+                                  "valid UTF-8", path=path) from None
+        if done is not None:
+            done[rgs] = True
+            _UTF8_CHECKED.put((ident, f.name), done)
+
+
+def _index_instance(im: IndexMeta, arrow_type: pa.DataType):
+    try:
+        key = (im.definition, str(arrow_type), json.dumps(im.params, sort_keys=True, default=repr))
+        hash(key)
+    except TypeError:
+        return index_from_meta(im.definition, arrow_type, im.params)
+    inst = _INDEX_TYPES.get(key)
+    if inst is None:
+        inst = index_from_meta(im.definition, arrow_type, im.params)
+        _INDEX_TYPES.put(key, inst)
+    return inst
 
 
 def normalize_ranges(mark_ranges: Iterable[tuple[int, int]], n_granules: int) -> list[tuple[int, int]]:
@@ -263,7 +320,12 @@ class Part:
         """The data file's footer (row-group statistics) for the pruner; the keys of
         encrypted `columns` are made available first."""
         self.require_keys(list(columns))
-        return self._open_data().metadata
+        path = os.path.join(self.path, DATA_FILE)
+        fs = self._filesum(DATA_FILE)
+        ident = VERIFIER._identity(path, fs)
+        if self.encryption is not None:
+            ident = ident + ("keys", id(self.keyring))
+        return self._footer(path, fs, ident)
 
     def _open_data(self) -> pq.ParquetFile:
         """A new reader of the data file (footer verified and parsed once per process)."""
@@ -298,22 +360,7 @@ class Part:
     def _new_reader(self, path: str, fs: FileSum, ident: tuple, pre_buffer: bool,
                     read_dictionary: tuple[str, ...] = ()) -> pq.ParquetFile:
         """A new reader of data file `path` (identity `ident`) over its memory mapping."""
-        md = _FOOTERS.get(ident)
-        if md is None:
-            spans = self.manifest["row_groups"]
-            # the leading magic and the footer: everything outside the row groups
-            VERIFIER.verify(path, fs, 0, spans[0][0])
-            VERIFIER.verify(path, fs, spans[-1][1], fs.size)
-            # pyarrow aborts the process on some footers its parser accepts
-            # (see store/parquet_check): decoded and checked here first
-            check_footer(path, fs.size)
-            try:
-                md = pq.read_metadata(path, decryption_properties=self._decryption())
-            except (OSError, pa.ArrowException, ValueError) as e:
-                raise CorruptionError(f"unreadable Parquet footer: {type(e).__name__}", path=path) from None
-            if md.num_row_groups != self.n_granules or md.num_rows != self.num_rows:
-                raise CorruptionError("Parquet footer does not match the part manifest", path=path)
-            _FOOTERS.put(ident, md)
+        md = self._footer(path, fs, ident)
         try:
             # The file memory-mapped and read as one in-memory buffer: Arrow
             # reads a buffer synchronously, while from a file object every
@@ -331,6 +378,26 @@ class Part:
                                   decryption_properties=self._decryption())
         except (OSError, pa.ArrowException, ValueError) as e:   # ValueError: undecodable names
             raise CorruptionError(f"cannot open Parquet file: {type(e).__name__}", path=path) from None
+
+    def _footer(self, path: str, fs: FileSum, ident: tuple) -> pq.FileMetaData:
+        """The data file's footer, verified, checked and parsed once per file identity."""
+        md = _FOOTERS.get(ident)
+        if md is None:
+            spans = self.manifest["row_groups"]
+            # the leading magic and the footer: everything outside the row groups
+            VERIFIER.verify(path, fs, 0, spans[0][0])
+            VERIFIER.verify(path, fs, spans[-1][1], fs.size)
+            # pyarrow aborts the process on some footers its parser accepts
+            # (see store/parquet_check): decoded and checked here first
+            check_footer(path, fs.size)
+            try:
+                md = pq.read_metadata(path, decryption_properties=self._decryption())
+            except (OSError, pa.ArrowException, ValueError) as e:
+                raise CorruptionError(f"unreadable Parquet footer: {type(e).__name__}", path=path) from None
+            if md.num_row_groups != self.n_granules or md.num_rows != self.num_rows:
+                raise CorruptionError("Parquet footer does not match the part manifest", path=path)
+            _FOOTERS.put(ident, md)
+        return md
 
     def read(self, columns: Sequence[str] | None = None,
              mark_ranges: Sequence[tuple[int, int]] | None = None, *,
@@ -384,6 +451,7 @@ class Part:
         expect = int(sum(int(self.marks[b] - self.marks[a]) for a, b in ranges))
         if t.num_rows != expect:
             raise CorruptionError(f"read {t.num_rows} rows, the manifest says {expect}", path=path)
+        check_utf8(t, self.name, path, (key[:4], self.n_granules, rgs))
         got = t.schema
         if got.names == cols and all(
                 (got.field(i).type == schema.field(c).type if c not in as_dict
