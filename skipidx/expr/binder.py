@@ -237,6 +237,49 @@ def normalize_in_list(t: pa.DataType, values: tuple, node: Any = None) -> tuple:
     return tuple(out)
 
 
+#: An OR of at least this many ``col = c`` terms on one column is bound as
+#: ``col IN (...)`` (an AND of ``col != c`` as NOT IN): one atom to prune and
+#: one set lookup per row, not one pass per term (ClickHouse's
+#: optimize_min_equality_disjunction_chain_length rewrites them too).
+CHAIN_TO_IN_MIN = 8
+
+
+def _chain_to_in(func: str, args: list) -> list:
+    """`args` of an OR (AND) with each long enough group of ``col = c``
+    (``col != c``) terms on one integer or String column replaced, where its
+    first term stood, by ``col IN (c, ...)`` (``NOT IN``). Exact with NULLs:
+    a NULL col gives NULL either way, and every bound constant is already
+    coerced to the column's type and never NULL (``col = NULL`` folds away)."""
+    want = "equals" if func == "or" else "notEquals"
+    groups: dict[str, list[int]] = {}
+    for i, a in enumerate(args):
+        if (isinstance(a, BCall) and a.func == want and len(a.args) == 2 and isinstance(a.args[0], BColumn)
+                and isinstance(a.args[1], BConst) and a.args[1].value is not None):
+            t = a.args[1].type
+            if pa.types.is_integer(t) or pa.types.is_string(t) or pa.types.is_large_string(t):
+                groups.setdefault(a.args[0].name, []).append(i)
+    fold = {}
+    for idx in groups.values():
+        if len(idx) < CHAIN_TO_IN_MIN:
+            continue
+        first = args[idx[0]]
+        col = first.args[0]
+        # the same column bound twice has the same type; a term whose column differs
+        # in anything (e.g. nullability) is left as it is
+        idx = [i for i in idx if args[i].args[0] == col and args[i].args[1].type == first.args[1].type]
+        if len(idx) < CHAIN_TO_IN_MIN:
+            continue
+        vals = tuple(dict.fromkeys(args[i].args[1].value for i in idx))
+        text = (" OR " if func == "or" else " AND ").join(args[i].text for i in idx)
+        node = BCall("in" if func == "or" else "notIn", (col, BConst(vals, first.args[1].type)), _BOOL,
+                     col.nullable, text)
+        fold[idx[0]] = node
+        fold.update((i, None) for i in idx[1:])
+    if not fold:
+        return args
+    return [fold.get(i, a) for i, a in enumerate(args) if fold.get(i, a) is not None]
+
+
 def _null_result() -> BConst:
     """A function of a NULL constant: NULL of type Nullable(Nothing), as ClickHouse types
     ``NULL = 1``, ``NOT NULL`` or ``NULL + 1`` (AND/OR with a NULL keep UInt8)."""
@@ -496,6 +539,8 @@ class Binder:
             return BConst(None, _BOOL, True) if saw_null else BConst(int(not absorbing), _BOOL)
         if saw_null:
             keep.append(BConst(None, _BOOL, True))
+        if len(keep) >= CHAIN_TO_IN_MIN:
+            keep = _chain_to_in(e.func, keep)
         if len(keep) == 1:
             only = keep[0]
             if isinstance(only.type, pa.DataType) and is_numeric(value_type(only.type)) \

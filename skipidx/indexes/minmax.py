@@ -224,6 +224,11 @@ class MinMaxCondition(IndexCondition):
         return BoolMask(t, (has_vals & ~only_s) | has_nan)
 
     def _in(self, mn, mx, values, has_vals, has_nan, n) -> BoolMask:
+        if len(values) > IN_SORTED_MIN:
+            got = _in_sorted(mn, mx, values)
+            if got is not None:
+                t, all_one_member = got
+                return BoolMask(has_vals & t, (has_vals & ~all_one_member) | has_nan)
         t = np.zeros(n, bool)
         all_one_member = np.zeros(n, bool)
         for v in values:
@@ -247,6 +252,43 @@ class MinMaxCondition(IndexCondition):
         t = has_vals & cmp(mx, "greater_equal", s) & cmp(head, "less_equal", s)
         both = _starts(mn, p) & _starts(mx, p)
         return BoolMask(t, has_vals & ~both)
+
+
+#: Longer IN lists of integers or strings are answered by one binary search of
+#: each zone's bounds in the sorted list, not by one pass over the zones per value.
+IN_SORTED_MIN = 16
+
+
+def _in_sorted(mn: pa.Array, mx: pa.Array, values: list) -> tuple[np.ndarray, np.ndarray] | None:
+    """(zone may hold a member, zone holds only one member) for an integer or
+    string zone bounds and list; None when the list does not fit the type (the
+    caller compares value by value)."""
+    if pa.types.is_integer(mn.type):
+        if not all(type(v) is int for v in values):
+            return None
+        lo_v, hi_v = np.iinfo(mn.type.to_pandas_dtype()).min, np.iinfo(mn.type.to_pandas_dtype()).max
+        if min(values) < lo_v or max(values) > hi_v:
+            return None
+        vs = np.unique(np.array(values, dtype=mn.type.to_pandas_dtype()))
+        a = mn.fill_null(0).to_numpy(zero_copy_only=False)
+        b = mx.fill_null(0).to_numpy(zero_copy_only=False)
+    elif pa.types.is_binary(mn.type) or pa.types.is_large_binary(mn.type):
+        enc = [v.encode("utf-8") if isinstance(v, str) else v for v in values]
+        if not all(isinstance(v, bytes) for v in enc):
+            return None
+        # bytes order as memcmp, as ClickHouse compares strings
+        vs = np.array(sorted(set(enc)), dtype=object)
+        a = np.array(mn.fill_null(b"").to_pylist(), dtype=object)
+        b = np.array(mx.fill_null(b"").to_pylist(), dtype=object)
+    else:
+        return None
+    if vs.shape[0] == 0:
+        z = np.zeros(len(mn), bool)
+        return z, z
+    lo = np.searchsorted(vs, a, side="left")
+    hi = np.searchsorted(vs, b, side="right")
+    t = (hi > lo) & mn.is_valid().to_numpy(zero_copy_only=False) & mx.is_valid().to_numpy(zero_copy_only=False)
+    return t, t & np.asarray(a == b, dtype=bool)
 
 
 def _as_binary(a: pa.Array) -> pa.Array:

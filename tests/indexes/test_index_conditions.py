@@ -360,3 +360,36 @@ def test_no_false_negatives_ints(index, case):
 def test_no_false_negatives_floats(index, case):
     values, sizes, atoms = case
     check_no_false_negative(make(*index, column_type=pa.float64()), values, sizes, atoms)
+
+
+@st.composite
+def long_in_case(draw):
+    strings = draw(st.booleans())
+    elem = words.map(str.encode) if strings else st.integers(-40, 40)
+    values = draw(st.lists(st.one_of(st.none(), elem), min_size=1, max_size=40))
+    sizes = zone_split(draw, len(values))
+    consts = draw(st.lists(st.one_of(elem, st.none()), min_size=17, max_size=40))
+    return strings, values, sizes, consts
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=long_in_case())
+def test_minmax_long_in_list_answers_as_value_by_value(case):
+    """A long IN list is answered by a binary search of each zone's bounds;
+    the masks equal the value-by-value answer's, bit for bit."""
+    from skipidx.indexes import minmax
+
+    strings, values, sizes, consts = case
+    idx = make("minmax", column_type=pa.string() if strings else pa.int64())
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    zones = list(zip(starts.tolist(), sizes))
+    vals = pa.array([None if v is None else (v.decode() if strings else v) for v in values],
+                    pa.string() if strings else pa.int64())
+    for func in ("in", "notIn"):
+        _, fast = answer(idx, vals, zones, A(func, tuple(consts)))
+        old, minmax.IN_SORTED_MIN = minmax.IN_SORTED_MIN, 10 ** 9
+        try:
+            _, slow = answer(idx, vals, zones, A(func, tuple(consts)))
+        finally:
+            minmax.IN_SORTED_MIN = old
+        assert bits(fast) == bits(slow)
