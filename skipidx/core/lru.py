@@ -18,13 +18,16 @@ name                       bound  holds
 =========================  =====  ===========================================================
 expr.in_plans                256  prepared IN-list membership plans, by (values, value type)
 indexes.sbbf_conditions     1024  bound SBBF conditions, by (subject, tokenizer, type, seed, atom)
+store.checked_strings       4096  row groups whose String columns were found UTF-8, by file, column
 store.external_files        4096  marks, schema and Bloom columns of external data files
 store.external_footers      4096  parsed Parquet footers of external data files
 store.fingerprints          1024  index fingerprints per IndexMeta object
 store.footers                512  parsed Parquet footers of part data files
+store.index_types            256  index instances reading index files, by definition and params
 store.manifests             4096  parsed part manifests, by (part dir, manifest checksum)
 store.states                 256  parsed table states with the bytes they were parsed from
 store.table_meta             256  column-name set and Arrow schema per TableMeta object
+store.validated_metas         64  validated table metadata, by its canonical JSON (states share it)
 =========================  =====  ===========================================================
 
 What a Database owns itself (not here): its index cache (loaded index

@@ -180,7 +180,7 @@ _STATE_CACHE = LRU(256, "store.states", "parsed table states with the bytes they
 #: metadata stays the same; validating the metadata again re-derives every
 #: index's parameters (tokenizers included), so the validated result is kept by
 #: its canonical JSON.
-_META_CACHE = LRU(64, "store.table_metas", "validated table metadata, by its canonical JSON")
+_META_CACHE = LRU(64, "store.validated_metas", "validated table metadata, by its canonical JSON")
 
 
 def _read_state_bytes(table_dir: str) -> tuple[str, bytes]:

@@ -37,7 +37,7 @@ _FOOTERS = LRU(512, "store.footers", "parsed Parquet footers of part data files,
 #: Index instances that read index files, by definition, column type and
 #: params: building one makes (and probes) its tokenizer, which would
 #: otherwise be paid for every part loaded.
-_UTF8_CHECKED = LRU(4096, "store.utf8_checked",
+_UTF8_CHECKED = LRU(4096, "store.checked_strings",
                     "row groups of data files whose String columns were found valid UTF-8, by file and column")
 _INDEX_TYPES = LRU(256, "store.index_types", "index instances for reading index files, by definition and params")
 
