@@ -43,7 +43,8 @@ target's atoms -- index bytes read (all of a Bloom-type or minmax index; for
 a text index the share of its dictionary and postings the needles touch:
 needles' tokens plus one dictionary block of 128, over its distinct tokens)
 plus granules kept x the column's bytes per granule -- if it beats reading
-every granule; ties go to fewer index bytes. The GRANULARITY is the one that
+every granule; among candidates within 5 % of that cost, the fewest index
+bytes. The GRANULARITY is the one that
 minimises that cost among the measured ones.
 """
 from __future__ import annotations
@@ -509,7 +510,9 @@ def _advise_target(db, sample: pa.Table, target: str, atoms: list[Atom], *, fpp:
         c.cost_per_query = (idx_read + kept * scale * col_bytes) / q if measured else c.bytes_table
     for c in cands:    # the next target measures its own candidates alone
         db.sql(f"ALTER TABLE s DROP INDEX {c.index_name}")
-    best = min(cands, key=lambda c: (c.cost_per_query, c.bytes_table))
+    # within 5 % of the cheapest per query the difference is the sample's noise: fewer index bytes win
+    low = min(c.cost_per_query for c in cands)
+    best = min((c for c in cands if c.cost_per_query <= 1.05 * low), key=lambda c: (c.bytes_table, c.cost_per_query))
     rec = best if (not measured or best.cost_per_query < scan_cost) else None
     note = "" if measured else "no predicate with a known value to measure (parameters without values)"
     if stand_ins:
