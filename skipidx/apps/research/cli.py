@@ -475,7 +475,8 @@ def bench_main(argv: list[str]) -> int:
         sys.stdout.write("usage: skipidx bench fpp [--quick] [--out DIR]\n"
                          "       skipidx bench indexes DATA.parquet --column COL [--queries FILE] [--quick] "
                          "[--out DIR]\n       skipidx bench report RESULT.json [--chdb-from OTHER.json] [--out DIR]\n"
-                         "(see `skipidx bench fpp --help`, `skipidx bench indexes --help`)\n")
+                         "       skipidx bench zoo [--corpora ...] [--tokenizers ...] [--no-chdb] [--out DIR]\n"
+                         "(see `skipidx bench fpp --help`, `skipidx bench indexes --help`, `skipidx bench zoo --help`)\n")
         return 0 if argv else 1
     cmd, rest = argv[0], argv[1:]
     if cmd == "fpp":
