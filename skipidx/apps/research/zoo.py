@@ -578,5 +578,5 @@ def run_corpus(values: pa.Array, *, corpus: str, rows_per_granule: int, tokens: 
                           "chDB Bloom index"))
         specs.append(("txt", f"text(tokenizer = {text_tok})", "chDB text index"))
         rows += chdb_zoo_rows(values, wheres, specs, corpus=corpus, tokenizer=tokenizer,
-                              rows_per_granule=rows_per_granule, ideal=ideal, keys=keys)
+                              rows_per_granule=rows_per_granule, ideal=ideal, keys=keys, row=ZooRow)
     return rows

@@ -24,19 +24,20 @@ import os
 import shutil
 import tempfile
 import time
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
 
 from skipidx.apps.research.chdb_compare import _q, parse_explain_skip
-from skipidx.apps.research.zoo import ZooRow
 from skipidx.core.errors import SkipidxError
 
 
 def chdb_zoo_rows(values: pa.Array | pa.ChunkedArray, wheres: Sequence[str], specs: Sequence[tuple[str, str, str]],
-                  *, corpus: str, tokenizer: str, rows_per_granule: int, ideal: int, keys: int) -> list[ZooRow]:
-    """One ZooRow per (index name, TYPE clause, family) of `specs`, over column ``msg``."""
+                  *, corpus: str, tokenizer: str, rows_per_granule: int, ideal: int, keys: int,
+                  row: Callable[..., Any]) -> list[Any]:
+    """One `row` (the zoo's ZooRow, passed in so the two modules do not import each
+    other) per (index name, TYPE clause, family) of `specs`, over column ``msg``."""
     import pyarrow.parquet as pq
 
     from skipidx.apps.research import chdb_session as _chdb
@@ -97,7 +98,7 @@ def chdb_zoo_rows(values: pa.Array | pa.ChunkedArray, wheres: Sequence[str], spe
             probe_s = time.perf_counter() - t0
             unc, comp = sizes.get(name, (0, 0))
             nbytes = comp if tsql.startswith("text") else unc
-            rows.append(ZooRow(corpus, tokenizer, fam, f"chDB {tsql}", nbytes, 8.0 * nbytes / max(keys, 1),
+            rows.append(row(corpus, tokenizer, fam, f"chDB {tsql}", nbytes, 8.0 * nbytes / max(keys, 1),
                                build[name], probe_s, kept, int(ideal), kept / max(int(ideal), 1), 0, 0, 0.0, 0.0,
                                0.0, 0.0, queries=len(wheres), engine="chDB", bytes_compressed=comp))
         return rows
