@@ -46,7 +46,7 @@ from skipidx.core.types import ColumnType
 
 __all__ = [
     "filter_to_expr", "filters_to_exprs", "conjunction", "spark_type_of", "spark_schema_of",
-    "ch_type_of_spark", "filter_text",
+    "ch_type_of_spark", "filter_text", "exact_filter",
 ]
 
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
@@ -283,6 +283,19 @@ def conjunction(exprs: Sequence[A.Expr]) -> A.Expr | None:
     if len(exprs) == 1:
         return exprs[0]
     return A.BoolOp("and", tuple(exprs))
+
+
+def exact_filter(meta: Any, pushed: Sequence[A.Expr], where: A.Expr | None) -> tuple[Any, list[str], list[str]]:
+    """What a reader applies exactly: the AND of the `pushed` filters and the `where`
+    option, bound on `meta` (None: nothing), and the columns it reads first (those the
+    filter needs) and after (the rest), in table order."""
+    from skipidx.expr.binder import bind_where
+    from skipidx.expr.visitors import columns_of
+
+    exact = conjunction(list(pushed) + ([where] if where is not None else []))
+    bound = bind_where(meta, exact) if exact is not None else None
+    used = columns_of(bound) if bound is not None else set()
+    return bound, [c for c in meta.column_names if c in used], [c for c in meta.column_names if c not in used]
 
 
 def filter_text(f: Any) -> str:

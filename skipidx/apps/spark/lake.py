@@ -103,20 +103,14 @@ def plan_external_scan(table_dir: str, where: Any, cache: Any = None):
 
 def read_external_slices(reader: Any, slices: list) -> Iterator[pa.RecordBatch]:
     """The rows of the planned row groups passing the reader's exact filter."""
-    from skipidx.apps.spark.filters import conjunction
     from skipidx.apps.spark.arrow_types import spark_arrow_schema, to_spark
+    from skipidx.apps.spark.filters import exact_filter
     from skipidx.execution.scan import read_filter_first, row_mask, split_ranges
-    from skipidx.expr.binder import bind_where
-    from skipidx.expr.visitors import columns_of
     from skipidx.store.external import ExternalTable
 
     meta = reader._meta()
     schema = spark_arrow_schema(meta)
-    exact = conjunction((reader.pushed if reader.prefilter else []) + ([reader.where] if reader.where else []))
-    bound = bind_where(meta, exact) if exact is not None else None
-    used = columns_of(bound) if bound is not None else set()
-    first = [c for c in meta.column_names if c in used]
-    rest = [c for c in meta.column_names if c not in used]
+    bound, first, rest = exact_filter(meta, reader.pushed if reader.prefilter else [], reader.where or None)
     t = ExternalTable(reader.table_dir)
     with t.snapshot(only=[sl.part for sl in slices]) as snap:
         files = {f.data_path: f for f in snap.parts}

@@ -452,21 +452,15 @@ def _table_meta(table_dir: str) -> Any:
 
 def _read_slices(reader: SkipidxReader, gen: int, slices: list) -> Iterator[pa.RecordBatch]:
     from skipidx.apps.spark.arrow_types import spark_arrow_schema, to_spark
+    from skipidx.apps.spark.filters import exact_filter
     from skipidx.execution.scan import read_filter_first, row_mask, split_ranges
-    from skipidx.expr.binder import bind_where
-    from skipidx.expr.visitors import columns_of
-    from skipidx.apps.spark.filters import conjunction
     from skipidx.store.commit import PartEntry, pin_generation
     from skipidx.store.part import Part
 
     _task_threads(reader.task_threads)
     meta = reader._meta()
     schema = spark_arrow_schema(meta)
-    exact = conjunction((reader.pushed if reader.prefilter else []) + ([reader.where] if reader.where else []))
-    bound = bind_where(meta, exact) if exact is not None else None
-    used = columns_of(bound) if bound is not None else set()
-    first = [c for c in meta.column_names if c in used]
-    rest = [c for c in meta.column_names if c not in used]
+    bound, first, rest = exact_filter(meta, reader.pushed if reader.prefilter else [], reader.where or None)
     _settle_worker()
     # Pin the planned generation, so a concurrent merge's cleanup keeps its parts
     # while this task reads them (the planner's own pin ended with planning).
