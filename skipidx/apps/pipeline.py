@@ -27,10 +27,11 @@ bytes and time.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
-from typing import Any
+from typing import Any, Iterator
 
 from skipidx.core.errors import SkipidxError
 
@@ -151,6 +152,21 @@ def _spark_error(e: BaseException) -> SkipidxError:
                 return SkipidxError("spark job failed: " + line.split(marker, 1)[1].strip())
     first = next((ln.strip() for ln in text.splitlines() if ln.strip()), type(e).__name__)
     return SkipidxError(f"spark job failed: {first[:500]}")
+
+
+@contextlib.contextmanager
+def _spark_job(spark: Any, owned: bool | None) -> Iterator[None]:
+    """A build step: Py4J / PySpark errors become one readable SkipidxError line (not a JVM
+    stack trace), and a session this build started is stopped at the end."""
+    try:
+        yield
+    except SkipidxError:
+        raise
+    except Exception as e:
+        raise _spark_error(e) from None
+    finally:
+        if owned:
+            spark.stop()
 
 
 def _read_with_spark(spark: Any, path: str, fmt: str, meta: Any) -> Any:
@@ -356,22 +372,14 @@ def _build_into(t, table: str, source: str, files: list[str], fmt: str, engine: 
         t.insert(chain.from_iterable(open_file_batches(f, fmt, meta) for f in files))
     else:
         spark, owned = _spark_session(master)
-        try:
+        with _spark_job(spark, owned):
             from skipidx.apps.spark import register
 
             register(spark)
-            try:
-                df = _read_with_spark(spark, source, fmt, t.meta)
-                if partitions is not None:
-                    df = df.repartition(partitions)
-                df.write.format("skipidx").mode("append").save(t.path)
-            except SkipidxError:
-                raise
-            except Exception as e:   # Py4J / PySpark errors: one line, not a JVM stack trace
-                raise _spark_error(e) from None
-        finally:
-            if owned:
-                spark.stop()
+            df = _read_with_spark(spark, source, fmt, t.meta)
+            if partitions is not None:
+                df = df.repartition(partitions)
+            df.write.format("skipidx").mode("append").save(t.path)
     seconds = time.perf_counter() - t0
     new = {p.name for p in read_state(t.path).parts} - before
     rows, idx, data = _table_stats(t.path, new)
@@ -404,32 +412,24 @@ def build_external(dbdir: str, table: str, source: str | None, *, engine: str = 
         spark, owned = _spark_session(master)
         builder = spark_builder(spark)
     t0 = time.perf_counter()
-    try:
-        try:
-            if not cat.exists(table):
-                if source is None:
-                    raise SkipidxError(f"table {table!r} does not exist: give --from 'GLOB' to create it")
-                body = ", ".join(([columns] if columns else []) + list(indexes or []))
-                sql = (f"CREATE TABLE {quote_identifier(table)}" + (f" ({body})" if body else "")
-                       + f" ENGINE = ParquetFiles({quote_string(source.encode())})")
-                meta, src, pcols = external_meta_from_ast(parse(sql)[0])
-                t, rep = cat.create_external_table(meta, src, pcols, builder=builder)
-            else:
-                t = cat.table(table)
-                if not isinstance(t, ExternalTable):
-                    raise SkipidxError(f"table {table!r} is not an external table")
-                if source is not None and os.path.abspath(source) != t.source and source != t.source:
-                    raise SkipidxError(f"table {table!r} reads {t.source!r}; --from names another source")
-                if indexes or columns:
-                    raise SkipidxError(f"table {table!r} exists: --index/--columns only apply when the build creates it")
-                rep = t.refresh(builder)
-        except SkipidxError:
-            raise
-        except Exception as e:   # Py4J / PySpark errors: one line, not a JVM stack trace
-            raise _spark_error(e) from None
-    finally:
-        if owned:
-            spark.stop()
+    with _spark_job(spark, owned):
+        if not cat.exists(table):
+            if source is None:
+                raise SkipidxError(f"table {table!r} does not exist: give --from 'GLOB' to create it")
+            body = ", ".join(([columns] if columns else []) + list(indexes or []))
+            sql = (f"CREATE TABLE {quote_identifier(table)}" + (f" ({body})" if body else "")
+                   + f" ENGINE = ParquetFiles({quote_string(source.encode())})")
+            meta, src, pcols = external_meta_from_ast(parse(sql)[0])
+            t, rep = cat.create_external_table(meta, src, pcols, builder=builder)
+        else:
+            t = cat.table(table)
+            if not isinstance(t, ExternalTable):
+                raise SkipidxError(f"table {table!r} is not an external table")
+            if source is not None and os.path.abspath(source) != t.source and source != t.source:
+                raise SkipidxError(f"table {table!r} reads {t.source!r}; --from names another source")
+            if indexes or columns:
+                raise SkipidxError(f"table {table!r} exists: --index/--columns only apply when the build creates it")
+            rep = t.refresh(builder)
     seconds = time.perf_counter() - t0
     sdir = os.path.join(t.path, "sidecars")
     idx = sum(os.path.getsize(os.path.join(sdir, f)) for f in os.listdir(sdir)) if os.path.isdir(sdir) else 0
