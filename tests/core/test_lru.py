@@ -45,13 +45,15 @@ def test_concurrent_puts_stay_bounded():
 
 
 def test_named_caches_join_the_registry_with_their_bounds():
+    import skipidx.engine  # noqa: F401  (import skipidx is lazy; load the modules that own caches)
+    import skipidx.store.commit  # noqa: F401
     from skipidx.core import lru
 
     c = lru.LRU(3, "test.registry", "what the test keeps")
     c.put("a", 1)
     assert lru.caches()["test.registry"] == (1, 3, "what the test keeps")
     assert {"store.footers", "store.manifests", "store.states", "indexes.sbbf_conditions"} <= set(lru.caches()), \
-        "the store's and the indexes' caches are registered (import skipidx loads them)"
+        "the store's and the indexes' caches are registered once their modules load"
     lru.clear_caches()
     assert len(c) == 0 and c.get("a") is None
     assert LRU(2).name is None and "None" not in lru.caches(), "an unnamed LRU stays out of the registry"
