@@ -46,7 +46,9 @@ def test_concurrent_puts_stay_bounded():
 
 def test_named_caches_join_the_registry_with_their_bounds():
     import skipidx.engine  # noqa: F401  (import skipidx is lazy; load the modules that own caches)
+    import skipidx.indexes.bloom  # noqa: F401
     import skipidx.store.commit  # noqa: F401
+    import skipidx.store.part  # noqa: F401
     from skipidx.core import lru
 
     c = lru.LRU(3, "test.registry", "what the test keeps")
