@@ -41,9 +41,7 @@ def _on_elements(fn: Function) -> Callable[[ArrayLike], ArrayLike]:
         if pa.types.is_null(t):
             return values
         if pa.types.is_fixed_size_binary(t):
-            # concat first: the cast of a sliced FixedString gives offsets that do not start at 0,
-            # which Arrow's ascii_lower (pyarrow 26) reads wrongly
-            return apply(pa.concat_arrays([values]).cast(pa.binary())).cast(t)
+            return apply(values.cast(pa.binary())).cast(t)
         if pa.types.is_list(t) or pa.types.is_large_list(t):
             cls = pa.ListArray if pa.types.is_list(t) else pa.LargeListArray
             offs = values.offsets.to_numpy()

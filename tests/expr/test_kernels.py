@@ -460,3 +460,22 @@ def test_like_without_escapes_equals_python_regex(rows, pattern):
     want = [rx.fullmatch(r) is not None for r in rows]
     got = F.like(pa.array(rows, pa.string()), pattern.encode()).to_pylist()
     assert got == want, f"pattern {pattern!r}"
+
+
+@pytest.mark.parametrize("typ", [pa.binary(), pa.string(), pa.large_binary(), pa.large_string()], ids=str)
+def test_lower_upper_when_the_first_offset_is_not_zero(typ):
+    """pyarrow's ascii_lower writes wrong bytes for arrays whose first offset is not 0
+    (a FixedString cast to String is one); lower/upper must not."""
+    import numpy as np
+
+    from skipidx.expr.kernels.strings import lower, upper
+
+    width = np.int64 if typ in (pa.large_binary(), pa.large_string()) else np.int32
+    offsets = np.array([2, 4, 7], width)
+    arr = pa.Array.from_buffers(typ, 2, [None, pa.py_buffer(offsets.tobytes()), pa.py_buffer(b"XXABcDe")])
+    want = [b"ab", b"cde"] if pa.types.is_binary(typ) or pa.types.is_large_binary(typ) else ["ab", "cde"]
+    assert lower(arr).to_pylist() == want, "lower of an array with a non-zero first offset"
+    up = [w.upper() for w in want]
+    assert upper(arr).to_pylist() == up, "upper of an array with a non-zero first offset"
+    fixed = pa.array([b"QQQQ", b"ABCD", b"EFGH"], pa.binary(4)).slice(1).cast(pa.binary())
+    assert lower(fixed).to_pylist() == [b"abcd", b"efgh"], "lower of a FixedString slice cast to String"

@@ -374,6 +374,13 @@ def _ascii_case(chunk: pa.Array, to_lower: bool) -> pa.Array:
     """
     t = chunk.type
     fn = pc.ascii_lower if to_lower else pc.ascii_upper
+    if (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
+            or pa.types.is_large_binary(t)) and len(chunk):
+        width = np.int64 if pa.types.is_large_string(t) or pa.types.is_large_binary(t) else np.int32
+        if np.frombuffer(chunk.buffers()[1], width, count=1, offset=chunk.offset * width().itemsize)[0] != 0:
+            # pyarrow's ascii_lower/upper write wrong bytes when the first offset is not 0
+            # (e.g. a FixedString cast to String); concatenating rebases the offsets
+            chunk = pa.concat_arrays([chunk])
     if pa.types.is_string(t) or pa.types.is_large_string(t):
         return fn(chunk)
     if pa.types.is_binary(t) or pa.types.is_large_binary(t):
