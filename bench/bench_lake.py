@@ -196,7 +196,7 @@ def main() -> None:
         shutil.rmtree(sdb, ignore_errors=True)
         s = build_external(sdb, "logs", glob, engine="spark", master="local[2]", quiet=True,
                            indexes=INDEX_LIST)
-        print(f"build on spark local[2] (one task per file): {s['seconds']:.1f} s"
+        print(f"build on spark local[2] (about two tasks per core): {s['seconds']:.1f} s"
               + (f"; / MergeTree insert = {s['seconds'] / build_mt:.2f}" if build_mt else "") + f"; {load()}")
 
     # ---- queries ---------------------------------------------------------------------------
