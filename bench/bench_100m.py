@@ -108,7 +108,7 @@ def table_bytes(db, name: str) -> tuple[int, int]:
     return data, idx
 
 
-def load(db, st: State, millions: int) -> None:
+def load(db, st: State, millions: int, optimize: bool = True) -> None:
     rows = millions * 1_000_000
     name = f"logs_{millions}m"
     if name not in db.tables():
@@ -143,7 +143,7 @@ def load(db, st: State, millions: int) -> None:
         have = db.sql(f"SELECT count() FROM {name}").fetchall()[0][0]
         log(f"{name}: {have:,} rows in ({time.perf_counter() - w0:.0f} s this segment, "
             f"insert total {ins['wall_s']:.0f} s wall / {ins['cpu_s']:.0f} s CPU)")
-    if st.get(f"{name}.optimize") is None or len(db.catalog.table(name).state.parts) > 1:
+    if optimize and (st.get(f"{name}.optimize") is None or len(db.catalog.table(name).state.parts) > 1):
         log(f"{name}: OPTIMIZE FINAL of {len(db.catalog.table(name).state.parts)} parts")
         w0, c0 = time.perf_counter(), cpu_s()
         db.sql(f"OPTIMIZE TABLE {name} FINAL")
@@ -213,6 +213,8 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=15)
     ap.add_argument("--keep", action="store_true", help="keep the tables afterwards")
     ap.add_argument("--queries-only", action="store_true")
+    ap.add_argument("--no-optimize", action="store_true",
+                    help="leave the inserted parts as they are (the query section then prunes over many parts)")
     args = ap.parse_args(argv)
     sizes = [int(x) for x in args.sizes.split(",")]
     os.makedirs(args.dir, exist_ok=True)
@@ -223,7 +225,7 @@ def main(argv=None) -> int:
     try:
         if not args.queries_only:
             for m in sizes:
-                load(db, st, m)
+                load(db, st, m, optimize=not args.no_optimize)
         log("timed query section: waiting for /tmp/bench.lock")
         with open("/tmp/bench.lock", "a") as lk:
             fcntl.flock(lk, fcntl.LOCK_EX)
@@ -232,7 +234,8 @@ def main(argv=None) -> int:
             res = timed(db, sizes, args.repeat)
             la1 = os.getloadavg()
         print()
-        print(f"sizes {sizes} M rows, one part each, 8192-row granules; indexes: tokenbf_v1(32768,3,0) on msg, "
+        parts = {m: len(db.catalog.table(f"logs_{m}m").state.parts) for m in sizes}
+        print(f"sizes {sizes} M rows (parts {parts}), 8192-row granules; indexes: tokenbf_v1(32768,3,0) on msg, "
               f"bloom_filter on trace_id and user_id; {os.cpu_count()} cores; load {la0[0]:.2f} -> {la1[0]:.2f}")
         print(f"{'size':>5s} {'insert s':>9s} {'ins CPU s':>9s} {'rows/s':>9s} {'OPTIMIZE s':>10s} "
               f"{'opt CPU s':>9s} {'data MiB':>9s} {'index MiB':>9s} {'peak RSS MiB':>12s}")
