@@ -63,10 +63,12 @@ def direct_count(plan: Any, parts: list[Any]) -> tuple[int, list[str]] | None:
     sources = exact_sources(plan)
     if sources is None:
         return None
-    got = _where_rows(plan, parts, sources)
+    got = _where_rows(plan, parts, sources, count_only=True)
     if got is None:
         return None
-    return sum(int(np.count_nonzero(m)) for m in got), sorted({u.name for u in sources.values()})
+    # a part's answer: a bool mask of its rows, or (one atom) the sorted rows themselves
+    return (sum(int(np.count_nonzero(m)) if m.dtype == np.bool_ else int(m.shape[0]) for m in got),
+            sorted({u.name for u in sources.values()}))
 
 
 def direct_rows(plan: Any, parts: list[Any]) -> tuple[list[np.ndarray], list[str]] | None:
@@ -79,9 +81,12 @@ def direct_rows(plan: Any, parts: list[Any]) -> tuple[list[np.ndarray], list[str
     return None if got is None else (got, sorted({u.name for u in sources.values()}))
 
 
-def _where_rows(plan: Any, parts: list[Any], sources: dict[int, Any]) -> list[np.ndarray] | None:
+def _where_rows(plan: Any, parts: list[Any], sources: dict[int, Any],
+                count_only: bool = False) -> list[np.ndarray] | None:
     rpn = plan.rpn
     has_not = any(it.op == Op.NOT for it in rpn.items)
+    # one atom counted: its sorted rows are the answer (no per-row mask)
+    one_atom = count_only and len(rpn.items) == 1 and rpn.items[0].op == Op.ATOM
     out: list[np.ndarray] = []
     for part in parts:
         n = int(part.num_rows)
@@ -103,9 +108,12 @@ def _where_rows(plan: Any, parts: list[Any], sources: dict[int, Any]) -> list[np
                 rows = u.conditions[it.atom].exact_rows(granules[u.name])
                 if rows is None:
                     return None
+                if one_atom:
+                    stack.append((rows, rows))
+                    continue
                 t = np.zeros(n, dtype=bool)
                 t[rows] = True
-                stack.append((t, ~t))
+                stack.append((t, ~t if has_not else t))
             elif it.op in (Op.TRUE, Op.FALSE):
                 v = it.op == Op.TRUE
                 stack.append((np.full(n, v), np.full(n, not v)))
@@ -117,10 +125,11 @@ def _where_rows(plan: Any, parts: list[Any], sources: dict[int, Any]) -> list[np
             elif it.op in (Op.AND, Op.OR):
                 t2, f2 = stack.pop()
                 t1, f1 = stack.pop()
+                # without NOT the false side is never read: not computed
                 if it.op == Op.AND:
-                    stack.append((t1 & t2, f1 | f2))
+                    stack.append((t1 & t2, f1 | f2 if has_not else t1))
                 else:
-                    stack.append((t1 | t2, f1 & f2))
+                    stack.append((t1 | t2, f1 & f2 if has_not else t1))
             else:
                 return None
         if len(stack) != 1:

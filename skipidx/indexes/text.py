@@ -193,7 +193,14 @@ class TextGranules(IndexGranules):
             rows = None
             for tok in sorted(group, key=lambda t: self.rows_of(t).shape[0]):
                 r = self.rows_of(tok)
-                rows = r if rows is None else np.intersect1d(rows, r, assume_unique=True)
+                if rows is None:
+                    rows = r
+                else:
+                    # smallest first: look each kept row up in the longer list (no sort of both)
+                    i = np.searchsorted(r, rows)
+                    hit = i < r.shape[0]
+                    hit[hit] = r[i[hit]] == rows[hit]
+                    rows = rows[hit]
                 if rows.shape[0] == 0:
                     break
             if rows is None:
