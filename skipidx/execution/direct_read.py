@@ -85,8 +85,9 @@ def _where_rows(plan: Any, parts: list[Any], sources: dict[int, Any],
                 count_only: bool = False) -> list[np.ndarray] | None:
     rpn = plan.rpn
     has_not = any(it.op == Op.NOT for it in rpn.items)
-    # one atom counted: its sorted rows are the answer (no per-row mask)
-    one_atom = count_only and len(rpn.items) == 1 and rpn.items[0].op == Op.ATOM
+    # counted atoms under AND/OR only: sorted row lists are combined, no per-row mask
+    # (a mask per atom costs three passes over the part's rows whatever the atom's rows)
+    as_rows = count_only and all(it.op in (Op.ATOM, Op.AND, Op.OR) for it in rpn.items)
     out: list[np.ndarray] = []
     for part in parts:
         n = int(part.num_rows)
@@ -108,7 +109,7 @@ def _where_rows(plan: Any, parts: list[Any], sources: dict[int, Any],
                 rows = u.conditions[it.atom].exact_rows(granules[u.name])
                 if rows is None:
                     return None
-                if one_atom:
+                if as_rows:
                     stack.append((rows, rows))
                     continue
                 t = np.zeros(n, dtype=bool)
@@ -122,6 +123,11 @@ def _where_rows(plan: Any, parts: list[Any], sources: dict[int, Any],
             elif it.op == Op.NOT:
                 t, f = stack.pop()
                 stack.append((f, t))
+            elif as_rows:
+                a = stack.pop()[0]
+                b = stack.pop()[0]
+                r = _and_rows(a, b) if it.op == Op.AND else _or_rows(a, b, n)
+                stack.append((r, r))
             elif it.op in (Op.AND, Op.OR):
                 t2, f2 = stack.pop()
                 t1, f1 = stack.pop()
@@ -136,6 +142,26 @@ def _where_rows(plan: Any, parts: list[Any], sources: dict[int, Any],
             return None
         out.append(stack[0][0])
     return out
+
+
+def _and_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Sorted distinct rows in both: the shorter list's rows looked up in the longer."""
+    if a.shape[0] > b.shape[0]:
+        a, b = b, a
+    i = np.searchsorted(b, a)
+    hit = i < b.shape[0]
+    hit[hit] = b[i[hit]] == a[hit]
+    return a[hit]
+
+
+def _or_rows(a: np.ndarray, b: np.ndarray, n: int) -> np.ndarray:
+    """Sorted distinct rows in either (through a mask of the part's rows when they are many)."""
+    if a.shape[0] + b.shape[0] < n // 16:
+        return np.union1d(a, b)
+    m = np.zeros(n, dtype=bool)
+    m[a] = True
+    m[b] = True
+    return np.flatnonzero(m)
 
 
 #: Above this many kept ranges the rows come from the ordinary scan (one read per range here).

@@ -244,7 +244,9 @@ def test_layout_readable_by_pyarrow():
 DIRECT = ["hasToken(s, 'alpha')", "NOT hasToken(s, 'alpha')", "hasToken(s, 'alpha') AND NOT hasToken(s, 'beta')",
           "hasAnyTokens(s, ['alpha', 'needle'])", "hasAllTokens(s, 'alpha beta')", "hasToken(s, 'absent')",
           "s = 'alpha beta' OR hasToken(s, 'rare')", "s IN ('alpha', 'beta gamma')", "hasTokenOrNull(s, 'x1')",
-          "hasToken(n, 'alpha')", "hasToken(n, 'alpha') OR hasToken(n, 'Zeta')"]
+          "hasToken(n, 'alpha')", "hasToken(n, 'alpha') OR hasToken(n, 'Zeta')",
+          "hasToken(s, 'alpha') AND hasToken(s, 'beta')",
+          "(hasToken(s, 'alpha') OR hasToken(s, 'gamma')) AND (hasToken(s, 'beta') OR hasToken(s, 'x1'))"]
 
 
 @pytest.fixture(scope="module")
