@@ -139,6 +139,12 @@ def encode_dictionary(tok_data, tok_offs, post_rows, post_offs, block_size):
     return tok_blob, tbo, post_blob, pbo
 
 
+#: per byte: its lowest set bit, its set bits, its highest set bit
+_TZ = np.array([(b & -b).bit_length() - 1 if b else 0 for b in range(256)], dtype=np.int64)
+_POP = np.array([bin(b).count("1") for b in range(256)], dtype=np.int64)
+_HB = np.array([b.bit_length() - 1 if b else 0 for b in range(256)], dtype=np.int64)
+
+
 @njit(cache=True)
 def _decode_posting_into(blob, p, nbytes, kind, count, out, k):
     r, q = _vget(blob, p)
@@ -153,16 +159,23 @@ def _decode_posting_into(blob, p, nbytes, kind, count, out, k):
         return k
     r0 = r
     end = p + nbytes
-    base = 0
+    base = r0
+    tz = _TZ
+    # the first byte's bit 0 is r0 itself, already written
+    if q < end:
+        byte = np.int64(blob[q]) & 0xFE
+        while byte:
+            out[k] = base + tz[byte]
+            k += 1
+            byte &= byte - 1
+        q += 1
+        base += 8
     while q < end:
-        byte = blob[q]
-        if byte:
-            for bit in range(8):
-                if (byte >> bit) & 1:
-                    v = r0 + base + bit
-                    if v != r0:
-                        out[k] = v
-                        k += 1
+        byte = np.int64(blob[q])
+        while byte:   # one step per set bit (lowest first)
+            out[k] = base + tz[byte]
+            k += 1
+            byte &= byte - 1
         q += 1
         base += 8
     return k
@@ -667,16 +680,15 @@ def check_dictionary(tok_blob, tbo, post_blob, pbo, num_tokens, n_rows):
                     return b + 1
             else:
                 seen = 1
-                base = r
                 hi = r
+                pop = _POP
                 for qq in range(q, pos + nbytes):
-                    byte = post_blob[qq]
-                    for bit in range(8):
-                        if (byte >> bit) & 1:
-                            v = base + (qq - q) * 8 + bit
-                            if v != base:
-                                seen += 1
-                                hi = v
+                    byte = np.int64(post_blob[qq])
+                    if qq == q:
+                        byte &= 0xFE   # bit 0: r itself
+                    if byte:
+                        seen += pop[byte]
+                        hi = r + (qq - q) * 8 + _HB[byte]
                 if seen != cnt or hi >= n_rows:
                     return b + 1
             pos += nbytes
