@@ -2,6 +2,12 @@
 
     flock /tmp/bench.lock python bench/bench_text.py             # 1M log rows
     flock /tmp/bench.lock python bench/bench_text.py --rows 200000 --repeat 3
+    flock /tmp/bench.lock python bench/bench_text.py --rows 10000000 --indexes tok --sections build,queries
+
+Before timing, a tiny table goes through every path in both engines (warm-up: skipidx
+loads its compiled kernels from the numba cache once per process). Build and merge
+print wall seconds and, beside them, the process's CPU seconds (chDB runs in the
+process, so its threads count too).
 
 One run, interleaved per query. The log table (``skipidx.apps.datagen``, seeded;
 columns id, msg) is loaded into both engines as 4 parts, the index is built by
