@@ -80,10 +80,11 @@ def parse_date(text: bytes, node: Any = None) -> _dt.date:
 
 
 def parse_datetime(text: bytes, node: Any = None) -> _dt.datetime:
-    return _parse_temporal(dates.parse_datetime, text, node, "DateTime (expected YYYY-MM-DD hh:mm:ss)")
+    return _parse_temporal(dates.parse_datetime, text, node, "DateTime (expected YYYY-MM-DD hh:mm:ss[.fraction])")
 
 
 _INT_TEXT = re.compile(r"^\s*[+-]?\d+\s*$")
+_DATE_TIME_TEXT = re.compile(rb"^\s*\d{4}-\d{2}-\d{2}[ T]")
 _FLOAT_TEXT = re.compile(r"^\s*[+-]?(\d+\.?\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?|inf|nan)\s*$", re.I)
 
 
@@ -124,13 +125,22 @@ def coerce_constant(value: Any, target: pa.DataType, node: Any = None, what: str
         raise _err(f"cannot compare FixedString({t.byte_width}) with {value!r}{what}", node)
     elif pa.types.is_date(t):
         if isinstance(value, bytes):
-            return parse_date(value, node)
+            try:
+                return dates.parse_date(value)
+            except ValueError:   # ClickHouse reads a Date from a date-and-time text too
+                return parse_datetime(value, node).date() if _DATE_TIME_TEXT.match(value) else parse_date(value, node)
+        if isinstance(value, _dt.date):
+            return value   # a date, or a DateTime that normalize_comparison compares as one
         raise _err(f"illegal types of arguments (Date, {ch_name(literal_type(value))}){what}", node)
     elif pa.types.is_timestamp(t):
         if isinstance(value, bytes):
-            return parse_datetime(value, node)
+            return dates.truncate_to_unit(parse_datetime(value, node), t.unit)
         if isinstance(value, int) and not isinstance(value, bool):
             return value   # seconds since the epoch; range-checked by the caller
+        if isinstance(value, _dt.datetime):
+            return value.replace(tzinfo=None) if value.tzinfo is None else value
+        if isinstance(value, _dt.date):
+            return _dt.datetime(value.year, value.month, value.day)   # a Date compares as its midnight
         raise _err(f"illegal types of arguments (DateTime, {ch_name(literal_type(value))}){what}", node)
     raise _err(f"cannot compare {ch_name(t)} with {value!r}{what}", node)
 
@@ -186,8 +196,32 @@ def normalize_comparison(func: str, t: pa.DataType, value: Any) -> tuple[str, An
             if value > _DATETIME_RANGE[1]:
                 return _out_of_range(func, False)
             value = _datetime_of_seconds(value)
+        if isinstance(value, _dt.datetime) and value.tzinfo is None:
+            step = _dt.timedelta(microseconds=_UNIT_US.get(t.unit, 1))
+            whole = value - (value - _dt.datetime(1970, 1, 1)) % step
+            return _between_steps(func, value, whole, whole + step)
         return func, value
+    if pa.types.is_date(t) and isinstance(value, _dt.datetime):
+        # ClickHouse compares a Date with a DateTime as the date's midnight
+        day = value.date()
+        return _between_steps(func, value, day, day + _dt.timedelta(days=1),
+                              exact=value == _dt.datetime(day.year, day.month, day.day))
     return func, value
+
+
+_UNIT_US = {"s": 1_000_000, "ms": 1_000, "us": 1}
+
+
+def _between_steps(func: str, value: Any, floor: Any, ceil: Any, exact: bool | None = None) -> tuple[str, Any] | bool:
+    """``x func value`` for a column whose values are whole steps, `value` lying in
+    [floor, ceil): as the integer rule (x < 2.5 <=> x < 3, x <= 2.5 <=> x <= 2)."""
+    if exact if exact is not None else value == floor:
+        return func, floor
+    if func == "equals":
+        return False
+    if func == "notEquals":
+        return True
+    return func, (ceil if func in ("less", "greaterOrEquals") else floor)
 
 
 def _float32_comparison(func: str, v: float) -> tuple[str, float] | bool:
@@ -225,6 +259,8 @@ def normalize_in_list(t: pa.DataType, values: tuple, node: Any = None) -> tuple:
         if v is None:
             continue
         c = coerce_constant(v, t, node, " in the IN list")
+        if pa.types.is_date(value_type(t)) and isinstance(c, _dt.datetime):
+            c = c.date()   # IN converts its elements to the column's type (a DateTime to its date)
         r = normalize_comparison("equals", t, c)
         if isinstance(r, bool):
             continue            # cannot equal any value of the column

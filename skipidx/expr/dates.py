@@ -11,7 +11,7 @@ import re
 
 _DATE = r"(\d{4})-(\d{1,2})-(\d{1,2})|(\d{4})(\d{2})(\d{2})"
 _DATE_RE = re.compile(rf"^\s*(?:{_DATE})\s*$")
-_DATETIME_RE = re.compile(rf"^\s*(?:{_DATE})(?:[ T](\d{{1,2}}):(\d{{2}}):(\d{{2}}))?\s*$")
+_DATETIME_RE = re.compile(rf"^\s*(?:{_DATE})(?:[ T](\d{{1,2}}):(\d{{2}}):(\d{{2}})(?:\.(\d{{1,9}}))?)?\s*$")
 
 
 def _ymd(groups: tuple) -> tuple[int, int, int]:
@@ -34,5 +34,15 @@ def parse_datetime(text: str | bytes) -> _dt.datetime:
     m = _DATETIME_RE.match(s)
     if m is None:
         raise ValueError(s)
-    hh, mi, ss = m.groups()[6:]
-    return _dt.datetime(*_ymd(m.groups()), int(hh or 0), int(mi or 0), int(ss or 0))
+    hh, mi, ss, frac = m.groups()[6:]
+    micro = int((frac or "0")[:6].ljust(6, "0"))
+    return _dt.datetime(*_ymd(m.groups()), int(hh or 0), int(mi or 0), int(ss or 0), micro)
+
+
+def truncate_to_unit(v: _dt.datetime, unit: str) -> _dt.datetime:
+    """`v` cut to a DateTime/DateTime64 column's unit (text converts so: fractions dropped)."""
+    if unit == "s":
+        return v.replace(microsecond=0)
+    if unit == "ms":
+        return v.replace(microsecond=v.microsecond // 1000 * 1000)
+    return v

@@ -1,6 +1,8 @@
 """Arrow types as ClickHouse sees them: type classes, ClickHouse names, literal types."""
 from __future__ import annotations
 
+import datetime as _dt
+
 from typing import Any
 
 import pyarrow as pa
@@ -71,4 +73,8 @@ def literal_type(value: Any) -> pa.DataType:
         return pa.string()
     if isinstance(value, tuple):
         return pa.null()
+    if isinstance(value, _dt.datetime):
+        return pa.timestamp("us" if value.microsecond else "s")
+    if isinstance(value, _dt.date):
+        return pa.date32()
     raise AssertionError(f"unexpected literal {value!r}")

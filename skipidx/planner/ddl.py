@@ -389,7 +389,8 @@ def _column_array(ctype, values: list[Any], name: str, nodes: list[Any]) -> pa.A
     if pa.types.is_date(t):
         return pa.array(out, pa.date32())
     if pa.types.is_timestamp(t):
-        return pa.array(out, pa.timestamp("s"))
+        # DateTime64 keeps the literal's fraction (the store's cast cuts it to the column's unit)
+        return pa.array(out, pa.timestamp("s" if t.unit == "s" else "us"))
     raise _err(f"column {name!r}: unsupported type {t}", nodes[0] if nodes else None)
 
 

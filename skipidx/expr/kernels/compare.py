@@ -103,7 +103,7 @@ def _coerce_temporal(value: Any, t: pa.DataType) -> pa.Scalar:
         value = value.as_py()
     if isinstance(value, (bytes, str)):
         text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
-        v: Any = _parse_date(text) if pa.types.is_date(t) else _parse_datetime(text)
+        v: Any = _parse_date(text) if pa.types.is_date(t) else dates.truncate_to_unit(_parse_datetime(text), t.unit)
         if pa.types.is_timestamp(t) and t.tz is not None:
             v = v.replace(tzinfo=_dt.timezone.utc)
         return scalar(v, type=t)
