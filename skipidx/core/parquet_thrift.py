@@ -8,7 +8,7 @@ from typing import Mapping
 from skipidx.core.errors import SkipidxError
 from skipidx.core.sbbf import MAX_BYTES
 
-__all__ = ["BloomFilterHeader"]
+__all__ = ["BloomFilterHeader", "varint", "zigzag_varint"]
 
 # Thrift compact protocol type ids.
 _T_STOP, _T_TRUE, _T_FALSE, _T_BYTE, _T_I16, _T_I32, _T_I64 = 0, 1, 2, 3, 4, 5, 6
@@ -203,6 +203,24 @@ class _Reader:
         return chosen
 
 
+def varint(v: int) -> bytes:
+    """An unsigned Thrift compact (ULEB128) varint."""
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if v:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def zigzag_varint(v: int) -> bytes:
+    """A signed integer as Thrift compact writes i16/i32/i64: zigzag, then varint."""
+    return varint((v << 1) ^ (v >> 63))
+
+
 @dataclass(frozen=True)
 class BloomFilterHeader:
     """The Parquet ``BloomFilterHeader``: bitset size and the (only) algorithm, hash and compression."""
@@ -219,16 +237,8 @@ class BloomFilterHeader:
             raise SkipidxError(f"BloomFilterHeader.num_bytes must be a positive i32, got {n!r}")
         if (self.algorithm, self.hash, self.compression) != ("BLOCK", "XXHASH", "UNCOMPRESSED"):
             raise SkipidxError("only the BLOCK / XXHASH / UNCOMPRESSED bloom filter exists in Parquet")
-        z = (n << 1) ^ (n >> 31)  # zigzag
         out = bytearray([0x15])  # field 1, delta 1, i32
-        while True:
-            b = z & 0x7F
-            z >>= 7
-            if z:
-                out.append(b | 0x80)
-            else:
-                out.append(b)
-                break
+        out += zigzag_varint(n)
         # fields 2, 3, 4: struct (union) holding member 1, an empty struct; then STOP.
         out += b"\x1c\x1c\x00\x00" * 3
         out.append(0x00)

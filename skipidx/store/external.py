@@ -46,6 +46,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import xxhash
 
+from skipidx.core.closing import Closing
 from skipidx.core.errors import CorruptionError, SkipidxError
 from skipidx.core.lru import LRU
 from skipidx.core.types import ColumnType, cast_to
@@ -897,7 +898,7 @@ class ExternalFile:
             raise CorruptionError("sidecar removed by a REFRESH meanwhile", path=e["file"]) from None
 
 
-class ExternalSnapshot:
+class ExternalSnapshot(Closing):
     """The data files of an external table as one query sees them (a TableSnapshot)."""
 
     kind = "external"
@@ -969,18 +970,6 @@ class ExternalSnapshot:
                 os.close(fd)
             except OSError:
                 pass
-
-    def __enter__(self) -> "ExternalSnapshot":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
     # ---- what the footers give for free ------------------------------------
     def bloom_columns(self) -> set[str]:

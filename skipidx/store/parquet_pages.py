@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from skipidx.core.errors import SkipidxError
-from skipidx.core.parquet_thrift import _Reader, _T_LIST, _T_STOP
+from skipidx.core.parquet_thrift import _Reader, _T_LIST, _T_STOP, varint, zigzag_varint
 
 __all__ = ["PageLayout", "chunk_layout", "footer_schema_elements", "matching_rows", "decode_pages", "write_footer"]
 
@@ -216,22 +216,6 @@ def footer_schema_elements(fd: int, file_size: int, where: str = "<file>") -> li
 
 
 # ---- a Thrift compact writer for the few structures of a one-column footer ---------------
-def _varint(v: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        if v:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
-def _zz(v: int) -> bytes:
-    return _varint((v << 1) ^ (v >> 63))
-
-
 class _W:
     def __init__(self) -> None:
         self.out = bytearray()
@@ -239,24 +223,24 @@ class _W:
 
     def _fh(self, fid: int, t: int) -> None:
         d = fid - self.last[-1]
-        self.out += bytes([(d << 4) | t]) if 0 < d <= 15 else bytes([t]) + _zz(fid)
+        self.out += bytes([(d << 4) | t]) if 0 < d <= 15 else bytes([t]) + zigzag_varint(fid)
         self.last[-1] = fid
 
     def i32(self, fid: int, v: int) -> None:
         self._fh(fid, 5)
-        self.out += _zz(v)
+        self.out += zigzag_varint(v)
 
     def i64(self, fid: int, v: int) -> None:
         self._fh(fid, 6)
-        self.out += _zz(v)
+        self.out += zigzag_varint(v)
 
     def binary(self, fid: int, v: bytes) -> None:
         self._fh(fid, 8)
-        self.out += _varint(len(v)) + v
+        self.out += varint(len(v)) + v
 
     def list_header(self, fid: int, etype: int, n: int) -> None:
         self._fh(fid, 9)
-        self.out += bytes([(n << 4) | etype]) if n < 15 else bytes([0xF0 | etype]) + _varint(n)
+        self.out += bytes([(n << 4) | etype]) if n < 15 else bytes([0xF0 | etype]) + varint(n)
 
     def begin(self, fid: int | None = None) -> None:
         if fid is not None:
@@ -291,10 +275,10 @@ def write_footer(leaf: bytes, name: str, physical: str, codec: str, encodings: S
     encs = [_ENCODINGS[e] for e in encodings if e in _ENCODINGS]
     w.list_header(2, 5, len(encs))
     for e in encs:
-        w.out += _zz(e)
+        w.out += zigzag_varint(e)
     w.list_header(3, 8, 1)
     b = name.encode()
-    w.out += _varint(len(b)) + b
+    w.out += varint(len(b)) + b
     w.i32(4, _CODECS[codec])
     w.i64(5, num_values)
     w.i64(6, uncompressed)
