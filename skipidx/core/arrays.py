@@ -119,3 +119,25 @@ def one_array(arr: pa.Array | pa.ChunkedArray, plain_strings: bool = False) -> p
         arr = arr.cast(pa.string())
     return arr
 
+
+
+def split_digits_at(digits: pa.Array, point: np.ndarray) -> tuple[pa.Array, pa.Array]:
+    """Each row's digit string cut at `point` (>= 0 characters): the part before it,
+    right-padded with '0' to exactly `point` characters, and the part after it.
+    Decimal-point placement for number text; whole-column per distinct `point`."""
+    import pyarrow.compute as pc
+
+    if len(digits) == 0:
+        return digits, digits
+    lens = pc.utf8_length(digits).to_numpy(zero_copy_only=False)
+    rows, heads, tails = [], [], []
+    for k in np.unique(point):
+        sel = np.flatnonzero(point == k)
+        part = digits.take(pa.array(sel))
+        pad = pc.binary_repeat("0", pa.array(np.maximum(int(k) - lens[sel], 0)))
+        heads.append(pc.binary_join_element_wise(pc.utf8_slice_codeunits(part, 0, int(k)), pad, "")
+                     .cast(pa.string()))
+        tails.append(pc.utf8_slice_codeunits(part, int(k)).cast(pa.string()))
+        rows.append(sel)
+    order = pa.array(np.argsort(np.concatenate(rows), kind="stable"))
+    return pa.concat_arrays(heads).take(order), pa.concat_arrays(tails).take(order)

@@ -51,7 +51,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from skipidx.core.errors import SkipidxError
-from skipidx.core.arrays import one_array
+from skipidx.core.arrays import one_array, split_digits_at
 
 __all__ = ["ColumnType", "parse_type", "cast_to", "ch_type_of"]
 
@@ -770,7 +770,7 @@ def _decimal_from_text(arr: pa.Array, target: pa.DataType) -> pa.Array | None:
         return None   # a non-null value that is not a plain number
     sign, ip, fp, ex = (parts.field(i).fill_null("") for i in range(4))
     digits = pc.binary_join_element_wise(ip, fp, "")
-    if not pc.all(pc.greater(pc.binary_length(digits), 0)).as_py():
+    if not pc.all(pc.or_(arr.is_null(), pc.greater(pc.binary_length(digits), 0))).as_py():
         return None   # '', '.', '+'
     exp = pc.utf8_ltrim(pc.if_else(pc.equal(ex, ""), "0", ex), characters="+").cast(pa.int32()) \
         .to_numpy(zero_copy_only=False)
@@ -778,19 +778,8 @@ def _decimal_from_text(arr: pa.Array, target: pa.DataType) -> pa.Array | None:
     keep = pc.binary_length(ip).to_numpy(zero_copy_only=False).astype(np.int64) + exp + target.scale
     if keep.max(initial=0) > target.precision + 40:
         return None   # out of range: the value path reports it
-    keep = np.maximum(keep, 0)
-    ndig = pc.binary_length(digits).to_numpy(zero_copy_only=False)
-    rows, pieces = [], []
-    for k in np.unique(keep):
-        sel = np.flatnonzero(keep == k)
-        if k == 0:
-            pieces.append(pa.array(np.zeros(len(sel), np.int8)).cast(pa.string()))
-        else:
-            d = digits.take(pa.array(sel))
-            pad = pc.binary_repeat("0", pa.array(np.maximum(int(k) - ndig[sel], 0)))
-            pieces.append(pc.binary_join_element_wise(pc.utf8_slice_codeunits(d, 0, int(k)), pad, ""))
-        rows.append(sel)
-    out = pa.concat_arrays(pieces).take(pa.array(np.argsort(np.concatenate(rows), kind="stable")))
+    head, _ = split_digits_at(digits, np.maximum(keep, 0))
+    out = pc.if_else(pc.equal(head, ""), "0", head)
     unscaled = pc.binary_join_element_wise(sign, out, "")
     wide = pa.decimal256(76, 0) if target.precision > 38 else pa.decimal128(38, 0)
     try:

@@ -11,8 +11,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from skipidx.core.arrays import one_array, split_digits_at
 from skipidx.core.errors import SkipidxError
-from skipidx.core.arrays import one_array
 
 ArrayLike = pa.Array | pa.ChunkedArray
 
@@ -153,26 +153,11 @@ def float_texts(x: pa.Array) -> pa.Array:
     sign, lead, rest, exp = (parts[i].fill_null("") for i in range(4))
     exps = exp.cast(pa.int32()).to_numpy(zero_copy_only=False)
     digits = pc.binary_join_element_wise(lead, rest, "")
-    ndig = pc.utf8_length(digits).to_numpy(zero_copy_only=False)
-    out_rows, out_text = [], []
-    big = exps >= 21
-    if big.any():
-        idx = pa.array(np.flatnonzero(big))
-        out_rows.append(rows[big])
-        out_text.append(pc.replace_substring(s.take(pa.array(rows[big])), "e+", "e"))
-    for e in np.unique(exps[~big]):
-        sel = np.flatnonzero(exps == e)
-        idx = pa.array(sel)
-        d = digits.take(idx)
-        point = int(e) + 1
-        pad = pc.binary_repeat("0", pa.array(np.maximum(point - ndig[sel], 0)))
-        frac = pc.utf8_slice_codeunits(d, point)
-        dot = pc.if_else(pc.equal(frac, ""), "", ".")
-        text = pc.binary_join_element_wise(sign.take(idx), pc.utf8_slice_codeunits(d, 0, point), pad, dot, frac, "")
-        out_rows.append(rows[sel])
-        out_text.append(text)
-    order = np.argsort(np.concatenate(out_rows), kind="stable")
-    repl = pa.concat_arrays([t.cast(pa.string()) for t in out_text]).take(pa.array(order))
+    # below 1e21 plain digits with the point placed (padded with zeros); above, '1.5e21'
+    head, frac = split_digits_at(digits, np.where(exps >= 21, 1, exps + 1))
+    dot = pc.if_else(pc.equal(frac, ""), "", ".")
+    plain = pc.binary_join_element_wise(sign, head, dot, frac, "")
+    repl = pc.if_else(pa.array(exps >= 21), pc.replace_substring(s.take(pa.array(rows)), "e+", "e"), plain)
     return pc.replace_with_mask(s, marked, repl)
 
 
