@@ -471,7 +471,7 @@ class Database(Closing):
             raise
 
     def _explain(self, s: A.Explain) -> Result:
-        from skipidx.execution.direct_read import direct_count, where_indexes
+        from skipidx.execution.direct_read import direct_count, row_filter_indexes, where_indexes
         from skipidx.planner.explain import explain_lines
 
         from skipidx.engine.settings import resolve_settings
@@ -480,7 +480,11 @@ class Database(Closing):
         snap, bs, plan = self._plan(_with_prewhere(s.select))
         if snap is not None:
             try:
-                apply_prewhere(plan, resolve_settings(session_settings(self), s.select.settings), s.select)
+                qs = resolve_settings(session_settings(self), s.select.settings)
+                apply_prewhere(plan, qs, s.select)
+                # the read paths EXPLAIN names follow the query's settings
+                plan.direct_read = bool(qs.get("query_plan_direct_read_from_text_index"))
+                plan.row_filter = bool(qs.get("text_index_row_filter"))
             except BaseException:
                 snap.close()
                 raise
@@ -489,7 +493,7 @@ class Database(Closing):
             return Result(pa.table({"explain": pa.array(lines, pa.string())}))
         with snap:
             lines, stats = explain_lines(plan, indexes=s.indexes, direct_count=direct_count,
-                                         direct_rows=where_indexes)
+                                         direct_rows=where_indexes, row_filter=row_filter_indexes)
         return Result(pa.table({"explain": pa.array(lines, pa.string())}), stats)
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from skipidx.execution.direct_read import direct_count, direct_scan
+from skipidx.execution.direct_read import direct_count, direct_scan, row_filter_rows
 from skipidx.execution.scan import scan, zero_column_table
 from skipidx.execution.select import run_select
 from skipidx.expr.select import BoundSelect
@@ -53,10 +53,14 @@ def run_query(plan: QueryPlan, before_scan: Any = None) -> tuple[pa.Table, Query
             table = run_select(bs, chunks, sort_key=plan.snapshot.meta.order_by)
             stats.scan_ms = (time.perf_counter() - t0) * 1000
             return table, stats
+    known = None if stream else row_filter_rows(plan, selections)
+    if known is not None:
+        stats.notes.append(f"WHERE rows from the postings of {', '.join(known[1])} (columns read: "
+                           f"{', '.join(plan.columns)}; the WHERE not evaluated per row)")
     chunks = scan(selections, plan.columns, bs.where, stats,
                   max_granules=LIMIT_BATCH_GRANULES if stream else None,
                   keep=[c for c in plan.columns if c in out_cols], prewhere=plan.prewhere, threads=plan.threads,
-                  executor=plan.executor)
+                  executor=plan.executor, known=None if known is None else known[0])
     table = run_select(bs, chunks, sort_key=plan.snapshot.meta.order_by)
     stats.scan_ms = (time.perf_counter() - t0) * 1000
     return table, stats

@@ -35,6 +35,8 @@ QUERY_SETTINGS: dict[str, tuple[str, Any]] = {
     "max_insert_threads": (_UINT, 0),
     "max_result_rows": (_UINT, 0),
     "query_plan_direct_read_from_text_index": (_BOOL, True),
+    # skipidx's own: a scanned WHERE of exact token atoms takes its rows from the postings
+    "text_index_row_filter": (_BOOL, True),
     "log_queries": (_BOOL, True),
     # accepted: no effect on skipidx's answers or pruning
     "min_insert_block_size_rows": (_UINT, 0),

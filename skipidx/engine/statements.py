@@ -381,8 +381,10 @@ def apply_threads(plan: Any, qs: QuerySettings, executor: Any) -> None:
 def _apply_index_settings(plan: Any, qs: QuerySettings) -> None:
     """use_skip_indexes = 0 drops every skip index (the ORDER BY key's min/max stays,
     as ClickHouse's primary key); ignore_data_skipping_indices drops the named ones;
-    query_plan_direct_read_from_text_index = 0 reads the column for count()s too."""
+    query_plan_direct_read_from_text_index = 0 reads the column for count()s too;
+    text_index_row_filter = 0 evaluates such a WHERE per row over the column read."""
     plan.direct_read = bool(qs.get("query_plan_direct_read_from_text_index"))
+    plan.row_filter = bool(qs.get("text_index_row_filter"))
     if not qs.get("use_skip_indexes"):
         plan.uses = [u for u in plan.uses if u.is_primary_key]
         return

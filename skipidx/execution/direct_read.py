@@ -206,3 +206,27 @@ def where_indexes(plan: Any) -> list[str] | None:
     for EXPLAIN."""
     src = exact_sources(plan, count_only=False)
     return None if src is None else sorted({u.name for u in src.values()})
+
+
+def row_filter_rows(plan: Any, selections: list[Any]) -> tuple[list[np.ndarray], list[str]] | None:
+    """For a WHERE that is scanned (direct read off, or not applicable to this SELECT):
+    per selection the bool mask of its part's rows where the WHERE is true, from the
+    postings, so the scan reads its columns but evaluates nothing per row; None when
+    the postings cannot answer it, ``text_index_row_filter = 0``, or a PREWHERE other
+    than the WHERE itself decides the first read."""
+    if not plan.row_filter or not selections or plan.snapshot.kind == "external":
+        return None
+    if plan.prewhere_explicit or (plan.prewhere is not None and plan.prewhere is not plan.select.where):
+        return None
+    return direct_rows(plan, [s.part for s in selections])
+
+
+def row_filter_indexes(plan: Any) -> list[str] | None:
+    """EXPLAIN: the indexes whose postings would give a scanned WHERE's rows (None: evaluated per row)."""
+    if not plan.row_filter or plan.snapshot.kind == "external":
+        return None
+    if plan.prewhere_explicit or (plan.prewhere is not None and plan.prewhere is not plan.select.where):
+        return None
+    # the postings decide (a NOT over a column holding NULLs, a part without the index: evaluated)
+    got = direct_rows(plan, list(plan.snapshot.parts))
+    return None if got is None else got[1]

@@ -75,10 +75,19 @@ def _decode_dictionaries(t: pa.Table) -> pa.Table:
 DICTIONARY_READS = True
 
 
+def _batch_rows(part: Any, batch: list[tuple[int, int]], rows: np.ndarray) -> np.ndarray:
+    """The entries of a per-row array of `part` for the rows of `batch`'s granule ranges."""
+    marks = part.marks
+    return np.concatenate([rows[int(marks[s]):int(marks[e])] for s, e in batch])
+
+
 def _read_filtered(part: Any, batch: list[tuple[int, int]], columns: list[str], where: BExpr | None,
                    keep: list[str], use_threads: bool | None = None,
-                   prewhere: BExpr | None = None) -> tuple[pa.Table, int, int]:
+                   prewhere: BExpr | None = None, known: np.ndarray | None = None) -> tuple[pa.Table, int, int]:
     """Read one batch of ranges, apply the exact WHERE, keep only `keep`; (rows, rows read).
+
+    `known` (the part's rows where the WHERE is true, from exact postings): the columns
+    are read as always, but the WHERE is not evaluated per row; this mask filters them.
 
     The String columns the WHERE reads are read as Arrow dictionaries where
     the part wrote them dictionary-encoded: the filter then runs on the
@@ -92,7 +101,8 @@ def _read_filtered(part: Any, batch: list[tuple[int, int]], columns: list[str], 
                and sum(e - s for s, e in batch) >= part.dictionary_min_granules
                else ())
     kw: dict[str, Any] = {} if use_threads is None else {"use_threads": use_threads}
-    needles = required_substrings(where) if part.needle_column is not None else None
+    known = None if known is None else _batch_rows(part, batch, known)
+    needles = required_substrings(where) if part.needle_column is not None and known is None else None
     if needles and part.needle_column(needles) is not None:
         # a reader that skips the pages lacking a substring every passing row holds (external
         # Parquet files): only candidate rows come back, the exact WHERE still decides
@@ -112,11 +122,11 @@ def _read_filtered(part: Any, batch: list[tuple[int, int]], columns: list[str], 
     if prewhere is not None:
         first_cols = _where_columns(prewhere)
         if any(c not in first_cols for c in columns):
-            return _read_prewhere(part, batch, columns, where, prewhere, keep, as_dict, kw)
+            return _read_prewhere(part, batch, columns, where, prewhere, keep, as_dict, kw, known)
     t = part.read(columns, batch, dictionary=as_dict, **kw) if as_dict else part.read(columns, batch, **kw)
     read = t.num_rows
     nbytes = _bytes(part, columns, sum(e - s for s, e in batch))
-    mask = where_mask(where, t)
+    mask = where_mask(where, t) if known is None else from_numpy(known, pa.bool_())
     if keep != list(t.column_names):
         t = t.select(keep)   # (no columns: the row count stays)
     if mask is not None:
@@ -218,12 +228,14 @@ def _granule_ranges(granules: np.ndarray) -> list[tuple[int, int]]:
 
 
 def _read_prewhere(part: Any, batch: list[tuple[int, int]], columns: list[str], where: BExpr | None,
-                   prewhere: BExpr, keep: list[str], as_dict: Any, kw: dict) -> tuple[pa.Table, int, int]:
+                   prewhere: BExpr, keep: list[str], as_dict: Any, kw: dict,
+                   known: np.ndarray | None = None) -> tuple[pa.Table, int, int]:
     """ClickHouse's PREWHERE: read the columns `prewhere` needs over `batch`,
     evaluate it, then read the other columns only for the granules holding a
     passing row; `where` (if it is not `prewhere` itself: an explicit PREWHERE
     clause) is applied to the rows that passed. Same rows, same order as
-    reading everything and filtering; (rows with `keep`, rows read, bytes read)."""
+    reading everything and filtering; (rows with `keep`, rows read, bytes read).
+    `known`: the batch's rows where `prewhere` (the WHERE itself) is true, from postings."""
     pcols = _where_columns(prewhere)
     first = [c for c in columns if c in pcols]
     rest = [c for c in columns if c not in pcols]
@@ -232,7 +244,7 @@ def _read_prewhere(part: Any, batch: list[tuple[int, int]], columns: list[str], 
     read = head.num_rows
     granules = np.concatenate([np.arange(a, b, dtype=np.int64) for a, b in batch])
     nbytes = _bytes(part, first, int(granules.size))
-    mask = row_mask(prewhere, head)
+    mask = row_mask(prewhere, head) if known is None else known
     if mask is None:        # a constant-true PREWHERE: every granule
         mask = np.ones(read, dtype=bool)
     marks = np.asarray(part.marks, dtype=np.int64)
@@ -424,7 +436,7 @@ class ScanExecutor:
 def scan(selections: list[PartSelection], columns: list[str], where: BExpr | None, stats,
          max_granules: int | None = None, keep: list[str] | None = None,
          prewhere: BExpr | None = None, threads: int | None = None,
-         executor: ScanExecutor | None = None) -> Iterator[pa.Table]:
+         executor: ScanExecutor | None = None, known: Sequence[np.ndarray] | None = None) -> Iterator[pa.Table]:
     """Yield the rows of the kept granules that satisfy `where`, part by part in order.
 
     `columns` (read) must include every column `where` reads; `keep` (default:
@@ -450,12 +462,17 @@ def scan(selections: list[PartSelection], columns: list[str], where: BExpr | Non
     holding a row that passes it (:func:`_read_prewhere`); `where` still
     decides the rows. `threads` (the query's max_threads; None or 0: the
     executor's, by default the machine's cores) bounds the concurrent reads.
+
+    `known` (one bool array per selection, over its part's rows: where the WHERE is
+    true, from exact postings; `prewhere` must be None or the WHERE itself): the
+    columns are read as always and filtered by these rows, the WHERE is not evaluated.
     """
     threads = executor.threads(threads) if executor is not None else 1
     keep = list(columns) if keep is None else list(keep)
     inline = max_granules is None and _small_scan(selections, columns)
     step = max_granules if max_granules is not None else None if inline else job_granules(selections, threads)
-    jobs = [(sel.part, batch) for sel in selections for batch in split_ranges(sel.ranges, step)]
+    jobs = [(sel.part, batch, None if known is None else known[i])
+            for i, sel in enumerate(selections) for batch in split_ranges(sel.ranges, step)]
 
     def account(t: pa.Table, read: int, nbytes: int, t0: float) -> pa.Table:
         stats.rows_read += read
@@ -466,18 +483,18 @@ def scan(selections: list[PartSelection], columns: list[str], where: BExpr | Non
 
     # (a scan of at most SCAN_INLINE_GRANULES granules is `inline` already: _small_scan)
     if inline or max_granules is not None or len(jobs) <= 1 or threads == 1 or executor is None:
-        for part, batch in jobs:
+        for part, batch, k in jobs:
             t0 = time.perf_counter()
-            t, read, nbytes = _read_filtered(part, batch, columns, where, keep, prewhere=prewhere)
+            t, read, nbytes = _read_filtered(part, batch, columns, where, keep, prewhere=prewhere, known=k)
             yield account(t, read, nbytes, t0)
         return
     pool = executor.pool(threads)
     pending: deque = deque()
     it = iter(jobs)
     try:
-        for part, batch in it:
+        for part, batch, k in it:
             # the jobs themselves run concurrently: no Arrow threads inside one
-            pending.append(pool.submit(_read_filtered, part, batch, columns, where, keep, False, prewhere))
+            pending.append(pool.submit(_read_filtered, part, batch, columns, where, keep, False, prewhere, k))
             if len(pending) >= 2 * threads:
                 break
         while pending:
@@ -485,7 +502,8 @@ def scan(selections: list[PartSelection], columns: list[str], where: BExpr | Non
             t, read, nbytes = pending.popleft().result()
             nxt = next(it, None)
             if nxt is not None:
-                pending.append(pool.submit(_read_filtered, nxt[0], nxt[1], columns, where, keep, False, prewhere))
+                pending.append(pool.submit(_read_filtered, nxt[0], nxt[1], columns, where, keep, False, prewhere,
+                                           nxt[2]))
             yield account(t, read, nbytes, t0)
     finally:
         # a consumer that stops early (or an error) leaves no work behind; the

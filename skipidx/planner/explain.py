@@ -39,10 +39,12 @@ from skipidx.planner.stats import QueryStats
 def explain_lines(plan: QueryPlan, indexes: bool = True,
                   direct_count: Callable[[QueryPlan, list], Any] | None = None,
                   direct_rows: Callable[[QueryPlan], list[str] | None] | None = None,
+                  row_filter: Callable[[QueryPlan], list[str] | None] | None = None,
                   ) -> tuple[list[str], QueryStats]:
     """EXPLAIN's lines; `direct_count` (the engine's count-from-postings reader) says
     whether a count() would be answered from index postings, `direct_rows` which indexes'
-    postings would answer the WHERE of another SELECT."""
+    postings would answer the WHERE of another SELECT, `row_filter` which indexes' postings
+    give the rows of a WHERE that is scanned (its columns read, not evaluated per row)."""
     bs = plan.select
     stats = QueryStats(table=bs.table)
     _selections = prune_plan(plan, stats)
@@ -63,17 +65,25 @@ def explain_lines(plan: QueryPlan, indexes: bool = True,
         lines.append(f"  Limit {bs.limit}" + (f" offset {bs.offset}" if bs.offset else ""))
     if bs.where is not None:
         lines.append(f"  Filter: {text_of(bs.where)}")
+    direct = False
     if direct_count is not None and plan.direct_read and not ext and stats.parts_selected:
         got = direct_count(plan, [p for p in plan.snapshot.parts])
+        direct = got is not None
         if got is not None:
             lines.append(f"  ReadFromTextIndexCount ({bs.table}): count() from the postings of "
                          f"{', '.join(got[1])}, no column read")
         elif direct_rows is not None:
             names = direct_rows(plan)
+            direct = names is not None
             if names is not None:
                 out = [c for c in plan.columns if c in bs.output_columns()]
                 lines.append(f"  ReadFromTextIndex ({bs.table}): WHERE from the postings of {', '.join(names)}; "
                              f"columns read: {', '.join(out) or 'none'}")
+    if row_filter is not None and not direct and not ext and stats.parts_selected and bs.where is not None:
+        names = row_filter(plan)
+        if names is not None:
+            lines.append(f"  FilterFromTextIndex ({bs.table}): WHERE rows from the postings of {', '.join(names)}; "
+                         f"columns still read: {', '.join(plan.columns)}; the WHERE not evaluated per row")
     lines.append(f"  {'ReadFromParquetFiles' if ext else 'ReadFromMergeTree'} ({bs.table})")
     lines.append(f"    Columns: {', '.join(plan.columns) if plan.columns else '(none: row counts from marks)'}")
     pw = plan.prewhere

@@ -23,6 +23,9 @@ class QueryPlan:
     cache: IndexCache | None = None
     #: answer count()-only queries from exact postings when it can (execution.direct_read)
     direct_read: bool = True
+    #: a scanned WHERE made of exactly answered atoms filters its rows by the postings
+    #: (the columns are still read; text_index_row_filter = 0 evaluates it per row)
+    row_filter: bool = True
     #: set by run_query / EXPLAIN when it did: the indexes whose postings gave the count
     direct_read_from: list[str] | None = None
     #: read first (ClickHouse's PREWHERE): the scan reads this filter's columns,

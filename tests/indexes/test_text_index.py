@@ -276,13 +276,53 @@ def direct_db():
 def test_direct_read_counts_equal_scanned(direct_db, where):
     db = direct_db
     r = db.sql(f"SELECT count() FROM t WHERE {where}")
-    scanned = db.sql(f"SELECT count() FROM t WHERE {where} SETTINGS query_plan_direct_read_from_text_index = 0")
+    scanned = db.sql(f"SELECT count() FROM t WHERE {where} SETTINGS query_plan_direct_read_from_text_index = 0, "
+                     "text_index_row_filter = 0")
     assert r.fetchall() == scanned.fetchall()
     assert r.stats.rows_read == 0
     if r.stats.granules_selected:   # else the index pruned every granule: nothing to read anyway
         assert scanned.stats.rows_read > 0
         ex = [x[0] for x in db.sql(f"EXPLAIN indexes = 1 SELECT count() FROM t WHERE {where}").fetchall()]
         assert any("ReadFromTextIndexCount" in x for x in ex)
+
+
+@pytest.mark.parametrize("where", DIRECT)
+def test_row_filter_equals_evaluated(direct_db, where):
+    """Direct read off: the column is read, the WHERE's rows come from the postings
+    (text_index_row_filter), and the rows equal the WHERE evaluated per row; EXPLAIN and
+    the stats say which was done."""
+    db = direct_db
+    off = "query_plan_direct_read_from_text_index = 0"
+    for q in (f"SELECT count() FROM t WHERE {where}", f"SELECT id, n FROM t WHERE {where} ORDER BY id",
+              f"SELECT sum(id), max(s) FROM t WHERE {where}"):
+        filt = db.sql(f"{q} SETTINGS {off}")
+        evaluated = db.sql(f"{q} SETTINGS {off}, text_index_row_filter = 0")
+        assert filt.fetchall() == evaluated.fetchall(), q
+        assert filt.stats.rows_read == evaluated.stats.rows_read
+        assert filt.stats.rows_matched == evaluated.stats.rows_matched
+        if filt.stats.granules_selected:
+            assert filt.stats.rows_read > 0
+            assert any("rows from the postings" in x for x in filt.stats.notes)
+            assert not any("postings" in x for x in evaluated.stats.notes)
+    if db.sql(f"SELECT count() FROM t WHERE {where}").stats.granules_selected:
+        ex = [x[0] for x in db.sql(f"EXPLAIN indexes = 1 SELECT count() FROM t WHERE {where} SETTINGS {off}").fetchall()]
+        col = "n" if "(n," in where else "s"
+        assert any(x.startswith("  FilterFromTextIndex (t)") and f"columns still read: {col};" in x for x in ex), ex
+        assert not any("ReadFromTextIndexCount" in x for x in ex)
+        ex = [x[0] for x in db.sql(f"EXPLAIN indexes = 1 SELECT count() FROM t WHERE {where} "
+                                   f"SETTINGS {off}, text_index_row_filter = 0").fetchall()]
+        assert not any("TextIndex" in x for x in ex)
+
+
+@pytest.mark.parametrize("where", ["s LIKE '%alph%'", "NOT hasToken(n, 'alpha')", "hasToken(s, 'alpha') AND id > 5"])
+def test_no_row_filter_when_not_exact(direct_db, where):
+    """A WHERE the postings do not answer exactly is evaluated per row when scanned."""
+    db = direct_db
+    r = db.sql(f"SELECT count() FROM t WHERE {where} SETTINGS query_plan_direct_read_from_text_index = 0")
+    assert not any("postings" in x for x in r.stats.notes)
+    ex = [x[0] for x in db.sql(f"EXPLAIN indexes = 1 SELECT count() FROM t WHERE {where} "
+                               "SETTINGS query_plan_direct_read_from_text_index = 0").fetchall()]
+    assert not any("FilterFromTextIndex" in x for x in ex)
 
 
 @pytest.mark.parametrize("where", ["s LIKE '%alph%'", "NOT hasToken(n, 'alpha')", "hasToken(s, 'alpha') AND id > 5"])
@@ -333,7 +373,7 @@ def test_direct_rows_equal_scanned(direct_db, where):
     db = direct_db
     for q in (f"SELECT id FROM t WHERE {where} ORDER BY id", f"SELECT sum(id), count(), max(n) FROM t WHERE {where}"):
         r = db.sql(q)
-        scanned = db.sql(q + " SETTINGS query_plan_direct_read_from_text_index = 0")
+        scanned = db.sql(q + " SETTINGS query_plan_direct_read_from_text_index = 0, text_index_row_filter = 0")
         assert r.fetchall() == scanned.fetchall()
         assert r.stats.rows_matched == scanned.stats.rows_matched
     if db.sql(f"SELECT count() FROM t WHERE {where}").stats.granules_selected:
