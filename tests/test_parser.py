@@ -554,7 +554,9 @@ def test_to_sql_rendering() -> None:
         "-(5) * (a + b)": "-(5) * (a + b)",
         "NOT (a AND b)": "NOT (a AND b)",
         "x = 'it''s\\n\\xff'": "x = 'it\\'s\\n\\xFF'",
-        "`select` = `a b`": "select = `a b`",  # SELECT cannot stand there: no quotes needed
+        "`select` = `a b`": "`select` = `a b`",  # always quoted: `(select)` would read as a subquery
+        "NULL IN (`select`)": "NULL IN (`select`)",
+        "`from` + `type`": "from + type",  # FROM and TYPE cannot start an expression: bare
         "`and`(`or`, `null`)": "`and`(`or`, `null`)",
         "type = 1": "type = 1",
         "f(DISTINCT a, b)": "f(DISTINCT a, b)",

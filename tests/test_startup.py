@@ -89,6 +89,8 @@ QUERIES = [
     ("SELECT count() FROM logs WHERE hasToken(msg, 'timeout') AND level = 'WARN'", None),
     ("SELECT ts, msg, status FROM logs WHERE hasToken(msg, 'kraken')", None),
     ("SELECT count() FROM logs WHERE trace_id = 'nope'", [[0]]),
+    # an IN list of integers (its membership plan once went through pandas' dtypes)
+    ("SELECT count() > 0 FROM logs WHERE user_id IN (5, 17, 900) OR status IN (200, 404)", [[True]]),
 ]
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from skipidx.core.arrays import array_of
 from skipidx.core.errors import SkipidxError
 from skipidx.core.text_patterns import like_has_wildcards, like_unescape
 from skipidx.core.hashing import plain_fixed_width
@@ -169,7 +170,7 @@ class ValueTokenizer(Tokenizer):
                 or pa.types.is_nested(t) or any(v is None or isinstance(v, pa.Scalar) for v in values):
             return None
         try:
-            arr = pa.array(values, type=t)
+            arr = array_of(values, t)    # pa.array's array-like check imports pandas
         except (pa.ArrowException, TypeError, ValueError, OverflowError):
             return None
         if arr.null_count:

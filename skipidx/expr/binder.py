@@ -711,7 +711,8 @@ class Binder:
             return self._aggregate_if(aggregate_combinator(n.name)[0].name, n)
         if fn is None:
             hint = did_you_mean(n.name, KNOWN_FUNCTIONS)
-            raise _err(f"unknown function {n.name!r}{hint}; known: {', '.join(KNOWN_FUNCTIONS)}", n)
+            # the close names only: the whole catalogue (hundreds of names) buries the caret
+            raise _err(f"unknown function {n.name!r}{hint}", n)
         if fn.rule == "aggregate":
             if not agg:
                 raise _err(f"aggregate function {n.name}() is not allowed here (only in the SELECT list, "

@@ -112,7 +112,9 @@ _NAMED_ESCAPES = {0x00: "\\0", 0x07: "\\a", 0x08: "\\b", 0x09: "\\t", 0x0A: "\\n
 #: Keywords that may start an expression; a column or function spelled like one
 #: is quoted inside expressions. (Other keywords are read as keywords only where
 #: an expression cannot start, so ``type`` or ``index`` need no quotes there.)
-EXPRESSION_KEYWORDS = frozenset({"AND", "OR", "NOT", "NULL", "TRUE", "FALSE", "DISTINCT", "INF", "INFINITY", "NAN"})
+#: SELECT is one because ``(select)`` would read as a subquery.
+EXPRESSION_KEYWORDS = frozenset({"AND", "OR", "NOT", "NULL", "TRUE", "FALSE", "DISTINCT", "INF", "INFINITY", "NAN",
+                                 "SELECT"})
 
 
 def quote_identifier(name: str, *, in_expression: bool = False) -> str:

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numba import njit
 
-from skipidx.core.arrays import array_of, from_numpy, scalar
+from skipidx.core.arrays import array_of, from_numpy, scalar, to_numpy
 from skipidx.core.lru import LRU
 from skipidx.core.errors import SkipidxError
 from skipidx.expr import dates
@@ -433,9 +433,9 @@ def _in_plan_uncached(vals: tuple, vt: pa.DataType) -> _InPlan:
         width = vt.bit_width
         udt = np.dtype(f"uint{width}")
         if pa.types.is_integer(vt):
-            want = vset.to_numpy().astype(np.dtype(vt.to_pandas_dtype()), copy=False).view(udt)
+            want = to_numpy(vset).view(udt)
         else:   # date32 / date64 / timestamp: integers underneath
-            want = vset.view(pa.from_numpy_dtype(np.dtype(f"int{width}"))).to_numpy().view(udt)
+            want = to_numpy(vset.view(pa.from_numpy_dtype(np.dtype(f"int{width}")))).view(udt)
         membership = _Membership(want)
     return _InPlan(k, vset, membership)
 
@@ -568,6 +568,6 @@ def where_mask(arr: ArrayLike) -> ArrayLike:
             raise SkipidxError(f"Illegal type {t} of column for filter. Must be UInt8 or Nullable(UInt8)")
     if arr.null_count == 0:
         return arr   # (pc.fill_null's call alone costs ~50 us: a point query's filter)
-    return pc.fill_null(arr, False)
+    return pc.fill_null(arr, scalar(False, pa.bool_()))   # (a Python False: pyarrow imports pandas)
 
 
