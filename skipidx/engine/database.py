@@ -282,6 +282,10 @@ class Database(Closing):
             out = []
             for sel in sels:
                 p = sel.part
+                if getattr(p, "deleted_rows", 0):
+                    # a reader of (file, row groups) would return rows an Iceberg delete removed
+                    raise SkipidxError(f"db.prune({table!r}): data file {p.data_path} has rows deleted by Iceberg "
+                                       "delete files, which a file reader would return; read with db.scan or SELECT")
                 path = getattr(p, "data_path", None)
                 if path is None:
                     from skipidx.store.part import DATA_FILE
@@ -289,6 +293,44 @@ class Database(Closing):
                 rgs = getattr(p, "row_groups_of", None)
                 out.append((path, rgs(sel.ranges) if rgs is not None else [g for a, b in sel.ranges for g in range(a, b)]))
             return out
+
+    def attach_iceberg(self, name: str, table: Any, indexes: Sequence[str] = (), *, catalog: str | None = None,
+                       if_not_exists: bool = False) -> Result:
+        """``CREATE TABLE name (INDEX ...) ENGINE = Iceberg(...)`` for a pyiceberg Table (or, with
+        `catalog`, the identifier ``'namespace.table'`` of a table in that catalog: a URI or a
+        configured catalog's name). `indexes`: INDEX clauses, e.g. ``"INDEX t msg TYPE
+        text(tokenizer = 'splitByNonAlpha')"``. A table without a catalog (pyiceberg's
+        StaticTable) is attached read-only (IcebergLocal: no statistics file registered)."""
+        if isinstance(table, str):
+            if catalog is None:
+                raise SkipidxError("attach_iceberg: give a pyiceberg Table, or the identifier with catalog=")
+            engine = f"Iceberg({A.quote_string(catalog.encode())}, {A.quote_string(table.encode())})"
+        else:
+            cat = getattr(table, "catalog", None)
+            ident = ".".join(table.name()) if hasattr(table, "name") else None
+            props = getattr(cat, "properties", {}) or {}
+            if cat is None or not ident or type(cat).__name__ == "NoopCatalog":
+                engine = f"IcebergLocal({A.quote_string(str(table.metadata_location).encode())})"
+            else:
+                args = [props["uri"], ident, cat.name] if props.get("uri") else [cat.name, ident]
+                engine = f"Iceberg({', '.join(A.quote_string(str(v).encode()) for v in args)})"
+        for ix in indexes:
+            if not isinstance(ix, str) or not ix.strip().upper().startswith("INDEX "):
+                raise SkipidxError(f"attach_iceberg: an index is an INDEX clause ('INDEX name expr TYPE ...'), not {ix!r}")
+        elems = f" ({', '.join(indexes)})" if indexes else ""
+        ine = "IF NOT EXISTS " if if_not_exists else ""
+        return self.sql(f"CREATE TABLE {ine}{A.quote_identifier(name)}"
+                        f"{elems} ENGINE = {engine}")
+
+    def _create_iceberg(self, s: "A.CreateTable") -> Result:
+        from skipidx.planner.external import iceberg_meta_from_ast
+        from skipidx.store.iceberg import create_iceberg_table
+
+        meta, spec, ident, ids, location = iceberg_meta_from_ast(s)
+        t, rep = self.catalog.create_external_table(
+            meta, "", [], if_not_exists=s.if_not_exists,
+            create=lambda tmp: create_iceberg_table(tmp, meta, spec, ident, ids, location))
+        return Result(message="table exists" if t is None else f"created Iceberg table: {rep.message()}")
 
     def tables(self) -> list[str]:
         self._check_open()
@@ -317,6 +359,8 @@ class Database(Closing):
             meta, src, pcols = external_meta_from_ast(s)
             t, rep = self.catalog.create_external_table(meta, src, pcols, if_not_exists=s.if_not_exists)
             return Result(message="table exists" if t is None else f"created external table: {rep.message()}")
+        if isinstance(s, A.CreateTable) and s.engine in ("Iceberg", "IcebergLocal"):
+            return self._create_iceberg(s)
         if isinstance(s, A.AlterRefresh):
             t = self._table(s.table)
             if not hasattr(t, "refresh"):

@@ -168,8 +168,7 @@ def run(db: Any, s: A.Statement) -> Result | None:
         return _alter_index_group(db, s)
     if isinstance(s, A.ShowCreate):
         t = db._table(s.table)
-        engine = (f"ParquetFiles({A.quote_string(t.source.encode())})"
-                  if getattr(t, "kind", None) == "external" else None)
+        engine = t.engine_sql if getattr(t, "kind", None) == "external" else None
         return Result(pa.table({"statement": pa.array([show_create_text(t.meta, engine)], pa.string())}))
     if isinstance(s, A.ExistsTable):
         name = s.table.name

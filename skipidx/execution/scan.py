@@ -95,7 +95,9 @@ def _read_filtered(part: Any, batch: list[tuple[int, int]], columns: list[str], 
     column that is also kept is decoded after the filter, for the rows kept only.
     """
     if not columns:
-        n = rows_in_ranges(part, batch)
+        # (a file with deleted rows, ENGINE = Iceberg, counts the rows still live)
+        live = getattr(part, "live_rows", None)
+        n = rows_in_ranges(part, batch) if live is None else live(batch)
         return zero_column_table(n), n, 0
     as_dict = (_where_columns(where) if DICTIONARY_READS and part.dictionary_columns
                and sum(e - s for s, e in batch) >= part.dictionary_min_granules

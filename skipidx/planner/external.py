@@ -12,13 +12,14 @@ cannot answer (no statistics, no filter) stays UNKNOWN for them.
 """
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from skipidx.indexes.base import IndexDef, get_index_type
 from skipidx.planner.rpn import RPN
 from skipidx.planner.stats import IndexStats
 
-__all__ = ["external_uses"]
+__all__ = ["external_uses", "external_meta_from_ast", "iceberg_meta_from_ast"]
 
 
 def _use(name: str, type_label: str, description: str, d: IndexDef, col_type: Any, cache: Any, loader: Any, rpn: RPN):
@@ -87,11 +88,8 @@ def external_meta_from_ast(s: Any) -> tuple[Any, str, list[str]]:
     absolute glob, partition columns). Columns omitted: inferred from the files' footers
     (Nullable where Parquet says optional) and the Hive ``key=value`` directories."""
     from skipidx.core.errors import SkipidxError
-    from skipidx.core.types import parse_type
-    from skipidx.planner.ddl import _at, _err, _literal_value, index_def_from_ast
+    from skipidx.planner.ddl import _at, _err, _literal_value
     from skipidx.store.external import lake_columns, resolve_source
-    from skipidx.store.metadata import ColumnMeta, TableMeta, make_index_meta
-    from skipidx.store.sidecar import sidecar_index_def
 
     if len(s.engine_args) != 1 or s.engine_args[0].kind != "string":
         raise _err("ENGINE = ParquetFiles takes one string: the path or glob of the data files", s)
@@ -104,6 +102,20 @@ def external_meta_from_ast(s: Any) -> tuple[Any, str, list[str]]:
         found, left_out, ptypes, _half = lake_columns(src)
     except SkipidxError as e:
         raise _at(e, s.engine_args[0]) from None
+    meta = _declared_meta(s, found, ptypes, src)
+    return meta, src, [c for c in meta.column_names if c in ptypes]
+
+
+def _declared_meta(s: Any, found: list, ptypes: dict, src: str) -> Any:
+    """The TableMeta of an external CREATE TABLE: its declared columns (each one the data
+    holds: `found` file columns, `ptypes` partition keys) or those found, and its indexes
+    (as sidecars)."""
+    from skipidx.core.errors import SkipidxError
+    from skipidx.core.types import parse_type
+    from skipidx.planner.ddl import _at, _err, index_def_from_ast
+    from skipidx.store.metadata import ColumnMeta, TableMeta, make_index_meta
+    from skipidx.store.sidecar import sidecar_index_def
+
     if s.columns:
         known = {n for n, _ in found} | set(ptypes)
         cols = []
@@ -120,7 +132,7 @@ def external_meta_from_ast(s: Any) -> tuple[Any, str, list[str]]:
             cols.append(ColumnMeta(c.name, ctype))
     else:
         if not found and not ptypes:
-            raise _err(f"ENGINE = ParquetFiles({src!r}): no readable Parquet file matches, so the columns "
+            raise _err(f"ENGINE = {s.engine}({src!r}): no readable Parquet file matches, so the columns "
                        "cannot be inferred; declare them", s.engine_args[0])
         cols = [ColumnMeta(n, t) for n, t in found] + [ColumnMeta(k, t) for k, t in ptypes.items()]
     names = [c.name for c in cols]
@@ -137,4 +149,38 @@ def external_meta_from_ast(s: Any) -> tuple[Any, str, list[str]]:
         meta.validate()
     except SkipidxError as e:
         raise _at(e, s) from None
-    return meta, src, [c for c in names if c in ptypes]
+    return meta
+
+
+def iceberg_meta_from_ast(s: Any) -> tuple[Any, dict, str, dict, str]:
+    """``CREATE TABLE t [(columns, INDEX ...)] ENGINE = Iceberg('catalog', 'namespace.table')``
+    (or ``IcebergLocal('table directory')``): (TableMeta, catalog spec, identifier, field id
+    per column, local table location). Columns omitted: the Iceberg schema's."""
+    from skipidx.core.errors import SkipidxError
+    from skipidx.planner.ddl import _at, _err, _literal_value
+    from skipidx.store import iceberg as ice
+
+    local = s.engine == ice.LOCAL_ENGINE
+    want = (1,) if local else (2, 3)
+    if len(s.engine_args) not in want or any(a.kind != "string" for a in s.engine_args):
+        raise _err("ENGINE = IcebergLocal takes one string: the table directory (or its metadata.json)" if local
+                   else "ENGINE = Iceberg takes two or three strings: the catalog (a URI such as "
+                   "'sqlite:///wh/catalog.db', or a configured pyiceberg catalog's name), the table "
+                   "('namespace.table') and, with a URI, the catalog's name (default 'default')", s)
+    if s.order_by is not None:
+        raise _err("an external table has no ORDER BY (its files are never rewritten)", s)
+    for kv in s.settings:
+        raise _err(f"an external table takes no SETTINGS ({kv.name})", kv)
+    try:
+        spec = ice.catalog_spec(_literal_value(s.engine_args[0]), local=local,
+                                name=_literal_value(s.engine_args[2]) if len(s.engine_args) > 2 else None)
+        ident = "" if local else str(_literal_value(s.engine_args[1]))
+        tbl = ice.load_iceberg(spec, ident)
+        found, ids, _left = ice.iceberg_columns(tbl)
+        if local:
+            ident = ".".join(tbl.name()) if tbl.name() else os.path.basename(spec["metadata"].rstrip("/"))
+        location = ice.local_location(tbl)
+    except SkipidxError as e:
+        raise _at(e, s.engine_args[0]) from None
+    meta = _declared_meta(s, found, {}, spec.get("metadata") or ident)
+    return meta, spec, ident, {c: ids[c] for c in meta.column_names if c in ids}, location

@@ -27,7 +27,7 @@ from skipidx.core.kms import KeyRing
 from skipidx.store import commit as _commit
 from skipidx.store.commit import (TableGoneError, TableState, check_layout, fsync_dir, new_table_id, os_error,
                                   write_file_durably, write_state)
-from skipidx.store.external import EXTERNAL_STATE, ExternalTable, create_external_table
+from skipidx.store.external import ENGINE as PARQUET_FILES, EXTERNAL_STATE, ExternalTable, _read_state, create_external_table
 from skipidx.store.metadata import TableMeta, check_identifier
 from skipidx.store.reader_pool import release_readers
 from skipidx.store.table import Table
@@ -172,7 +172,7 @@ class Catalog:
         return True, out
 
     def create_external_table(self, meta: TableMeta, source: str, partition_columns: list[str],
-                              if_not_exists: bool = False, builder=None):
+                              if_not_exists: bool = False, builder=None, create=None):
         """Create an external table (ENGINE = ParquetFiles) over the files of glob `source`
         and index them; (table, refresh report), or (None, None) when it existed and
         `if_not_exists`. Only metadata and sidecars are written, into the table directory."""
@@ -180,8 +180,9 @@ class Catalog:
         if meta.encryption is not None:
             raise SkipidxError("encrypted_columns / footer_key are for MergeTree tables: an external "
                                "table never writes its Parquet files")
+        # `create(tmp)` fills the directory for another engine (store.iceberg.create_iceberg_table)
         created, report = self._publish_table_dir(
-            meta.name, if_not_exists, lambda tmp: create_external_table(tmp, meta, source, partition_columns, builder))
+            meta.name, if_not_exists, create or (lambda tmp: create_external_table(tmp, meta, source, partition_columns, builder)))
         if not created:
             return None, None
         return self.table(meta.name), report
@@ -231,7 +232,7 @@ class Catalog:
             t = None
         if os.path.isfile(os.path.join(d, EXTERNAL_STATE)):
             _commit.check_real_dir(d, missing_ok=False)
-            t = ExternalTable(d)
+            t = open_external(d)
             self._tables[name] = t
             return t
         if t is not None:
@@ -270,6 +271,15 @@ class Catalog:
 
     def __repr__(self) -> str:
         return f"Catalog({self.path!r})"
+
+
+def open_external(table_dir: str) -> ExternalTable:
+    """The external table in `table_dir`, as the class of its engine."""
+    if _read_state(table_dir).engine == PARQUET_FILES:
+        return ExternalTable(table_dir)
+    from skipidx.store.iceberg import IcebergTable
+
+    return IcebergTable(table_dir)
 
 
 def _is_real_dir(path: str) -> bool:

@@ -62,6 +62,8 @@ __all__ = ["EXTERNAL_STATE", "ENGINE", "ExternalTable", "ExternalFile", "Externa
            "create_external_table", "is_external", "BuildJob", "run_build_job"]
 
 ENGINE = "ParquetFiles"
+#: engines whose tables keep this state (skipidx.store.iceberg: ENGINE = Iceberg)
+ENGINES = (ENGINE, "Iceberg")
 EXTERNAL_STATE = "external.json"
 FORMAT = 1
 
@@ -98,22 +100,26 @@ class ExternalState:
     skipped: list[dict] = field(default_factory=list)
     #: rows of an index zone (lake.zone_marks); 0 (tables made before zones): row groups
     zone_rows: int = 0
+    engine: str = ENGINE
+    #: what the engine keeps besides the files (ENGINE = Iceberg: catalog, snapshot, deletes)
+    extra: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
-        return {"format": FORMAT, "engine": ENGINE, "version": self.version, "meta": self.meta.to_json(),
+        return {"format": FORMAT, "engine": self.engine, "version": self.version, "meta": self.meta.to_json(),
                 "source": self.source, "partition_columns": self.partition_columns,
                 "files": {p: r.to_json() for p, r in sorted(self.files.items())}, "skipped": self.skipped,
-                **({"zone_rows": self.zone_rows} if self.zone_rows else {})}
+                **({"zone_rows": self.zone_rows} if self.zone_rows else {}),
+                **({"extra": self.extra} if self.extra else {})}
 
     @staticmethod
     def from_json(o: Any, where: str) -> "ExternalState":
-        if not isinstance(o, dict) or o.get("format") != FORMAT or o.get("engine") != ENGINE:
+        if not isinstance(o, dict) or o.get("format") != FORMAT or o.get("engine") not in ENGINES:
             raise CorruptionError(f"{where}: not an external table state of format {FORMAT}")
         try:
             files = {str(p): FileRecord.from_json(r, f"{where}: {p}") for p, r in o["files"].items()}
             return ExternalState(int(o["version"]), TableMeta.from_json(o["meta"], where), str(o["source"]),
                                  [str(c) for c in o["partition_columns"]], files, list(o.get("skipped", [])),
-                                 int(o.get("zone_rows", 0)))
+                                 int(o.get("zone_rows", 0)), str(o["engine"]), dict(o.get("extra") or {}))
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise CorruptionError(f"{where}: damaged external table state ({type(e).__name__}: {e})") from None
 
@@ -236,18 +242,20 @@ class RefreshReport:
     skipped: list[dict] = field(default_factory=list)     # {"path", "reason"}: half-written / changed meanwhile
     sidecars_written: int = 0
     seconds: float = 0.0
+    #: what else the engine did (ENGINE = Iceberg: the snapshot read, the Puffin file written)
+    notes: list[str] = field(default_factory=list)
 
     def message(self) -> str:
         s = (f"indexed {len(self.indexed)} new files, rebuilt {len(self.rebuilt)}, removed {len(self.removed)}, "
              f"unchanged {self.unchanged}, skipped {len(self.skipped)}")
         if self.skipped:
             s += " (" + "; ".join(f"{os.path.basename(x['path'])}: {x['reason']}" for x in self.skipped[:5]) + ")"
-        return s
+        return "; ".join([s] + self.notes)
 
     def as_dict(self) -> dict:
         return {"indexed": self.indexed, "rebuilt": self.rebuilt, "removed": self.removed,
                 "unchanged": self.unchanged, "skipped": self.skipped, "sidecars_written": self.sidecars_written,
-                "seconds": self.seconds}
+                "seconds": self.seconds, "notes": self.notes}
 
 
 # ------------------------------------------------------------------ the table
@@ -255,6 +263,8 @@ class ExternalTable:
     """An external table (ENGINE = ParquetFiles)."""
 
     kind = "external"
+    #: the engine whose state this class reads (a subclass: another engine's)
+    engine = ENGINE
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -272,7 +282,11 @@ class ExternalTable:
         key = (st.st_ino, st.st_size, st.st_mtime_ns)
         with self._lock:
             if self._state is None or self._state_key != key:
-                self._state = _read_state(self.path)
+                st = _read_state(self.path)
+                if st.engine != self.engine:
+                    raise SkipidxError(f"table {st.meta.name!r} is ENGINE = {st.engine}, which this reader "
+                                       f"({type(self).__name__}) does not read")
+                self._state = st
                 self._state_key = key
             return self._state
 
@@ -287,6 +301,21 @@ class ExternalTable:
     @property
     def source(self) -> str:
         return self.state().source
+
+    @property
+    def engine_sql(self) -> str:
+        """The ENGINE clause's value as SHOW CREATE TABLE prints it."""
+        from skipidx.sql import ast as A
+
+        return f"ParquetFiles({A.quote_string(self.source.encode())})"
+
+    def data_paths(self, st: ExternalState) -> list[str]:
+        """The data files of state `st` a query reads (ParquetFiles: what the glob matches now)."""
+        return discover(st.source)
+
+    def _discover(self, st: ExternalState) -> list[str]:
+        """The data files a REFRESH indexes (it may update `st`, which REFRESH then publishes)."""
+        return discover(st.source)
 
     def __repr__(self) -> str:
         return f"ExternalTable({self.path!r})"
@@ -356,7 +385,7 @@ class ExternalTable:
             st = _read_state(self.path)
             rep = RefreshReport()
             base = glob_base(st.source)
-            found = discover(st.source)
+            found = self._discover(st)
             jobs: list[BuildJob] = []
             new_files: dict[str, FileRecord] = {}
             kinds: dict[str, str] = {}
@@ -446,7 +475,7 @@ class ExternalTable:
 
     # ---- reading ---------------------------------------------------------
     def snapshot(self, only: Iterable[str] | None = None) -> "ExternalSnapshot":
-        return ExternalSnapshot(self, self.state(), only)
+        return self.snapshot_class(self, self.state(), only)
 
     def num_rows(self) -> int:
         with self.snapshot() as s:
@@ -902,6 +931,8 @@ class ExternalSnapshot(Closing):
     """The data files of an external table as one query sees them (a TableSnapshot)."""
 
     kind = "external"
+    #: the class of its files (a subclass of ExternalFile for another engine)
+    file_class: type = ExternalFile
 
     def __init__(self, table: ExternalTable, state: ExternalState, only: Iterable[str] | None = None) -> None:
         """`only`: open just these data files (a Spark task reading planned row groups)."""
@@ -916,7 +947,7 @@ class ExternalSnapshot(Closing):
         self._fd_lock = threading.Lock()
         ok = False
         try:
-            for p in (discover(state.source) if only is None else list(only)):
+            for p in (table.data_paths(state) if only is None else list(only)):
                 try:
                     fd = os.open(p, os.O_RDONLY)
                 except (FileNotFoundError, NotADirectoryError):
@@ -936,7 +967,7 @@ class ExternalSnapshot(Closing):
                     self._fds.append(fd)
                 else:
                     os.close(fd)
-                self.parts.append(ExternalFile(self, p, fd if keep else None, ident, md, state.files.get(p), part))
+                self.parts.append(self.file_class(self, p, fd if keep else None, ident, md, state.files.get(p), part))
             ok = True
         finally:
             if not ok:
@@ -978,3 +1009,6 @@ class ExternalSnapshot(Closing):
         for f in self.parts:
             out |= f.bloom_columns()
         return out
+
+
+ExternalTable.snapshot_class = ExternalSnapshot
