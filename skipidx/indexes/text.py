@@ -301,6 +301,9 @@ SLICE_ROWS = 1 << 15
 #: least dictionary blocks per range of a threaded encoding
 MERGE_RANGE_TOKENS = 4096
 ENCODE_RANGE_BLOCKS = 64
+#: the least dictionary blocks (of the part with the most) per key range of a threaded
+#: OPTIMIZE merge of encoded dictionaries
+MERGE_RANGE_BLOCKS = 64
 
 #: a built or decoded dictionary: (token bytes, token offsets, posting offsets, posting rows)
 Postings = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
@@ -351,8 +354,14 @@ class TextAggregator(IndexAggregator):
         args = (lst([g.tok_blob for g, _ in srcs]), lst([g.tbo for g, _ in srcs]), lst([g.post_blob for g, _ in srcs]),
                 lst([g.pbo for g, _ in srcs]), lst([m for _, m in srcs]), max_token, n_rows, bs)
 
+        nblocks = [int(g.tbo.shape[0]) - 1 for g, _ in srcs]
+        nr = max(1, min(self.threads, max(nblocks) // MERGE_RANGE_BLOCKS))
+
         def merge() -> tuple:
-            tb, tbo, pb, pbo, fa, fl, n = TP.merge_encoded(*args)
+            if nr == 1:
+                tb, tbo, pb, pbo, fa, fl, n = TP.merge_encoded(*args)
+            else:
+                tb, tbo, pb, pbo, fa, fl, n = _merge_encoded_ranges(srcs, args, nr, max_token, bs)
             header = [bytes(tb[a:a + b]) for a, b in zip(fa.tolist(), fl.tolist())]
             return "encoded", tb, tbo, pb, pbo, header, int(n)
 
@@ -397,6 +406,73 @@ class TextAggregator(IndexAggregator):
         self.__init__(self.params, self.tokenizer, self.threads)
         self.add(values, zone_start, zone_length, 0)
         return self.finish()
+
+
+def _first_token(g: "TextGranules", b: int) -> bytes:
+    a, n = TP.block_first_token(g.tok_blob, g.tbo, b)
+    return bytes(g.tok_blob[a:a + n])
+
+
+def _block_at(g: "TextGranules", key: bytes) -> int:
+    """The last block of `g` whose first token is <= key (0 if none is)."""
+    lo, hi = 0, int(g.tbo.shape[0]) - 1
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if _first_token(g, mid) <= key:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def _merge_encoded_ranges(srcs: list, args: tuple, nr: int, max_token: int, bs: int) -> tuple:
+    """merge_encoded on `nr` key ranges at once, byte for byte its answer: the key space
+    is cut at block first tokens of the source with the most blocks; each range starts
+    every source at the block holding its lower key (found by bisecting the block first
+    tokens) and merges its tokens with no block cut (merge_encoded_range); once the
+    ranges' token counts are known, each range's stream is cut into the merged
+    dictionary's blocks (recut_blocks) and the pieces are concatenated."""
+    big = max(range(len(srcs)), key=lambda i: int(srcs[i][0].tbo.shape[0]))
+    g0 = srcs[big][0]
+    nb0 = int(g0.tbo.shape[0]) - 1
+    keys = sorted({_first_token(g0, nb0 * j // nr) for j in range(1, nr)})
+    bounds: list[bytes | None] = [None, *keys, None]
+    none = np.zeros(0, np.uint8)
+    tok_blobs, tbos, post_blobs, pbos, row_maps, _mt, n_rows, _bs = args
+
+    def phase1(j: int):
+        lo, hi = bounds[j], bounds[j + 1]
+        start = np.array([0 if lo is None else _block_at(g, lo) for g, _ in srcs], np.int64)
+        end = np.array([-1 if hi is None else _block_at(g, hi) for g, _ in srcs], np.int64)
+        return TP.merge_encoded_range(tok_blobs, tbos, post_blobs, pbos, row_maps, max_token, n_rows, start, end,
+                                      none if lo is None else np.frombuffer(lo, np.uint8), lo is not None,
+                                      none if hi is None else np.frombuffer(hi, np.uint8), hi is not None)
+
+    ranges = _run(phase1, range(len(bounds) - 1), nr)
+    t0 = np.cumsum([0] + [int(r[2]) for r in ranges])
+    prevs: list[np.ndarray | None] = []
+    last = None
+    for r in ranges:
+        prevs.append(last)
+        if int(r[2]):
+            last = r[3]
+
+    def phase2(j: int):
+        tb, _pb, n, _last = ranges[j]
+        prev = prevs[j]
+        return TP.recut_blocks(tb, int(n), int(t0[j]), bs, none if prev is None else prev, prev is not None,
+                               max(max_token, 8))
+
+    cut = _run(phase2, range(len(ranges)), nr)
+    tsz = np.cumsum([0] + [c[0].shape[0] for c in cut])
+    psz = np.cumsum([0] + [r[1].shape[0] for r in ranges])
+    tok_blob = np.concatenate([c[0] for c in cut])
+    post_blob = np.concatenate([r[1] for r in ranges])
+    tbo = np.concatenate([c[1] + tsz[j] for j, c in enumerate(cut)] + [np.array([tsz[-1]], np.int64)])
+    pbo = np.concatenate([c[2] + psz[j] for j, c in enumerate(cut)] + [np.array([psz[-1]], np.int64)])
+    fa = np.concatenate([c[3] + tsz[j] for j, c in enumerate(cut)])
+    fl = np.concatenate([c[4] for c in cut])
+    return tok_blob, tbo, post_blob, pbo, fa, fl, int(t0[-1])
 
 
 def _build_threads() -> int:

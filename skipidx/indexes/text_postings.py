@@ -784,6 +784,115 @@ def merge_encoded(tok_blobs, tbos, post_blobs, pbos, row_maps, max_token, n_rows
     encoded as encode_dictionary does. Returns (tok_blob, tbo, post_blob, pbo, first_at,
     first_len, n_tokens): block j's first token is tok_blob[first_at[j]:+first_len[j]]."""
     k = len(tok_blobs)
+    none = np.zeros(0, dtype=np.uint8)
+    return _merge_range(tok_blobs, tbos, post_blobs, pbos, row_maps, max_token, n_rows, block_size,
+                        np.zeros(k, dtype=np.int64), np.full(k, -1, dtype=np.int64), none, False, none, False)[:7]
+
+
+@njit(inline="always", cache=True)
+def _cur_cmp_key(cur, cur_len, i, key):
+    """-1, 0, 1: source i's current token against `key`, bytewise."""
+    la = cur_len[i]
+    lb = key.shape[0]
+    m = la if la < lb else lb
+    for q in range(m):
+        if cur[i, q] != key[q]:
+            return -1 if cur[i, q] < key[q] else 1
+    if la == lb:
+        return 0
+    return -1 if la < lb else 1
+
+
+@njit(cache=True, nogil=True)
+def block_first_token(tok_blob, tbo, b):
+    """(start, length) in tok_blob of block b's first token (it shares no prefix)."""
+    p = tbo[b]
+    _pre, p = _vget(tok_blob, p)
+    sl, p = _vget(tok_blob, p)
+    return p, sl
+
+
+@njit(cache=True, nogil=True)
+def merge_encoded_range(tok_blobs, tbos, post_blobs, pbos, row_maps, max_token, n_rows, start_blk, end_blk,
+                        lo, has_lo, hi, has_hi):
+    """merge_encoded over the tokens t with lo <= t < hi only (a bound applies if has_*),
+    each source read from block start_blk[i] on (a block whose first token is <= lo; its
+    output sized for its blocks up to end_blk[i], -1: the last), with
+    no block cut: every token but the first is front-coded against the one before it
+    (recut_blocks cuts the blocks once the ranges' token counts are known). Returns
+    (tok_blob, post_blob, n_tokens, last token)."""
+    tb, _tbo, pb, _pbo, _fa, _fl, n, last = _merge_range(
+        tok_blobs, tbos, post_blobs, pbos, row_maps, max_token, n_rows, 1 << 62, start_blk, end_blk,
+        lo, has_lo, hi, has_hi)
+    return tb, pb, n, last
+
+
+@njit(cache=True, nogil=True)
+def recut_blocks(tok_blob, n, t0, block_size, prev, has_prev, max_token):
+    """A range's token stream from merge_encoded_range, cut into the merged dictionary's
+    blocks: its tokens are numbered from t0, a token at a multiple of block_size starts a
+    block (no shared prefix), the range's first token is front-coded against `prev` (the
+    previous range's last token) when it does not. Returns (tok_blob, tbo, pbo, first_at,
+    first_len) with block starts relative to this range's token and posting bytes."""
+    nbs = (t0 + n + block_size - 1) // block_size - (t0 + block_size - 1) // block_size
+    out = np.empty(tok_blob.shape[0] + (nbs + 2) * (max_token + 20), dtype=np.uint8)
+    tbo = np.zeros(nbs, dtype=np.int64)
+    pbo = np.zeros(nbs, dtype=np.int64)
+    first_at = np.zeros(nbs, dtype=np.int64)
+    first_len = np.zeros(nbs, dtype=np.int64)
+    cur = np.zeros(max(max_token, 8), dtype=np.uint8)
+    p = 0
+    w = 0
+    pp = 0
+    nb = 0
+    for t in range(n):
+        s0 = p
+        pre, p = _vget(tok_blob, p)
+        sl, p = _vget(tok_blob, p)
+        for q in range(sl):
+            cur[pre + q] = tok_blob[p + q]
+        p += sl
+        ln = pre + sl
+        c, p = _vget(tok_blob, p)
+        kk, p = _vget(tok_blob, p)
+        if (t0 + t) % block_size == 0:
+            tbo[nb] = w
+            pbo[nb] = pp
+            w = _vput(out, w, 0)
+            w = _vput(out, w, ln)
+            first_at[nb] = w
+            first_len[nb] = ln
+            nb += 1
+            for q in range(ln):
+                out[w + q] = cur[q]
+            w += ln
+            w = _vput(out, w, c)
+            w = _vput(out, w, kk)
+        elif t == 0:
+            pr = 0
+            if has_prev:
+                lim = ln if ln < prev.shape[0] else prev.shape[0]
+                while pr < lim and prev[pr] == cur[pr]:
+                    pr += 1
+            w = _vput(out, w, pr)
+            w = _vput(out, w, ln - pr)
+            for q in range(pr, ln):
+                out[w] = cur[q]
+                w += 1
+            w = _vput(out, w, c)
+            w = _vput(out, w, kk)
+        else:
+            for q in range(s0, p):
+                out[w] = tok_blob[q]
+                w += 1
+        pp += kk >> 1
+    return out[:w], tbo, pbo, first_at, first_len
+
+
+@njit(cache=True, nogil=True)
+def _merge_range(tok_blobs, tbos, post_blobs, pbos, row_maps, max_token, n_rows, block_size,
+                 start_blk, end_blk, lo, has_lo, hi, has_hi):
+    k = len(tok_blobs)
     cur = np.zeros((k, max(max_token, 8)), dtype=np.uint8)
     cur_len = np.zeros(k, dtype=np.int64)
     cnt = np.zeros(k, dtype=np.int64)
@@ -797,11 +906,20 @@ def merge_encoded(tok_blobs, tbos, post_blobs, pbos, row_maps, max_token, n_rows
     tot_t = 0
     tot_p = 0
     for i in range(k):
-        tp[i] = tbos[i][0]
-        pp[i] = pbos[i][0]
-        tot_t += tok_blobs[i].shape[0]
-        tot_p += post_blobs[i].shape[0]
+        b0 = start_blk[i]
+        blk[i] = b0
+        if b0 >= tbos[i].shape[0] - 1:
+            live[i] = False
+            continue
+        tp[i] = tbos[i][b0]
+        pp[i] = pbos[i][b0]
+        nbi = tbos[i].shape[0] - 1
+        e0 = nbi if end_blk[i] < 0 or end_blk[i] + 1 > nbi else end_blk[i] + 1
+        tot_t += tbos[i][e0] - tbos[i][b0]
+        tot_p += pbos[i][e0] - pbos[i][b0]
         _advance(i, tok_blobs, tbos, pbos, blk, tp, pp, cur, cur_len, cnt, ck, ppos, hw, live)
+        while has_lo and live[i] and _cur_cmp_key(cur, cur_len, i, lo) < 0:
+            _advance(i, tok_blobs, tbos, pbos, blk, tp, pp, cur, cur_len, cnt, ck, ppos, hw, live)
     tout = np.empty(max(tot_t + 64, 64), dtype=np.uint8)
     pout = np.empty(max(tot_p + 64, 64), dtype=np.uint8)
     tbo = np.zeros(16, dtype=np.int64)
@@ -821,7 +939,7 @@ def merge_encoded(tok_blobs, tbos, post_blobs, pbos, row_maps, max_token, n_rows
         for i in range(k):
             if live[i] and (best < 0 or _cur_less(cur, cur_len, hw, i, best)):
                 best = i
-        if best < 0:
+        if best < 0 or (has_hi and _cur_cmp_key(cur, cur_len, best, hi) >= 0):
             break
         # rows of every source holding this token, mapped, in source order
         m = 0
@@ -899,4 +1017,4 @@ def merge_encoded(tok_blobs, tbos, post_blobs, pbos, row_maps, max_token, n_rows
     tbo[nb] = w
     pbo[nb] = wp
     # views, not copies: the blobs are most of the buffers (a copy page-faults them again)
-    return tout[:w], tbo[:nb + 1], pout[:wp], pbo[:nb + 1], first_at[:nb], first_len[:nb], t
+    return tout[:w], tbo[:nb + 1], pout[:wp], pbo[:nb + 1], first_at[:nb], first_len[:nb], t, prev[:prev_len].copy()

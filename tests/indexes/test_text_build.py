@@ -97,3 +97,35 @@ def test_threaded_merge_with_interleaved_rows_equals_one_pass(monkeypatch):
     agg.use_merged([idx.granules_from_arrow(g.to_arrow("p")) for g in srcs], maps)
     agg.add(vals, zs, zl, 0)
     assert agg.finish().to_arrow("p").equals(want, check_metadata=True)
+
+
+@pytest.mark.parametrize("tok,threads", [("sparseGrams(3, 12)", 2), ("sparseGrams(3, 12)", 5),
+                                         ("splitByNonAlpha", 3), ("ngrams(3)", 8), ("array", 4)])
+def test_merge_encoded_on_key_ranges_equals_one_pass(tok, threads, monkeypatch):
+    """OPTIMIZE's merge of encoded dictionaries cut into key ranges (each source entered
+    mid-dictionary at a block found by its first tokens; blocks recut once the ranges'
+    token counts are known) equals the one-pass build byte for byte, including ranges
+    that begin or end inside a block and sources with no token in a range."""
+    vals = _values(900, 21)
+    idx = _index(tok)
+    zs, zl = np.arange(0, 900, 60), np.full(15, 60)
+    want = idx.aggregator(1).build(vals, zs, zl).to_arrow("p")
+    perm = np.random.default_rng(threads).permutation(900)
+    cuts = [0, 90, 400, 410, 900]          # parts of very different sizes, one of 10 rows
+    srcs, maps = [], []
+    for a, b in zip(cuts, cuts[1:]):
+        rows = np.sort(perm[a:b])
+        g = idx.aggregator(1).build(vals.take(pa.array(rows)), np.array([0]), np.array([b - a]))
+        srcs.append(idx.granules_from_arrow(g.to_arrow("p")))
+        maps.append(rows.astype(np.int64))
+    monkeypatch.setattr(T, "MERGE_RANGE_BLOCKS", 1)
+
+    def one_pass(*a):
+        raise AssertionError("the one-pass merge ran instead of key ranges")
+
+    monkeypatch.setattr(T.TP, "merge_encoded", one_pass)
+    agg = idx.aggregator(threads)
+    agg.use_merged(srcs, maps)
+    agg.add(vals, zs, zl, 0)
+    got = agg.finish().to_arrow("p")
+    assert got.equals(want, check_metadata=True)
