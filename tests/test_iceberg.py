@@ -278,9 +278,30 @@ def test_puffin_statistics_file(lake):
         # the payload is the sidecar: an Arrow IPC file in the Lance zone schema
         zt = pa.ipc.open_file(pa.BufferReader(payload)).read_all()
         assert zt.num_rows >= 1
-    # a REFRESH with nothing new keeps the file; a new snapshot gets its own
+    # a REFRESH with nothing new keeps the file
     rep = db.sql("ALTER TABLE lg REFRESH")
     assert "up to date" in rep.message
+    # another database attaching the table takes the sidecars from the blobs instead of building
+    # them (same bytes), and only those built for the same index definition
+    db2 = skipidx.connect(os.path.join(os.path.dirname(db.catalog.path), "db2"))
+    rep = db2.sql(f"CREATE TABLE lg ({INDEXES}, INDEX tok2 msg TYPE tokenbf_v1(1024, 2, 0)) "
+                  f"ENGINE = Iceberg('{uri}', 'ns.logs')")
+    assert "12 sidecar(s) taken from the table's Puffin statistics files" in rep.message
+    assert "rebuilt 3" in rep.message      # tok2 only
+    st2 = json.load(open(os.path.join(db2.catalog.path, "lg", "external.json")))["state"]
+    for r in st2["files"].values():
+        for name, e in r["sidecars"].items():
+            if name != "tok2":
+                assert e == by_file[r["identity"]["path"]]["sidecars"][name]
+    _check_all(db2, cat)
+    db2.close()
+    # its statistics file kept the first database's blobs and added its own
+    tbl = cat.load_table("ns.logs")
+    sf = [s for s in tbl.metadata.statistics if s.snapshot_id == snap.snapshot_id][0]
+    pf2 = PuffinFile(open(sf.statistics_path[len("file://"):], "rb").read())
+    assert sorted(b.properties["skipidx.index"] for b in pf2.footer.blobs) == sorted(["tok", "ng", "tr", "mm", "tok2"] * 3)
+    assert "up to date" in db.sql("ALTER TABLE lg REFRESH").message
+    # a new snapshot gets its own statistics file
     tbl.append(_rows(7, 90000, 100))
     db.sql("ALTER TABLE lg REFRESH")
     tbl = cat.load_table("ns.logs")

@@ -403,6 +403,7 @@ class IcebergTable(ExternalTable):
     def __init__(self, path: str) -> None:
         super().__init__(path)
         self._tbl: Any = None
+        self._adopted = 0
 
     @property
     def engine_sql(self) -> str:
@@ -438,6 +439,7 @@ class IcebergTable(ExternalTable):
         if gone:
             raise SkipidxError(f"Iceberg table {x['identifier']!r}: column(s) {', '.join(gone)} were dropped, "
                                "renamed or replaced since the table was attached; re-create it")
+        probed = {}
         for p, rec in info["files"].items():
             try:
                 ident, md = probe(p)
@@ -448,6 +450,8 @@ class IcebergTable(ExternalTable):
                 raise SkipidxError(f"Iceberg data file {rec['uri']}: {ident.size} bytes and {md.num_rows} rows on disk, "
                                    f"the manifest says {rec['size']} and {rec['record_count']}")
             _check_field_ids(p, md, {c: ids[c] for c in st.meta.column_names if c in ids})
+            probed[p] = (ident, md)
+        self._adopted = _adopt_puffin_sidecars(tbl, st, info, probed, self.path)
         info["previous_deletes"] = sorted({r["deletes"]["file"] for r in x.get("files", {}).values() if "deletes" in r})
         x.update(info)
         return list(info["files"])
@@ -458,6 +462,9 @@ class IcebergTable(ExternalTable):
         rep = super().refresh(builder)
         st = self.state()
         x = st.extra
+        if self._adopted:
+            rep.notes.insert(0, f"{self._adopted} sidecar(s) taken from the table's Puffin statistics files")
+            self._adopted = 0
         rep.notes.insert(0, f"Iceberg snapshot {x.get('snapshot_id')}: {len(x.get('files', {}))} data file(s), "
                             f"{sum(1 for r in x.get('files', {}).values() if 'deletes' in r)} with deletes")
         self._collect_deletes(st)
@@ -485,6 +492,74 @@ class IcebergTable(ExternalTable):
 
 
 # ------------------------------------------------------------------ Puffin statistics
+def _adopt_puffin_sidecars(tbl: Any, st: ExternalState, info: dict, probed: dict, table_dir: str) -> int:
+    """Sidecars this table lacks, taken from the skipidx blobs of the Iceberg table's statistics
+    files (another skipidx database indexed the same data files): a blob is used only when it
+    was built for this version of the data file (size, footer XXH64, and the identity recorded in
+    the sidecar itself), for this index definition (fingerprint) and zone size, and its payload's
+    XXH64 is the one its properties name. The state `st` gets their records (REFRESH then keeps
+    them as it keeps its own); the number adopted."""
+    from skipidx.store.external import FileRecord
+    from skipidx.store.part import index_fingerprint
+    from skipidx.store.puffin import SKIPIDX_BLOB, blob_payload, read_footer
+    from skipidx.store.sidecar import _identity_metadata, sidecar_name
+
+    fps = {im.name: index_fingerprint(im) for im in st.meta.indexes}
+    need = {}
+    for p, (ident, md) in probed.items():
+        old = st.files.get(p)
+        have = set(old.sidecars) if old is not None and old.identity == ident else set()
+        if set(fps) - have:
+            need[info["files"][p]["uri"]] = (p, ident, md, have)
+    if not need or not fps:
+        return 0
+    n = 0
+    sdir = os.path.join(table_dir, SIDECAR_DIR)
+    os.makedirs(sdir, exist_ok=True)
+    for sf in sorted(tbl.metadata.statistics, key=lambda s: -s.snapshot_id):
+        path = sf.statistics_path
+        if not os.path.basename(path).startswith("skipidx-"):
+            continue
+        try:
+            with open(_local_path(path), "rb") as f:
+                data = f.read()
+            footer = read_footer(data, path)
+        except (OSError, SkipidxError):
+            continue
+        for b in footer.blobs:
+            pr = b.get("properties") or {}
+            hit = need.get(pr.get("skipidx.data-file"))
+            name = pr.get("skipidx.index")
+            if b.get("type") != SKIPIDX_BLOB or hit is None or name not in fps or name in hit[3]:
+                continue
+            p, ident, md, have = hit
+            if (pr.get("skipidx.index-fingerprint") != fps[name] or pr.get("skipidx.zone-rows") != str(st.zone_rows)
+                    or pr.get("skipidx.data-file-size") != str(ident.size)
+                    or pr.get("skipidx.data-footer-xxh64") != ident.footer_xxh64):
+                continue
+            try:
+                payload = blob_payload(data, b, path)
+                h = xxhash.xxh64_hexdigest(payload)
+                smd = pa.ipc.open_file(pa.BufferReader(payload)).schema.metadata or {}
+            except (SkipidxError, pa.ArrowException, OSError):
+                continue
+            if h != pr.get("skipidx.sidecar-xxh64") or any(smd.get(k) != v for k, v in _identity_metadata(ident).items()):
+                continue
+            fname = sidecar_name(ident, name)
+            tmp = os.path.join(sdir, f".{fname}.{secrets.token_hex(4)}.tmp")
+            write_file_durably(tmp, payload)
+            os.replace(tmp, os.path.join(sdir, fname))
+            rec = st.files.get(p)
+            if rec is None or rec.identity != ident:
+                rec = st.files[p] = FileRecord(ident, [md.row_group(i).num_rows for i in range(md.num_row_groups)], {})
+            rec.sidecars[name] = {"file": fname, "xxh64": h, "fingerprint": fps[name]}
+            have.add(name)
+            n += 1
+    if n:
+        fsync_dir(sdir)
+    return n
+
+
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -495,7 +570,8 @@ def _version() -> str:
 
 
 def _blob_key(props: dict) -> tuple:
-    return (props.get("skipidx.data-file"), props.get("skipidx.index"), props.get("skipidx.sidecar-xxh64"))
+    return (props.get("skipidx.data-file"), props.get("skipidx.index"), props.get("skipidx.index-fingerprint"),
+            props.get("skipidx.sidecar-xxh64"))
 
 
 def publish_puffin(tbl: Any, st: ExternalState, table_dir: str) -> str | None:
@@ -526,6 +602,7 @@ def publish_puffin(tbl: Any, st: ExternalState, table_dir: str) -> str | None:
         return None
     existing = [s for s in tbl.metadata.statistics if s.snapshot_id == sid]
     old_path = None
+    carried: list[Blob] = []
     if existing:
         old_path = _local_path(existing[0].statistics_path)
         if not os.path.basename(old_path).startswith("skipidx-"):
@@ -533,15 +610,27 @@ def publish_puffin(tbl: Any, st: ExternalState, table_dir: str) -> str | None:
                     f"({existing[0].statistics_path}); not replaced")
         try:
             with open(old_path, "rb") as f:
-                old = read_footer(f.read(), old_path)
-            if sorted(_blob_key(b.get("properties") or {}) for b in old.blobs) == sorted(
-                    _blob_key(b.properties) for _, b in blobs):
-                return f"Puffin statistics file of snapshot {sid} up to date ({existing[0].statistics_path})"
+                data = f.read()
+            old = read_footer(data, old_path)
         except (OSError, CorruptionError):
-            pass
+            old = None
+        if old is not None:
+            new_keys = {_blob_key(b.properties) for _, b in blobs}
+            old_keys = {_blob_key(b.get("properties") or {}) for b in old.blobs}
+            if new_keys <= old_keys:
+                return f"Puffin statistics file of snapshot {sid} up to date ({existing[0].statistics_path})"
+            # blobs another skipidx database wrote for this snapshot's files (other indexes) stay
+            uris = {r["uri"] for r in x["files"].values()}
+            for b in old.blobs:
+                pr = b.get("properties") or {}
+                if b.get("type") == SKIPIDX_BLOB and pr.get("skipidx.data-file") in uris and _blob_key(pr) not in new_keys:
+                    carried.append(Blob(b["type"], list(b.get("fields") or []), sid, seq,
+                                        data[b["offset"]:b["offset"] + b["length"]], dict(pr),
+                                        b.get("compression-codec"), precompressed=True))
     for path, b in blobs:
         with open(path, "rb") as f:
             b.payload = f.read()
+    blobs += [("", b) for b in carried]
     loc = tbl.location().rstrip("/")
     mdir = os.path.join(_local_path(loc), "metadata")
     name = f"skipidx-{sid}-{uuid.uuid4()}.stats"

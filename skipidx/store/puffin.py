@@ -46,6 +46,8 @@ class Blob:
     payload: bytes
     properties: dict[str, str] = field(default_factory=dict)
     compression_codec: str | None = "zstd"
+    #: `payload` is compressed already (a blob copied from another Puffin file)
+    precompressed: bool = False
 
 
 @dataclass
@@ -63,7 +65,8 @@ def write_puffin(path: str, blobs: list[Blob], properties: dict[str, str] | None
     out = bytearray(MAGIC)
     metas = []
     for b in blobs:
-        data = b.payload if b.compression_codec is None else pa.compress(b.payload, codec=b.compression_codec, asbytes=True)
+        data = (b.payload if b.compression_codec is None or b.precompressed
+                else pa.compress(b.payload, codec=b.compression_codec, asbytes=True))
         m = {"type": b.type, "fields": [int(x) for x in b.fields], "snapshot-id": int(b.snapshot_id),
              "sequence-number": int(b.sequence_number), "offset": len(out), "length": len(data)}
         if b.compression_codec is not None:
