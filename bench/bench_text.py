@@ -3,6 +3,7 @@
     flock /tmp/bench.lock python bench/bench_text.py             # 1M log rows
     flock /tmp/bench.lock python bench/bench_text.py --rows 200000 --repeat 3
     flock /tmp/bench.lock python bench/bench_text.py --rows 10000000 --indexes tok --sections build,queries
+    flock /tmp/bench.lock python bench/bench_text.py --corpus stdlib --rows 1000000 --sections build,queries
 
 Before timing, a tiny table goes through every path in both engines (warm-up: skipidx
 loads its compiled kernels from the numba cache once per process). Build and merge
@@ -16,6 +17,19 @@ merged by ``OPTIMIZE TABLE FINAL`` (merge time), then each query runs
 ``--repeat`` times after one warm-up (median), with and without direct read
 (``query_plan_direct_read_from_text_index``). Index bytes: skipidx's index files
 vs chDB's ``system.data_skipping_indices.data_compressed_bytes``.
+
+``--corpus stdlib`` (or ``site-packages``, ``debian``; ``skipidx.apps.research.corpora``,
+seeded, its description with the sha256 of the files used is printed) puts a real corpus
+in ``msg`` (one row per source line or package description) instead of the log lines; the
+queries' tokens and substrings are then picked from the corpus itself (printed): a rare
+token (8-40 rows, at least 8 bytes, seeded pick), a second rare one for the OR, the
+token co-occurring most with it for hasAllTokens, the most frequent token, an absent
+one, and LIKE needles of 3-12 bytes that start at the rare token in a row holding it.
+
+Direct read off is run twice: as it is by default (the column is read, the WHERE's
+rows come from the postings: ``text_index_row_filter``, shown ``0``) and with
+``text_index_row_filter = 0`` (the WHERE evaluated per row over the column, ``0e``),
+each against chDB with direct read off.
 
 Two indexes: ``text(tokenizer = splitByNonAlpha)`` for the token queries and
 ``text(tokenizer = sparseGrams)`` for ``LIKE '%substring%'`` (3-12 chars); plus
@@ -41,16 +55,59 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import skipidx  # noqa: E402
 from skipidx.apps import datagen  # noqa: E402
 
-TOKEN_QUERIES = [
-    ("hasToken rare", f"hasToken(msg, '{datagen.RARE_TOKEN}')"),
-    ("hasToken absent", f"hasToken(msg, '{datagen.ABSENT_TOKEN}')"),
-    ("hasAnyTokens", f"hasAnyTokens(msg, ['{datagen.RARE_TOKEN}', '{datagen.ABSENT_TOKEN}'])"),
-    ("hasAllTokens", f"hasAllTokens(msg, ['{datagen.RARE_TOKEN}', 'sighted'])"),
-    ("OR of two tokens", f"hasToken(msg, '{datagen.RARE_TOKEN}') OR hasToken(msg, '{datagen.ABSENT_TOKEN}')"),
-    ("hasToken frequent", f"hasToken(msg, '{datagen.FREQUENT_TOKEN}')"),
-]
-LIKE_QUERIES = [(f"LIKE {len(s)} chars", f"msg LIKE '%{s}%'") for s in ("rak", "krak", "raken", "kraken s",
-                                                                       "raken sight", "kraken sight")]
+def token_queries(rare: str, absent: str, partner: str, other: str, frequent: str) -> list[tuple[str, str]]:
+    return [
+        ("hasToken rare", f"hasToken(msg, '{rare}')"),
+        ("hasToken absent", f"hasToken(msg, '{absent}')"),
+        ("hasAnyTokens", f"hasAnyTokens(msg, ['{rare}', '{absent}'])"),
+        ("hasAllTokens", f"hasAllTokens(msg, ['{rare}', '{partner}'])"),
+        ("OR of two tokens", f"hasToken(msg, '{rare}') OR hasToken(msg, '{other}')"),
+        ("hasToken frequent", f"hasToken(msg, '{frequent}')"),
+    ]
+
+
+def like_queries(needles: list[str]) -> list[tuple[str, str]]:
+    return [(f"LIKE {len(s)} chars", f"msg LIKE '%{s}%'") for s in needles]
+
+
+TOKEN_QUERIES = token_queries(datagen.RARE_TOKEN, datagen.ABSENT_TOKEN, "sighted", datagen.ABSENT_TOKEN,
+                              datagen.FREQUENT_TOKEN)
+LIKE_QUERIES = like_queries(["rak", "krak", "raken", "kraken s", "raken sight", "kraken sight"])
+
+
+def corpus_queries(msg, seed: int) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """Token and LIKE queries picked from the corpus (see the module docstring)."""
+    import collections
+    import re
+
+    split = re.compile(rb"[^0-9A-Za-z\x80-\xff]+")
+    rows_of: dict[bytes, list[int]] = collections.defaultdict(list)
+    vals = msg.to_pylist()
+    for i, v in enumerate(vals):
+        for tk in set(split.split(v.encode())):
+            if tk:
+                rows_of[tk].append(i)
+    freq = max(rows_of, key=lambda t: (len(rows_of[t]), t))
+    cands = sorted(t for t, r in rows_of.items() if 8 <= len(r) <= 40 and len(t) >= 8 and t.isascii())
+    rng = np.random.default_rng(seed)
+    rare, other = (cands[int(i)] for i in rng.choice(len(cands), 2, replace=False))
+    co = collections.Counter(t for i in rows_of[rare] for t in set(split.split(vals[i].encode())) if t and t != rare)
+    partner = max(co, key=lambda t: (co[t], t))
+    absent = b"qzxvkjwpt"
+    assert absent not in rows_of
+    needles = []
+    for i in rows_of[rare]:
+        v = vals[i].encode()
+        pos = v.find(rare)
+        piece = v[pos:pos + 12]
+        if len(piece) == 12 and piece.isascii() and not any(c in piece for c in b"%_\\'"):
+            needles = [piece[:n].decode() for n in (3, 4, 5, 8, 11, 12)]
+            break
+    print(f"corpus queries: rare {rare.decode()!r} ({len(rows_of[rare])} rows), other rare {other.decode()!r} "
+          f"({len(rows_of[other])}), hasAll partner {partner.decode()!r}, frequent {freq.decode()!r} "
+          f"({len(rows_of[freq])} rows), absent {absent.decode()!r}, LIKE needles {needles}")
+    return (token_queries(rare.decode(), absent.decode(), partner.decode(), other.decode(), freq.decode()),
+            like_queries(needles))
 
 
 def _dir_bytes(path: str, prefix: str) -> int:
@@ -78,13 +135,29 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--indexes", default="tok,sg", help="tok (splitByNonAlpha), sg (sparseGrams)")
     ap.add_argument("--sections", default="build,queries,filters,roaring")
+    ap.add_argument("--corpus", default="logs", help="logs (skipidx.apps.datagen), stdlib, site-packages, debian")
+    ap.add_argument("--seed", type=int, default=1, help="corpus seed")
     args = ap.parse_args()
     from chdb import session as chs
 
     print(f"load (uptime): {os.getloadavg()}")
     work = tempfile.mkdtemp(prefix="bench_text_")
     try:
-        t = datagen.generate_table(args.rows, 42).select(["id", "msg"])
+        token_qs, like_qs = TOKEN_QUERIES, LIKE_QUERIES
+        if args.corpus == "logs":
+            t = datagen.generate_table(args.rows, 42).select(["id", "msg"])
+            print(f"corpus: skipidx.apps.datagen log table, seed 42, {args.rows:,} rows")
+        else:
+            import pyarrow as pa
+
+            from skipidx.apps.research.corpora import load_corpus
+
+            msg, desc = load_corpus(args.corpus, args.rows, args.seed)
+            msg = msg.cast(pa.string())
+            print(f"corpus: {desc}")
+            args.rows = len(msg)
+            t = pa.table({"id": pa.array(np.arange(len(msg), dtype=np.uint64)), "msg": msg})
+            token_qs, like_qs = corpus_queries(msg, args.seed)
         parquet = os.path.join(work, "logs.parquet")
         pq.write_table(t, parquet)
         db = skipidx.connect(os.path.join(work, "sk"))
@@ -167,15 +240,18 @@ def main() -> None:
               f"retired parts not counted)")
 
         built = {n for n, _ in specs}
-        queries = ([q for q in TOKEN_QUERIES if "tok" in built] + [q for q in LIKE_QUERIES if "sg" in built]
+        queries = ([q for q in token_qs if "tok" in built] + [q for q in like_qs if "sg" in built]
                    if "queries" in sections else [])
         if queries:
             print(f"\n{'query':<20} {'direct':>6} {'skipidx ms':>10} {'chDB ms':>8} {'ratio':>6} {'count':>7} "
                   f"{'kept':>5} {'ideal':>5} {'rows read':>9} {'load':>5}")
         for label, where in queries:
-            tbl = "logs_tok" if (label, where) in TOKEN_QUERIES else "logs_sg"
-            for direct in (1, 0):
+            tbl = "logs_tok" if (label, where) in token_qs else "logs_sg"
+            for mode in ((1, 0, "0e") if tbl == "logs_tok" else (1, 0)):
+                direct = 0 if mode == "0e" else mode
                 st = f"SETTINGS query_plan_direct_read_from_text_index = {direct}"
+                if mode == "0e":
+                    st += ", text_index_row_filter = 0"
                 ms_s, r = _time(lambda: db.sql(f"SELECT count() FROM {tbl} WHERE {where} {st}"), args.repeat)
                 ms_c, rc = _time(lambda: ch.query(f"SELECT count() FROM {tbl} WHERE {where} {S}, "
                                                   f"query_plan_direct_read_from_text_index = {direct}", "TSV"),
@@ -184,7 +260,7 @@ def main() -> None:
                 assert n == int(str(rc).strip()), (label, n, str(rc))
                 ideal = len({i // 8192 for (i,) in db.sql(f"SELECT id FROM {tbl} WHERE {where}").fetchall()}) \
                     if n < 200_000 else -1
-                print(f"{label:<20} {direct:>6} {ms_s:>10.2f} {ms_c:>8.2f} {ms_s / ms_c:>6.2f} {n:>7} "
+                print(f"{label:<20} {mode:>6} {ms_s:>10.2f} {ms_c:>8.2f} {ms_s / ms_c:>6.2f} {n:>7} "
                       f"{r.stats.granules_selected:>5} {ideal:>5} {r.stats.rows_read:>9} "
                       f"{os.getloadavg()[0]:>5.1f}")
 
@@ -200,7 +276,7 @@ def main() -> None:
                 bt = time.perf_counter() - t0
                 sb = _dir_bytes(os.path.join(work, "sk", "logs_sg"), f"idx.{name}.")
                 kept = []
-                for s in ("rak", "krak", "kraken s"):
+                for s in [w[len("msg LIKE '%"):-2] for _, w in (like_qs[0], like_qs[1], like_qs[3])]:
                     others = ",".join(x for x in ("sg",) + names if x != name)
                     r = db.sql(f"SELECT count() FROM logs_sg WHERE msg LIKE '%{s}%' "
                                f"SETTINGS ignore_data_skipping_indices = '{others}'")
