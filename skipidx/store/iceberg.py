@@ -391,7 +391,48 @@ class IcebergSnapshot(ExternalSnapshot):
         d = sum(1 for p in self.parts if getattr(p, "deleted_rows", 0))
         out = [f"Iceberg snapshot {x.get('snapshot_id')} (sequence number {x.get('sequence_number')}) as of the "
                f"last REFRESH: {len(self.parts)} data file(s)" + (f", {d} with deleted rows" if d else "")]
+        now = newer_snapshot(x)
+        if now is not None:
+            out.append(f"the Iceberg table's current snapshot is now {now}; ALTER TABLE {self.meta.name} REFRESH "
+                       "reads it")
         return out + super().notes
+
+
+def newer_snapshot(x: dict) -> int | None:
+    """The table's current snapshot id when it is not the one of the last REFRESH, where that is
+    cheap to learn without pyiceberg (a sqlite SQL catalog, read-only; a table directory);
+    None otherwise (same snapshot, or not known)."""
+    import json
+
+    spec = x.get("catalog", {})
+    try:
+        if "metadata" in spec:
+            loc = _latest_metadata(spec["metadata"])
+        else:
+            uri = spec.get("uri", "")
+            if not uri.startswith("sqlite:///") or "." not in x.get("identifier", ""):
+                return None
+            import sqlite3
+
+            ns, name = x["identifier"].rsplit(".", 1)
+            con = sqlite3.connect(f"file:{uri[len('sqlite:///'):]}?mode=ro", uri=True, timeout=0.5)
+            try:
+                row = con.execute("SELECT metadata_location FROM iceberg_tables WHERE catalog_name = ? AND "
+                                  "table_namespace = ? AND table_name = ?", (spec.get("name"), ns, name)).fetchone()
+            finally:
+                con.close()
+            if not row:
+                return None
+            loc = _local_path(row[0])
+        if os.path.basename(loc) == os.path.basename(x.get("metadata_location") or ""):
+            return None
+        with open(loc, "rb") as f:
+            cur = json.load(f).get("current-snapshot-id")
+        if cur is None or cur == -1:
+            cur = None
+        return None if cur == x.get("snapshot_id") else cur
+    except Exception:       # only a note: anything unexpected means "not known"
+        return None
 
 
 class IcebergTable(ExternalTable):
@@ -433,6 +474,7 @@ class IcebergTable(ExternalTable):
         tbl = load_iceberg(x["catalog"], x["identifier"])
         self._tbl = tbl
         info = _plan(tbl, self.path)
+        info["metadata_location"] = str(tbl.metadata_location)
         ids = x.get("field_ids", {})
         cur = {f.name: int(f.field_id) for f in tbl.schema().fields}
         gone = [c for c in st.meta.column_names if c in ids and cur.get(c) != ids[c]]
