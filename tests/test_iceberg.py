@@ -398,3 +398,33 @@ def test_deletion_vector_respected(lake):
     assert "1 with deletes" in rep.message
     _check_all(db, cat)
     assert _ours(db, "id < 3 OR (id >= 8190 AND id < 8194) OR id = 19999") == [2, 8190, 8193]
+
+
+def test_partitioned_table(tmp_path):
+    from pyiceberg.partitioning import PartitionSpec
+    from pyiceberg.transforms import IdentityTransform
+
+    wh = tmp_path / "wh"
+    wh.mkdir()
+    uri = f"sqlite:///{wh}/catalog.db"
+    cat = SqlCatalog("default", uri=uri, warehouse=f"file://{wh}")
+    cat.create_namespace("ns")
+    t = _rows(1, 0, 6000)
+    t = t.append_column("region", pa.array(np.array(["eu", "us", "ap"])[np.arange(6000) % 3], pa.string()))
+    tbl = cat.create_table("ns.logs", schema=t.schema)
+    fid = {f.name: f.field_id for f in tbl.schema().fields}["region"]
+    with tbl.update_spec() as u:
+        u.add_field("region", IdentityTransform(), "region")
+    tbl = cat.load_table("ns.logs")
+    tbl.append(t)
+    assert len(tbl.scan().plan_files()) == 3
+    assert isinstance(tbl.spec(), PartitionSpec) and tbl.spec().fields[0].source_id == fid
+    with skipidx.connect(str(tmp_path / "db")) as db:
+        db.sql(f"CREATE TABLE lg ({INDEXES}) ENGINE = Iceberg('{uri}', 'ns.logs')")
+        for region in ("eu", "us", "ap"):
+            r = db.sql(f"SELECT id FROM lg WHERE region = '{region}' AND hasToken(msg, 'kraken1')")
+            assert r.stats.parts_selected <= 1
+            assert sorted(x[0] for x in r.fetchall()) == _oracle(cat, f"region = '{region}' AND {_tok('kraken1')}")
+        assert db.sql("SELECT id FROM lg WHERE region = 'us'").stats.parts_selected == 1
+        assert sorted(x[0] for x in db.sql("SELECT id FROM lg WHERE region IN ('eu', 'ap')").fetchall()) == _oracle(
+            cat, "region IN ('eu', 'ap')")

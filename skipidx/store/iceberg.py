@@ -481,6 +481,13 @@ class IcebergTable(ExternalTable):
         if gone:
             raise SkipidxError(f"Iceberg table {x['identifier']!r}: column(s) {', '.join(gone)} were dropped, "
                                "renamed or replaced since the table was attached; re-create it")
+        # identity-partitioned columns: Iceberg lets a data file leave them out (the value is in
+        # the manifest); read by name they would come back NULL, so such files are refused
+        from pyiceberg.transforms import IdentityTransform
+
+        part_ids = {pf.source_id for spec in tbl.specs().values() for pf in spec.fields
+                    if isinstance(pf.transform, IdentityTransform)}
+        part_cols = {c: ids[c] for c in st.meta.column_names if ids.get(c) in part_ids}
         probed = {}
         for p, rec in info["files"].items():
             try:
@@ -492,6 +499,12 @@ class IcebergTable(ExternalTable):
                 raise SkipidxError(f"Iceberg data file {rec['uri']}: {ident.size} bytes and {md.num_rows} rows on disk, "
                                    f"the manifest says {rec['size']} and {rec['record_count']}")
             _check_field_ids(p, md, {c: ids[c] for c in st.meta.column_names if c in ids})
+            if part_cols:
+                names = set(md.schema.to_arrow_schema().names)
+                lack = [c for c in part_cols if c not in names]
+                if lack:
+                    raise SkipidxError(f"Iceberg data file {rec['uri']} leaves out its partition column(s) "
+                                       f"{', '.join(lack)} (values kept in the manifest): not read by ENGINE = Iceberg")
             probed[p] = (ident, md)
         self._adopted = _adopt_puffin_sidecars(tbl, st, info, probed, self.path)
         info["previous_deletes"] = sorted({r["deletes"]["file"] for r in x.get("files", {}).values() if "deletes" in r})
