@@ -78,6 +78,10 @@ def warm(rows: int = 40_000, out=sys.stdout) -> float:
         strs = ", ".join(f"'alpha beta {i}'" for i in range(3000))
         for q in _QUERIES:
             db.sql(q.format(many=many, strs=strs)).fetchall()
+    # external tables' dictionary pages: the RLE / bit-packed decoder
+    from skipidx.core._kernels.rle import rle_hybrid
+
+    rle_hybrid(np.array([3, 0xAA], dtype=np.uint8), 0, 2, 1, 8, np.empty(8, dtype=np.int32))
     took = time.perf_counter() - t0
     print(f"skipidx: kernels compiled and cached in {took:.1f} s", file=out)
     return took

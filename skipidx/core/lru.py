@@ -25,6 +25,7 @@ store.fingerprints          1024  index fingerprints per IndexMeta object
 store.footers                512  parsed Parquet footers of part data files
 store.index_types            256  index instances reading index files, by definition and params
 store.manifests             4096  parsed part manifests, by (part dir, manifest checksum)
+store.page_dictionaries      256  decoded dictionary pages of external files' column chunks (and 64 MiB)
 store.states                 256  parsed table states with the bytes they were parsed from
 store.table_meta             256  column-name set and Arrow schema per TableMeta object
 store.validated_metas         64  validated table metadata, by its canonical JSON (states share it)
@@ -51,14 +52,19 @@ class LRU:
 
     ``size`` may be changed at any time (it bounds the next :meth:`put`; 0
     keeps nothing). With a `name` the cache joins the process registry
-    (:func:`caches`); `what` says what it holds and why.
+    (:func:`caches`); `what` says what it holds and why. `max_bytes` bounds
+    the sum of the sizes that :meth:`put` is told too (values of very
+    different sizes, such as decoded pages).
     """
 
-    def __init__(self, size: int, name: str | None = None, what: str = "") -> None:
+    def __init__(self, size: int, name: str | None = None, what: str = "", max_bytes: int | None = None) -> None:
         self.size = size
         self.name = name
         self.what = what
+        self.max_bytes = max_bytes
         self._d: OrderedDict[Hashable, Any] = OrderedDict()
+        self._nbytes: dict[Hashable, int] = {}
+        self._total = 0
         self._lock = threading.Lock()
         if name is not None:
             _REGISTRY[name] = self
@@ -71,17 +77,25 @@ class LRU:
                 self._d.move_to_end(key)
             return v
 
-    def put(self, key: Hashable, value: Any) -> None:
-        """Keep `value` under `key`, evicting the least recently used beyond ``size``."""
+    def put(self, key: Hashable, value: Any, nbytes: int = 0) -> None:
+        """Keep `value` under `key`, evicting the least recently used beyond ``size``
+        (and beyond ``max_bytes``, `nbytes` being the size of `value`)."""
         with self._lock:
             self._d[key] = value
             self._d.move_to_end(key)
-            while len(self._d) > self.size:
-                self._d.popitem(last=False)
+            if self.max_bytes is not None:
+                self._total += nbytes - self._nbytes.pop(key, 0)
+                self._nbytes[key] = nbytes
+            while self._d and (len(self._d) > self.size
+                               or (self.max_bytes is not None and self._total > self.max_bytes)):
+                k, _ = self._d.popitem(last=False)
+                self._total -= self._nbytes.pop(k, 0)
 
     def clear(self) -> None:
         with self._lock:
             self._d.clear()
+            self._nbytes.clear()
+            self._total = 0
 
     def __len__(self) -> int:
         return len(self._d)

@@ -594,6 +594,10 @@ class _FileInfo:
 
 #: per file identity (a new version of a file is a new key)
 _FILE_INFO = LRU(4096, "store.external_files", "marks, schema and Bloom columns of external data files, by file identity")
+#: decoded dictionary pages, by (file identity, row group, leaf); each entry also holds the
+#: xxh64 of the page's raw bytes, checked against the bytes read by every use
+_DICTIONARIES = LRU(256, "store.page_dictionaries", "decoded dictionary pages of external files' column chunks, "
+                    "by (file identity, row group, leaf), checked against the page's bytes", max_bytes=64 << 20)
 
 
 class ExternalFile:
@@ -739,10 +743,54 @@ class ExternalFile:
             info.layouts[key] = lay
         return lay or None
 
-    def _rows_of(self, g: int, column: str, rows: np.ndarray, whole: bool) -> pa.ChunkedArray:
+    def _dictionary_rows(self, g: int, j: int, lay, pages: np.ndarray, pos: np.ndarray, want: pa.DataType,
+                         as_dict: bool) -> pa.Array | None:
+        """The rows at positions `pos` of the dictionary-encoded data pages `pages` of leaf
+        `j` in row group `g`: the indices decoded here against the chunk's dictionary page,
+        decoded once per version of the file (:data:`_DICTIONARIES`; the page's bytes are
+        read and compared each time); None where this path does not apply."""
+        from skipidx.store import parquet_pages as pp
+
+        strings = (pa.types.is_string(want) or pa.types.is_large_string(want) or pa.types.is_binary(want)
+                   or pa.types.is_large_binary(want))
+        if not pp.dictionary_pages(lay, pages) or not (
+                strings or pa.types.is_integer(want) or (pa.types.is_floating(want) and not pa.types.is_float16(want))):
+            return None
+        max_def = self.md.schema.column(j).max_definition_level
+        raw = pp.dictionary_page(self.fd, lay)
+        digest = xxhash.xxh64_intdigest(raw)
+        key = (self.identity, g, j)
+        hit = _DICTIONARIES.get(key)
+        dic = hit[1] if hit is not None and hit[0] == digest else None
+        if dic is None:
+            if strings:
+                # pyarrow decodes the dictionary page (with these pages' indices: used as they are)
+                col = pp.decode_pages(self.fd, lay, pages, self._info.schema_elements[j + 1],
+                                      self.md.schema.column(j).path, dictionary=True)
+                ch = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+                if not pa.types.is_dictionary(ch.type) or len(ch.dictionary) != lay.dict_values:
+                    return None      # (a dictionary pyarrow deduplicated: its indices are not the page's)
+                dic = ch.dictionary if ch.dictionary.type == want else ch.dictionary.cast(want)
+                _DICTIONARIES.put(key, (digest, dic), dic.nbytes)
+                ind = ch.indices.cast(pa.int32()).take(pa.array(pos))
+                return pa.DictionaryArray.from_arrays(ind, dic) if as_dict else dic.take(ind)
+            dic = pp.plain_dictionary(lay, raw, want)
+            if dic is None:
+                return None
+            _DICTIONARIES.put(key, (digest, dic), dic.nbytes)
+        idx, valid = pp.dictionary_indices(self.fd, lay, pages, max_def, len(dic))
+        idx = idx[pos]
+        ind = pa.array(idx, mask=None if valid is None else ~valid[pos])
+        if as_dict and strings:
+            return pa.DictionaryArray.from_arrays(ind, dic)
+        return dic.take(ind)
+
+    def _rows_of(self, g: int, column: str, rows: np.ndarray, whole: bool, as_dict: bool = False) -> pa.ChunkedArray:
         """Column `column` at rows `rows` (ascending, within row group `g`): the pages
-        holding them decoded (a one-column Parquet file of those pages), or the row group's
-        column read whole and taken when the pages cannot be read here."""
+        holding them decoded (dictionary-encoded pages here, against a cached dictionary;
+        others as a one-column Parquet file of those pages), or the row group's column read
+        whole and taken when the pages cannot be read here. `as_dict`: a String column
+        comes back as an Arrow dictionary array where its pages are dictionary-encoded."""
         from skipidx.store import parquet_pages as pp
 
         want = self._arrow_schema.field(column).type
@@ -750,15 +798,22 @@ class ExternalFile:
         lay = None if whole or j is None else self._layout(g, j)
         if lay is not None:
             page = np.searchsorted(lay.first_rows, rows, side="right") - 1
-            pages = np.unique(page)
+            pages = page[np.flatnonzero(np.diff(page, prepend=-1))]      # (rows ascending)
+            before = np.zeros(lay.rows.shape[0], dtype=np.int64)
+            before[pages] = np.cumsum(lay.rows[pages]) - lay.rows[pages]
+            pos = before[page] + rows - lay.first_rows[page]
+            try:
+                arr = self._dictionary_rows(g, j, lay, pages, pos, want, as_dict)
+                if arr is not None:
+                    return pa.chunked_array([arr])
+            except (SkipidxError, OSError, pa.ArrowException, ValueError, IndexError):
+                pass
             try:
                 col = pp.decode_pages(self.fd, lay, pages, self._info.schema_elements[j + 1], column)
                 if col.type != want:
                     col = col.cast(want)
                 if pages.shape[0] != lay.rows.shape[0] or rows.shape[0] != int(lay.rows.sum()):
-                    before = np.zeros(lay.rows.shape[0], dtype=np.int64)
-                    before[pages] = np.cumsum(lay.rows[pages]) - lay.rows[pages]
-                    col = col.take(pa.array(before[page] + rows - lay.first_rows[page]))
+                    col = col.take(pa.array(pos))
                 return col
             except (SkipidxError, OSError, pa.ArrowException, ValueError):
                 pass
@@ -793,6 +848,9 @@ class ExternalFile:
         pieces: list[pa.Table] = []
         whole: list[int] = []
         schema = pa.schema([self._arrow_schema.field(c) for c in file_cols])
+        if as_dict:
+            schema = pa.schema([f.with_type(pa.dictionary(pa.int32(), f.type)) if f.name in as_dict else f
+                                for f in schema])
 
         def flush() -> None:
             if whole:
@@ -823,8 +881,9 @@ class ExternalFile:
             if rows.shape[0] == 0:
                 continue
             flush()
-            arrays = [self._rows_of(g, c, rows, False) for c in file_cols]
-            pieces.append(pa.Table.from_arrays(arrays, schema=schema))
+            arrays = [self._rows_of(g, c, rows, False, c in as_dict) for c in file_cols]
+            pieces.append(pa.Table.from_arrays(arrays, names=file_cols).cast(schema) if as_dict
+                          else pa.Table.from_arrays(arrays, schema=schema))
         flush()
         if not pieces:
             return None, 0

@@ -14,6 +14,12 @@ file of their own (a footer written here, the leaf's schema element copied
 from the data file's footer). Decompressing and searching a page costs a
 fraction of decoding it into Arrow strings.
 
+Dictionary-encoded pages (a zone read inside a row group, the usual case for
+``=`` / ``IN`` on an id column) are decoded here instead: the RLE / bit-packed
+indices by a numba kernel, against the chunk's dictionary decoded once per
+version of the file (the caller caches it): decoding a ~0.5 MB dictionary page
+for every zone cost most of such a read.
+
 Anything unexpected (nested columns, encryption, an unknown codec or page
 type, a header that does not parse) makes the caller read the row group as
 before: the prefilter only ever skips pages that cannot match.
@@ -31,7 +37,8 @@ import pyarrow.parquet as pq
 from skipidx.core.errors import SkipidxError
 from skipidx.core.parquet_thrift import _Reader, _T_LIST, _T_STOP, varint, zigzag_varint
 
-__all__ = ["PageLayout", "chunk_layout", "footer_schema_elements", "matching_rows", "decode_pages", "write_footer"]
+__all__ = ["PageLayout", "chunk_layout", "footer_schema_elements", "matching_rows", "decode_pages", "write_footer",
+           "dictionary_pages", "dictionary_page", "plain_dictionary", "dictionary_indices"]
 
 _PHYSICAL = {"BOOLEAN": 0, "INT32": 1, "INT64": 2, "INT96": 3, "FLOAT": 4, "DOUBLE": 5, "BYTE_ARRAY": 6,
              "FIXED_LEN_BYTE_ARRAY": 7}
@@ -67,6 +74,9 @@ class PageLayout:
     levels: np.ndarray              # v2: bytes of the (uncompressed) levels before the values
     compressed: np.ndarray          # v2: whether the values are compressed
     uncompressed: np.ndarray        # uncompressed body size
+    #: values in the dictionary page (-1: none); v1 pages: whether every definition-level run is RLE
+    dict_values: int = -1
+    levels_rle: bool = True
 
 
 def _pread(fd: int, n: int, off: int) -> bytes:
@@ -88,6 +98,8 @@ def chunk_layout(fd: int, cc: pq.ColumnChunkMetaData, num_rows: int, where: str 
     pos = 0
     dict_span = None
     dict_plain = False
+    dict_values = -1
+    levels_rle = True
     cols: list[list] = [[] for _ in range(10)]
     row = 0
     while pos < size:
@@ -101,9 +113,11 @@ def chunk_layout(fd: int, cc: pq.ColumnChunkMetaData, num_rows: int, where: str 
             dh = h.get(7) or {}
             dict_span = (start + pos, hl + csize, hl, usize)
             dict_plain = dh.get(2) in (0, 2)
+            dict_values = dh.get(1) if isinstance(dh.get(1), int) else -1
         elif kind == _DATA_PAGE:
             dh = h.get(5) or {}
             n = dh.get(1)
+            levels_rle = levels_rle and dh.get(3, 3) == 3
             for lst, v in zip(cols, (start + pos, hl + csize, hl, row, n, kind, dh.get(2), 0, 1, usize)):
                 lst.append(v)
             row += n
@@ -122,7 +136,7 @@ def chunk_layout(fd: int, cc: pq.ColumnChunkMetaData, num_rows: int, where: str 
         raise SkipidxError("pages do not add up to the row group")
     a = [np.asarray(c, dtype=np.int64) for c in cols]
     return PageLayout(start, size, cc.compression, cc.physical_type, tuple(cc.encodings), dict_span, dict_plain,
-                      a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8].astype(bool), a[9])
+                      a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8].astype(bool), a[9], dict_values, levels_rle)
 
 
 _CODEC_CACHE: dict = {}
@@ -295,9 +309,12 @@ def write_footer(leaf: bytes, name: str, physical: str, codec: str, encodings: S
     return bytes(w.out)
 
 
-def decode_pages(fd: int, layout: PageLayout, pages: np.ndarray, leaf: bytes, name: str) -> pa.ChunkedArray:
+def decode_pages(fd: int, layout: PageLayout, pages: np.ndarray, leaf: bytes, name: str,
+                 dictionary: bool = False) -> pa.ChunkedArray:
     """The values of the data pages `pages` (indices, ascending) of the chunk, decoded by
-    pyarrow from a one-column Parquet file of those pages (and the dictionary page)."""
+    pyarrow from a one-column Parquet file of those pages (and the dictionary page).
+    `dictionary` (a BYTE_ARRAY column): as an Arrow dictionary array (pyarrow's
+    ``read_dictionary``)."""
     parts = [b"PAR1"]
     pos = 4
     dict_off = None
@@ -320,7 +337,8 @@ def decode_pages(fd: int, layout: PageLayout, pages: np.ndarray, leaf: bytes, na
     foot = write_footer(leaf, name, layout.physical, layout.codec, layout.encodings, rows, rows, data_off, dict_off,
                         pos - 4, unc)
     parts += [foot, len(foot).to_bytes(4, "little"), b"PAR1"]
-    t = pq.ParquetFile(pa.BufferReader(b"".join(parts))).read(use_threads=False)
+    t = pq.ParquetFile(pa.BufferReader(b"".join(parts)), read_dictionary=[name] if dictionary else None
+                       ).read(use_threads=False)
     if t.num_rows != rows:
         raise SkipidxError(f"decoded {t.num_rows} rows of {rows}")
     return t.column(0)
@@ -332,3 +350,115 @@ def matching_rows(layout: PageLayout, hit: np.ndarray) -> np.ndarray:
     if idx.size == 0:
         return np.zeros(0, dtype=np.int64)
     return np.concatenate([np.arange(layout.first_rows[i], layout.first_rows[i] + layout.rows[i]) for i in idx])
+
+
+# ---- dictionary-encoded pages decoded here: the indices, against a dictionary decoded once ----
+def dictionary_pages(layout: PageLayout, pages: np.ndarray) -> bool:
+    """Whether the data pages `pages` can be decoded by :func:`dictionary_indices`: all
+    dictionary-encoded against a PLAIN dictionary page, levels RLE, a codec Arrow has."""
+    return (layout.dict_span is not None and layout.dict_plain and layout.dict_values >= 0 and layout.levels_rle
+            and (layout.codec == "UNCOMPRESSED" or layout.codec in _ARROW_CODEC)
+            and bool(np.isin(layout.encoding[pages], _DICT_ENCODED).all()))
+
+
+def dictionary_page(fd: int, layout: PageLayout) -> bytes:
+    """The raw bytes (header and compressed body) of the chunk's dictionary page."""
+    off, ln, _, _ = layout.dict_span
+    return _pread(fd, ln, off)
+
+
+_PLAIN_DTYPE = {"INT32": "<i4", "INT64": "<i8", "FLOAT": "<f4", "DOUBLE": "<f8"}
+
+
+def plain_dictionary(layout: PageLayout, raw: bytes, arrow_type: pa.DataType) -> pa.Array | None:
+    """The values of a fixed-width dictionary page (`raw`: its bytes) as `arrow_type` (an
+    integer or floating type), or None where this is not such a page."""
+    dt = _PLAIN_DTYPE.get(layout.physical)
+    if dt is None or not (pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type)) \
+            or pa.types.is_float16(arrow_type):
+        return None
+    _, _, hl, us = layout.dict_span
+    body = memoryview(raw)[hl:]
+    data = bytes(body) if layout.codec == "UNCOMPRESSED" else _codec(layout.codec).decompress(body, us)
+    n = layout.dict_values
+    vals = np.frombuffer(data, dtype=dt, count=n) if len(data) >= n * np.dtype(dt).itemsize else None
+    if vals is None:
+        raise SkipidxError("short dictionary page")
+    # (an unsigned logical type is stored in the signed physical one: astype wraps it back)
+    return pa.array(vals.astype(arrow_type.to_pandas_dtype(), copy=False), type=arrow_type)
+
+
+def _rle_hybrid(data: bytes, pos: int, end: int, bw: int, count: int) -> np.ndarray:
+    """`count` values of an RLE / bit-packed hybrid run sequence of width `bw` in
+    ``data[pos:end]`` (the Parquet spec's encoding of levels and dictionary indices)."""
+    from skipidx.core._kernels.rle import rle_hybrid
+
+    out = np.empty(count, dtype=np.int32)
+    if count == 0:
+        return out
+    if bw == 0:
+        out[:] = 0
+        return out
+    if not 0 < bw <= 32 or end > len(data) or pos < 0:
+        raise SkipidxError(f"bad RLE runs (bit width {bw})")
+    if rle_hybrid(np.frombuffer(data, dtype=np.uint8), pos, end, bw, count, out) != count:
+        raise SkipidxError("RLE runs end before their values")
+    return out
+
+
+def dictionary_indices(fd: int, layout: PageLayout, pages: np.ndarray, max_def: int,
+                       dict_size: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """The dictionary indices of every row of the data pages `pages` (ascending; all
+    passing :func:`dictionary_pages`), decoded here: (indices (0 for a NULL row), validity
+    or None when no row is NULL). `max_def`: the flat column's maximum definition level
+    (0 required, 1 optional). SkipidxError on anything that does not add up."""
+    if max_def > 1:
+        raise SkipidxError("nested levels")
+    idx_parts: list[np.ndarray] = []
+    valid_parts: list[np.ndarray | None] = []
+    any_null = False
+    for i in pages.tolist():
+        raw = _pread(fd, int(layout.lengths[i]), int(layout.offsets[i]))
+        hl, rows, usize = int(layout.header_lengths[i]), int(layout.rows[i]), int(layout.uncompressed[i])
+        body = memoryview(raw)[hl:]
+        if int(layout.kinds[i]) == _DATA_PAGE_V2:
+            lv = int(layout.levels[i])
+            levels = bytes(body[:lv])
+            vbody = body[lv:]
+            data = bytes(vbody) if layout.codec == "UNCOMPRESSED" or not layout.compressed[i] \
+                else _codec(layout.codec).decompress(vbody, usize - lv).to_pybytes()
+            defs = _rle_hybrid(levels, 0, lv, 1, rows) if max_def else None
+            pos = 0
+        else:
+            data = bytes(body) if layout.codec == "UNCOMPRESSED" else \
+                _codec(layout.codec).decompress(body, usize).to_pybytes()
+            pos = 0
+            defs = None
+            if max_def:
+                ln = int.from_bytes(data[:4], "little")
+                defs = _rle_hybrid(data, 4, 4 + ln, 1, rows)
+                pos = 4 + ln
+        if pos >= len(data):
+            if defs is None or defs.any():
+                raise SkipidxError("page without its indices")
+            bw = 0          # (a page of NULLs only may hold no index bytes)
+        else:
+            bw = data[pos]
+            pos += 1
+        valid = None if defs is None else defs.astype(bool)
+        nn = rows if valid is None else int(np.count_nonzero(valid))
+        ind = _rle_hybrid(data, pos, len(data), bw, nn)
+        if nn and (int(ind.max()) >= dict_size or int(ind.min()) < 0):
+            raise SkipidxError("dictionary index out of range")
+        if valid is not None and nn != rows:
+            full = np.zeros(rows, dtype=np.int32)
+            full[valid] = ind
+            ind = full
+            any_null = True
+        idx_parts.append(ind)
+        valid_parts.append(valid)
+    idx = idx_parts[0] if len(idx_parts) == 1 else np.concatenate(idx_parts)
+    if not any_null:
+        return idx, None
+    return idx, np.concatenate([np.ones(int(layout.rows[i]), dtype=bool) if v is None else v
+                                for i, v in zip(pages.tolist(), valid_parts)])

@@ -16,6 +16,24 @@ def test_evicts_the_least_recently_used():
     assert len(c) == 2
 
 
+def test_a_byte_bound_evicts_by_the_sizes_put_says():
+    c = LRU(100, max_bytes=10)
+    c.put("a", 1, 4)
+    c.put("b", 2, 4)
+    c.get("a")
+    c.put("c", 3, 4)              # 12 bytes: 'b' (least recently used) goes
+    assert (c.get("a"), c.get("b"), c.get("c")) == (1, None, 3)
+    c.put("a", 9, 1)              # replacing an entry counts its new size only
+    c.put("d", 4, 5)
+    assert (c.get("a"), c.get("c"), c.get("d")) == (9, 3, 4)
+    c.put("big", 5, 11)           # larger than the bound: kept by nothing
+    assert c.get("big") is None and len(c) == 0
+    c.put("e", 6, 3)
+    c.clear()
+    c.put("f", 7, 10)
+    assert c.get("f") == 7, "clear() forgets the sizes too"
+
+
 def test_size_can_shrink_to_nothing_and_clear_empties():
     c = LRU(4)
     c.put(1, "x")

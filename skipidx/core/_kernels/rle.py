@@ -1,0 +1,62 @@
+"""The Parquet RLE / bit-packed hybrid decoder (levels and dictionary indices)."""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+__all__ = ["rle_hybrid"]
+
+
+@njit(cache=True, nogil=True)
+def rle_hybrid(data, pos, end, bw, count, out):
+    """Decode `count` values of width `bw` (0..32) from the runs in ``data[pos:end]``
+    (uint8) into `out` (int32); returns `count`, or -1 where the runs end early or a
+    header is malformed."""
+    width = (bw + 7) // 8
+    mask = (np.int64(1) << bw) - 1
+    got = 0
+    while got < count:
+        h = np.int64(0)
+        shift = 0
+        while True:
+            if pos >= end or shift > 35:
+                return -1
+            b = np.int64(data[pos])
+            pos += 1
+            h |= (b & 0x7F) << shift
+            if b < 0x80:
+                break
+            shift += 7
+        if h & 1:
+            n = (h >> 1) * 8
+            nb = (h >> 1) * bw
+            if n == 0 or pos + nb > end:
+                return -1
+            m = min(n, count - got)
+            base = pos * 8
+            for k in range(m):
+                start = base + k * bw
+                bi = start >> 3
+                off = start & 7
+                acc = np.int64(0)
+                nbits = 0
+                while nbits < bw + off:
+                    acc |= np.int64(data[bi]) << nbits
+                    bi += 1
+                    nbits += 8
+                out[got + k] = (acc >> off) & mask
+            got += m
+            pos += nb
+        else:
+            n = h >> 1
+            if n == 0 or pos + width > end:
+                return -1
+            v = np.int64(0)
+            for k in range(width):
+                v |= np.int64(data[pos + k]) << (8 * k)
+            pos += width
+            m = min(n, count - got)
+            for k in range(m):
+                out[got + k] = v
+            got += m
+    return got
