@@ -242,10 +242,11 @@ def merge_order(meta: TableMeta, parts: list[Part], threads: int | None = None) 
 
 
 def _use_merged_indexes(meta: TableMeta, parts: list[Part], writer: PartWriter,
-                        order: tuple[np.ndarray, np.ndarray]) -> None:
+                        order: tuple[np.ndarray, np.ndarray], threads: int | None = None) -> None:
     """Indexes that merge their sources' postings (the text index) instead of re-tokenizing:
     handed the sources' granules and where each source row lands. A source whose index is
-    missing or damaged leaves that index to be rebuilt from the rows."""
+    missing or damaged leaves that index to be rebuilt from the rows. The sources' index
+    files are read and checked on `threads` threads (a big dictionary's walk takes seconds)."""
     from skipidx.core.errors import SkipidxError
 
     perm, offsets = order
@@ -255,7 +256,7 @@ def _use_merged_indexes(meta: TableMeta, parts: list[Part], writer: PartWriter,
         if agg is None or not all(p.has_index(im.name) for p in parts):
             continue
         try:
-            sources = [p.load_index(im.name) for p in parts]
+            sources = _map(lambda p: p.load_index(im.name), parts, threads)
         except SkipidxError:
             continue
         if inv is None:
@@ -335,7 +336,7 @@ def merge_parts(table_dir: str, meta: TableMeta, parts: list[Part], *, expect_id
         m = writer.chunk_multiple()
         step = max(1, _writer.INDEX_CHUNK_ROWS // m) * m
         order = merge_order(meta, parts, n_threads)
-        _use_merged_indexes(meta, parts, writer, order)
+        _use_merged_indexes(meta, parts, writer, order, n_threads)
         chunks = merged_chunks(meta, parts, step, order, n_threads)
         for chunk in (_prefetched(chunks) if n_threads > 1 else chunks):
             writer.write(chunk)
