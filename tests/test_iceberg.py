@@ -321,6 +321,16 @@ def test_attach_api_local_table_and_errors(lake, tmp_path):
     db.sql(f"CREATE TABLE loc ENGINE = IcebergLocal('{tbl.location()[len('file://'):]}')")
     assert db.sql("SELECT count() FROM loc WHERE hasToken(msg, 'kraken3')").fetchall() == [
         (len(_oracle(cat, _tok("kraken3"))),)]
+    # indexes added later are built for the snapshot's files; SHOW CREATE round-trips; DROP leaves Iceberg alone
+    db.sql("ALTER TABLE lg ADD INDEX tr trace_id TYPE bloom_filter(0.01)")
+    db.sql("ALTER TABLE lg MATERIALIZE INDEX tr")
+    r = db.sql("SELECT id FROM lg WHERE trace_id = 't2-000417'")
+    assert [x[0] for x in r.fetchall()] == _oracle(cat, "trace_id = 't2-000417'") and r.stats.parts_selected == 1
+    sc = db.sql("SHOW CREATE TABLE lg").fetchall()[0][0]
+    db.sql("DROP TABLE lg")
+    db.sql(sc.replace("CREATE TABLE default.lg", "CREATE TABLE lg"))   # (db.table names: not parsed here yet)
+    assert db.sql("SHOW CREATE TABLE lg").fetchall()[0][0] == sc
+    assert len(cat.load_table("ns.logs").scan().to_arrow()) == 41000
     for bad, msg in [
         (f"CREATE TABLE x ENGINE = Iceberg('{uri}', 'ns.nope')", "NoSuchTable"),
         (f"CREATE TABLE x ENGINE = Iceberg('{uri}')", "two or three strings"),
@@ -428,3 +438,35 @@ def test_partitioned_table(tmp_path):
         assert db.sql("SELECT id FROM lg WHERE region = 'us'").stats.parts_selected == 1
         assert sorted(x[0] for x in db.sql("SELECT id FROM lg WHERE region IN ('eu', 'ap')").fetchall()) == _oracle(
             cat, "region IN ('eu', 'ap')")
+
+
+def test_queries_during_refresh_see_one_snapshot(lake):
+    import threading
+
+    db, cat, uri, wh = lake
+    _create(db, uri)
+    tbl = cat.load_table("ns.logs")
+    files = {t.file.record_count: t.file.file_path for t in tbl.scan().plan_files()}
+    _add_position_deletes(tbl, wh, {files[20000]: list(range(0, 20000, 2))})
+    cat.load_table("ns.logs").append(_rows(6, 70000, 4000))
+    old, new = 41000, 41000 - 10000 + 4000
+    done = threading.Event()
+    errors = []
+
+    def refresh():
+        try:
+            db.sql("ALTER TABLE lg REFRESH")
+        except Exception as e:          # reported below
+            errors.append(e)
+        finally:
+            done.set()
+
+    th = threading.Thread(target=refresh)
+    th.start()
+    seen = set()
+    while not done.is_set():
+        seen.add(db.sql("SELECT count() FROM lg WHERE id >= 0").fetchall()[0][0])
+    th.join()
+    assert not errors, errors
+    seen.add(db.sql("SELECT count() FROM lg WHERE id >= 0").fetchall()[0][0])
+    assert seen <= {old, new} and new in seen, seen
