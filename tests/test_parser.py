@@ -687,7 +687,7 @@ EXPECTED_SETS = [
     ("statement_start", "SELEC 1",
      ("';'", "ALTER", "CREATE", "DESC", "DESCRIBE", "DROP", "EXISTS", "EXPLAIN", "INSERT", "OPTIMIZE", "SELECT",
       "SET", "SHOW", "TRUNCATE", "end of input")),
-    ("insert_after_table", "INSERT INTO t 1", ("'('", "FROM", "SELECT", "SETTINGS", "VALUES")),
+    ("insert_after_table", "INSERT INTO t 1", ("'('", "'.'", "FROM", "SELECT", "SETTINGS", "VALUES")),
     ("describe", "DESCRIBE 1", ("identifier", "{name:Identifier}", "TABLE")),
     ("after_is", "SELECT a FROM t WHERE a IS 1", ("NOT", "NULL")),
     # in the SELECT list `a IS 1` is `a AS is` then a stray 1, as ClickHouse reads it

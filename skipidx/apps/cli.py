@@ -96,6 +96,8 @@ def _run_text(db, text: str, args, out: IO[bytes], err: IO[str], interactive: bo
 
 
 def _read_sql(args) -> str | None:
+    if getattr(args, "query", None) is not None and (args.file is not None or args.statements is not None):
+        raise SkipidxError("give the SQL once: as text, with -q/--query or with -f/--file")
     if args.file is not None:
         if args.file == "-":
             return sys.stdin.read()
@@ -112,6 +114,8 @@ def _read_sql(args) -> str | None:
                                column=e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1) from None
     if args.statements is not None:
         return args.statements
+    if getattr(args, "query", None) is not None:
+        return args.query
     if not _is_tty(sys.stdin):
         return sys.stdin.read()
     return None
@@ -298,6 +302,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("dbdir", help="database directory (created if missing)")
     s.add_argument("statements", nargs="?", help="SQL text (several statements separated by ';')")
     s.add_argument("-f", "--file", help="read SQL from this file ('-': standard input)")
+    s.add_argument("-q", "--query", default=None, metavar="SQL",
+                   help="SQL text, as clickhouse-local's --query (instead of the positional text)")
     s.add_argument("--format", "-F", default=None, metavar="FORMAT", help=_FORMAT_HELP)
     s.add_argument("--stats", action="store_true", help="print each SELECT's pruning figures to stderr")
     s.add_argument("--time", action="store_true", help="print each statement's elapsed seconds to stderr")

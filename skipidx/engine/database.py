@@ -11,6 +11,7 @@ and a failed statement leaves the database as it was.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 import sys
@@ -153,9 +154,16 @@ class Database(Closing):
         if isinstance(stmt, A.Select) and self._logs(stmt):
             from skipidx.engine.query_log import log_select
 
+            from skipidx.engine.query_log import QUERY_LOG_MAX_CHARS
+            from skipidx.engine.system_tables import statement_tables
+
             used = {p.name for p in _statement_params(stmt)}
-            log_select(self.path, text if text is not None else stmt.to_sql(), {k: v for k, v in params.items() if k in used},
-                       time.perf_counter() - t0, res.stats)
+            query = text if text is not None else stmt.to_sql()
+            log_select(self.path, query, {k: v for k, v in params.items() if k in used},
+                       time.perf_counter() - t0, res.stats,
+                       # a streamed result's rows are not known yet: its figures are left out
+                       result_rows=None if res.streaming or res.outfile is not None else res.num_rows,
+                       tables=statement_tables(stmt) if len(query) <= QUERY_LOG_MAX_CHARS else None)
         return res
 
     def _logs(self, stmt: A.Select) -> bool:
@@ -343,8 +351,15 @@ class Database(Closing):
 
     # -- dispatch -----------------------------------------------------------
     def _dispatch(self, s: A.Statement) -> Result:
-        from skipidx.engine import statements
+        from skipidx.engine import statements, system_tables
 
+        # `default.t` is `t`; a system table answers DESCRIBE/EXISTS/SHOW CREATE, refuses writes
+        s = system_tables.check_statement(s)
+        if system_tables.is_system(getattr(s, "table", None)) and not isinstance(s, A.Select):
+            res = system_tables.run_on_system(s)
+            if res is None:
+                raise system_tables.read_only_error(s.table, type(s).__name__)
+            return res
         s = statements.resolve_subqueries(self, s)
         handled = statements.run(self, s)
         if handled is not None:
@@ -467,7 +482,25 @@ class Database(Closing):
             "elapsed": pa.array(cols[5], pa.float64()),
         })
 
+    def _local_ref(self, ref: A.TableRef) -> A.TableRef:
+        """`ref` named in this database (``default.t`` -> ``t``); a system table keeps its
+        database (``system``); another database is an error."""
+        from skipidx.engine.system_tables import local_ref
+
+        return local_ref(ref)
+
+    def _system_table(self, name: str, settings: dict) -> tuple[pa.Table, Any]:
+        """The rows and metadata of system table `name` now (engine/system_tables.py)."""
+        from skipidx.engine.system_tables import system_table
+
+        return system_table(self, name, settings)
+
     def _table(self, ref: A.TableRef):
+        from skipidx.engine.system_tables import is_system, local_ref, read_only_error
+
+        ref = local_ref(ref)
+        if is_system(ref):
+            raise read_only_error(ref, "a statement on the table's data files")
         try:
             return self.catalog.table(ref.name)
         except BindError:
@@ -521,6 +554,10 @@ class Database(Closing):
         from skipidx.engine.settings import resolve_settings
         from skipidx.engine.statements import _with_prewhere, apply_prewhere, session_settings
 
+        from skipidx.engine.system_tables import is_system, local_ref
+
+        if s.select.table is not None and is_system(local_ref(s.select.table)):
+            return self._explain_system(s.select)
         snap, bs, plan = self._plan(_with_prewhere(s.select))
         if snap is not None:
             try:
@@ -539,6 +576,40 @@ class Database(Closing):
             lines, stats = explain_lines(plan, indexes=s.indexes, direct_count=direct_count,
                                          direct_rows=where_indexes, row_filter=row_filter_indexes)
         return Result(pa.table({"explain": pa.array(lines, pa.string())}), stats)
+
+
+    def _explain_system(self, q: A.Select) -> Result:
+        """EXPLAIN of a SELECT over a system table: its rows are built, not read (no pruning)."""
+        from skipidx.expr.binder import bind_select
+        from skipidx.engine.system_tables import system_meta
+
+        q = _with_prewhere_select(q)
+        bs = bind_select(system_meta(q.table.name), dataclasses.replace(q, table=None))
+        lines = ["Expression"]
+        if q.where is not None:
+            lines.append(f"  Filter: {q.where.to_sql()}")
+        step = "ReadFromSystem" + "".join(w.capitalize() for w in q.table.name.split("_"))
+        lines.append(f"  {step} (system.{q.table.name})")
+        from skipidx.expr.visitors import columns_of
+
+        needed = bs.output_columns()
+        columns_of(bs.where, needed)
+        cols = [c for c, _t in system_tables_columns(q.table.name) if c in needed]
+        if cols:
+            lines.append(f"    Columns: {', '.join(cols)}")
+        return Result(pa.table({"explain": pa.array(lines, pa.string())}))
+
+
+def system_tables_columns(name: str) -> list:
+    from skipidx.engine.system_tables import system_columns
+
+    return system_columns(name)
+
+
+def _with_prewhere_select(q: A.Select) -> A.Select:
+    from skipidx.engine.statements import _with_prewhere
+
+    return _with_prewhere(q)
 
 
 def _statement_params(stmt: A.Statement) -> list:

@@ -11,13 +11,16 @@ and the log never holds more than about twice that; reading keeps the last
 
 The log is advisory (``skipidx advise`` reads it): a failed write never fails
 the query, and a line that does not parse is skipped on read. ``db.query_log()``
-returns it as an Arrow table with ClickHouse's column names.
+returns it as an Arrow table with ClickHouse's column names; ``SELECT ... FROM
+system.query_log`` reads it as ClickHouse's table (engine/system_tables.py: also
+``read_rows``, ``result_rows``, ``tables``, ``query_id`` of each entry).
 """
 from __future__ import annotations
 
 import datetime as _dt
 import json
 import os
+import uuid
 from typing import Any, Mapping
 
 import pyarrow as pa
@@ -41,19 +44,27 @@ def _param_text(v: Any) -> Any:
 
 
 def log_select(db_path: str, query: str, params: Mapping[str, Any] | None, duration_s: float,
-               stats: Any = None) -> None:
-    """Append one SELECT to the log (best effort: an OSError is swallowed)."""
+               stats: Any = None, *, result_rows: int | None = None, tables: list[str] | None = None) -> None:
+    """Append one SELECT to the log (best effort: an OSError is swallowed). `result_rows`:
+    the rows of a result computed at once (None for a streamed one: its scan has not run, so
+    its ``read_rows`` is left out too); `tables`: what it read (``default.t``, ``system.parts``)."""
     if len(query) > QUERY_LOG_MAX_CHARS:
         return
     rec = {"event_time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="microseconds"),
            "query": query, "params": {k: _param_text(v) for k, v in (params or {}).items()},
-           "query_duration_ms": round(duration_s * 1e3, 3)}
+           "query_duration_ms": round(duration_s * 1e3, 3), "query_id": str(uuid.uuid4())}
     if stats is not None:
         # pruning figures only: a streamed result's rows_read grows after the statement returns
         for k in ("granules_total", "granules_selected"):
             v = getattr(stats, k, None)
             if v is not None:
                 rec[k] = int(v)
+        if result_rows is not None and getattr(stats, "rows_read", None) is not None:
+            rec["read_rows"] = int(stats.rows_read)
+    if result_rows is not None:
+        rec["result_rows"] = int(result_rows)
+    if tables:
+        rec["tables"] = list(tables)
     path = os.path.join(db_path, QUERY_LOG_FILE)
     line = (json.dumps(rec, ensure_ascii=False) + "\n").encode("utf-8")
     try:

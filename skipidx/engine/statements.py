@@ -248,6 +248,10 @@ def _select_streamed(db: Any, s: A.Select) -> Result | None:
     q = _with_prewhere(s)
     if q.table_function is not None or q.table is None or q.subquery is not None:
         return None
+    ref = db._local_ref(q.table)
+    if ref.database is not None:     # a system table: built, not streamed
+        return None
+    q = dataclasses.replace(q, table=ref)
     table = db._table(q.table)
     snap = table.snapshot()
     try:
@@ -279,6 +283,11 @@ def _select_table(db: Any, s: A.Select):
         return _select_table_function(q, qs)
     if q.table is None:
         return run_constant_select(bind_select(None, q)), None, None
+    ref = db._local_ref(q.table)
+    if ref.database is not None:     # a system table (engine/system_tables.py)
+        data, meta = db._system_table(ref.name, dict(qs.values))
+        return _select_from_data(dataclasses.replace(q, table=None), qs, data, meta, ref.to_sql())
+    q = dataclasses.replace(q, table=ref)
     table = db._table(q.table)
     with table.snapshot() as snap:
         bs, plan, before_scan = _plan_select(db, snap, q, s, qs)

@@ -436,15 +436,19 @@ class Between(Expr):
 @dataclass(frozen=True)
 class TableRef(Node):
     """The name of a table, where it was written; `param` names the query
-    parameter ``{param:Identifier}`` written in its place (then `name` is '')."""
+    parameter ``{param:Identifier}`` written in its place (then `name` is '');
+    `database` is the ``db`` of ``db.table`` (None when not written)."""
 
     name: str
     param: str | None = None
     pos: Pos = _pos_field()
+    database: str | None = None
 
     def to_sql(self) -> str:
         if self.param is not None:
             return "{" + self.param + ":Identifier}"
+        if self.database is not None:
+            return f"{quote_identifier(self.database)}.{quote_identifier(self.name)}"
         return quote_identifier(self.name)
 
 

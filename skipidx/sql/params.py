@@ -91,7 +91,12 @@ def _replace(node: Any, params: Mapping[str, Any]) -> Any:
     if isinstance(node, A.Param):
         return _value_node(node, params[node.name])
     if isinstance(node, A.TableRef) and node.param is not None:
-        return A.TableRef(_identifier(params[node.param], node.param, node), pos=node.pos)
+        value = params[node.param]
+        if isinstance(value, str) and value.count(".") == 1 and all(map(_IDENT.match, value.split("."))):
+            # ClickHouse's compound identifier: {t:Identifier} = 'system.parts'
+            db, name = value.split(".")
+            return A.TableRef(name, pos=node.pos, database=db)
+        return A.TableRef(_identifier(value, node.param, node), pos=node.pos)
     changes = {}
     for f in dataclasses.fields(node):
         if f.name == "pos":

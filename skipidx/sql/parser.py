@@ -588,6 +588,8 @@ class _AstBuilder(Transformer):
         t = c[0]
         if t.type == "IDENT_PARAM":
             return A.TableRef("", t.decoded[0], pos=_pos(t))
+        if len(c) == 3:
+            return A.TableRef(c[2].decoded, pos=_pos(t), database=t.decoded)
         return A.TableRef(t.decoded, pos=_pos(t))
 
     def column(self, c: list) -> A.Expr:

@@ -226,7 +226,9 @@ def statements_from_log(db, table: str) -> list[tuple[Any, dict]]:
         except SkipidxError:
             continue
         for s in stmts:
-            if isinstance(s, A.Select) and s.table is not None and s.table.name == table:
+            # `t` or `default.t`: a system table of the same name is not this table
+            if (isinstance(s, A.Select) and s.table is not None and s.table.name == table
+                    and getattr(s.table, "database", None) in (None, "default")):
                 out.append((s, json.loads(p or "{}")))
     return out
 

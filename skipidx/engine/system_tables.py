@@ -1,0 +1,549 @@
+"""ClickHouse's ``system`` database as read-only virtual tables, and ``database.table`` names.
+
+The database a connection opens is ClickHouse's current database, ``default``:
+``default.t`` is the table ``t``. The ``system`` database holds virtual tables
+built when a statement reads them, with ClickHouse's column names and types
+for the columns skipidx can fill (a subset of ClickHouse's, checked against
+chDB's ``DESCRIBE system.X``):
+
+- ``system.parts``: the active parts of the MergeTree tables;
+- ``system.tables``, ``system.columns``, ``system.databases``;
+- ``system.data_skipping_indices``: every declared index with its size on disk;
+- ``system.merges``: the merges running now (SHOW MERGES);
+- ``system.query_log``: the database's log of recent SELECTs (engine/query_log.py);
+- ``system.settings``: the query settings, with this connection's values.
+
+A SELECT reads one as any table (WHERE, GROUP BY, ORDER BY, LIMIT, FORMAT,
+subqueries); DESCRIBE, EXISTS and SHOW CREATE answer for them; any statement
+that would write one is a :class:`SkipidxError`.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import os
+from dataclasses import replace
+from typing import Any, Callable
+
+import pyarrow as pa
+
+from skipidx.core.errors import BindError, SkipidxError
+from skipidx.core.hints import did_you_mean
+from skipidx.core.types import parse_type
+from skipidx.sql import ast as A
+from skipidx.store.metadata import ColumnMeta, TableMeta
+
+__all__ = ["DATABASE", "SYSTEM", "SYSTEM_TABLES", "local_ref", "is_system", "check_statement",
+           "system_table", "system_columns", "system_meta"]
+
+#: the name of the connection's own database (ClickHouse's current database)
+DATABASE = "default"
+SYSTEM = "system"
+
+_ENUM_QUERY_TYPE = ("Enum8('QueryStart' = 1, 'QueryFinish' = 2, 'ExceptionBeforeStart' = 3, "
+                    "'ExceptionWhileProcessing' = 4)")
+
+#: name -> [(column, ClickHouse type)], in ClickHouse's column order (a subset of its columns)
+SYSTEM_TABLES: dict[str, list[tuple[str, str]]] = {
+    "parts": [
+        ("partition", "String"), ("name", "String"), ("active", "UInt8"), ("marks", "UInt64"),
+        ("rows", "UInt64"), ("files", "UInt64"), ("bytes_on_disk", "UInt64"),
+        ("data_compressed_bytes", "UInt64"), ("secondary_indices_compressed_bytes", "UInt64"),
+        ("modification_time", "DateTime"), ("partition_id", "String"), ("level", "UInt32"),
+        ("database", "String"), ("table", "String"), ("engine", "String"), ("path", "String"),
+    ],
+    "tables": [
+        ("database", "String"), ("name", "String"), ("engine", "String"), ("is_temporary", "UInt8"),
+        ("data_paths", "Array(String)"), ("create_table_query", "String"), ("engine_full", "String"),
+        ("partition_key", "String"), ("sorting_key", "String"), ("primary_key", "String"),
+        ("sampling_key", "String"), ("total_rows", "Nullable(UInt64)"), ("total_bytes", "Nullable(UInt64)"),
+        ("parts", "Nullable(UInt64)"), ("active_parts", "Nullable(UInt64)"), ("total_marks", "Nullable(UInt64)"),
+        ("comment", "String"), ("has_own_data", "UInt8"),
+    ],
+    "columns": [
+        ("database", "String"), ("table", "String"), ("name", "String"), ("type", "String"),
+        ("position", "UInt64"), ("default_kind", "String"), ("default_expression", "String"),
+        ("comment", "String"), ("is_in_partition_key", "UInt8"), ("is_in_sorting_key", "UInt8"),
+        ("is_in_primary_key", "UInt8"), ("is_in_sampling_key", "UInt8"), ("compression_codec", "String"),
+    ],
+    "data_skipping_indices": [
+        ("database", "String"), ("table", "String"), ("name", "String"), ("type", "String"),
+        ("type_full", "String"), ("expr", "String"), ("creation", "Enum8('Explicit' = 0, 'Implicit' = 1)"),
+        ("granularity", "UInt64"), ("data_compressed_bytes", "UInt64"), ("data_uncompressed_bytes", "UInt64"),
+        ("marks_bytes", "UInt64"),
+    ],
+    "merges": [
+        ("database", "String"), ("table", "String"), ("elapsed", "Float64"), ("num_parts", "UInt64"),
+        ("source_part_names", "Array(String)"), ("result_part_name", "String"), ("partition_id", "String"),
+        ("partition", "String"), ("is_mutation", "UInt8"), ("merge_type", "String"),
+    ],
+    "query_log": [
+        ("type", _ENUM_QUERY_TYPE), ("event_date", "Date"), ("event_time", "DateTime"),
+        ("event_time_microseconds", "DateTime64(6)"), ("query_start_time", "DateTime"),
+        ("query_start_time_microseconds", "DateTime64(6)"), ("query_duration_ms", "UInt64"),
+        ("read_rows", "UInt64"), ("result_rows", "UInt64"), ("current_database", "String"),
+        ("query", "String"), ("query_kind", "LowCardinality(String)"),
+        ("databases", "Array(LowCardinality(String))"), ("tables", "Array(LowCardinality(String))"),
+        ("exception_code", "Int32"), ("exception", "String"), ("query_id", "String"),
+    ],
+    "settings": [
+        ("name", "String"), ("value", "String"), ("changed", "UInt8"), ("description", "String"),
+        ("type", "String"), ("default", "String"),
+    ],
+    "databases": [
+        ("name", "String"), ("engine", "String"), ("data_path", "String"), ("comment", "String"),
+    ],
+}
+
+#: the statements that would change a table, as the error names them
+_WRITES = {
+    "CreateTable": "CREATE TABLE", "DropTable": "DROP TABLE", "Truncate": "TRUNCATE",
+    "InsertValues": "INSERT", "InsertFile": "INSERT", "InsertSelect": "INSERT", "Alter": "ALTER",
+    "AlterAddIndex": "ALTER", "AlterDropIndex": "ALTER", "AlterMaterializeIndex": "ALTER",
+    "AlterAddColumn": "ALTER", "AlterDropColumn": "ALTER", "AlterModifySetting": "ALTER",
+    "AlterRefresh": "ALTER", "AlterAttachParts": "ALTER", "Optimize": "OPTIMIZE", "ShowParts": "SHOW PARTS",
+}
+
+
+def _err(msg: str, node: Any) -> BindError:
+    pos = getattr(node, "pos", None)
+    if pos is not None and pos.line > 0:
+        return BindError(msg, line=pos.line, column=pos.column)
+    return BindError(msg)
+
+
+def is_system(ref: Any) -> bool:
+    """Whether `ref` (a TableRef or None) names a table of the ``system`` database."""
+    return isinstance(ref, A.TableRef) and ref.database is not None and ref.database == SYSTEM
+
+
+def local_ref(ref: A.TableRef) -> A.TableRef:
+    """`ref` as a name of this database (``default.t`` is ``t``); a ``system`` table is returned
+    as is (check with :func:`is_system`); any other database is an error."""
+    if ref.database is None:
+        return ref
+    if ref.database == DATABASE:
+        return replace(ref, database=None)
+    if ref.database == SYSTEM:
+        if ref.name not in SYSTEM_TABLES:
+            raise _err(f"unknown table system.{ref.name}{did_you_mean(ref.name, SYSTEM_TABLES)}; "
+                       f"system tables: {', '.join(sorted(SYSTEM_TABLES))}", ref)
+        return ref
+    raise _err(f"Database {ref.database} does not exist{did_you_mean(ref.database, (DATABASE, SYSTEM))}; "
+               f"databases: {DATABASE} (this database), {SYSTEM}", ref)
+
+
+def read_only_error(ref: A.TableRef, what: str) -> SkipidxError:
+    return _err(f"system.{ref.name} is a read-only system table: {what} is not allowed "
+                "(SELECT from it, DESCRIBE it)", ref)
+
+
+def check_statement(s: A.Statement) -> A.Statement:
+    """`s` with its target table named in this database (``default.t`` -> ``t``); a write to a
+    system table or a table of another database is an error. The FROM of a SELECT is left
+    to the SELECT (it may read a system table)."""
+    ref = getattr(s, "table", None)
+    if not isinstance(ref, A.TableRef) or ref.database is None or isinstance(s, A.Select):
+        return s
+    if isinstance(s, A.ExistsTable) and ref.database == SYSTEM:
+        return s          # EXISTS system.nope is 0, not an error
+    if isinstance(s, A.CreateTable) and ref.database == SYSTEM:
+        raise _err(f"the system database is read-only: CREATE TABLE system.{ref.name} is not allowed", ref)
+    ref = local_ref(ref)
+    if is_system(ref):
+        what = _WRITES.get(type(s).__name__)
+        if what is not None:
+            raise read_only_error(ref, what)
+        return s
+    if isinstance(s, A.Alter):
+        # each command names the table again
+        return replace(s, table=ref, commands=tuple(replace(c, table=ref) for c in s.commands))
+    return replace(s, table=ref)
+
+
+def run_on_system(s: A.Statement) -> Any:
+    """The answer of DESCRIBE / EXISTS / SHOW CREATE on a system table (Result); None for
+    any other statement."""
+    from skipidx.engine.result import Result
+
+    ref = s.table
+    if isinstance(s, A.ExistsTable):
+        return Result(pa.table({"result": pa.array([int(ref.name in SYSTEM_TABLES)], pa.uint8())}))
+    cols = SYSTEM_TABLES[ref.name]
+    if isinstance(s, A.Describe):
+        return Result(pa.table({"name": pa.array([c for c, _ in cols], pa.string()),
+                                "type": pa.array([t for _, t in cols], pa.string()),
+                                "codec_expression": pa.array([""] * len(cols), pa.string())}))
+    if isinstance(s, A.ShowCreate):
+        body = ",\n".join(f"    `{c}` {t}" for c, t in cols)
+        engine = "System" + "".join(w.capitalize() for w in ref.name.split("_"))
+        text = f"CREATE TABLE system.{ref.name}\n(\n{body}\n)\nENGINE = {engine}"
+        return Result(pa.table({"statement": pa.array([text], pa.string())}))
+    return None
+
+
+def statement_tables(stmt: A.Statement) -> list[str]:
+    """The tables a statement reads, as ClickHouse's query_log names them (``default.t``,
+    ``system.parts``), in order of appearance, each once."""
+    out: dict[str, None] = {}
+
+    def walk(node: Any) -> None:
+        if isinstance(node, A.TableRef):
+            if node.param is None and node.name:
+                out[f"{node.database or DATABASE}.{node.name}"] = None
+            return
+        if isinstance(node, tuple):
+            for x in node:
+                walk(x)
+        elif isinstance(node, A.Node):
+            for f in _node_fields(type(node)):
+                walk(getattr(node, f))
+
+    walk(stmt)
+    return list(out)
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _node_fields(cls: type) -> tuple[str, ...]:
+    names = _FIELDS.get(cls)
+    if names is None:
+        import dataclasses
+
+        names = tuple(f.name for f in dataclasses.fields(cls) if f.name != "pos") \
+            if dataclasses.is_dataclass(cls) else ()
+        _FIELDS[cls] = names
+    return names
+
+
+def system_meta(name: str) -> TableMeta:
+    """The columns of system table `name` as a table's metadata (for the binder)."""
+    return TableMeta(name=name, columns=[ColumnMeta(c, parse_type(t)) for c, t in SYSTEM_TABLES[name]])
+
+
+def system_columns(name: str) -> list[tuple[str, str]]:
+    return list(SYSTEM_TABLES[name])
+
+
+def system_table(db: Any, name: str, settings: dict | None = None) -> tuple[pa.Table, TableMeta]:
+    """The rows of system table `name` now, and its metadata. `settings`: the statement's
+    resolved settings (system.settings shows them)."""
+    meta = system_meta(name)
+    rows = _BUILDERS[name](db, settings or {})
+    arrays = []
+    fields = []
+    for c in meta.columns:
+        vals = rows.get(c.name, [])
+        fields.append(pa.field(c.name, c.type.arrow_type, nullable=c.type.nullable))
+        arrays.append(pa.array(vals, c.type.arrow_type))
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields)), meta
+
+
+# ---------------------------------------------------------------------------- builders
+
+def _columns_of(names: list[str]) -> dict[str, list]:
+    return {n: [] for n in names}
+
+
+def _tables(db: Any) -> list[tuple[str, Any]]:
+    """(name, table) of every table whose state reads (a damaged table is left out)."""
+    out = []
+    for n in db.catalog.list_tables():
+        try:
+            out.append((n, db.catalog.table(n)))
+        except SkipidxError:
+            continue
+    return out
+
+
+def _is_external(t: Any) -> bool:
+    return getattr(t, "kind", None) == "external"
+
+
+def _mtime(unix: Any) -> _dt.datetime:
+    return _dt.datetime.fromtimestamp(int(float(unix or 0)), _dt.timezone.utc).replace(tzinfo=None)
+
+
+def _parts_of(t: Any) -> list[dict]:
+    """One dict per active part of MergeTree table `t` (read through its snapshot)."""
+    if _is_external(t):
+        return []
+    out = []
+    try:
+        snap = t.snapshot()
+    except SkipidxError:
+        return []        # dropped since it was listed, or its state is damaged
+    with snap:
+        for p in snap.parts:
+            m = p.manifest
+            files = m.get("files") or {}
+            index_files = {e.get("file") for e in (m.get("indexes") or {}).values()}
+            out.append({
+                "name": p.name, "rows": int(p.num_rows), "marks": int(p.n_granules), "level": int(p.level),
+                "files": len(files), "bytes": sum(int(f.get("size", 0)) for f in files.values()),
+                "data": sum(int(f.get("size", 0)) for k, f in files.items() if k.endswith(".parquet")),
+                "indexes": sum(int(f.get("size", 0)) for k, f in files.items() if k in index_files),
+                "index_sizes": {n: int(files.get(e.get("file"), {}).get("size", 0))
+                                for n, e in (m.get("indexes") or {}).items() if p.has_index(n)},
+                "mtime": _mtime(m.get("created_unix")), "path": p.path,
+            })
+    return out
+
+
+def _sidecars_of(t: Any) -> list[dict]:
+    """The index sizes of an external table's data files (their sidecar files)."""
+    out = []
+    try:
+        with t.snapshot() as snap:
+            for f in snap.parts:
+                sizes = {}
+                for im in snap.meta.indexes:
+                    e = f.index_entry(im.name)
+                    if e is not None:
+                        try:
+                            sizes[im.name] = os.stat(e["file"]).st_size
+                        except OSError:
+                            continue     # removed by a REFRESH meanwhile
+                out.append({"index_sizes": sizes})
+    except SkipidxError:
+        return []
+    return out
+
+
+def _parts(db: Any, _settings: dict) -> dict[str, list]:
+    names = [c for c, _ in SYSTEM_TABLES["parts"]]
+    out = _columns_of(names)
+    for tname, t in _tables(db):
+        for p in _parts_of(t):
+            row = {"partition": "tuple()", "name": p["name"], "active": 1, "marks": p["marks"], "rows": p["rows"],
+                   "files": p["files"], "bytes_on_disk": p["bytes"], "data_compressed_bytes": p["data"],
+                   "secondary_indices_compressed_bytes": p["indexes"], "modification_time": p["mtime"],
+                   "partition_id": "all", "level": p["level"], "database": DATABASE, "table": tname,
+                   "engine": getattr(t.meta, "engine", "MergeTree"), "path": p["path"] + os.sep}
+            for k in names:
+                out[k].append(row[k])
+    return out
+
+
+def _key_text(cols: list[str] | None) -> str:
+    return ", ".join(cols or [])
+
+
+def _one_line(create: str) -> str:
+    """SHOW CREATE's text on one line, as ClickHouse's system.tables.create_table_query has it."""
+    text = create.replace("\n(\n    ", " (").replace(",\n    ", ", ").replace("\n)\n", ") ")
+    return text.replace("\n", " ")
+
+
+def _tables_rows(db: Any, _settings: dict) -> dict[str, list]:
+    from skipidx.engine.statements import show_create_text
+
+    names = [c for c, _ in SYSTEM_TABLES["tables"]]
+    out = _columns_of(names)
+    for tname, t in _tables(db):
+        meta = t.meta
+        external = _is_external(t)
+        engine = "ParquetFiles" if external else getattr(meta, "engine", "MergeTree")
+        create = _one_line(show_create_text(meta, f"ParquetFiles({A.quote_string(t.source.encode())})"
+                                            if external else None))
+        parts = _parts_of(t)
+        row = {
+            "database": DATABASE, "name": tname, "engine": engine, "is_temporary": 0,
+            "data_paths": [t.path + os.sep], "create_table_query": create,
+            "engine_full": create.split(" ENGINE = ", 1)[1] if " ENGINE = " in create else engine,
+            "partition_key": getattr(meta, "partition_by", None) or "",
+            "sorting_key": _key_text(meta.order_by),
+            "primary_key": _key_text(meta.primary_key if meta.primary_key is not None else meta.order_by),
+            "sampling_key": "",
+            "total_rows": None if external else sum(p["rows"] for p in parts),
+            "total_bytes": None if external else sum(p["bytes"] for p in parts),
+            "parts": None if external else len(parts), "active_parts": None if external else len(parts),
+            "total_marks": None if external else sum(p["marks"] for p in parts),
+            "comment": "", "has_own_data": 0 if external else 1,
+        }
+        for k in names:
+            out[k].append(row[k])
+    return out
+
+
+def _columns_rows(db: Any, _settings: dict) -> dict[str, list]:
+    from skipidx.sql.parser import parse_expression
+
+    names = [c for c, _ in SYSTEM_TABLES["columns"]]
+    out = _columns_of(names)
+    for tname, t in _tables(db):
+        meta = t.meta
+        sort = set(meta.order_by or [])
+        pk = set(meta.primary_key if meta.primary_key is not None else (meta.order_by or []))
+        part_key = getattr(meta, "partition_by", None) or ""
+        for i, c in enumerate(meta.columns, 1):
+            row = {"database": DATABASE, "table": tname, "name": c.name, "type": c.type.name, "position": i,
+                   "default_kind": "DEFAULT" if c.default is not None else "",
+                   "default_expression": parse_expression(c.default).to_sql() if c.default is not None else "",
+                   "comment": "", "is_in_partition_key": int(_mentions(part_key, c.name)),
+                   "is_in_sorting_key": int(c.name in sort), "is_in_primary_key": int(c.name in pk),
+                   "is_in_sampling_key": 0, "compression_codec": f"CODEC({c.codec})" if c.codec else ""}
+            for k in names:
+                out[k].append(row[k])
+    return out
+
+
+def _mentions(expr_sql: str, column: str) -> bool:
+    """Whether the expression text names `column` (PARTITION BY is kept as text)."""
+    if not expr_sql:
+        return False
+    from skipidx.sql.parser import parse_expression
+
+    found = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, A.Column) and node.name == column:
+            found.append(node)
+        if isinstance(node, A.Node):
+            for f in _node_fields(type(node)):
+                v = getattr(node, f)
+                for x in (v if isinstance(v, tuple) else (v,)):
+                    if isinstance(x, A.Node):
+                        walk(x)
+    try:
+        walk(parse_expression(expr_sql))
+    except SkipidxError:
+        return False
+    return bool(found)
+
+
+def _indices_rows(db: Any, _settings: dict) -> dict[str, list]:
+    from skipidx.engine.statements import _index_expr_sql, _index_type_sql
+
+    names = [c for c, _ in SYSTEM_TABLES["data_skipping_indices"]]
+    out = _columns_of(names)
+    for tname, t in _tables(db):
+        meta = t.meta
+        sizes: dict[str, int] = {}
+        for p in (_sidecars_of(t) if _is_external(t) else _parts_of(t)):
+            for n, b in p["index_sizes"].items():
+                sizes[n] = sizes.get(n, 0) + b
+        declared: dict[str, dict] = {}
+        for im in meta.indexes:
+            g = getattr(im.definition, "group", None)
+            name, expr = (g[0], g[2]) if g is not None else (im.name, _index_expr_sql(im))
+            if name not in declared:
+                full = _index_type_sql(im)
+                declared[name] = {"database": DATABASE, "table": tname, "name": name,
+                                  "type": im.definition.type_name, "type_full": full, "expr": expr,
+                                  "creation": "Explicit", "granularity": int(im.definition.granularity),
+                                  "data_compressed_bytes": 0, "data_uncompressed_bytes": 0, "marks_bytes": 0}
+            # index files are Arrow IPC without compression: the two sizes are the same bytes
+            b = sizes.get(im.name, 0)
+            declared[name]["data_compressed_bytes"] += b
+            declared[name]["data_uncompressed_bytes"] += b
+        for row in declared.values():
+            for k in names:
+                out[k].append(row[k])
+    return out
+
+
+def _merges_rows(db: Any, _settings: dict) -> dict[str, list]:
+    from skipidx.store.merge import merges_in_progress
+
+    names = [c for c, _ in SYSTEM_TABLES["merges"]]
+    out = _columns_of(names)
+    for tname, t in _tables(db):
+        if _is_external(t):
+            continue
+        for m in merges_in_progress(t.path):
+            row = {"database": DATABASE, "table": tname, "elapsed": float(m["elapsed_s"]),
+                   "num_parts": int(m["num_parts"]), "source_part_names": list(m["source_parts"]),
+                   "result_part_name": m["result_part"], "partition_id": "all", "partition": "tuple()",
+                   "is_mutation": 0, "merge_type": "Regular"}
+            for k in names:
+                out[k].append(row[k])
+    return out
+
+
+def _query_log_rows(db: Any, _settings: dict) -> dict[str, list]:
+    from skipidx.engine.query_log import read_entries
+
+    names = [c for c, _ in SYSTEM_TABLES["query_log"]]
+    out = _columns_of(names)
+    for r in read_entries(db.path):
+        try:
+            end = _dt.datetime.fromisoformat(r["event_time"]).astimezone(_dt.timezone.utc).replace(tzinfo=None)
+        except (KeyError, TypeError, ValueError):
+            continue
+        dur = r.get("query_duration_ms")
+        dur = float(dur) if isinstance(dur, (int, float)) and not isinstance(dur, bool) and dur >= 0 else 0.0
+        start = end - _dt.timedelta(milliseconds=dur)
+        tables = [x for x in (r.get("tables") or []) if isinstance(x, str)]
+        row = {
+            "type": "QueryFinish", "event_date": end.date(), "event_time": end.replace(microsecond=0),
+            "event_time_microseconds": end, "query_start_time": start.replace(microsecond=0),
+            "query_start_time_microseconds": start, "query_duration_ms": int(dur),
+            "read_rows": _uint(r.get("read_rows")), "result_rows": _uint(r.get("result_rows")),
+            "current_database": DATABASE, "query": r["query"], "query_kind": "Select",
+            "databases": sorted({x.split(".", 1)[0] for x in tables}), "tables": tables,
+            "exception_code": 0, "exception": "", "query_id": str(r.get("query_id") or ""),
+        }
+        for k in names:
+            out[k].append(row[k])
+    return out
+
+
+def _uint(v: Any) -> int:
+    return int(v) if isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**64 else 0
+
+
+#: ClickHouse's type names of the settings whose type is not the plain one of their kind
+_SETTING_TYPES = {"max_threads": "MaxThreads", "max_insert_threads": "MaxThreads", "max_block_size": "NonZeroUInt64",
+                  "max_insert_block_size": "NonZeroUInt64", "max_execution_time": "Seconds",
+                  "timeout_before_checking_execution_speed": "Seconds", "send_logs_level": "LogsLevel",
+                  "distributed_product_mode": "DistributedProductMode", "output_format_pretty_color": "UInt64Auto"}
+_KIND_TYPES = {"bool": "Bool", "uint": "UInt64", "str": "String", "float": "Float"}
+
+
+def _setting_text(name: str, v: Any) -> str:
+    if isinstance(v, bool):
+        return "1" if v else "0"
+    if name in ("max_threads", "max_insert_threads") and v == 0:
+        try:
+            n = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            n = os.cpu_count() or 1
+        return f"auto({n})"
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def _settings_rows(db: Any, settings: dict) -> dict[str, list]:
+    from skipidx.engine.settings import EFFECTIVE, QUERY_SETTINGS
+
+    names = [c for c, _ in SYSTEM_TABLES["settings"]]
+    out = _columns_of(names)
+    for name in sorted(QUERY_SETTINGS):
+        kind, default = QUERY_SETTINGS[name]
+        value = settings.get(name, default)
+        desc = ("Has an effect in skipidx (docs/settings.md)." if name in EFFECTIVE or name in _SKIPIDX_EFFECTS
+                else "Accepted for ClickHouse compatibility; changes nothing in skipidx.")
+        row = {"name": name, "value": _setting_text(name, value), "changed": int(name in settings),
+               "description": desc, "type": _SETTING_TYPES.get(name, _KIND_TYPES[kind]),
+               "default": _setting_text(name, default)}
+        for k in names:
+            out[k].append(row[k])
+    return out
+
+
+#: settings outside settings.EFFECTIVE that change what skipidx does
+_SKIPIDX_EFFECTS = frozenset({"query_plan_direct_read_from_text_index", "log_queries"})
+
+
+def _databases_rows(db: Any, _settings: dict) -> dict[str, list]:
+    path = os.path.abspath(db.path) + os.sep
+    return {"name": [DATABASE, SYSTEM], "engine": ["Atomic", "Memory"], "data_path": [path, ""],
+            "comment": ["", ""]}
+
+
+_BUILDERS: dict[str, Callable[[Any, dict], dict[str, list]]] = {
+    "parts": _parts, "tables": _tables_rows, "columns": _columns_rows, "data_skipping_indices": _indices_rows,
+    "merges": _merges_rows, "query_log": _query_log_rows, "settings": _settings_rows, "databases": _databases_rows,
+}
