@@ -210,6 +210,10 @@ def test_database_qualified_names(db):
     db.sql("TRUNCATE TABLE default.u")
     db.sql("DROP TABLE default.v")
     assert db.sql("SHOW TABLES").fetchall() == [("t",), ("u",)]
+    assert db.sql("SHOW TABLES FROM default").fetchall() == [("t",), ("u",)]
+    assert ("query_log",) in db.sql("SHOW TABLES IN system").fetchall()
+    with pytest.raises(skipidx.SkipidxError, match="Database nope does not exist"):
+        db.sql("SHOW TABLES FROM nope")
     assert db.sql("SELECT count() FROM t WHERE id IN (SELECT rows FROM system.parts WHERE table = 't')"
                   ).fetchall() == [(1,)]
     assert db.sql("SELECT n FROM (SELECT count() AS n FROM system.columns WHERE table = 't')").fetchall() == [(3,)]

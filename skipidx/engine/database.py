@@ -451,6 +451,10 @@ class Database(Closing):
             # not through _table: the point is a table whose state cannot be read
             return Result(message=self.catalog.repair_table(s.table.name))
         if isinstance(s, A.ShowTables):
+            if s.database is not None:
+                ref = system_tables.local_ref(A.TableRef("tables", pos=s.pos, database=s.database))
+                if ref.database is not None:      # SHOW TABLES FROM system
+                    return Result(pa.table({"name": pa.array(sorted(system_tables.SYSTEM_TABLES), pa.string())}))
             return Result(pa.table({"name": pa.array(self.catalog.list_tables(), pa.string())}))
         if isinstance(s, A.Describe):
             meta = self._table(s.table).meta

@@ -1029,12 +1029,13 @@ class SetStatement(Statement):
 
 @dataclass(frozen=True)
 class ShowTables(Statement):
-    """``SHOW TABLES``."""
+    """``SHOW TABLES [FROM db]``."""
 
     pos: Pos = _pos_field()
+    database: str | None = None
 
     def to_sql(self) -> str:
-        return "SHOW TABLES"
+        return "SHOW TABLES" + (f" FROM {quote_identifier(self.database)}" if self.database is not None else "")
 
 
 @dataclass(frozen=True)

@@ -1105,7 +1105,8 @@ class _AstBuilder(Transformer):
         return A.Optimize(c[2], final=c[3] is not None, pos=_pos(c[0]))
 
     def show_tables(self, c: list) -> A.ShowTables:
-        return A.ShowTables(pos=_pos(c[0]))
+        db = c[-1].decoded if len(c) == 4 and c[-1] is not None else None
+        return A.ShowTables(pos=_pos(c[0]), database=db)
 
     def show_parts(self, c: list) -> A.ShowParts:
         return A.ShowParts(c[-1], pos=_pos(c[0]))
