@@ -343,9 +343,9 @@ def _tables_rows(db: Any, _settings: dict) -> dict[str, list]:
     for tname, t in _tables(db):
         meta = t.meta
         external = _is_external(t)
-        engine = "ParquetFiles" if external else getattr(meta, "engine", "MergeTree")
-        create = _one_line(show_create_text(meta, f"ParquetFiles({A.quote_string(t.source.encode())})"
-                                            if external else None))
+        engine_sql = t.engine_sql if external else None      # ParquetFiles('glob'), Iceberg(...)
+        engine = engine_sql.split("(", 1)[0] if external else getattr(meta, "engine", "MergeTree")
+        create = _one_line(show_create_text(meta, engine_sql))
         parts = _parts_of(t)
         row = {
             "database": DATABASE, "name": tname, "engine": engine, "is_temporary": 0,
@@ -534,7 +534,7 @@ def _settings_rows(db: Any, settings: dict) -> dict[str, list]:
 
 
 #: settings outside settings.EFFECTIVE that change what skipidx does
-_SKIPIDX_EFFECTS = frozenset({"query_plan_direct_read_from_text_index", "log_queries"})
+_SKIPIDX_EFFECTS = frozenset({"query_plan_direct_read_from_text_index", "text_index_row_filter", "log_queries"})
 
 
 def _databases_rows(db: Any, _settings: dict) -> dict[str, list]:
