@@ -5,6 +5,7 @@ Timings are in bench/bench_startup.py; here only what must hold on every machine
 """
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -248,3 +249,169 @@ def test_warm_compiles_what_a_query_loads(logs_db, tmp_path):
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["n"] == [[1]]
     assert got["misses"] == [], got["misses"]
+
+
+# -- a new process answering one indexed query loads no numba ---------------------------------
+
+NUMBA_FREE_QUERIES = [
+    ("SELECT count() FROM logs WHERE hasToken(msg, 'kraken')", [[1]]),
+    ("SELECT count() FROM logs WHERE msg LIKE '%kraken%'", [[1]]),
+    ("SELECT count() FROM logs WHERE msg LIKE '%rak%'", [[1]]),
+    ("SELECT count() FROM logs WHERE trace_id = 'nope'", [[0]]),
+    ("SELECT count() FROM logs WHERE hasTokenCaseInsensitive(msg, 'KRAKEN') OR user_id IN (1, 2)", None),
+    ("SELECT ts, msg, status FROM logs WHERE hasToken(msg, 'kraken') AND level = 'WARN'", None),
+]
+
+
+@pytest.mark.parametrize("query,expected", NUMBA_FREE_QUERIES)
+def test_one_indexed_query_imports_no_numba(logs_db, query, expected):
+    """Pruning (query constants' tokens and hashes, filter sizes, bank checks) and the exact
+    scan of a few granules run without numba: importing it and loading its first cached
+    kernel is most of a new process's start-up. The answer equals the in-process one."""
+    got = _run(f"""
+        import skipidx
+        rows = skipidx.connect({logs_db!r}).sql({query!r}).fetchall()
+        RESULT = [[str(v) for v in r] for r in rows]
+    """)
+    assert "numba" not in got["modules"] and "llvmlite" not in got["modules"], query
+    with skipidx.connect(logs_db) as db:   # this process has numba loaded: the kernel paths
+        want = [[str(v) for v in r] for r in db.sql(query).fetchall()]
+    assert got["result"] == want
+    if expected is not None:
+        assert got["result"] == [[str(v) for v in r] for r in expected]
+
+
+def test_cli_query_imports_no_numba(logs_db):
+    out = subprocess.run([sys.executable, "-X", "importtime", "-m", "skipidx", "sql", logs_db,
+                          "SELECT count() FROM logs WHERE hasToken(msg, 'kraken')", "--format", "TSV"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "1"
+    imported = {ln.split("|")[-1].strip().split(".")[0] for ln in out.stderr.splitlines() if ln.startswith("import")}
+    assert "numba" not in imported and "skipidx" in imported
+
+
+# -- the numpy paths equal the kernels they stand in for --------------------------------------
+
+_ALPHABET = b"ab AB.,-_0\x80\xc3\xa9\xff"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.binary(max_size=12).map(lambda b: bytes(_ALPHABET[x % len(_ALPHABET)] for x in b)),
+                min_size=1, max_size=30),
+       st.binary(min_size=1, max_size=4).map(lambda b: bytes(_ALPHABET[x % len(_ALPHABET)] for x in b)),
+       st.booleans(), st.booleans(), st.integers(0, 3), st.sampled_from([1, 3, 8, 1 << 17]))
+def test_search_numpy_path_equals_the_kernel(rows, needle, case_insensitive, token, lead, block):
+    """`_search_np` (a new process's scan) == `_scan_kernel` on random rows: substrings,
+    hasToken boundaries, ASCII folding, needles across rows, sliced offsets."""
+    from skipidx.expr.kernels import _search as S
+
+    arr = pa.array([b"pad"] * lead + rows, pa.binary()).slice(lead)
+    o = np.frombuffer(arr.buffers()[1], dtype=np.int32)[lead:lead + len(rows) + 1].astype(np.int64)
+    d = np.frombuffer(arr.buffers()[2], dtype=np.uint8)
+    if token and not S.TOKEN_BYTE[np.frombuffer(needle, np.uint8)].all():
+        return
+    fold = S.ASCII_LOWER if case_insensitive else S._IDENTITY
+    nd = fold[np.frombuffer(needle, dtype=np.uint8)]
+    got = np.zeros(len(rows), dtype=np.bool_)
+    if int(o[-1]) - int(o[0]) >= len(needle):
+        S._search_np(o, d, nd, fold, token, got, block)
+    want = (S.token_rows if token else S.contains_rows)(o, d, needle, case_insensitive)
+    assert np.array_equal(got, want)
+    low = (lambda b: b.lower()) if case_insensitive else (lambda b: b)
+    if not token:   # and both equal Python's own `in` (ASCII folding only)
+        assert got.tolist() == [low(needle) in bytes(ASCII_LOW[x] for x in r) if case_insensitive else needle in r
+                                for r in rows]
+
+
+ASCII_LOW = bytes(range(65)) + bytes(range(97, 123)) + bytes(range(91, 256))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=24), st.integers(1, 6), st.booleans(), st.booleans())
+def test_small_gram_bounds_equal_the_kernel(value, n, at_start, at_end):
+    """ngram's query side without the kernel == `K.gram_bounds` (valid and invalid UTF-8)."""
+    from skipidx_tokenizers import _kernels as K
+    from skipidx_tokenizers import ngram
+
+    assert ngram._SEQ_LEN == bytes(K.SEQ_LEN.astype(np.uint8))
+    starts, ends = K.gram_bounds(np.frombuffer(value, dtype=np.uint8), n, at_start, at_end)
+    assert ngram._gram_bounds_small(value, n, at_start, at_end) == list(zip(starts.tolist(), ends.tolist()))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 5000), st.integers(0, 200_000)), min_size=1, max_size=20))
+def test_numpy_fpp_estimate_is_within_its_bound(pairs):
+    from skipidx.core import sizing
+    from skipidx.core._kernels import sbbf as KS
+
+    blocks = np.array([float(b) for b, _ in pairs])
+    ndv = np.array([float(v) for _, v in pairs])
+    got = sizing._fpp_poisson_np(blocks, ndv)
+    lam = ndv / blocks
+    if got is None:   # sums too long for it: the kernel's
+        assert (lam + 12 * np.sqrt(lam) + 40 >= sizing._NP_K).any()
+        return
+    est, tol = got
+    want = KS.fpp_poisson(blocks, ndv)
+    assert np.all(np.abs(est - want) <= tol), (est - want, tol)
+    # the bound is tight where sizing searches (loads up to a few hundred per block): the kernel is rarely asked
+    assert np.all((tol <= 1e-9 * want) | (lam > 1000))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 300_000), min_size=1, max_size=30),
+       st.sampled_from([0.1, 0.025, 0.01, 0.001, 0.0001, 0.3]))
+def test_exact_sizes_without_numba_equal_the_kernels(monkeypatch_module, ndv, fpp):
+    """The ``exact`` (and ``lance``) rule solved with the numpy estimate (a new process
+    checking an sbbf index's sizes) gives the kernel's block counts."""
+    from skipidx.core import sizing
+
+    nd = np.array(ndv, dtype=np.int64)
+    want = sizing.exact_num_bytes(nd, fpp)
+    with monkeypatch_module.context() as m:
+        m.setattr(sizing, "numba_loaded", lambda: False)
+        got = sizing.exact_num_bytes(nd, fpp)
+    assert np.array_equal(got, want)
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    mp = pytest.MonkeyPatch()
+    yield mp
+    mp.undo()
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 40), max_size=200), st.lists(st.integers(0, 40), min_size=1, max_size=8),
+       st.sampled_from([pa.uint8(), pa.int16(), pa.int32(), pa.uint64(), pa.int64()]), st.booleans(),
+       st.integers(0, 9))
+def test_in_numpy_path_equals_the_kernel(monkeypatch_module, vals, wanted, typ, nulls, lead):
+    compare = importlib.import_module("skipidx.expr.kernels.compare")   # the package exports a function `compare`
+
+    raw = [None if nulls and i % 5 == 0 else v for i, v in enumerate([0] * lead + vals)]
+    arr = pa.array(raw, typ).slice(lead)
+    want = compare.is_in(arr, wanted)
+    with monkeypatch_module.context() as m:
+        m.setattr(compare, "numba_loaded", lambda: False)
+        got = compare.is_in(arr, wanted)
+    assert got.equals(want)
+    assert got.to_pylist() == [None if v is None else v in wanted for v in raw[lead:]]
+
+
+def test_builtin_tokenizer_table_is_the_entry_points():
+    """get_tokenizer's no-scan table names exactly the built-ins' entry points."""
+    from importlib.metadata import entry_points
+
+    from skipidx.core import tokenizer_api as T
+
+    ours = {ep.name: ep.value for ep in entry_points(group=T.ENTRY_POINT_GROUP)
+            if ep.value.startswith("skipidx_tokenizers.")}
+    assert T.BUILTIN_ENTRY_POINTS == ours
+    saved, T._REGISTRY = T._REGISTRY, None
+    try:
+        fast = {name: type(T.get_tokenizer(name)) for name in ours}
+        assert T._REGISTRY is None   # no scan
+    finally:
+        T._REGISTRY = saved
+    assert fast == {name: T._load_registry()[name] for name in ours}

@@ -41,8 +41,10 @@ import pyarrow.compute as pc
 
 from skipidx.core.errors import SkipidxError
 from skipidx.core.tokenizer_api import Tokens
+from skipidx.core.lazy import kernels
 
-from . import _kernels as K
+K = kernels("skipidx_tokenizers._kernels")
+
 
 #: kernel(data, offsets, validity, voff) -> (rows, hashes)
 HashKernel = Callable[[np.ndarray, np.ndarray, np.ndarray, int], tuple[np.ndarray, np.ndarray]]

@@ -23,11 +23,13 @@ import pyarrow as pa
 from skipidx.core.errors import SkipidxError
 from skipidx.core.text_patterns import like_runs
 from skipidx.core.tokenizer_api import TextTokenizer, Tokens
+from skipidx.core.lazy import kernels
 
-from . import _filters as F
-from . import _kernels as K
 from ._arrow import hash_rows, token_rows
 from ._common import check_no_params, check_seed
+
+F = kernels("skipidx_tokenizers._filters")
+K = kernels("skipidx_tokenizers._kernels")
 
 #: Largest n accepted. ClickHouse has no upper bound; beyond this an n-gram
 #: index is a (slow) whole-value index, so a larger n is taken for a typo.
@@ -47,8 +49,42 @@ def ngrams_of(value: bytes, n: int, at_start: bool = True, at_end: bool = True) 
     """
     if not value:
         return []
+    if len(value) <= SMALL_VALUE:
+        return [value[a:b] for a, b in _gram_bounds_small(value, n, at_start, at_end)]
     starts, ends = K.gram_bounds(np.frombuffer(value, dtype=np.uint8), n, at_start, at_end)
     return [value[a:b] for a, b in zip(starts.tolist(), ends.tolist())]
+
+
+#: Up to this many bytes a query constant's grams come from `_gram_bounds_small` (no kernel to
+#: load, so a new process answering one query needs no numba); longer ones run `K.gram_bounds`.
+SMALL_VALUE = 256
+
+# Code-point length by lead byte (K.SEQ_LEN as bytes: ClickHouse's UTF8::seqLength).
+_SEQ_LEN = bytes([1] * 0xC0 + [2] * 0x20 + [3] * 0x10 + [4] * 0x08 + [1] * 0x08)
+
+
+def _gram_bounds_small(data: bytes, n: int, at_start: bool, at_end: bool) -> list[tuple[int, int]]:
+    """`K.gram_bounds` in Python for one short constant: the same walk (`K.gram_at`), step for step."""
+    e = len(data)
+    out = []
+    pend = 1 if at_start else 0
+    for p in range(e):
+        c = data[p]
+        if (pend & 1) or c < 0x80 or c >= 0xC0:
+            pend |= 1 << _SEQ_LEN[c]
+            q = p + n
+            if not (q <= e and data[p:q].isascii()):   # n ASCII bytes ahead are n code points
+                q, cnt = p, 0
+                while cnt < n and q < e:
+                    q += _SEQ_LEN[data[q]]
+                    cnt += 1
+                if cnt != n:
+                    q = -1
+            end = (e if at_end else -1) if q > e else q
+            if end >= 0:
+                out.append((p, end))
+        pend >>= 1
+    return out
 
 
 class NgramTokenizer(TextTokenizer):

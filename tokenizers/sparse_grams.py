@@ -32,15 +32,16 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from numba import njit
 
 from skipidx.core.errors import SkipidxError
 from skipidx.core.text_patterns import like_runs
 from skipidx.core.tokenizer_api import TextTokenizer, TokenRequirement, Tokens
+from skipidx.core.lazy import kernels, njit
 
-from . import _kernels as K
 from ._arrow import hash_rows, token_rows
 from ._common import check_no_params, check_seed
+
+K = kernels("skipidx_tokenizers._kernels")
 
 _CRC32C = np.zeros(256, dtype=np.uint32)
 for _i in range(256):

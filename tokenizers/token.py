@@ -14,11 +14,13 @@ import pyarrow as pa
 
 from skipidx.core.text_patterns import like_runs
 from skipidx.core.tokenizer_api import TextTokenizer, Tokens, split_by_non_alpha
+from skipidx.core.lazy import kernels
 
-from . import _filters as F
-from . import _kernels as K
 from ._arrow import hash_rows, token_hashes_shared, token_rows, token_tokens_shared
 from ._common import check_no_params, check_seed
+
+F = kernels("skipidx_tokenizers._filters")
+K = kernels("skipidx_tokenizers._kernels")
 
 _TOKEN_RE = re.compile(rb"[0-9A-Za-z\x80-\xff]+")
 

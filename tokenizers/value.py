@@ -20,10 +20,12 @@ from skipidx.core.errors import SkipidxError
 from skipidx.core.text_patterns import like_has_wildcards, like_unescape
 from skipidx.core.hashing import plain_fixed_width
 from skipidx.core.tokenizer_api import NEGATED_FUNCTIONS, TokenRequirement, Tokenizer, Tokens, canonical_function
+from skipidx.core.lazy import kernels
 
 from ._arrow import buffer_views, concat_tokens, empty_tokens, _is_binary_like, _is_list, _list_parents
 from ._common import check_no_params, check_seed
-from . import _kernels as K
+
+K = kernels("skipidx_tokenizers._kernels")
 
 
 def _binary_like(t: pa.DataType) -> bool:

@@ -31,12 +31,15 @@ import json
 import os
 import struct
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pyarrow as pa
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from skipidx.core.errors import SkipidxError
+
+if TYPE_CHECKING:   # imported where a key is used: opening a database need not load cryptography
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 __all__ = [
     "FOOTER", "COLUMN_META_DATA", "DATA_PAGE", "DICTIONARY_PAGE", "DATA_PAGE_HEADER",
@@ -87,6 +90,8 @@ def module_aad(file_aad: bytes, module_type: int, row_group: int = -1, column: i
 def cipher(key: bytes) -> AESGCM:
     if not isinstance(key, (bytes, bytearray)) or len(key) not in (16, 24, 32):
         raise SkipidxError(f"an AES key has 16, 24 or 32 bytes, got {len(key) if isinstance(key, (bytes, bytearray)) else type(key).__name__}")
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
     return AESGCM(bytes(key))
 
 
@@ -100,6 +105,8 @@ def encrypt_module(aes: AESGCM, plaintext: bytes, aad: bytes) -> bytes:
 def decrypt_module(aes: AESGCM, buf: bytes | memoryview, pos: int, aad: bytes, what: str,
                    where: str | None = None) -> tuple[bytes, int]:
     """Decrypt the module at `buf[pos:]` -> (plaintext, position after it)."""
+    from cryptography.exceptions import InvalidTag
+
     end = len(buf)
     if pos + LEN_PREFIX > end:
         raise DecryptionError(f"{what}: truncated encrypted module", path=where)
@@ -124,6 +131,8 @@ def wrap_key_locally(key: bytes, wrapping_key: bytes, aad: bytes) -> str:
 
 
 def unwrap_key_locally(encoded: str | bytes, wrapping_key: bytes, aad: bytes, what: str = "key") -> bytes:
+    from cryptography.exceptions import InvalidTag
+
     try:
         raw = base64.b64decode(encoded, validate=True)
     except (ValueError, TypeError):

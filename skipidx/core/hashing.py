@@ -61,9 +61,11 @@ import pyarrow as pa
 import xxhash as _xxhash
 import pyarrow.compute as pc
 
-from skipidx.core._kernels import xxh64 as _x
 from skipidx.core.arrays import array_of
 from skipidx.core.errors import SkipidxError
+from skipidx.core.lazy import kernels
+
+_x = kernels("skipidx.core._kernels.xxh64")
 
 __all__ = [
     "parquet_xxh64",

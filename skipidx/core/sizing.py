@@ -74,8 +74,10 @@ from typing import Sequence
 
 import numpy as np
 
-from skipidx.core._kernels import sbbf as _k
 from skipidx.core.errors import SkipidxError
+from skipidx.core.lazy import kernels, numba_loaded
+
+_k = kernels("skipidx.core._kernels.sbbf")
 
 __all__ = [
     "BYTES_PER_BLOCK", "MIN_BYTES", "MAX_BYTES", "RULES", "INDEX_RULES",
@@ -203,7 +205,7 @@ def exact_num_bytes(ndv: np.ndarray | Sequence[int], fpp: float, max_bytes: int 
         d = uniq[todo]
 
         def passes(blocks: np.ndarray, sel: np.ndarray) -> np.ndarray:
-            return _k.fpp_poisson(blocks.astype(np.float64), d[sel]) <= fpp
+            return _fpp_passes(blocks.astype(np.float64), d[sel], fpp)
 
         # start at the uniform approximation's count: the bracket then costs a
         # few estimates of O(lam) terms each, never one at lam = ndv (one block)
@@ -240,6 +242,79 @@ def exact_num_bytes(ndv: np.ndarray | Sequence[int], fpp: float, max_bytes: int 
     return (out[inv] * BYTES_PER_BLOCK).reshape(nd.shape)
 
 
+#: Most Poisson terms (all filters together) and largest term index the numpy estimate takes on.
+_NP_TERMS = 1 << 21
+_NP_K = 1 << 16
+_lgamma_table = np.zeros(0, dtype=np.float64)
+_EPS = float(np.finfo(np.float64).eps)
+
+
+def _lgamma_upto(k: int) -> np.ndarray:
+    """lgamma(j + 1) for j = 0 .. k - 1 (a table grown once per process; k <= _NP_K)."""
+    global _lgamma_table
+    t = _lgamma_table
+    if t.shape[0] < k:
+        n = max(k, 2 * t.shape[0], 256)
+        t = np.concatenate([t, np.array([math.lgamma(j + 1.0) for j in range(t.shape[0], n)])])
+        _lgamma_table = t
+    return t
+
+
+def _fpp_poisson_np(num_blocks: np.ndarray, ndv: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """``_k.fpp_poisson`` in numpy: (estimates, a bound on |estimate - the kernel's|), or None when
+    the sums are too long for it. The same terms over the same k; numpy's exp, lgamma and
+    summation order differ from the kernel's by a few ulps per term, which the bound covers
+    (relative: the rounding of the exponent's parts, the cancellation in 1 - (31/32)^k, and
+    the sum's length, each with a margin)."""
+    lam = ndv / num_blocks
+    pos = lam > 0.0
+    sd = np.sqrt(np.where(pos, lam, 0.0))
+    lo = np.maximum(0, np.trunc(lam - 12.0 * sd - 12.0)).astype(np.int64)
+    hi = np.trunc(lam + 12.0 * sd + 40.0).astype(np.int64)
+    cnt = np.where(pos, hi - lo + 1, 0)
+    total = int(cnt.sum())
+    if total > _NP_TERMS or (total and int(hi[pos].max()) >= _NP_K):
+        return None
+    est = np.zeros(lam.shape[0], dtype=np.float64)
+    tol = np.zeros(lam.shape[0], dtype=np.float64)
+    if total == 0:
+        return est, tol
+    lg = _lgamma_upto(int(hi[pos].max()) + 1)
+    idx = np.repeat(np.arange(lam.shape[0]), cnt)
+    first = np.cumsum(cnt) - cnt
+    k = lo[idx] + (np.arange(total) - first[idx])
+    kf = k.astype(np.float64)
+    log_lam = np.log(np.where(pos, lam, 1.0))
+    p = np.exp(kf * log_lam[idx] - lam[idx] - lg[k])
+    b = 1.0 - np.exp(kf * math.log(31.0 / 32.0))
+    b2 = b * b
+    b4 = b2 * b2
+    sums = np.add.reduceat(p * (b4 * b4), first[pos])
+    est[pos] = np.minimum(sums, 1.0)
+    mag = hi[pos] * np.abs(log_lam[pos]) + lam[pos] + lg[hi[pos]] + 1.0
+    tol[pos] = sums * _EPS * 4.0 * (8.0 * mag + 1024.0 + 2.0 * cnt[pos])
+    return est, tol
+
+
+def _fpp_passes(num_blocks: np.ndarray, ndv: np.ndarray, fpp: float) -> np.ndarray:
+    """``_k.fpp_poisson(num_blocks, ndv) <= fpp``, exactly the kernel's answer.
+
+    Once numba is loaded the kernel answers. Before that (a new process
+    opening an ``sbbf`` index checks its filter sizes) numpy estimates and
+    the kernel is asked only where the estimate lies within its error bound
+    of `fpp`: a process answering a query need not import numba.
+    """
+    got = None if numba_loaded() else _fpp_poisson_np(num_blocks, ndv)
+    if got is None:
+        return _k.fpp_poisson(num_blocks, ndv) <= fpp
+    est, tol = got
+    out = est <= fpp
+    unsure = np.flatnonzero(np.abs(est - fpp) <= tol)
+    if unsure.size:
+        out[unsure] = _k.fpp_poisson(num_blocks[unsure], ndv[unsure]) <= fpp
+    return out
+
+
 #: Block counts of the exact rule already solved, per fpp: memo[fpp][ndv] (-1: not yet).
 #: The zones of a column have few distinct ndv and builds ask again part after
 #: part, so each is solved once per process; counts from _MEMO_NDV on are
@@ -272,7 +347,8 @@ def exact_num_blocks(ndv: np.ndarray, fpp: float) -> np.ndarray:
         got = memo[ks]
         miss = got < 0
         if miss.any():
-            keys = np.unique(ks[miss])
+            keys = np.sort(ks[miss])   # np.unique without its inverse would import numpy.ma (~15 ms)
+            keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))]
             vals = exact_num_bytes(keys, fpp) // 32
             memo[keys] = vals   # the same values whoever writes them: no lock needed
             got = memo[ks]

@@ -390,6 +390,12 @@ def _load_registry() -> dict[str, type[Tokenizer]]:
 
         reg: dict[str, type[Tokenizer]] = {}
         for ep in entry_points(group=ENTRY_POINT_GROUP):
+            if BUILTIN_ENTRY_POINTS.get(ep.name, ep.value) != ep.value:
+                # a built-in name always means the built-in (get_tokenizer loads it without a scan)
+                import warnings
+
+                warnings.warn(f"skipidx: tokenizer plugin {ep.name!r} ({ep.value}) ignored: a built-in has that name")
+                continue
             try:
                 cls = ep.load()
             except Exception as e:  # a broken plugin must not take the engine down
@@ -420,8 +426,25 @@ def known_tokenizers() -> list[str]:
     return sorted(_load_registry())
 
 
+#: The built-in tokenizers' entry points (pyproject.toml's, a test compares): until something
+#: needs the whole registry, these names load their class directly, because scanning every
+#: installed distribution's entry points (importlib.metadata) costs a new process ~40 ms.
+BUILTIN_ENTRY_POINTS = {
+    "token": "skipidx_tokenizers.token:TokenTokenizer",
+    "ngram": "skipidx_tokenizers.ngram:NgramTokenizer",
+    "value": "skipidx_tokenizers.value:ValueTokenizer",
+    "sparse_grams": "skipidx_tokenizers.sparse_grams:SparseGramsTokenizer",
+    "split_by_string": "skipidx_tokenizers.split_by_string:SplitByStringTokenizer",
+}
+
+
 def get_tokenizer(name: str, **params: Any) -> Tokenizer:
     """An instance of the tokenizer registered as `name`, with validated params."""
+    if _REGISTRY is None and name in BUILTIN_ENTRY_POINTS:
+        import importlib
+
+        module, _, attr = BUILTIN_ENTRY_POINTS[name].partition(":")
+        return getattr(importlib.import_module(module), attr)(**params)
     reg = _load_registry()
     if name not in reg:
         raise SkipidxError(f"unknown tokenizer {name!r}; known: {', '.join(sorted(reg)) or '(none)'}")

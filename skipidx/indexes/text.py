@@ -48,11 +48,11 @@ import numpy as np
 import pyarrow as pa
 
 from skipidx.core.errors import CorruptionError, SkipidxError
+from skipidx.core.lazy import kernels
 from skipidx.core.tokenizer_api import (
     TokenRequirement, Tokenizer, get_tokenizer, has_separator, split_by_non_alpha,
 )
 from skipidx.indexes import zones
-from skipidx.indexes import text_postings as TP
 from skipidx.indexes._common import (
     atom_text, index_error, is_string_like, null_counts, null_mask, null_subject_matches, plain, sql_literal,
     subject_matches, value_type,
@@ -60,6 +60,8 @@ from skipidx.indexes._common import (
 from skipidx.indexes.base import (
     Atom, BoolMask, IndexAggregator, IndexCondition, IndexDef, IndexGranules, IndexType, register_index_type,
 )
+
+TP = kernels("skipidx.indexes.text_postings")   # numba kernels: loaded when a text index is read or built
 
 TYPE = "text"
 META_ROWS = b"skipidx.rows"

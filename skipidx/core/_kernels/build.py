@@ -28,7 +28,7 @@ Filter sizes are :mod:`skipidx.core.sizing`'s.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from skipidx.core.lazy import njit
 
 from skipidx.core._kernels.sbbf import SALT, insert_one, popcount32
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from skipidx.core.lazy import njit
 
 SALT = np.array(
     [0x47B6137B, 0x44974D91, 0x8824AD5B, 0xA2B7289D,

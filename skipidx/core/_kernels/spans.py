@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from skipidx.core.lazy import njit
 
 __all__ = ["gather_spans"]
 

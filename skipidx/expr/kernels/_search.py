@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from numba import njit
+from skipidx.core.lazy import njit, numba_loaded
 
 __all__ = ["contains_rows", "token_rows", "any_rows", "TOKEN_BYTE", "ASCII_LOWER"]
 
@@ -245,6 +245,62 @@ def _anchors(data: np.ndarray, lo: int, hi: int, nd: np.ndarray, fold: bool) -> 
     return int(p1), int(p2), int(p3), bool(three)
 
 
+#: Up to this many bytes per call, and while numba is not loaded, `_search_np` answers (a new
+#: process scanning a few granules need not load numba); beyond, or once numba is loaded, the kernel.
+SMALL_SCAN_BYTES = 32 << 20
+
+
+#: Bytes per block of `_search_np`'s anchor scan: its temporaries stay in the cache.
+_NP_BLOCK = 1 << 17
+
+
+def _search_np(o: np.ndarray, data: np.ndarray, nd: np.ndarray, fold: np.ndarray, token: bool,
+               out: np.ndarray, block: int = _NP_BLOCK) -> None:
+    """`_scan_kernel`'s answer in whole-buffer numpy: the starts holding the needle's two
+    rarest bytes (ranked on a sample, as `_anchors` does) at their places, found block by
+    block, narrowed by its other bytes rarest first, mapped to their rows, kept if the needle
+    ends inside the row (and, for hasToken, has a separator or the row's edge on each side)."""
+    lo, hi = int(o[0]), int(o[-1])
+    m = nd.shape[0]
+    seg = data[lo:hi] if fold is _IDENTITY else fold[data[lo:hi]]
+    n = hi - lo - m + 1
+    span = hi - lo
+    sample = seg if span <= 2 * _SAMPLE else np.concatenate((seg[:_SAMPLE], seg[span // 2:span // 2 + _SAMPLE]))
+    order = np.argsort(np.bincount(sample, minlength=256)[nd], kind="stable").tolist()
+    a, b = order[0], order[min(1, m - 1)]
+    x, y = nd[a], nd[b]
+    hit = np.empty(min(block, n), dtype=np.bool_)
+    tmp = np.empty(min(block, n), dtype=np.bool_)
+    found = []
+    for s0 in range(0, n, block):
+        w = min(block, n - s0)
+        h = np.equal(seg[s0 + a:s0 + a + w], x, out=hit[:w])
+        h &= np.equal(seg[s0 + b:s0 + b + w], y, out=tmp[:w])
+        idx = np.flatnonzero(h)
+        if idx.size:
+            found.append(idx + s0)
+    cand = np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
+    for j in order[2:]:
+        if not cand.size:
+            return
+        cand = cand[seg[cand + j] == nd[j]]
+    if not cand.size:
+        return
+    c = cand + lo
+    r = np.searchsorted(o, c, side="right") - 1
+    row_end = o[r + 1]
+    ok = c + m <= row_end
+    if token:
+        before = np.zeros(c.shape[0], dtype=np.bool_)
+        inner = c > o[r]
+        before[inner] = TOKEN_BYTE[data[c[inner] - 1]]
+        after = np.zeros(c.shape[0], dtype=np.bool_)
+        inner = ok & (c + m < row_end)
+        after[inner] = TOKEN_BYTE[data[c[inner] + m]]
+        ok &= ~before & ~after
+    out[r[ok]] = True
+
+
 def _search(offsets: np.ndarray, data: np.ndarray, needle: bytes, case_insensitive: bool,
             token: bool, out: np.ndarray) -> None:
     o = offsets
@@ -254,6 +310,9 @@ def _search(offsets: np.ndarray, data: np.ndarray, needle: bytes, case_insensiti
         return
     fold = ASCII_LOWER if case_insensitive else _IDENTITY
     nd = fold[np.frombuffer(needle, dtype=np.uint8)]
+    if hi - lo <= SMALL_SCAN_BYTES and not numba_loaded():
+        _search_np(o, data, nd, fold, token, out)
+        return
     p1, p2, p3, three = _anchors(data, lo, hi, nd, case_insensitive)
     k1, k2, k3 = (np.uint8(0x20 if case_insensitive and _IS_LOWER_LETTER[nd[p]] else 0) for p in (p1, p2, p3))
     _scan_kernel(o, data, nd, fold, TOKEN_BYTE, p1, p2, p3, k1, k2, k3, three, token, out)
