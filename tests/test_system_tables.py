@@ -94,9 +94,17 @@ def test_parts(db):
     for c in ("name", "rows", "marks", "bytes_on_disk", "level", "active", "modification_time"):
         assert got.column(c).to_pylist() == shown.column(c).to_pylist(), c
     for r in db.sql("SELECT bytes_on_disk, data_compressed_bytes, secondary_indices_compressed_bytes, files, "
-                    "partition, partition_id, engine, path FROM system.parts").fetchall():
-        assert r[0] == r[1] + r[2] and r[1] > 0 and r[2] > 0 and r[3] == 6
+                    "partition, partition_id, engine, path, data_uncompressed_bytes FROM system.parts").fetchall():
+        assert r[0] > r[1] + r[2] and r[1] > 0 and r[2] > 0 and r[3] == 6 and r[8] > 0
         assert r[4:7] == ("tuple()", "all", "MergeTree") and r[7].endswith("/")
+    # the column bytes add up to the parts' (both from the data files' footers) and the table's
+    for c in ("data_compressed_bytes", "data_uncompressed_bytes"):
+        total = db.sql(f"SELECT sum({c}) FROM system.parts WHERE table = 't'").fetchall()[0][0]
+        assert db.sql(f"SELECT sum({c}) FROM system.columns WHERE table = 't'").fetchall()[0][0] == total
+    assert db.sql("SELECT total_bytes_uncompressed FROM system.tables WHERE name = 't'").fetchall()[0][0] == total
+    # the sizes are read (from the footers) when the query names them, in WHERE too
+    assert db.sql("SELECT name FROM system.columns WHERE table = 't' AND data_compressed_bytes > 0").fetchall() \
+        == [("id",), ("msg",), ("code",)]
     db.sql("OPTIMIZE TABLE default.t FINAL")
     assert db.sql("SELECT rows, level FROM system.parts WHERE table = 't'").fetchall() == [(31, 1)]
     assert db.sql("SELECT count() FROM system.parts WHERE table = 'u'").fetchall() == [(0,)]

@@ -493,11 +493,11 @@ class Database(Closing):
 
         return local_ref(ref)
 
-    def _system_table(self, name: str, settings: dict) -> tuple[pa.Table, Any]:
-        """The rows and metadata of system table `name` now (engine/system_tables.py)."""
+    def _system_table(self, name: str, settings: dict, query: A.Select | None = None) -> tuple[pa.Table, Any]:
+        """The rows and metadata of system table `name` now, for `query` (engine/system_tables.py)."""
         from skipidx.engine.system_tables import system_table
 
-        return system_table(self, name, settings)
+        return system_table(self, name, settings, query)
 
     def _table(self, ref: A.TableRef):
         from skipidx.engine.system_tables import is_system, local_ref, read_only_error

@@ -285,7 +285,7 @@ def _select_table(db: Any, s: A.Select):
         return run_constant_select(bind_select(None, q)), None, None
     ref = db._local_ref(q.table)
     if ref.database is not None:     # a system table (engine/system_tables.py)
-        data, meta = db._system_table(ref.name, dict(qs.values))
+        data, meta = db._system_table(ref.name, dict(qs.values), q)
         return _select_from_data(dataclasses.replace(q, table=None), qs, data, meta, ref.to_sql())
     q = dataclasses.replace(q, table=ref)
     table = db._table(q.table)

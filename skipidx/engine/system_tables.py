@@ -28,6 +28,7 @@ import pyarrow as pa
 
 from skipidx.core.errors import BindError, SkipidxError
 from skipidx.core.hints import did_you_mean
+from skipidx.core.lru import LRU
 from skipidx.core.types import parse_type
 from skipidx.sql import ast as A
 from skipidx.store.metadata import ColumnMeta, TableMeta
@@ -47,8 +48,8 @@ SYSTEM_TABLES: dict[str, list[tuple[str, str]]] = {
     "parts": [
         ("partition", "String"), ("name", "String"), ("active", "UInt8"), ("marks", "UInt64"),
         ("rows", "UInt64"), ("files", "UInt64"), ("bytes_on_disk", "UInt64"),
-        ("data_compressed_bytes", "UInt64"), ("secondary_indices_compressed_bytes", "UInt64"),
-        ("modification_time", "DateTime"), ("partition_id", "String"), ("level", "UInt32"),
+        ("data_compressed_bytes", "UInt64"), ("data_uncompressed_bytes", "UInt64"),
+        ("secondary_indices_compressed_bytes", "UInt64"), ("modification_time", "DateTime"), ("partition_id", "String"), ("level", "UInt32"),
         ("database", "String"), ("table", "String"), ("engine", "String"), ("path", "String"),
     ],
     "tables": [
@@ -56,13 +57,13 @@ SYSTEM_TABLES: dict[str, list[tuple[str, str]]] = {
         ("data_paths", "Array(String)"), ("create_table_query", "String"), ("engine_full", "String"),
         ("partition_key", "String"), ("sorting_key", "String"), ("primary_key", "String"),
         ("sampling_key", "String"), ("total_rows", "Nullable(UInt64)"), ("total_bytes", "Nullable(UInt64)"),
-        ("parts", "Nullable(UInt64)"), ("active_parts", "Nullable(UInt64)"), ("total_marks", "Nullable(UInt64)"),
+        ("total_bytes_uncompressed", "Nullable(UInt64)"), ("parts", "Nullable(UInt64)"), ("active_parts", "Nullable(UInt64)"), ("total_marks", "Nullable(UInt64)"),
         ("comment", "String"), ("has_own_data", "UInt8"),
     ],
     "columns": [
         ("database", "String"), ("table", "String"), ("name", "String"), ("type", "String"),
         ("position", "UInt64"), ("default_kind", "String"), ("default_expression", "String"),
-        ("comment", "String"), ("is_in_partition_key", "UInt8"), ("is_in_sorting_key", "UInt8"),
+        ("data_compressed_bytes", "UInt64"), ("data_uncompressed_bytes", "UInt64"), ("comment", "String"), ("is_in_partition_key", "UInt8"), ("is_in_sorting_key", "UInt8"),
         ("is_in_primary_key", "UInt8"), ("is_in_sampling_key", "UInt8"), ("compression_codec", "String"),
     ],
     "data_skipping_indices": [
@@ -225,11 +226,22 @@ def system_columns(name: str) -> list[tuple[str, str]]:
     return list(SYSTEM_TABLES[name])
 
 
-def system_table(db: Any, name: str, settings: dict | None = None) -> tuple[pa.Table, TableMeta]:
+def system_table(db: Any, name: str, settings: dict | None = None,
+                 query: A.Select | None = None) -> tuple[pa.Table, TableMeta]:
     """The rows of system table `name` now, and its metadata. `settings`: the statement's
-    resolved settings (system.settings shows them)."""
+    resolved settings (system.settings shows them); `query`: the SELECT that reads it (the
+    columns it does not use are left empty where they cost a read: the data files' footers)."""
     meta = system_meta(name)
-    rows = _BUILDERS[name](db, settings or {})
+    needed = None
+    if query is not None:
+        from skipidx.expr.binder import bind_select
+        from skipidx.expr.visitors import columns_of
+
+        bs = bind_select(meta, replace(query, table=None))
+        needed = bs.output_columns()
+        columns_of(bs.where, needed)
+        columns_of(bs.having, needed)
+    rows = _BUILDERS[name](db, {"settings": settings or {}, "needed": needed})
     arrays = []
     fields = []
     for c in meta.columns:
@@ -264,8 +276,43 @@ def _mtime(unix: Any) -> _dt.datetime:
     return _dt.datetime.fromtimestamp(int(float(unix or 0)), _dt.timezone.utc).replace(tzinfo=None)
 
 
-def _parts_of(t: Any) -> list[dict]:
-    """One dict per active part of MergeTree table `t` (read through its snapshot)."""
+def _wants(ctx: dict, *columns: str) -> bool:
+    needed = ctx["needed"]
+    return needed is None or any(c in needed for c in columns)
+
+
+#: (part path, data file checksum) -> {column: (compressed, uncompressed)} bytes in the data file
+_COLUMN_BYTES = LRU(4096, "system_tables.column_bytes", "column sizes of parts' data files")
+
+
+def _column_bytes(p: Any) -> dict[str, tuple[int, int]]:
+    """Compressed and uncompressed bytes of each column of part `p`, from its data file's
+    footer; empty where the footer cannot be read here (an encrypted part without its key)."""
+    f = (p.manifest.get("files") or {}).get("data.parquet") or {}
+    key = (p.path, str(f.get("xxh3_128")))
+    got = _COLUMN_BYTES.get(key)
+    if got is not None:
+        return got
+    try:
+        md = p.data_metadata()
+    except SkipidxError:
+        return {}
+    sizes: dict[str, list[int]] = {}
+    for i in range(md.num_row_groups):
+        rg = md.row_group(i)
+        for j in range(rg.num_columns):
+            c = rg.column(j)
+            acc = sizes.setdefault(c.path_in_schema.split(".", 1)[0], [0, 0])
+            acc[0] += c.total_compressed_size
+            acc[1] += c.total_uncompressed_size
+    got = {k: (v[0], v[1]) for k, v in sizes.items()}
+    _COLUMN_BYTES.put(key, got)
+    return got
+
+
+def _parts_of(t: Any, column_bytes: bool = False) -> list[dict]:
+    """One dict per active part of MergeTree table `t` (read through its snapshot);
+    `column_bytes`: with the bytes of each column (the data file's footer)."""
     if _is_external(t):
         return []
     out = []
@@ -281,11 +328,11 @@ def _parts_of(t: Any) -> list[dict]:
             out.append({
                 "name": p.name, "rows": int(p.num_rows), "marks": int(p.n_granules), "level": int(p.level),
                 "files": len(files), "bytes": sum(int(f.get("size", 0)) for f in files.values()),
-                "data": sum(int(f.get("size", 0)) for k, f in files.items() if k.endswith(".parquet")),
                 "indexes": sum(int(f.get("size", 0)) for k, f in files.items() if k in index_files),
                 "index_sizes": {n: int(files.get(e.get("file"), {}).get("size", 0))
                                 for n, e in (m.get("indexes") or {}).items() if p.has_index(n)},
                 "mtime": _mtime(m.get("created_unix")), "path": p.path,
+                "columns": _column_bytes(p) if column_bytes else {},
             })
     return out
 
@@ -310,13 +357,17 @@ def _sidecars_of(t: Any) -> list[dict]:
     return out
 
 
-def _parts(db: Any, _settings: dict) -> dict[str, list]:
+def _parts(db: Any, ctx: dict) -> dict[str, list]:
     names = [c for c, _ in SYSTEM_TABLES["parts"]]
     out = _columns_of(names)
+    # the column data's bytes as the data file's footer counts them (not the file's size)
+    sizes = _wants(ctx, "data_compressed_bytes", "data_uncompressed_bytes")
     for tname, t in _tables(db):
-        for p in _parts_of(t):
+        for p in _parts_of(t, column_bytes=sizes):
             row = {"partition": "tuple()", "name": p["name"], "active": 1, "marks": p["marks"], "rows": p["rows"],
-                   "files": p["files"], "bytes_on_disk": p["bytes"], "data_compressed_bytes": p["data"],
+                   "files": p["files"], "bytes_on_disk": p["bytes"],
+                   "data_compressed_bytes": sum(c for c, _u in p["columns"].values()),
+                   "data_uncompressed_bytes": sum(u for _c, u in p["columns"].values()),
                    "secondary_indices_compressed_bytes": p["indexes"], "modification_time": p["mtime"],
                    "partition_id": "all", "level": p["level"], "database": DATABASE, "table": tname,
                    "engine": getattr(t.meta, "engine", "MergeTree"), "path": p["path"] + os.sep}
@@ -335,7 +386,7 @@ def _one_line(create: str) -> str:
     return text.replace("\n", " ")
 
 
-def _tables_rows(db: Any, _settings: dict) -> dict[str, list]:
+def _tables_rows(db: Any, ctx: dict) -> dict[str, list]:
     from skipidx.engine.statements import show_create_text
 
     names = [c for c, _ in SYSTEM_TABLES["tables"]]
@@ -346,7 +397,7 @@ def _tables_rows(db: Any, _settings: dict) -> dict[str, list]:
         engine_sql = t.engine_sql if external else None      # ParquetFiles('glob'), Iceberg(...)
         engine = engine_sql.split("(", 1)[0] if external else getattr(meta, "engine", "MergeTree")
         create = _one_line(show_create_text(meta, engine_sql))
-        parts = _parts_of(t)
+        parts = _parts_of(t, column_bytes=_wants(ctx, "total_bytes_uncompressed"))
         row = {
             "database": DATABASE, "name": tname, "engine": engine, "is_temporary": 0,
             "data_paths": [t.path + os.sep], "create_table_query": create,
@@ -357,6 +408,7 @@ def _tables_rows(db: Any, _settings: dict) -> dict[str, list]:
             "sampling_key": "",
             "total_rows": None if external else sum(p["rows"] for p in parts),
             "total_bytes": None if external else sum(p["bytes"] for p in parts),
+            "total_bytes_uncompressed": None if external else sum(u for p in parts for _c, u in p["columns"].values()),
             "parts": None if external else len(parts), "active_parts": None if external else len(parts),
             "total_marks": None if external else sum(p["marks"] for p in parts),
             "comment": "", "has_own_data": 0 if external else 1,
@@ -366,13 +418,20 @@ def _tables_rows(db: Any, _settings: dict) -> dict[str, list]:
     return out
 
 
-def _columns_rows(db: Any, _settings: dict) -> dict[str, list]:
+def _columns_rows(db: Any, ctx: dict) -> dict[str, list]:
     from skipidx.sql.parser import parse_expression
 
     names = [c for c, _ in SYSTEM_TABLES["columns"]]
     out = _columns_of(names)
+    sized = _wants(ctx, "data_compressed_bytes", "data_uncompressed_bytes")
     for tname, t in _tables(db):
         meta = t.meta
+        col_bytes: dict[str, list[int]] = {}
+        for p in (_parts_of(t, column_bytes=True) if sized else []):
+            for c, (comp, unc) in p["columns"].items():
+                acc = col_bytes.setdefault(c, [0, 0])
+                acc[0] += comp
+                acc[1] += unc
         sort = set(meta.order_by or [])
         pk = set(meta.primary_key if meta.primary_key is not None else (meta.order_by or []))
         part_key = getattr(meta, "partition_by", None) or ""
@@ -380,6 +439,8 @@ def _columns_rows(db: Any, _settings: dict) -> dict[str, list]:
             row = {"database": DATABASE, "table": tname, "name": c.name, "type": c.type.name, "position": i,
                    "default_kind": "DEFAULT" if c.default is not None else "",
                    "default_expression": parse_expression(c.default).to_sql() if c.default is not None else "",
+                   "data_compressed_bytes": col_bytes.get(c.name, (0, 0))[0],
+                   "data_uncompressed_bytes": col_bytes.get(c.name, (0, 0))[1],
                    "comment": "", "is_in_partition_key": int(_mentions(part_key, c.name)),
                    "is_in_sorting_key": int(c.name in sort), "is_in_primary_key": int(c.name in pk),
                    "is_in_sampling_key": 0, "compression_codec": f"CODEC({c.codec})" if c.codec else ""}
@@ -412,7 +473,7 @@ def _mentions(expr_sql: str, column: str) -> bool:
     return bool(found)
 
 
-def _indices_rows(db: Any, _settings: dict) -> dict[str, list]:
+def _indices_rows(db: Any, _ctx: dict) -> dict[str, list]:
     from skipidx.engine.statements import _index_expr_sql, _index_type_sql
 
     names = [c for c, _ in SYSTEM_TABLES["data_skipping_indices"]]
@@ -443,7 +504,7 @@ def _indices_rows(db: Any, _settings: dict) -> dict[str, list]:
     return out
 
 
-def _merges_rows(db: Any, _settings: dict) -> dict[str, list]:
+def _merges_rows(db: Any, _ctx: dict) -> dict[str, list]:
     from skipidx.store.merge import merges_in_progress
 
     names = [c for c, _ in SYSTEM_TABLES["merges"]]
@@ -461,7 +522,7 @@ def _merges_rows(db: Any, _settings: dict) -> dict[str, list]:
     return out
 
 
-def _query_log_rows(db: Any, _settings: dict) -> dict[str, list]:
+def _query_log_rows(db: Any, _ctx: dict) -> dict[str, list]:
     from skipidx.engine.query_log import read_entries
 
     names = [c for c, _ in SYSTEM_TABLES["query_log"]]
@@ -515,9 +576,10 @@ def _setting_text(name: str, v: Any) -> str:
     return str(v)
 
 
-def _settings_rows(db: Any, settings: dict) -> dict[str, list]:
+def _settings_rows(db: Any, ctx: dict) -> dict[str, list]:
     from skipidx.engine.settings import EFFECTIVE, QUERY_SETTINGS
 
+    settings = ctx["settings"]
     names = [c for c, _ in SYSTEM_TABLES["settings"]]
     out = _columns_of(names)
     for name in sorted(QUERY_SETTINGS):
@@ -537,7 +599,7 @@ def _settings_rows(db: Any, settings: dict) -> dict[str, list]:
 _SKIPIDX_EFFECTS = frozenset({"query_plan_direct_read_from_text_index", "text_index_row_filter", "log_queries"})
 
 
-def _databases_rows(db: Any, _settings: dict) -> dict[str, list]:
+def _databases_rows(db: Any, _ctx: dict) -> dict[str, list]:
     path = os.path.abspath(db.path) + os.sep
     return {"name": [DATABASE, SYSTEM], "engine": ["Atomic", "Memory"], "data_path": [path, ""],
             "comment": ["", ""]}
