@@ -240,26 +240,142 @@ def ngrams_distinct_into(data, offsets, validity, voff, min_n, n, zone_end, seed
     return _distinct_driver(data, offsets, validity, voff, n, zone_end, seed, table, uniq, min_n)
 
 
+#: N-grams of at most this many bytes are first deduplicated on their bytes (packed
+#: into a uint64 key with the length), so only a zone's distinct grams are hashed:
+#: log text has ~4k distinct 3-grams per 8192 rows among ~1M grams (bench/NOTES.md).
+GRAM_KEY_MAX = 7
+_KEY_MUL = np.uint64(0x9E3779B97F4A7C15)
+
+
+@njit(inline="always", cache=True)
+def _gram_key(data, p, length):
+    """data[p:p+length] (length <= GRAM_KEY_MAX) and its length in one non-zero uint64."""
+    k = np.uint64(length) << np.uint64(56)
+    for j in range(length):
+        k |= np.uint64(data[p + j]) << np.uint64(8 * j)
+    return k
+
+
+@njit(inline="always", cache=True)
+def _key_slot(k, mask):
+    return np.int64(((k * _KEY_MUL) >> np.uint64(32)) & np.uint64(mask))
+
+
+@njit(inline="always", cache=True)
+def _key_add(keys, mask, k):
+    """Insert key k (!= 0) into the open-addressing key set; True if new."""
+    i = _key_slot(k, mask)
+    while True:
+        x = keys[i]
+        if x == 0:
+            keys[i] = k
+            return True
+        if x == k:
+            return False
+        i = (i + 1) & mask
+
+
+@njit(cache=True)
+def _grown_keys(keys, klist, kc, need):
+    """A key set of at least `need` slots holding klist[:kc], and a key list of its size."""
+    cap = keys.shape[0]
+    while cap < need:
+        cap *= 2
+    t = np.zeros(cap, dtype=np.uint64)
+    mask = cap - 1
+    for j in range(kc):
+        _key_add(t, mask, klist[j])
+    kl = np.empty(cap, dtype=np.uint64)
+    kl[:kc] = klist[:kc]
+    return t, kl
+
+
+@njit(cache=True)
+def _close_zone_keys(keys, klist, kc):
+    """Clear the slots the zone's keys used (as close_zone_set)."""
+    if 8 * kc >= keys.shape[0]:
+        keys[:] = 0
+        return
+    mask = keys.shape[0] - 1
+    for j in range(kc):
+        i = _key_slot(klist[j], mask)
+        while keys[i] != 0:
+            keys[i] = 0
+            i = (i + 1) & mask
+
+
 @njit(cache=True)
 def _ngram_rows_into_set(data, offsets, validity, voff, min_n, n, i, stop, seed, table, uniq, u, first,
-                         zero_seen):
+                         zero_seen, keys, klist, kc):
     """N-grams (of min_n..n code points) of rows i..stop into the zone's set (as
-    _token_rows_into_set; a row of L bytes adds at most L grams of each length)."""
+    _token_rows_into_set; a row of L bytes adds at most L grams of each length).
+
+    A gram of at most GRAM_KEY_MAX bytes goes into the zone's key set first and
+    is hashed only when its bytes are new in the zone (its hash then meets the
+    hash set, which also dedupes hashes of different grams); a longer one is
+    hashed and meets the hash set directly. The distinct hashes are those of
+    hashing every gram. Returns (i, u, zero_seen, kc, need, kneed): a non-zero
+    need/kneed asks for a bigger hash/key set before row i.
+    """
     mask = table.shape[0] - 1
     cap = table.shape[0]
+    kmask = keys.shape[0] - 1
+    kcap = keys.shape[0]
     nk = n - min_n + 1
     while i < stop:
         s = np.int64(offsets[i])
         e = np.int64(offsets[i + 1])
         if 2 * (u - first + nk * (e - s) + 1) > cap:
-            return i, u, zero_seen, 2 * (u - first + nk * (e - s) + 1)
-        if _valid(validity, voff, i):
+            return i, u, zero_seen, kc, 2 * (u - first + nk * (e - s) + 1), 0
+        if 2 * (kc + nk * (e - s) + 1) > kcap:
+            return i, u, zero_seen, kc, 0, 2 * (kc + nk * (e - s) + 1)
+        if not _valid(validity, voff, i):
+            i += 1
+            continue
+        acc = np.uint8(0)
+        if n <= GRAM_KEY_MAX:
+            for p in range(s, e):
+                acc |= data[p]
+        if n <= GRAM_KEY_MAX and acc < 0x80:
+            # an ASCII row: the k-grams are the k-byte windows, their keys rolled along
+            for k in range(min_n, n + 1):
+                if e - s < k:
+                    continue
+                top = np.uint64(k) << np.uint64(56)
+                sh = np.uint64(8 * (k - 1))
+                body = np.uint64(0)
+                for j in range(k - 1):
+                    body |= np.uint64(data[s + j]) << np.uint64(8 * (j + 1))
+                for p in range(s, e - k + 1):
+                    body = (body >> np.uint64(8)) | (np.uint64(data[p + k - 1]) << sh)
+                    key = body | top
+                    if not _key_add(keys, kmask, key):
+                        continue
+                    klist[kc] = key
+                    kc += 1
+                    h = xxh64_inline(data, p, k, seed)
+                    if h == 0:
+                        if not zero_seen:
+                            zero_seen = True
+                            uniq[u] = h
+                            u += 1
+                    elif set_add(table, mask, h):
+                        uniq[u] = h
+                        u += 1
+        else:
             for k in range(min_n, n + 1):
                 pend = np.uint32(1)
                 for p in range(s, e):
                     end, pend = gram_at(data, p, e, k, pend, True)
                     if end >= 0:
-                        h = xxh64_inline(data, p, end - p, seed)
+                        ln = end - p
+                        if ln <= GRAM_KEY_MAX:
+                            key = _gram_key(data, p, ln)
+                            if not _key_add(keys, kmask, key):
+                                continue
+                            klist[kc] = key
+                            kc += 1
+                        h = xxh64_inline(data, p, ln, seed)
                         if h == 0:
                             if not zero_seen:
                                 zero_seen = True
@@ -269,13 +385,13 @@ def _ngram_rows_into_set(data, offsets, validity, voff, min_n, n, i, stop, seed,
                             uniq[u] = h
                             u += 1
         i += 1
-    return i, u, zero_seen, 0
+    return i, u, zero_seen, kc, 0, 0
 
 
 @njit(cache=True, nogil=True)
 def _distinct_driver(data, offsets, validity, voff, n, zone_end, seed, table, uniq, min_n):
     """Zone loop of the *_distinct kernels (n == 0: token, n > 0: the grams of min_n..n code
-    points); grows the set between rows.
+    points); grows the sets between rows.
 
     Returns (u, offsets, table): zone z's distinct hashes are
     ``uniq[offsets[z]:offsets[z+1]]``; the table comes back all zero.
@@ -284,22 +400,33 @@ def _distinct_driver(data, offsets, validity, voff, n, zone_end, seed, table, un
     nz = zone_end.shape[0]
     offs_out = np.zeros(nz + 1, dtype=np.int64)
     hbuf = np.empty(_max_row_tokens(offsets) if n == 0 else 1, dtype=np.uint64)   # the token loop's row buffer
+    # the n-gram loop's key set (grams by their bytes) and its zone's keys, for clearing
+    keys = np.zeros(SET_MIN if n > 0 else 1, dtype=np.uint64)
+    klist = np.empty(keys.shape[0], dtype=np.uint64)
     u = 0
     i = 0
     for z in range(nz):
         first = u
         zero_seen = False
+        kc = 0
         stop = zone_end[z]
         while True:
+            kneed = 0
             if n == 0:
                 i, u, zero_seen, need = _token_rows_into_set(data, offsets, validity, voff, i, stop, seed,
                                                              table, uniq, u, first, zero_seen, hbuf)
             else:
-                i, u, zero_seen, need = _ngram_rows_into_set(data, offsets, validity, voff, min_n, n, i, stop,
-                                                             seed, table, uniq, u, first, zero_seen)
-            if need == 0:
+                i, u, zero_seen, kc, need, kneed = _ngram_rows_into_set(
+                    data, offsets, validity, voff, min_n, n, i, stop, seed, table, uniq, u, first, zero_seen,
+                    keys, klist, kc)
+            if need == 0 and kneed == 0:
                 break
-            table = grown_set(table, uniq, first, u, need)
+            if need:
+                table = grown_set(table, uniq, first, u, need)
+            if kneed:
+                keys, klist = _grown_keys(keys, klist, kc, kneed)
         close_zone_set(table, table.shape[0] - 1, uniq, first, u)
+        if n > 0:
+            _close_zone_keys(keys, klist, kc)
         offs_out[z + 1] = u
     return u, offs_out, table
