@@ -537,3 +537,28 @@ def bank_check_any_of(words: np.ndarray, block_offset: np.ndarray, num_blocks: n
         a, b = int(group_offsets[g]), int(group_offsets[g + 1])
         out |= present[a:b].all(axis=0) if b > a else True
     return out
+
+
+#: Up to this many (filter, hash) pairs :func:`bank_check_pairs` probes in numpy.
+SMALL_PAIR_PROBES = 1 << 12
+
+
+def bank_check_pairs(words: np.ndarray, block_offset: np.ndarray, num_blocks: np.ndarray,
+                     filter_ids: np.ndarray, hashes: np.ndarray) -> np.ndarray:
+    """``out[j]`` = ``hashes[j]`` may be in filter ``filter_ids[j]`` of the bank (trusted ids, no
+    bounds check: the caller derives them from the bank); the kernel's contract
+    (``_kernels.sbbf.bank_check_pairs``), in numpy for a few pairs."""
+    hashes = np.ascontiguousarray(hashes, dtype=np.uint64)
+    filter_ids = np.ascontiguousarray(filter_ids, dtype=np.int64)
+    if hashes.shape[0] > SMALL_PAIR_PROBES:
+        return _k.bank_check_pairs(words, block_offset, num_blocks, filter_ids, hashes, SALT)
+    if hashes.shape[0] == 0:
+        return np.zeros(0, dtype=bool)
+    nb = num_blocks[filter_ids].astype(np.uint64)
+    block = (((hashes >> np.uint64(32)) * nb) >> np.uint64(32)).astype(np.int64)
+    base = (block_offset[filter_ids].astype(np.int64) + block) * 8
+    w = words[base[:, None] + np.arange(8, dtype=np.int64)]
+    key = (hashes & np.uint64(0xFFFFFFFF))[:, None]
+    shift = ((key * SALT.astype(np.uint64)[None, :]) & np.uint64(0xFFFFFFFF)) >> np.uint64(27)
+    bits = (np.uint64(1) << shift).astype(np.uint32)
+    return np.all((w & bits) == bits, axis=1)

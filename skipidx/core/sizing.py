@@ -65,6 +65,27 @@ Bytes chosen, and the FPP each filter is then expected to give
 
 Bits per distinct value and FPP (the Parquet spec's table, reproduced by the
 tests): 6.0 bits ~ 10 %, 10.5 bits ~ 1 %, 16.9 bits ~ 0.1 %.
+
+Group summaries (:func:`summary_num_bytes`): the SBBF indexes of large parts
+also keep one filter per group of :data:`SUMMARY_GROUP` index granules, holding
+the group's distinct hashes, sized by the ``"exact"`` rule for
+:func:`summary_fpp` (:data:`SUMMARY_FPP`, or the index's own fpp when looser).
+A lookup probes the summaries, then only the granules of the groups that pass.
+What a group's filter costs, for distinct values that each live in one granule
+(ids) or are shared by many granules of the group (tokens of logs)
+(:func:`summary_table` recomputes this table; the tests compare)::
+
+    | distinct/granule | shared by | index fpp | summary fpp | group bytes | per granule | expected FPP |
+    |------------------|-----------|-----------|-------------|-------------|-------------|--------------|
+    |            8_192 |         1 |     2e-05 |        0.01 |     345_024 |      10_782 |     0.010000 |
+    |            8_192 |         1 |     0.025 |       0.025 |     280_576 |       8_768 |     0.024989 |
+    |            8_192 |         1 |      None |        0.01 |     345_024 |      10_782 |     0.010000 |
+    |            2_048 |        32 |      None |        0.01 |       2_720 |          85 |     0.009592 |
+    |              300 |       200 |      0.01 |        0.01 |         416 |          13 |     0.007853 |
+
+Ids cost about as many summary bytes as the granules' own filters, so parts
+expected to hold fewer than :data:`SUMMARY_MIN_GRANULES` index granules get no
+summaries; shared tokens cost a few percent.
 """
 from __future__ import annotations
 
@@ -407,3 +428,63 @@ def sizing_table(
                          f"| {lb:>11_} | {fpp_estimate(lb, ndv):>12.6f} |")
             more.append(f"    | {ndv:>9_} | {fpp:>10} | {jb:>18_} | {xb:>11_} | {fpp_estimate(xb, ndv):>12.6f} |")
     return "\n".join(lines + [""] + more)
+
+
+# ------------------------------------------------------------ group summaries
+
+#: A filter (a granule's, or a group summary's) that lets more than this share of
+#: absent lookups through is "saturated": it answers maybe and is not checked. 0.9
+#: keeps the filters that still prune (a 0.5-FPP filter halves the scan of a
+#: one-token query, and a three-token query sees 0.5^3) and drops only those that
+#: almost never can.
+SATURATION_FPP = 0.9
+
+#: Index granules per summary group (a group never spans two build chunks, so a
+#: chunk's last group may be shorter): the planner checks one summary filter per
+#: group, then only the granules of the groups that pass.
+SUMMARY_GROUP = 32
+#: The false-positive rate a group's summary filter is sized for, unless the
+#: index's own is higher (then its own: a summary need not be tighter than the
+#: granules it stands for).
+SUMMARY_FPP = 0.01
+#: The rule summaries are sized by (any block count is a valid SBBF).
+SUMMARY_RULE = "exact"
+#: Parts expected to hold fewer index granules get no summaries: their flat check is
+#: cheap (all filters of ~1k granules are probed in tens of microseconds), and a
+#: summary of distinct values (ids) costs about as many bytes as the granules' filters.
+SUMMARY_MIN_GRANULES = 1024
+
+
+def summary_fpp(index_fpp: float | None) -> float:
+    """The fpp a group summary of an index with target `index_fpp` (None: fixed-size
+    filters) is sized for: :data:`SUMMARY_FPP`, or the index's own when it is looser."""
+    if index_fpp is None or not 0.0 < float(index_fpp) < 1.0:
+        return SUMMARY_FPP
+    return max(SUMMARY_FPP, float(index_fpp))
+
+
+def summary_num_bytes(group_ndv: np.ndarray | Sequence[int], index_fpp: float | None) -> np.ndarray:
+    """Bytes of each group's summary filter from the distinct hashes of the whole group."""
+    return num_bytes(group_ndv, summary_fpp(index_fpp), SUMMARY_RULE)
+
+
+def summary_table(
+    cases: Sequence[tuple[int, int, float | None]] = (
+        (8192, 1, 0.00002), (8192, 1, 0.025), (8192, 1, None), (2048, 32, None), (300, 200, 0.01)),
+    group: int = SUMMARY_GROUP,
+) -> str:
+    """The group-summary table of :mod:`skipidx.core.sizing`'s docstring, recomputed.
+
+    A case is (distinct per granule, how many granules of a group share each
+    distinct value, the index's fpp): ids (one granule each), tokens of logs
+    (shared by many granules)."""
+    lines = [
+        "    | distinct/granule | shared by | index fpp | summary fpp | group bytes | per granule | expected FPP |",
+        "    |------------------|-----------|-----------|-------------|-------------|-------------|--------------|",
+    ]
+    for ndv, shared, fpp in cases:
+        union = max(1, ndv * group // max(1, min(shared, group)))
+        b = int(summary_num_bytes(np.array([union]), fpp)[0])
+        lines.append(f"    | {ndv:>16_} | {shared:>9} | {str(fpp):>9} | {summary_fpp(fpp):>11} | {b:>11_} "
+                     f"| {b // group:>11_} | {fpp_estimate(b, union):>12.6f} |")
+    return "\n".join(lines)

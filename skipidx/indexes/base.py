@@ -124,6 +124,22 @@ class IndexGranules(abc.ABC):
             m = self.__dict__["_non_null"] = (self.zone_length - self.null_count) > 0
         return m
 
+    @property
+    def summary_groups(self) -> int:
+        """How many group summaries (filters over groups of granules) the granules carry."""
+        return 0
+
+    def summary_metadata(self) -> dict[bytes, bytes] | None:
+        """Custom metadata of the record batch that stores these granules: their group
+        summaries (None: the type has none). Granules built for a chunk of a part store
+        their own; zones are relative to the batch."""
+        return None
+
+    def attach_summaries(self, pieces: list[tuple[int, int, dict | None]]) -> None:
+        """Take the summaries stored in the index file, per record batch (first zone, zones,
+        custom metadata); a type without summaries ignores them, and one that does not
+        check out is dropped (never trusted)."""
+
     @abc.abstractmethod
     def to_arrow(self, part: str) -> pa.Table:
         """The Lance-zone table (one row per index granule) with schema metadata."""
@@ -142,6 +158,10 @@ class IndexAggregator(abc.ABC):
     @abc.abstractmethod
     def build(self, values: pa.Array, zone_start: np.ndarray, zone_length: np.ndarray) -> IndexGranules:
         """Build all index granules of a part from its (sorted) expression values."""
+
+    def set_summaries(self, build: bool) -> None:
+        """Whether builds also make group summaries (types that have them: the SBBF ones);
+        the store turns them off for parts too small to need them."""
 
     def use_merged(self, sources: list[IndexGranules], row_maps: list[np.ndarray]) -> None:
         """Take the merged parts' granules (and where each of their rows went) instead of
@@ -197,6 +217,11 @@ class IndexCondition(abc.ABC):
         (bloom filters) answer only the asked ones."""
         m = self.mask(granules)
         return BoolMask(np.asarray(m.can_be_true, dtype=bool)[zones], np.asarray(m.can_be_false, dtype=bool)[zones])
+
+    def mask_counted(self, granules: IndexGranules, zones: np.ndarray | None = None) -> tuple[BoolMask, int, int]:
+        """:meth:`mask` (or :meth:`mask_at` the sorted ids `zones`) and how many group
+        summaries passed / were probed on the way (0, 0 for a check without them)."""
+        return (self.mask(granules) if zones is None else self.mask_at(granules, zones)), 0, 0
 
     @abc.abstractmethod
     def describe(self) -> str:
@@ -282,6 +307,9 @@ class ElementAggregator(IndexAggregator):
 
     def __init__(self, inner: IndexAggregator) -> None:
         self.inner = inner
+
+    def set_summaries(self, build: bool) -> None:
+        self.inner.set_summaries(build)
 
     def build(self, values: pa.Array, zone_start: np.ndarray, zone_length: np.ndarray) -> IndexGranules:
         if isinstance(values, pa.ChunkedArray):

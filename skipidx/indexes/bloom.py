@@ -57,6 +57,7 @@ from skipidx.indexes._common import (
 from skipidx.core.arrays import to_numpy
 from skipidx.core.hashing import xxh64_spans
 from skipidx.core.sbbf import SBBFBank, bank_check_any_of
+from skipidx.indexes.summary import SUMMARY_MIN_PROBES, GroupSummary
 from skipidx.indexes.base import (
     Atom, BoolMask, IndexAggregator, IndexCondition, IndexDef, IndexGranules, IndexType, register_index_type,
 )
@@ -65,10 +66,8 @@ from skipidx.expr.catalogue import CATALOGUE
 from skipidx.expr.index_expressions import get_expression
 
 #: A zone whose filter lets more than this share of absent lookups through is
-#: "saturated": it answers maybe and is not checked. 0.9 keeps the filters that
-#: still prune (a 0.5-FPP filter halves the scan of a one-token query, and a
-#: three-token query sees 0.5^3) and drops only those that almost never can.
-SATURATION_FPP = 0.9
+#: "saturated": it answers maybe and is not checked (see core.sizing).
+from skipidx.core.sizing import SATURATION_FPP  # noqa: E402
 
 #: Build in slices of whole zones of about this many bytes of string data (or
 #: rows for fixed-width types), so the (row, hash) arrays of one slice stay
@@ -153,6 +152,18 @@ class SBBFGranules(IndexGranules):
         self.fill_ratio = fill_ratio
         self.fpp_estimate = fpp_estimate
         self.saturated = fpp_estimate > SATURATION_FPP
+        #: one filter per group of granules (None: not built, or not trusted)
+        self.summary: GroupSummary | None = None
+
+    @property
+    def summary_groups(self) -> int:
+        return 0 if self.summary is None else len(self.summary)
+
+    def summary_metadata(self) -> dict[bytes, bytes] | None:
+        return None if self.summary is None else self.summary.metadata()
+
+    def attach_summaries(self, pieces: list[tuple[int, int, dict | None]]) -> None:
+        self.summary = GroupSummary.from_pieces(pieces, len(self))
 
     @property
     def words(self) -> np.ndarray:
@@ -173,8 +184,8 @@ class SBBFGranules(IndexGranules):
 
     @property
     def nbytes(self) -> int:
-        """Bytes of all filters."""
-        return int(self.words.nbytes)
+        """Bytes of all filters (the group summaries' too)."""
+        return int(self.words.nbytes) + (0 if self.summary is None else self.summary.nbytes)
 
     def filter_bytes(self, zone: int) -> bytes:
         """One zone's filter in the Parquet/Lance bitset layout (little-endian words)."""
@@ -197,6 +208,18 @@ class SBBFGranules(IndexGranules):
     def maybe_contains_at(self, zones: np.ndarray, hashes: np.ndarray, group_offsets: np.ndarray) -> np.ndarray:
         """:meth:`maybe_contains` for the zones `zones` only (int64 ids), one entry per asked zone."""
         return bank_check_any_of(self.words, self.block_offset[zones], self.num_blocks[zones], hashes, group_offsets)
+
+    def maybe_contains_grouped(self, zones: np.ndarray | None, hashes: np.ndarray,
+                               group_offsets: np.ndarray) -> tuple[np.ndarray, int, int]:
+        """:meth:`maybe_contains` (`zones` None) or :meth:`maybe_contains_at`, through the group
+        summaries where they pay (:data:`~skipidx.indexes.summary.SUMMARY_MIN_PROBES`),
+        and (groups passing, groups probed)."""
+        n = len(self) if zones is None else int(zones.shape[0])
+        if self.summary is None or n * hashes.shape[0] < SUMMARY_MIN_PROBES:
+            flat = self.maybe_contains(hashes, group_offsets) if zones is None else \
+                self.maybe_contains_at(zones, hashes, group_offsets)
+            return flat, 0, 0
+        return self.summary.check(self.words, self.block_offset, self.num_blocks, hashes, group_offsets, zones)
 
     @property
     def mean_fpp(self) -> float:
@@ -349,18 +372,25 @@ class SBBFAggregator(IndexAggregator):
         self.seed = np.uint64(params["seed"])
         self.fused = fused
         self.threads = threads
+        #: granules per group summary (0: none); a build of fewer than two groups' granules
+        #: gets none (one group's filter would only repeat its granules')
+        self.summary_group = sizing.SUMMARY_GROUP
+
+    def set_summaries(self, build: bool) -> None:
+        self.summary_group = sizing.SUMMARY_GROUP if build else 0
 
     @staticmethod
-    def _slices(weight: np.ndarray, limit: int) -> list[tuple[int, int]]:
-        """Zone ranges [z0, z1) of at most `limit` total weight each (at least one zone)."""
+    def _slices(weight: np.ndarray, limit: int, align: int = 1) -> list[tuple[int, int]]:
+        """Zone ranges [z0, z1) of at most `limit` total weight each (at least one zone),
+        starting at multiples of `align` zones (then a slice may pass `limit`)."""
         n = weight.shape[0]
         cum = np.cumsum(weight)
         bounds = [0]
         while bounds[-1] < n:
             z0 = bounds[-1]
             base = cum[z0 - 1] if z0 else 0
-            z1 = int(np.searchsorted(cum, base + limit, side="right"))
-            bounds.append(max(z1, z0 + 1))
+            z1 = max(int(np.searchsorted(cum, base + limit, side="right")), z0 + 1)
+            bounds.append(min(n, -(-z1 // align) * align))
         return list(zip(bounds[:-1], bounds[1:]))
 
     def build(self, values: pa.Array, zone_start: np.ndarray, zone_length: np.ndarray) -> SBBFGranules:
@@ -382,9 +412,11 @@ class SBBFAggregator(IndexAggregator):
             weight, limit = (o[ends] - o[zs]).astype(np.int64), CHUNK_BYTES
         else:
             weight, limit = zl, CHUNK_ROWS
-        slices = self._slices(weight, limit) if n else []
+        group = self.summary_group if n >= 2 * self.summary_group else 0
+        slices = self._slices(weight, limit, group or 1) if n else []
         bank = SBBFBank.fixed(n, self.params["bytes"]) if fixed else None
-        direct = fixed and not tok.tokens_repeat()
+        # (group summaries need each zone's distinct hashes: no direct insert where they are built)
+        direct = fixed and not tok.tokens_repeat() and not group
         scratch = _ScratchPool()
         fpp, rule = self.params.get("fpp"), size_rule(self.params)
 
@@ -419,10 +451,12 @@ class SBBFAggregator(IndexAggregator):
                     _, uoffs, sc.table = kb.dedup_by_zone_into(zend, rows, hashes, sc.table,
                                                                sc.reserve(hashes.shape[0] + 1))
                 ndv = np.diff(uoffs)
+                # the groups' summaries from the same distinct hashes (slices start on group bounds)
+                summ = GroupSummary.build_slice(sc.uniq, uoffs, group, fpp, sc) if group else None
                 if fixed:
                     # fixed size known up front: insert this slice's distinct hashes now (in the worker)
                     kb.bank_insert_grouped(words, boff, nblk, sc.uniq, uoffs, SALT)
-                    return (ndv,)
+                    return (ndv, summ)
                 # adaptive: size, fill and measure this slice's filters here, in the
                 # worker, while its distinct hashes are still in the scratch buffer
                 nblk = sizing.num_bytes(ndv, fpp, rule) // 32
@@ -431,12 +465,16 @@ class SBBFAggregator(IndexAggregator):
                 words = np.zeros(int(nblk.sum()) * 8, dtype=np.uint32)
                 kb.bank_insert_grouped(words, boff, nblk, sc.uniq, uoffs, SALT)
                 fill, est = kb.bank_stats(words, boff, nblk)
-                return ndv, nblk, words, fill, est
+                return ndv, nblk, words, fill, est, summ
             finally:
                 scratch.give(sc)
 
         results = _run_slices(run, slices, self.threads or BUILD_THREADS)
         fill = est = None
+        summary = None
+        if group and results and all(r is not None and r[-1] is not None for r in results):
+            summary = GroupSummary.from_slices([(z0, r[-1]) for (z0, _), r in zip(slices, results)], n,
+                                               sizing.summary_fpp(fpp))
         if direct:
             ndv = None
         elif fixed:
@@ -448,8 +486,9 @@ class SBBFAggregator(IndexAggregator):
             boff = np.zeros(nblk.shape[0], dtype=np.int64)
             np.cumsum(nblk[:-1], out=boff[1:])
             bank = SBBFBank(words, boff, nblk)
-        return SBBFGranules(self.type_name, self.params, tok.name, str(tok.version),
-                            zs, zl, nulls, bank, ndv, fill, est)
+        g = SBBFGranules(self.type_name, self.params, tok.name, str(tok.version), zs, zl, nulls, bank, ndv, fill, est)
+        g.summary = summary
+        return g
 
 
 class _ScratchPool:
@@ -539,13 +578,16 @@ class SBBFCondition(IndexCondition):
         return f"{text}: {what}"
 
     def mask(self, granules: IndexGranules) -> BoolMask:
-        return self._mask(granules, None)
+        return self._mask(granules, None)[0]
 
     def mask_at(self, granules: IndexGranules, zones: np.ndarray) -> BoolMask:
         """Only the filters of `zones` are probed (the granules earlier indexes kept)."""
-        return self._mask(granules, np.asarray(zones, dtype=np.int64))
+        return self._mask(granules, np.asarray(zones, dtype=np.int64))[0]
 
-    def _mask(self, granules: IndexGranules, zones: np.ndarray | None) -> BoolMask:
+    def mask_counted(self, granules: IndexGranules, zones: np.ndarray | None = None) -> tuple[BoolMask, int, int]:
+        return self._mask(granules, None if zones is None else np.asarray(zones, dtype=np.int64))
+
+    def _mask(self, granules: IndexGranules, zones: np.ndarray | None) -> tuple[BoolMask, int, int]:
         g = granules
         assert isinstance(g, SBBFGranules)
         non_null, has_null = g.non_null, g.has_null
@@ -553,18 +595,16 @@ class SBBFCondition(IndexCondition):
             non_null, has_null = non_null[zones], has_null[zones]
         n = non_null.shape[0]
         if self.atom.func in ("isNull", "isNotNull"):
-            return null_mask(self.atom.func, has_null, non_null)
+            return null_mask(self.atom.func, has_null, non_null), 0, 0
         if self.requirement is None or self._hashes is None:
-            return BoolMask.unknown(n)
+            return BoolMask.unknown(n), 0, 0
         hashes, goffs = self._hashes
-        if zones is None:
-            maybe = g.maybe_contains(hashes, goffs) | g.saturated
-        else:
-            maybe = g.maybe_contains_at(zones, hashes, goffs) | g.saturated[zones]
+        maybe, passed, probed = g.maybe_contains_grouped(zones, hashes, goffs)
+        maybe = maybe | (g.saturated if zones is None else g.saturated[zones])
         maybe &= non_null     # a new array: maybe_contains' result | saturated
         if self.requirement.negated:
-            return BoolMask(non_null.copy(), maybe)
-        return BoolMask(maybe, non_null.copy())
+            return BoolMask(non_null.copy(), maybe), passed, probed
+        return BoolMask(maybe, non_null.copy()), passed, probed
 
 
 #: Bound SBBF conditions by (subject, tokenizer, column type, seed, atom).

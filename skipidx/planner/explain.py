@@ -122,6 +122,10 @@ def explain_lines(plan: QueryPlan, indexes: bool = True,
             lines.append(f"        Condition: {c}")
         lines.append(f"        {P}: {s.parts_after}/{s.parts_before}")
         lines.append(f"        {G}: {s.granules_after}/{s.granules_before}")
+        if s.groups_total:
+            # the summary level: groups whose filter passed / groups probed (summed over atoms)
+            lines.append(f"        Groups: {s.groups_selected}/{s.groups_total} (a summary filter per group of granules; "
+                         f"only the granules of passing groups probed)")
         if s.note:
             lines.append(f"        Note: {s.note}")
     if len(used) > 1:

@@ -442,6 +442,7 @@ class _Combined:
 def _concat_sbbf(gs: list[Any]) -> Any | None:
     """The SBBF granules of several parts as one (granule order kept), or None if they differ in kind."""
     from skipidx.indexes.bloom import SBBFGranules
+    from skipidx.indexes.summary import GroupSummary
     from skipidx.core.sbbf import SBBFBank
 
     first = gs[0]
@@ -455,10 +456,15 @@ def _concat_sbbf(gs: list[Any]) -> Any | None:
                     np.concatenate([np.asarray(g.block_offset, dtype=np.int64) + b for g, b in zip(gs, base)]),
                     np.concatenate([np.asarray(g.num_blocks, dtype=np.int64) for g in gs]))
     ndv = None if any(g.ndv is None for g in gs) else np.concatenate([g.ndv for g in gs])
-    return SBBFGranules(first.type_name, first.params, first.tokenizer, first.tokenizer_version,
-                        np.concatenate([g.zone_start for g in gs]), np.concatenate([g.zone_length for g in gs]),
-                        np.concatenate([g.null_count for g in gs]), bank, ndv,
-                        np.concatenate([g.fill_ratio for g in gs]), np.concatenate([g.fpp_estimate for g in gs]))
+    out = SBBFGranules(first.type_name, first.params, first.tokenizer, first.tokenizer_version,
+                       np.concatenate([g.zone_start for g in gs]), np.concatenate([g.zone_length for g in gs]),
+                       np.concatenate([g.null_count for g in gs]), bank, ndv,
+                       np.concatenate([g.fill_ratio for g in gs]), np.concatenate([g.fpp_estimate for g in gs]))
+    # the parts' group summaries, shifted to the concatenated zones (a part without: checked flat)
+    z0 = np.zeros(len(gs), dtype=np.int64)
+    np.cumsum([len(g) for g in gs[:-1]], out=z0[1:])
+    out.summary = GroupSummary.concat([(int(z), g.summary) for z, g in zip(z0, gs)], len(out))
+    return out
 
 
 def _combined_granules(parts: list[GranuleSource], ns: np.ndarray, use: IndexUse, cache: IndexCache | None) -> Any | None:
@@ -628,7 +634,8 @@ def _sources(parts: list[GranuleSource], ns: np.ndarray, offsets: np.ndarray, us
 
 def _probe(conditions: dict[int, IndexCondition], segments: list[_Segment], answered: np.ndarray,
            sel: np.ndarray | None, total: int,
-           damaged: Callable[[_Segment, str], None] | None = None) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+           damaged: Callable[[_Segment, str], None] | None = None,
+           groups: list[int] | None = None) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     """An index's answer to each of its atoms (`conditions`) on every granule of the axis.
 
     `sel` (sorted granule ids, or None for all): only those granules are
@@ -638,8 +645,11 @@ def _probe(conditions: dict[int, IndexCondition], segments: list[_Segment], answ
     covering several data granules (GRANULARITY g) is probed once and its
     answer spread onto each of them. A segment whose answer does not fit
     (a damaged index) goes back to UNKNOWN, its parts to not `answered`, and
-    `damaged(segment, reason)` is told.
+    `damaged(segment, reason)` is told. `groups` ([passing, probed]) adds up the group
+    summaries the checks went through.
     """
+    if groups is None:
+        groups = [0, 0]
     whole = sel is None and len(segments) == 1 and segments[0].data_to_index is None \
         and (segments[0].start, segments[0].end) == (0, total)
     if whole:
@@ -648,7 +658,9 @@ def _probe(conditions: dict[int, IndexCondition], segments: list[_Segment], answ
         try:
             out = {}
             for i, cond in conditions.items():
-                m = cond.mask(seg.granules)
+                m, gp, gt = cond.mask_counted(seg.granules)
+                groups[0] += gp
+                groups[1] += gt
                 t = np.asarray(m.can_be_true, dtype=bool)
                 f = np.asarray(m.can_be_false, dtype=bool)
                 if t.shape != (total,) or f.shape != (total,):
@@ -683,7 +695,9 @@ def _probe(conditions: dict[int, IndexCondition], segments: list[_Segment], answ
         target = slice(s0, s1) if local is None else local + s0
         try:
             for i, cond in conditions.items():
-                m = cond.mask(g) if zones is None else cond.mask_at(g, zones)
+                m, gp, gt = cond.mask_counted(g, zones)
+                groups[0] += gp
+                groups[1] += gt
                 t = np.asarray(m.can_be_true, dtype=bool)
                 f = np.asarray(m.can_be_false, dtype=bool)
                 if t.shape != (nz,) or f.shape != (nz,):
@@ -784,9 +798,14 @@ def _prune_parts(parts: list[GranuleSource], rpn: RPN, uses: list[IndexUse], cac
         sel = None
         if kept is not None and src.narrowable and np.count_nonzero(kept) <= NARROW_MAX_SHARE * total:
             sel = np.flatnonzero(kept)
+        groups = [0, 0]
         ans = _probe(src.use.conditions, src.segments, src.answered, sel, total,
                      lambda seg, why, use=src.use: _note(
-                         use, f"damaged index ignored in part {', '.join(parts[j].name for j in seg.parts)}: {why}"))
+                         use, f"damaged index ignored in part {', '.join(parts[j].name for j in seg.parts)}: {why}"),
+                     groups)
+        if src.use.stats is not None:
+            src.use.stats.groups_selected += groups[0]
+            src.use.stats.groups_total += groups[1]
         for i, (t, f) in ans.items():
             c = combined.get(i)
             combined[i] = (t, f) if c is None else (c[0] & t, c[1] & f)

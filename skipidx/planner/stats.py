@@ -61,6 +61,10 @@ class IndexStats:
     parts_before: int = 0
     parts_after: int = _DeferredCount()
     used: bool = False               # was its data read for at least one part
+    #: group summaries (one filter per group of granules) probed, and how many passed:
+    #: the granules checked were those of the passing groups (0/0: checked flat)
+    groups_total: int = 0
+    groups_selected: int = 0
     note: str | None = None
     conditions: list[str] = field(default_factory=list)
 

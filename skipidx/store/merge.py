@@ -332,7 +332,7 @@ def merge_parts(table_dir: str, meta: TableMeta, parts: list[Part], *, expect_id
 
         n_threads = resolve_threads(threads)
         writer = PartWriter(staged.path, meta, name, level=level, keyring=parts[0].keyring,
-                            threads=n_threads, build_threads=n_threads)
+                            threads=n_threads, build_threads=n_threads, expected_rows=info["rows"])
         m = writer.chunk_multiple()
         step = max(1, _writer.INDEX_CHUNK_ROWS // m) * m
         order = merge_order(meta, parts, n_threads)

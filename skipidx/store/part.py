@@ -503,7 +503,15 @@ class Part:
             # copy of a just-verified, page-cached file is no slower.
             with pa.OSFile(path, "r") as src:
                 buf = src.read_buffer()
-            table = pa.ipc.open_file(pa.BufferReader(buf)).read_all()
+            reader = pa.ipc.open_file(pa.BufferReader(buf))
+            batches, pieces, z = [], [], 0
+            for i in range(reader.num_record_batches):
+                got = reader.get_batch_with_custom_metadata(i)
+                batches.append(got.batch)
+                md = got.custom_metadata
+                pieces.append((z, got.batch.num_rows, dict(md) if md else None))
+                z += got.batch.num_rows
+            table = pa.Table.from_batches(batches, schema=reader.schema)
             table.validate(full=True)   # offsets/lengths in range before any kernel touches them
         except (OSError, pa.ArrowException, ValueError) as ex:   # ValueError: undecodable field names
             raise CorruptionError(f"unreadable index file: {ex}", path=path) from None
@@ -521,7 +529,10 @@ class Part:
         elif im.definition.column in ((self.encryption or {}).get("columns") or {}):
             raise DecryptionError(f"index {name!r} of sensitive column {im.definition.column!r} is not encrypted",
                                   path=path)
-        return granules_from_table(table, self.meta, im, self.marks, path)
+        g = granules_from_table(table, self.meta, im, self.marks, path)
+        if sealed is None and any(md for _, _, md in pieces):
+            g.attach_summaries(pieces)
+        return g
 
     def index_zones(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """(zone_start, zone_length) in rows of index `name`'s granules."""

@@ -433,7 +433,7 @@ class Table:
             sums = {f: man["files"][f] for f in reuse}
             writer = PartWriter(staged.path, meta, name, level=level, indexes=keep + ([add] if add else []),
                                 reuse=reuse, reuse_sums=sums, reuse_layout=(man["marks"], man["row_groups"]),
-                                keyring=self.keyring)
+                                keyring=self.keyring, expected_rows=int(p.num_rows))
             if add is not None:
                 G = meta.index_granularity
                 step = max(1, _writer.INDEX_CHUNK_ROWS // writer.chunk_multiple()) * (writer.chunk_multiple() // G)

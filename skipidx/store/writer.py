@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from skipidx.core.crypto import seal_index_table
+from skipidx.core.sizing import SUMMARY_MIN_GRANULES
 from skipidx.core.errors import CorruptionError, SkipidxError
 from skipidx.core.kms import KeyRing, parquet_encryption
 from skipidx.expr.index_expressions import apply_expression
@@ -112,7 +113,8 @@ class _IndexWriter:
     an Arrow IPC file: one record batch group per chunk."""
 
     def __init__(self, path: str, part_name: str, im: IndexMeta, arrow_type: pa.DataType,
-                 threads: int | None = None, seal: tuple[str, bytes, str] | None = None) -> None:
+                 threads: int | None = None, seal: tuple[str, bytes, str] | None = None,
+                 expected_rows: int | None = None, index_granularity: int = 1) -> None:
         idx = index_from_meta(im.definition, arrow_type, im.params)
         #: (key id, data key, wrapped data key) of a sensitive column's index:
         #: its chunks are kept and sealed as one table on close
@@ -124,6 +126,11 @@ class _IndexWriter:
         # a whole-part aggregator (the text index's dictionary) gathers every chunk
         # (``add``) and is written once at close (``finish``)
         self.whole_part = self.agg.whole_part
+        # group summaries for parts of many index granules (or of a size not known up front);
+        # never for a sensitive column's index (a summary would be stored unsealed)
+        if seal is not None or (expected_rows is not None and -(-int(expected_rows) // max(
+                1, index_granularity * im.definition.granularity)) < SUMMARY_MIN_GRANULES):
+            self.agg.set_summaries(False)
         self.im = im
         self.path = path
         self.part_name = part_name
@@ -153,7 +160,10 @@ class _IndexWriter:
             self.writer = pa.ipc.new_file(self.sink, self.schema, options=_ipc_options(self.compression))
         elif not t.schema.equals(self.schema, check_metadata=False):
             t = t.cast(self.schema)
-        self.writer.write_table(t.replace_schema_metadata(self.schema.metadata))
+        # the chunk's group summaries ride on its first record batch (zones relative to it)
+        summary = g.summary_metadata()
+        for k, batch in enumerate(t.replace_schema_metadata(self.schema.metadata).to_batches()):
+            self.writer.write_batch(batch, custom_metadata=summary if k == 0 else None)
         self.zones += int(zone_start.shape[0])
 
     def close(self, complete: bool = True) -> None:
@@ -191,7 +201,9 @@ class PartWriter:
     type's default, e.g. ``SKIPIDX_BUILD_THREADS`` or the machine's cores).
     `threads`: how many of a chunk's writes (the data file, each index) run
     at once (None: the cores this process may use; 1: one after the other);
-    the files are the same either way.
+    the files are the same either way. `expected_rows`: the part's rows when known up
+    front; parts of fewer than ``SUMMARY_MIN_GRANULES`` index granules get no group
+    summaries (unknown: they do).
     """
 
     def __init__(self, part_dir: str, meta: TableMeta, part_name: str, *, level: int = 0,
@@ -199,7 +211,7 @@ class PartWriter:
                  reuse_sums: dict[str, dict] | None = None,
                  reuse_layout: tuple[list[int], list[list[int]]] | None = None,
                  build_threads: int | None = None, keyring: KeyRing | None = None,
-                 threads: int | None = None) -> None:
+                 threads: int | None = None, expected_rows: int | None = None) -> None:
         from skipidx.core.threads import resolve_threads
 
         self.dir = part_dir
@@ -250,7 +262,7 @@ class PartWriter:
                 kid = self._enc[1].get(col.name) if self._enc is not None else None
                 seal = (kid, *self._dek[kid]) if kid is not None else None
                 self._iw[im.name] = _IndexWriter(os.path.join(part_dir, fname), part_name, im, col.type.arrow_type,
-                                                build_threads, seal)
+                                                build_threads, seal, expected_rows, meta.index_granularity)
 
     def _open_data(self, sample: pa.Table | None) -> None:
         """Open the Parquet writer, the encodings chosen from `sample` (the first chunk)."""
@@ -481,7 +493,8 @@ def write_part(part_dir: str, meta: TableMeta, data: pa.Table | None, part_name:
     into the empty directory `part_dir`, in chunks of ~INDEX_CHUNK_ROWS rows.
     See :class:`PartWriter` for `indexes`, `reuse`, `build_threads` and `threads`. Returns the manifest."""
     w = PartWriter(part_dir, meta, part_name, level=level, indexes=indexes, reuse=reuse,
-                   build_threads=build_threads, keyring=keyring, threads=threads)
+                   build_threads=build_threads, keyring=keyring, threads=threads,
+                   expected_rows=data.num_rows if data is not None else 0)
     try:
         if data is not None and data.num_rows:
             m = w.chunk_multiple()
