@@ -75,7 +75,8 @@ def inserter(path: str, wid: int, batch: int, stop_at: float, q: mp.Queue) -> No
     db.close()   # waits for this process's merges
 
 
-def querier(path: str, wid: int, stop_at: float, q: mp.Queue, profile: str | None) -> None:
+def querier(path: str, wid: int, stop_at: float, q: mp.Queue, profile: str | None,
+            t_start: float = 0.0, window: float = 60.0) -> None:
     import random
 
     import skipidx
@@ -88,12 +89,20 @@ def querier(path: str, wid: int, stop_at: float, q: mp.Queue, profile: str | Non
     # new parts per query as the table grows
     mine = KINDS[:2] if wid == 0 else KINDS[2:]
     prof = None
+    win = 0
     if profile:
         import cProfile
 
         prof = cProfile.Profile()
         prof.enable()
     while time.time() < stop_at:
+        if prof is not None and time.time() >= t_start + (win + 1) * window:
+            # one profile per window: what grows shows as a difference between them
+            prof.disable()
+            prof.dump_stats(os.path.join(profile, f"querier{wid}.w{win}.prof"))
+            win = int((time.time() - t_start) // window)
+            prof = cProfile.Profile()
+            prof.enable()
         kind = mine[rng.randrange(len(mine))]
         sql, span, expect = QUERIES[kind]
         k = rng.randrange(span)
@@ -105,7 +114,7 @@ def querier(path: str, wid: int, stop_at: float, q: mp.Queue, profile: str | Non
             q.put(("wrong", time.time(), 0, f"{kind} {k}: {got} != {expect(k)}"))
     if prof is not None:
         prof.disable()
-        prof.dump_stats(os.path.join(profile, f"querier{wid}.prof"))
+        prof.dump_stats(os.path.join(profile, f"querier{wid}.w{win}.prof"))
     db.close()
 
 
@@ -114,7 +123,7 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=300)
     ap.add_argument("--batch", type=int, default=100)
     ap.add_argument("--window", type=float, default=60)
-    ap.add_argument("--profile", default=None, help="dump each querier's cProfile stats in this folder")
+    ap.add_argument("--profile", default=None, help="dump each querier's cProfile stats in this folder, one file per window")
     a = ap.parse_args()
     import skipidx
     from skipidx.store.commit import read_state
@@ -130,7 +139,7 @@ def main() -> int:
     t_start = time.time()
     stop_at = t_start + a.seconds
     procs = [ctx.Process(target=inserter, args=(path, i, a.batch, stop_at, q)) for i in range(2)]
-    procs += [ctx.Process(target=querier, args=(path, i, stop_at, q, a.profile)) for i in range(2)]
+    procs += [ctx.Process(target=querier, args=(path, i, stop_at, q, a.profile, t_start, a.window)) for i in range(2)]
     for p in procs:
         p.start()
     events, parts = [], []

@@ -44,6 +44,9 @@ class QueryPlan:
 def plan_query(snapshot: Any, bs: BoundSelect, cache: IndexCache | None = None) -> QueryPlan:
     """The RPN of the WHERE clause, the indexes that can answer it, the columns to read."""
     meta = snapshot.meta
+    if cache is not None and snapshot.kind == "merge_tree":
+        # parts merged away since the last plan of this table are never read again
+        cache.retain_parts(snapshot.table_dir, snapshot.gen, [p.path for p in snapshot.parts])
     rpn = build_rpn(bs.where)
     derived = None
     if snapshot.kind == "external":

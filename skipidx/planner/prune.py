@@ -23,6 +23,7 @@ For one query:
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, NamedTuple
 
@@ -107,9 +108,16 @@ class IndexCache:
 
         self.max_bytes = int(max_bytes)
         self._granules: "OrderedDict[tuple, LoadedIndex]" = OrderedDict()
+        #: concatenations over several parts (one per set of parts): each table
+        #: change makes new ones and the old ones are never asked for again, so
+        #: they are kept by count, apart from the files' entries
+        self._combos: "OrderedDict[tuple, Any]" = OrderedDict()
         self._types: dict[tuple, IndexType] = {}
+        #: per table directory, the newest generation whose parts the cache was trimmed to
+        self._gens: dict[str, int] = {}
         self._lock = threading.Lock()
         self.bytes = 0
+        self.combo_bytes = 0
         self.hits = 0
         self.misses = 0
 
@@ -146,6 +154,45 @@ class IndexCache:
                 _, ev = self._granules.popitem(last=False)
                 self.bytes -= ev.nbytes
 
+    def _get_combo(self, key: tuple) -> Any:
+        with self._lock:
+            hit = self._combos.get(key)
+            if hit is None:
+                return None
+            self._combos.move_to_end(key)
+            return hit[0]
+
+    def _put_combo(self, key: tuple, value: Any, nbytes: int) -> None:
+        if nbytes > self.max_bytes // 4:
+            return
+        with self._lock:
+            old = self._combos.pop(key, None)
+            if old is not None:
+                self.combo_bytes -= old[1]
+            self._combos[key] = (value, int(nbytes))
+            self.combo_bytes += int(nbytes)
+            while self._combos and (len(self._combos) > COMBOS_MAX or self.combo_bytes > self.max_bytes // 4):
+                self.combo_bytes -= self._combos.popitem(last=False)[1][1]
+
+    def retain_parts(self, table_dir: str, gen: int, part_paths: Iterable[str]) -> None:
+        """Forget the entries of `table_dir`'s parts that generation `gen` no longer lists
+        (merged away or dropped), once per newer generation: parts never come back, so
+        without this a table under steady inserts and merges would fill the cache with
+        dead parts' indexes. A query still reading an older snapshot reloads what it needs."""
+        with self._lock:
+            if self._gens.get(table_dir, -1) >= gen:
+                return
+            self._gens[table_dir] = gen
+            live = set(part_paths)
+            prefix = os.path.join(table_dir, "")
+            dead = [k for k in self._granules if isinstance(k[0], str) and k[0].startswith(prefix)
+                    and k[0] not in live]
+            for k in dead:
+                self.bytes -= self._granules.pop(k).nbytes
+            for k in [k for k in self._combos if any(
+                    p.startswith(prefix) and p not in live for p in k[2])]:
+                self.combo_bytes -= self._combos.pop(k)[1]
+
     def loaded(self, part: GranuleSource, name: str, entry: dict | None = None) -> LoadedIndex:
         """The part's index `name` (its file), from the cache or loaded and checked.
 
@@ -161,8 +208,6 @@ class IndexCache:
             return li
         g = part.load_index(name)
         try:
-            import os
-
             size = os.path.getsize(os.path.join(part.path, entry["file"]))
         except (OSError, KeyError, TypeError):
             size = 1 << 20
@@ -191,8 +236,11 @@ class IndexCache:
     def clear(self) -> None:
         with self._lock:
             self._granules.clear()
+            self._combos.clear()
             self._types.clear()
+            self._gens.clear()
             self.bytes = 0
+            self.combo_bytes = 0
 
 
 @dataclass
@@ -425,6 +473,11 @@ def _load(part: GranuleSource, use: IndexUse, cache: IndexCache | None) -> Loade
 #: query pays after each table change; larger (text) indexes are checked part
 #: by part, where the kernel work dwarfs the per-part overhead.
 COMBINE_MAX_BYTES = 32 << 20
+#: A part whose filters take at least this many bytes is probed as its own
+#: segment, never copied into a concatenation (see :func:`_combined_granules`).
+COMBINE_ALONE_BYTES = 256 << 10
+#: Concatenations kept by an IndexCache (each also counts towards a quarter of its bytes).
+COMBOS_MAX = 64
 
 
 class _Combined:
@@ -467,54 +520,80 @@ def _concat_sbbf(gs: list[Any]) -> Any | None:
     return out
 
 
-def _combined_granules(parts: list[GranuleSource], ns: np.ndarray, use: IndexUse, cache: IndexCache | None) -> Any | None:
-    """Index `use`'s granules of all `parts` as one bank, or None: then the caller
+def _combined_granules(parts: list[GranuleSource], ns: np.ndarray, offsets: np.ndarray, use: IndexUse,
+                       cache: IndexCache | None) -> list["_Segment"] | None:
+    """Index `use`'s granules of all `parts` as few segments, or None: then the caller
     loads it part by part (and reports what is missing or damaged).
 
-    Only when every part holds the index undamaged at GRANULARITY 1 and its
-    filters are small (:data:`COMBINE_MAX_BYTES`); the concatenation is
-    cached under the parts' own cache keys, so a new snapshot with other
-    parts builds another one, and every part's index file was loaded and
-    verified through the cache first.
+    Only when every part holds the index undamaged at GRANULARITY 1. Runs of
+    adjacent small parts are concatenated into one bank each (cached under the
+    parts' own keys, so a new snapshot with other parts builds another one);
+    a part whose filters reach :data:`COMBINE_ALONE_BYTES` is a segment of its
+    own, uncopied: a table change then copies only the small parts' filters,
+    not the whole table's (the big parts are the ones that stay). Every part's
+    index file was loaded and verified through the cache first.
     """
-    if cache is not None and use.loader is not None and use.label is not None and use.conditions:
-        return _combined_derived(parts, ns, use, cache)
+    if cache is not None and use.loader is not None and use.conditions:
+        return _combined_derived(parts, ns, offsets, use, cache)
     if cache is None or use.loader is not None or not use.conditions:
         return None
-    live = [p for p, n in zip(parts, ns) if n > 0]
-    if len(live) < 2:
+    live = [j for j in range(len(parts)) if ns[j] > 0]
+    if len(live) < 2 or COMBINE_MAX_BYTES <= 0:   # (0 or less: part by part)
         return None
-    keys, entries = [], []
-    for p in live:
+    loaded: list[tuple[int, LoadedIndex, tuple]] = []
+    for j in live:
+        p = parts[j]
         e = p.index_entry(use.name)
         if e is None:
             return None
-        entries.append(e)
-        keys.append((p.path, e.get("fingerprint"), e.get("file")))
-    key = ("combined", use.name, tuple(keys))
-    comb = cache._get(key)
-    if comb is None:
-        loaded = []
-        size = 0
-        for p, e in zip(live, entries):
-            try:
-                li = cache.loaded(p, use.name, e)
-            except CorruptionError:
-                return None
-            if li.data_to_index is not None:
-                return None
-            loaded.append(li)
-            size += li.granules.nbytes
-            if size > COMBINE_MAX_BYTES:
-                return None
-        g = _concat_sbbf([li.granules for li in loaded])
-        if g is None or len(g) != int(ns.sum()):
+        try:
+            li = cache.loaded(p, use.name, e)
+        except CorruptionError:
             return None
-        comb = _Combined(g, size)
-        cache._put(key, comb)
-    use.zones_read += comb.zones
-    use.zones_saturated += comb.saturated
-    return comb.granules
+        if li.data_to_index is not None:
+            return None
+        loaded.append((j, li, (p.path, e.get("fingerprint"), e.get("file"))))
+    segs: list[_Segment] = []
+    run: list[tuple[int, LoadedIndex, tuple]] = []
+
+    def flush() -> None:
+        if len(run) > 1:
+            key = ("run", use.name, tuple(k[0] for _, _, k in run), tuple(k[1:] for _, _, k in run))
+            g = cache._get_combo(key)
+            if g is None:
+                g = _concat_sbbf([li.granules for _, li, _ in run])
+                if g is not None and len(g) == sum(li.zones for _, li, _ in run):
+                    cache._put_combo(key, g, sum(li.granules.nbytes for _, li, _ in run))
+                else:
+                    g = None
+            if g is not None:
+                segs.append(_Segment(int(offsets[run[0][0]]), int(offsets[run[-1][0] + 1]), g, None,
+                                     tuple(j for j, _, _ in run)))
+                run.clear()
+                return
+        for j, li, _ in run:
+            segs.append(_Segment(int(offsets[j]), int(offsets[j + 1]), li.granules, None, (j,)))
+        run.clear()
+
+    size = 0
+    for item in loaded:
+        nb = item[1].granules.nbytes
+        if nb >= COMBINE_ALONE_BYTES:
+            flush()
+            run.append(item)
+            flush()
+            size = 0
+            continue
+        if size + nb > COMBINE_MAX_BYTES:
+            flush()
+            size = 0
+        run.append(item)
+        size += nb
+    flush()
+    for _, li, _ in loaded:
+        use.zones_read += li.zones
+        use.zones_saturated += li.saturated
+    return segs
 
 
 def _concat_minmax(gs: list[Any]) -> Any | None:
@@ -530,22 +609,23 @@ def _concat_minmax(gs: list[Any]) -> Any | None:
                           pa.concat_arrays([g.min for g in gs]), pa.concat_arrays([g.max for g in gs]), gs[0].params)
 
 
-def _combined_derived(parts: list[GranuleSource], ns: np.ndarray, use: IndexUse, cache: IndexCache) -> Any | None:
-    """A derived index's granules (computed from each part itself, e.g. an external
-    file's footer statistics or Bloom filters) of all `parts` as one, so many small
-    files cost one check instead of one per file; cached under the parts' keys
-    (their paths carry the files' identities). None: the caller goes part by part
-    (and reports the parts that cannot answer)."""
-    live = [p for p, n in zip(parts, ns) if n > 0]
+def _combined_derived(parts: list[GranuleSource], ns: np.ndarray, offsets: np.ndarray, use: IndexUse,
+                      cache: IndexCache) -> list["_Segment"] | None:
+    """A derived index's granules (computed from each part itself: the ORDER BY key's
+    row-group statistics, an external file's footer statistics or Bloom filters) of
+    all `parts` as one segment, so many parts cost one check instead of one per part;
+    cached under the parts' keys (an external file's path carries its identity). None:
+    the caller goes part by part (and reports the parts that cannot answer)."""
+    live = [j for j in range(len(parts)) if ns[j] > 0]
     if len(live) < 2:
         return None
-    key = ("combined-derived", use.name, tuple(p.path for p in live))
-    comb = cache._get(key)
+    key = ("derived", use.name, tuple(parts[j].path for j in live))
+    comb = cache._get_combo(key)
     if comb is None:
         gs = []
-        for p in live:
+        for j in live:
             try:
-                li = cache.loaded_derived(p, use.name, use.loader)
+                li = cache.loaded_derived(parts[j], use.name, use.loader)
             except CorruptionError:
                 return None
             if li.data_to_index is not None:
@@ -557,10 +637,10 @@ def _combined_derived(parts: list[GranuleSource], ns: np.ndarray, use: IndexUse,
         if g is None or len(g) != int(ns.sum()):
             return None
         comb = _Combined(g, sum(x.nbytes for x in gs))
-        cache._put(key, comb)
+        cache._put_combo(key, comb, comb.nbytes)
     use.zones_read += comb.zones
     use.zones_saturated += comb.saturated
-    return comb.granules
+    return [_Segment(0, int(offsets[-1]), comb.granules, None, tuple(live))]
 
 
 class _Segment(NamedTuple):
@@ -617,9 +697,9 @@ def _sources(parts: list[GranuleSource], ns: np.ndarray, offsets: np.ndarray, us
     for use in useful:
         answered = np.zeros(len(parts), dtype=bool)
         segs: list[_Segment] = []
-        g = _combined_granules(parts, ns, use, cache) if parts else None
-        if g is not None:
-            segs.append(_Segment(0, int(offsets[-1]), g, None, live))
+        comb = _combined_granules(parts, ns, offsets, use, cache) if parts else None
+        if comb is not None:
+            segs.extend(comb)
             answered[list(live)] = True
         else:
             for j in live:

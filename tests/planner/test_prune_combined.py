@@ -102,9 +102,28 @@ def test_combined_equals_part_by_part(db, where, monkeypatch) -> None:
 def test_combined_is_used_for_small_indexes(db) -> None:
     db.index_cache.clear()
     _prune(db, "k = 'k5'")
-    keys = [k for k in db.index_cache._granules if k[0] == "combined"]
+    keys = [k for k in db.index_cache._combos if k[0] == "run"]
     assert {k[1] for k in keys} == {"kb", "ka"}, f"only GRANULARITY 1 indexes are concatenated: {keys}"
     assert all(len(k[2]) == 5 for k in keys), "one concatenation over the 5 parts"
+
+
+def test_big_parts_are_segments_of_their_own(db, monkeypatch) -> None:
+    """A part whose filters reach COMBINE_ALONE_BYTES is probed uncopied; the
+    small parts around it are concatenated in runs; answers and figures equal
+    the part-by-part path's."""
+    snap = db.catalog.table("t").snapshot()
+    with snap:
+        sizes = [db.index_cache.loaded(p, "kb").granules.nbytes for p in snap.parts]
+    # the 1000- and 1300-row parts alone: runs [0], [1, 2], [3], [4] over 5 parts
+    monkeypatch.setattr(PR, "COMBINE_ALONE_BYTES", min(sizes[0], sizes[3]))
+    assert sizes[1] < PR.COMBINE_ALONE_BYTES and sizes[2] < PR.COMBINE_ALONE_BYTES
+    for where in WHERES:
+        _both(db, where, monkeypatch)
+    db.index_cache.clear()
+    _prune(db, "k = 'k5'")
+    runs = [k for k in db.index_cache._combos if k[0] == "run" and k[1] == "kb"]
+    assert [len(k[2]) for k in runs] == [2], runs
+    assert not [k for k in db.index_cache._combos if k[0] == "run" and len(k[2]) == 5]
 
 
 def test_part_without_the_index_falls_back(db, monkeypatch) -> None:
@@ -146,5 +165,52 @@ def test_damaged_index_falls_back_and_is_reported(db, monkeypatch) -> None:
         assert r.fetchall()[0][0] == full
         kb = r.stats.index("kb")
         assert kb.note and f"damaged index ignored in part {victim.name}" in kb.note, kb.note
-    assert not [k for k in db.index_cache._granules if k[0] == "combined" and k[1] == "kb"], \
+    assert not [k for k in db.index_cache._combos if k[1] == "kb" and any(victim.name in p for p in k[2])], \
         "no concatenation includes a damaged file"
+
+
+def _flip_middle_byte(path: str) -> None:
+    with open(path, "r+b") as f:
+        f.seek(os.path.getsize(path) // 2)
+        b = f.read(1)
+        f.seek(-1, 1)
+        f.write(bytes([b[0] ^ 0xFF]))
+
+
+def test_merged_away_parts_leave_the_cache_and_the_merged_part_is_verified(db) -> None:
+    """Parts never change, so the cache keys on them; a merge publishes a new part:
+    its files are loaded (and verified) fresh, never answered from an entry of the
+    parts it replaced, and those entries are dropped when a plan sees the new state."""
+    full = sum(1 for i in range(3097) if (i * 7919) % 1999 == 5)
+    for where in ("k = 'k5'", "id >= 1000 AND id < 1100"):
+        db.sql(f"SELECT count() FROM t WHERE {where}").fetchall()
+    old = {p.path for p in db.catalog.table("t").snapshot().parts}
+    assert {k[0] for k in db.index_cache._granules} == old
+    assert db.index_cache._combos
+    db.sql("OPTIMIZE TABLE t FINAL")
+    with db.catalog.table("t").snapshot() as snap:
+        (merged,) = snap.parts
+    # the merged part's bloom filter damaged before any query reads it
+    _flip_middle_byte(os.path.join(merged.path, "idx.kb.arrow"))
+    r = db.sql("SELECT count() FROM t WHERE k = 'k5'")
+    assert r.fetchall()[0][0] == full
+    kb = r.stats.index("kb")
+    assert kb.note and f"damaged index ignored in part {merged.name}" in kb.note, kb.note
+    assert not any(k[0] in old for k in db.index_cache._granules), "entries of merged-away parts remain"
+    assert not any(p in old for k in db.index_cache._combos for p in k[2])
+    assert db.sql("SELECT count() FROM t WHERE id >= 1000 AND id < 1100").fetchall()[0][0] == 100
+    assert {k[0] for k in db.index_cache._granules} == {merged.path}
+
+
+def test_cache_of_a_steady_insert_stream_stays_bounded(db) -> None:
+    """Each insert is a new state: the concatenations of older part sets are let go."""
+    for i in range(30):
+        db.insert("t", _rows(20_000 + 100 * i, 100))
+        if i % 10 == 9:
+            db.sql("OPTIMIZE TABLE t FINAL")
+        assert db.sql("SELECT count() FROM t WHERE k = 'k5' AND id >= 0").fetchall()[0][0] >= 0
+        db.sql(f"SELECT count() FROM t WHERE id >= {20_000 + 100 * i}").fetchall()
+    live = {p.path for p in db.catalog.table("t").snapshot().parts}
+    assert {k[0] for k in db.index_cache._granules} <= live
+    assert len(db.index_cache._combos) <= PR.COMBOS_MAX
+    assert all(set(k[2]) <= live for k in db.index_cache._combos)
