@@ -387,6 +387,18 @@ def key_granules_from_stats(part: GranuleSource, column: str, col_type: Any) -> 
 
     from skipidx.indexes.minmax import MinMaxGranules
 
+    marks = np.asarray(part.marks, dtype=np.int64)
+    vt = col_type.value_type if pa.types.is_dictionary(col_type) else col_type
+    # recorded with the part: the footer of a part the query does not read stays unparsed
+    ks = part.key_statistics(column)
+    if ks is not None:
+        mins_, maxs_, nulls_ = ks
+        try:
+            amin, amax = pa.array(mins_, vt), pa.array(maxs_, vt)
+        except (pa.ArrowException, TypeError, ValueError, OverflowError) as e:
+            raise CorruptionError(f"unusable key statistics: {type(e).__name__}") from None
+        return MinMaxGranules(marks[:-1].copy(), np.diff(marks), nulls_, np.zeros(marks.shape[0] - 1, dtype=np.int64),
+                              amin, amax)
     # (a sensitive key column's statistics are encrypted: data_metadata makes its key
     # available first, as pyarrow aborts the process on them without it)
     try:
@@ -395,7 +407,6 @@ def key_granules_from_stats(part: GranuleSource, column: str, col_type: Any) -> 
         raise
     except (OSError, pa.ArrowException, SkipidxError) as e:   # unreadable: the key's atoms stay UNKNOWN
         raise CorruptionError(f"no row-group statistics: {e}") from None
-    marks = np.asarray(part.marks, dtype=np.int64)
     n = marks.shape[0] - 1
     if md.num_row_groups != n:
         raise CorruptionError("row groups are not granules")
@@ -419,7 +430,6 @@ def key_granules_from_stats(part: GranuleSource, column: str, col_type: Any) -> 
             maxs.append(None)
         else:
             raise CorruptionError("row group without min/max statistics")
-    vt = col_type.value_type if pa.types.is_dictionary(col_type) else col_type
     try:
         amin, amax = pa.array(mins, vt), pa.array(maxs, vt)
     except (pa.ArrowException, TypeError, ValueError, OverflowError) as e:

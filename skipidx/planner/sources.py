@@ -34,6 +34,10 @@ class GranuleSource(Protocol):
     def data_metadata(self, columns: Iterable[str] = ()) -> pq.FileMetaData:
         """The data file's footer (row-group statistics), readable for `columns`."""
 
+    def key_statistics(self, column: str) -> tuple[list, list, np.ndarray] | None:
+        """(mins, maxs, null counts) per granule of ORDER BY column `column` recorded
+        apart from the footer; None: read them from :meth:`data_metadata`."""
+
 
 @runtime_checkable
 class SnapshotSource(Protocol):

@@ -700,6 +700,10 @@ class ExternalFile:
         """The data file's footer (row-group statistics) for the pruner."""
         return self._open_data().metadata
 
+    def key_statistics(self, column: str) -> None:
+        """None: an external file's statistics are in its footer only."""
+        return None
+
     def _open_data(self) -> pq.ParquetFile:
         return self._open()
 

@@ -27,7 +27,8 @@ from skipidx.store.checksums import FileSum
 from skipidx.store.metadata import FORMAT_VERSION, TableMeta
 
 __all__ = ["DATA_FILE", "MANIFEST", "index_file_name", "zones", "read_manifest",
-           "manifest_matches_meta", "PartInfo", "new_part_name", "check_part_name"]
+           "manifest_matches_meta", "PartInfo", "new_part_name", "check_part_name",
+           "key_stats_from_footer", "KEY_STATS"]
 
 _PART_NAME = re.compile(r"^[a-z0-9_]{1,100}$")
 
@@ -137,6 +138,95 @@ def read_manifest(part_dir: str, expected_hash: str | None = None) -> tuple[dict
 
 def _int(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
+
+
+#: The manifest's per-granule statistics of the ORDER BY columns:
+#: ``{column: {"min": [...], "max": [...], "nulls": [...]}}``, one entry per
+#: granule (row group), as the data file's footer holds them. A query prunes
+#: on the key from these without parsing (and checking) the footer of every
+#: part it does not read; parts without them are pruned from the footer.
+KEY_STATS = "key_stats"
+
+
+def _key_stats_kind(t) -> type | None:
+    """The Python type whose JSON form holds this column type's statistics exactly
+    (integers, bool, strings, dictionary-encoded strings included); None: not recorded."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    if pa.types.is_boolean(t):
+        return bool
+    if pa.types.is_integer(t):
+        return int
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return str
+    return None
+
+
+def key_stats_from_footer(md, meta: TableMeta) -> dict:
+    """The :data:`KEY_STATS` entry of a part from the footer its writer just wrote
+    (`md`, pyarrow FileMetaData): a column is left out when a row group lacks a
+    statistic the pruner needs (it then reads the footer, and finds the same gap)."""
+    out: dict = {}
+    pos = {md.schema.column(j).path: j for j in range(md.num_columns)}
+    for col in meta.order_by:
+        kind = _key_stats_kind(meta.column(col).type.arrow_type)
+        ci = pos.get(col)
+        if kind is None or ci is None:
+            continue
+        mins: list = []
+        maxs: list = []
+        nulls: list = []
+        for g in range(md.num_row_groups):
+            rg = md.row_group(g)
+            st = rg.column(ci).statistics
+            if st is None:
+                break
+            nn = int(st.null_count) if st.has_null_count else 0
+            if st.has_min_max:
+                lo, hi = st.min, st.max
+                if type(lo) is not kind or type(hi) is not kind:
+                    break
+            elif nn == rg.num_rows:
+                lo = hi = None
+            else:
+                break
+            mins.append(lo)
+            maxs.append(hi)
+            nulls.append(nn)
+        else:
+            out[col] = {"min": mins, "max": maxs, "nulls": nulls}
+    return out
+
+
+def key_stats_of(manifest: dict, column: str, lengths: np.ndarray, where: str) -> tuple[list, list, np.ndarray] | None:
+    """(mins, maxs, null counts) per granule of ORDER BY column `column` from a
+    manifest's :data:`KEY_STATS` (`lengths`: rows per granule); None when not
+    recorded. CorruptionError naming the manifest when the entry is malformed."""
+    ks = manifest.get(KEY_STATS)
+    if ks is None:
+        return None
+    try:
+        e = ks.get(column)
+        if e is None:
+            return None
+        mins, maxs, nulls = e["min"], e["max"], e["nulls"]
+        n = int(lengths.shape[0])
+        if not (isinstance(mins, list) and isinstance(maxs, list) and isinstance(nulls, list)
+                and len(mins) == n and len(maxs) == n and len(nulls) == n):
+            raise ValueError("lengths")
+        for lo, hi, nn, rows in zip(mins, maxs, nulls, lengths.tolist()):
+            if not _int(nn) or not 0 <= nn <= rows:
+                raise ValueError("null count")
+            if lo is None or hi is None:
+                if lo is not None or hi is not None or nn != rows:
+                    raise ValueError("min/max")
+            elif type(lo) not in (int, bool, str) or type(hi) is not type(lo):
+                raise ValueError("min/max")
+    except (ValueError, KeyError, TypeError, AttributeError, OverflowError):
+        raise CorruptionError(f"bad key statistics of column {column!r} in part manifest", path=where) from None
+    return mins, maxs, np.asarray(nulls, dtype=np.int64)
 
 
 def manifest_matches_meta(m: dict, meta: TableMeta, where: str) -> None:

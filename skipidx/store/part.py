@@ -24,7 +24,7 @@ from skipidx.store import commit as _commit
 from skipidx.store.checksums import VERIFIER, FileSum
 from skipidx.store.commit import PartEntry
 from skipidx.store.encoding import dictionary_readable
-from skipidx.store.manifest import DATA_FILE, MANIFEST, PartInfo, read_manifest, zones
+from skipidx.store.manifest import DATA_FILE, MANIFEST, PartInfo, key_stats_of, read_manifest, zones
 from skipidx.store.metadata import IndexMeta, TableMeta
 from skipidx.store.parquet_check import check_footer
 from skipidx.store.reader_pool import READERS, release_readers
@@ -279,6 +279,13 @@ class Part:
     @property
     def level(self) -> int:
         return int(self.manifest.get("level", 0))
+
+    def key_statistics(self, column: str) -> tuple[list, list, np.ndarray] | None:
+        """(mins, maxs, null counts) per granule of ORDER BY column `column` as the
+        manifest records them (the footer's row-group statistics, written with the
+        part); None for a part that does not record them (then read the footer).
+        CorruptionError naming the manifest when the entry is malformed."""
+        return key_stats_of(self.manifest, column, np.diff(self.marks), os.path.join(self.path, MANIFEST))
 
     # ---- sensitive columns -------------------------------------------------
     @property

@@ -38,7 +38,7 @@ from skipidx.store.conform import conform, sort_rows
 from skipidx.store.encoding import (
     choose_column_encodings, choose_dictionary_columns, linked_column_encodings, linked_dictionary_columns,
 )
-from skipidx.store.manifest import DATA_FILE, MANIFEST, index_file_name, zones
+from skipidx.store.manifest import DATA_FILE, KEY_STATS, MANIFEST, index_file_name, key_stats_from_footer, zones
 from skipidx.store.metadata import FORMAT_VERSION, IndexMeta, TableMeta
 
 __all__ = ["INDEX_CHUNK_ROWS", "PartWriter", "write_part", "build_part", "index_values"]
@@ -410,6 +410,9 @@ class PartWriter:
         if self._linked_from is not None:
             self.dictionary_columns = linked_dictionary_columns(self._linked_from)
             self.column_encodings = linked_column_encodings(self._linked_from)
+        # the ORDER BY columns' row-group statistics (not for a linked data file: its
+        # source manifest's bytes are not re-read here)
+        key_stats: dict = {}
         if self._pw is None and self._reuse_layout is not None:
             # a linked data file: its layout is the source part's (never
             # re-read from bytes that may have been damaged since)
@@ -424,6 +427,9 @@ class PartWriter:
             if int(marks[-1]) != md.num_rows:
                 raise AssertionError("row groups do not add up to the file's rows")
             spans = _row_group_spans(md)
+            if self._enc is None:
+                # (never for sensitive columns: the footer keeps their statistics encrypted)
+                key_stats = key_stats_from_footer(md, self.meta)
         n_rows = int(marks[-1])
         if n_rows == 0:
             raise AssertionError("a part needs at least one row")
@@ -474,6 +480,8 @@ class PartWriter:
             # a read hint (Part.read can return these as Arrow dictionaries);
             # absent in parts written before: read decoded
             manifest["dictionary"] = list(self.dictionary_columns)
+        if key_stats:
+            manifest[KEY_STATS] = key_stats
         if self.column_encodings:
             # what the writer chose per column (the file records it too; readers need nothing)
             manifest["encodings"] = dict(sorted(self.column_encodings.items()))
