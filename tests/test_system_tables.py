@@ -179,6 +179,22 @@ def test_query_log(db):
     assert out.format_name == "JSONEachRow" and out.fetchall() == [(rows[0][0],)]
 
 
+def test_query_log_failures(db):
+    with pytest.raises(skipidx.SkipidxError):
+        db.sql("SELECT nope FROM t")
+    with pytest.raises(skipidx.SkipidxError, match="TOO_MANY_ROWS"):
+        db.sql("SELECT * FROM t WHERE id > 0 SETTINGS max_rows_to_read = 2")
+    db.sql("SELECT 1")
+    rows = db.sql("SELECT query, type, exception_code, exception != '', tables FROM system.query_log "
+                  "WHERE type != 'QueryFinish' ORDER BY event_time_microseconds").fetchall()
+    assert rows == [("SELECT nope FROM t", "ExceptionBeforeStart", 0, True, ["default.t"]),
+                    ("SELECT * FROM t WHERE id > 0 SETTINGS max_rows_to_read = 2", "ExceptionWhileProcessing",
+                     158, True, ["default.t"])]
+    assert "nope" in db.sql("SELECT exception FROM system.query_log WHERE exception != '' LIMIT 1").fetchall()[0][0]
+    # db.query_log() (what advise reads) keeps the SELECTs that ran
+    assert db.query_log().column("query").to_pylist()[0] == "SELECT 1"
+
+
 def test_settings(db, chdb):
     db.sql("SET max_rows_to_read = 1000")
     got = {r[0]: r[1:] for r in db.sql("SELECT name, value, changed, type, default FROM system.settings "

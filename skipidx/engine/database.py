@@ -150,7 +150,12 @@ class Database(Closing):
         from skipidx.sql.params import bind_params
 
         t0 = time.perf_counter()
-        res = self._run_statement(bind_params(stmt, params))
+        try:
+            res = self._run_statement(bind_params(stmt, params))
+        except SkipidxError as e:
+            if isinstance(stmt, A.Select):
+                self._log_failure(stmt, params, text, time.perf_counter() - t0, e)
+            raise
         if isinstance(stmt, A.Select) and self._logs(stmt):
             from skipidx.engine.query_log import log_select
 
@@ -165,6 +170,28 @@ class Database(Closing):
                        result_rows=None if res.streaming or res.outfile is not None else res.num_rows,
                        tables=statement_tables(stmt) if len(query) <= QUERY_LOG_MAX_CHARS else None)
         return res
+
+    def _log_failure(self, stmt: A.Select, params: dict, text: str | None, duration_s: float,
+                     e: SkipidxError) -> None:
+        """A SELECT that failed joins the query log as ClickHouse logs one: ExceptionBeforeStart
+        (names, types, parameters) or ExceptionWhileProcessing, with the message; db.query_log()
+        and advise read only the SELECTs that ran."""
+        from skipidx.engine.query_log import QUERY_LOG_MAX_CHARS, log_select
+        from skipidx.engine.system_tables import statement_tables
+
+        try:
+            if not self._logs(stmt):
+                return
+        except SkipidxError:
+            if self.keyring.kms is not None:      # the statement's own SETTINGS are bad: the default
+                return
+        used = {p.name for p in _statement_params(stmt)}
+        query = text if text is not None else stmt.to_sql()
+        code = getattr(e, "code", 0)
+        log_select(self.path, query, {k: v for k, v in params.items() if k in used}, duration_s,
+                   tables=statement_tables(stmt) if len(query) <= QUERY_LOG_MAX_CHARS else None,
+                   failure=("ExceptionBeforeStart" if isinstance(e, BindError) else "ExceptionWhileProcessing",
+                            e.message, code if isinstance(code, int) else 0))
 
     def _logs(self, stmt: A.Select) -> bool:
         """`log_queries` of this statement; off by default where a KMS client guards sensitive

@@ -44,10 +44,12 @@ def _param_text(v: Any) -> Any:
 
 
 def log_select(db_path: str, query: str, params: Mapping[str, Any] | None, duration_s: float,
-               stats: Any = None, *, result_rows: int | None = None, tables: list[str] | None = None) -> None:
+               stats: Any = None, *, result_rows: int | None = None, tables: list[str] | None = None,
+               failure: tuple[str, str, int] | None = None) -> None:
     """Append one SELECT to the log (best effort: an OSError is swallowed). `result_rows`:
     the rows of a result computed at once (None for a streamed one: its scan has not run, so
-    its ``read_rows`` is left out too); `tables`: what it read (``default.t``, ``system.parts``)."""
+    its ``read_rows`` is left out too); `tables`: what it read (``default.t``, ``system.parts``);
+    `failure`: (ClickHouse's query_log type, message, code) of a SELECT that failed."""
     if len(query) > QUERY_LOG_MAX_CHARS:
         return
     rec = {"event_time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="microseconds"),
@@ -65,6 +67,8 @@ def log_select(db_path: str, query: str, params: Mapping[str, Any] | None, durat
         rec["result_rows"] = int(result_rows)
     if tables:
         rec["tables"] = list(tables)
+    if failure is not None:
+        rec["type"], rec["exception"], rec["exception_code"] = failure
     path = os.path.join(db_path, QUERY_LOG_FILE)
     line = (json.dumps(rec, ensure_ascii=False) + "\n").encode("utf-8")
     try:
@@ -81,8 +85,9 @@ def log_select(db_path: str, query: str, params: Mapping[str, Any] | None, durat
         pass
 
 
-def read_entries(db_path: str, limit: int | None = None) -> list[dict]:
-    """The logged SELECTs, oldest first (the last `limit` of them, at most QUERY_LOG_MAX_ENTRIES)."""
+def read_entries(db_path: str, limit: int | None = None, failed: bool = False) -> list[dict]:
+    """The logged SELECTs that ran, oldest first (the last `limit` of them, at most
+    QUERY_LOG_MAX_ENTRIES); `failed`: those that failed too."""
     path = os.path.join(db_path, QUERY_LOG_FILE)
     raw: list[bytes] = []
     for p in (path + ".1", path):
@@ -97,7 +102,7 @@ def read_entries(db_path: str, limit: int | None = None) -> list[dict]:
             rec = json.loads(ln)
         except ValueError:
             continue   # a torn or foreign line: the log is advisory
-        if isinstance(rec, dict) and isinstance(rec.get("query"), str):
+        if isinstance(rec, dict) and isinstance(rec.get("query"), str) and (failed or "exception" not in rec):
             out.append(rec)
     out = out[-QUERY_LOG_MAX_ENTRIES:]
     return out[-limit:] if limit else out

@@ -527,7 +527,7 @@ def _query_log_rows(db: Any, _ctx: dict) -> dict[str, list]:
 
     names = [c for c, _ in SYSTEM_TABLES["query_log"]]
     out = _columns_of(names)
-    for r in read_entries(db.path):
+    for r in read_entries(db.path, failed=True):
         try:
             end = _dt.datetime.fromisoformat(r["event_time"]).astimezone(_dt.timezone.utc).replace(tzinfo=None)
         except (KeyError, TypeError, ValueError):
@@ -536,14 +536,18 @@ def _query_log_rows(db: Any, _ctx: dict) -> dict[str, list]:
         dur = float(dur) if isinstance(dur, (int, float)) and not isinstance(dur, bool) and dur >= 0 else 0.0
         start = end - _dt.timedelta(milliseconds=dur)
         tables = [x for x in (r.get("tables") or []) if isinstance(x, str)]
+        kind = r.get("type")
+        failed = kind in ("ExceptionBeforeStart", "ExceptionWhileProcessing")
+        code = r.get("exception_code")
         row = {
-            "type": "QueryFinish", "event_date": end.date(), "event_time": end.replace(microsecond=0),
+            "type": kind if failed else "QueryFinish", "event_date": end.date(), "event_time": end.replace(microsecond=0),
             "event_time_microseconds": end, "query_start_time": start.replace(microsecond=0),
             "query_start_time_microseconds": start, "query_duration_ms": int(dur),
             "read_rows": _uint(r.get("read_rows")), "result_rows": _uint(r.get("result_rows")),
             "current_database": DATABASE, "query": r["query"], "query_kind": "Select",
             "databases": sorted({x.split(".", 1)[0] for x in tables}), "tables": tables,
-            "exception_code": 0, "exception": "", "query_id": str(r.get("query_id") or ""),
+            "exception_code": code if failed and isinstance(code, int) and -2**31 <= code < 2**31 else 0,
+            "exception": str(r.get("exception") or "") if failed else "", "query_id": str(r.get("query_id") or ""),
         }
         for k in names:
             out[k].append(row[k])
