@@ -571,7 +571,7 @@ def _adopt_puffin_sidecars(tbl: Any, st: ExternalState, info: dict, probed: dict
     n = 0
     sdir = os.path.join(table_dir, SIDECAR_DIR)
     os.makedirs(sdir, exist_ok=True)
-    for sf in sorted(tbl.metadata.statistics, key=lambda s: -s.snapshot_id):
+    for sf in sorted(getattr(tbl.metadata, "statistics", []), key=lambda s: s.snapshot_id != info["snapshot_id"]):
         path = sf.statistics_path
         if not os.path.basename(path).startswith("skipidx-"):
             continue
@@ -655,7 +655,9 @@ def publish_puffin(tbl: Any, st: ExternalState, table_dir: str) -> str | None:
                           Blob(SKIPIDX_BLOB, [ids[col]] if col in ids else [], sid, seq, b"", props)))
     if not blobs:
         return None
-    existing = [s for s in tbl.metadata.statistics if s.snapshot_id == sid]
+    if not hasattr(tbl, "update_statistics"):
+        return "no Puffin statistics file: this pyiceberg has no update_statistics() (0.9 or newer has)"
+    existing = [s for s in getattr(tbl.metadata, "statistics", []) if s.snapshot_id == sid]
     old_path = None
     carried: list[Blob] = []
     if existing:
@@ -690,7 +692,14 @@ def publish_puffin(tbl: Any, st: ExternalState, table_dir: str) -> str | None:
     mdir = os.path.join(_local_path(loc), "metadata")
     name = f"skipidx-{sid}-{uuid.uuid4()}.stats"
     local = os.path.join(mdir, name)
-    footer = write_puffin(local, [b for _, b in blobs], {"created-by": f"skipidx {_version()}"})
+    try:
+        footer = write_puffin(local, [b for _, b in blobs], {"created-by": f"skipidx {_version()}"})
+    except OSError as e:        # a read-only warehouse: the sidecars serve the queries all the same
+        try:
+            os.unlink(local)
+        except OSError:
+            pass
+        return f"Puffin statistics file not written ({e.strerror or e}: {local})"
     uri = f"{loc}/metadata/{name}"
     from pyiceberg.table.statistics import StatisticsFile
 
