@@ -67,6 +67,9 @@ def test_rle_hybrid_decodes_what_the_spec_encodes(bw):
     data = b"\x07\x07" + _encode_hybrid(vals, bw, rng)
     got = pp._rle_hybrid(data, 2, len(data), bw, n)
     assert np.array_equal(got.astype(np.int64) & 0xFFFFFFFF, vals)
+    for skip, count in ((1, 10), (7, 1), (8, 8), (333, 2000), (n - 5, 5), (n, 0)):
+        got = pp._rle_hybrid(data, 2, len(data), bw, count, skip)
+        assert np.array_equal(got.astype(np.int64) & 0xFFFFFFFF, vals[skip:skip + count]), (skip, count)
     with pytest.raises(skipidx.SkipidxError):
         pp._rle_hybrid(data, 2, len(data) - (bw + 7) // 8 - 1, bw, n)   # runs cut short
     assert pp._rle_hybrid(data, 2, 2, 0, 5).tolist() == [0] * 5
@@ -125,11 +128,15 @@ def test_dictionary_indices_equal_pyarrow(tmp_path, kw):
                     assert len(dic) == lay.dict_values
                 else:
                     dic = pp.plain_dictionary(lay, pp.dictionary_page(fd, lay), want_type)
-                idx, valid = pp.dictionary_indices(fd, lay, pages, md.schema.column(j).max_definition_level, len(dic))
-                got = dic.take(pa.array(idx, mask=None if valid is None else ~valid))
                 rows = np.concatenate([np.arange(lay.first_rows[i], lay.first_rows[i] + lay.rows[i]) for i in pages])
-                want = whole.column(name).take(pa.array(rows)).combine_chunks()
-                assert got.cast(want.type).equals(want), (name, pages)
+                m = rows.shape[0]
+                for first, stop in ((0, m), (int(rng.integers(0, m)), m), (0, int(rng.integers(1, m + 1))),
+                                    (m // 3, m // 3 + 1)):
+                    idx, valid = pp.dictionary_indices(fd, lay, pages, md.schema.column(j).max_definition_level,
+                                                       len(dic), first, stop)
+                    got = dic.take(pa.array(idx, mask=None if valid is None else ~valid))
+                    want = whole.column(name).take(pa.array(rows[first:stop])).combine_chunks()
+                    assert got.cast(want.type).equals(want), (name, pages, first, stop)
                 decoded += 1
     finally:
         os.close(fd)

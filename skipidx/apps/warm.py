@@ -81,7 +81,7 @@ def warm(rows: int = 40_000, out=sys.stdout) -> float:
     # external tables' dictionary pages: the RLE / bit-packed decoder
     from skipidx.core._kernels.rle import rle_hybrid
 
-    rle_hybrid(np.array([3, 0xAA], dtype=np.uint8), 0, 2, 1, 8, np.empty(8, dtype=np.int32))
+    rle_hybrid(np.array([3, 0xAA], dtype=np.uint8), 0, 2, 1, 0, 8, np.empty(8, dtype=np.int32))
     took = time.perf_counter() - t0
     print(f"skipidx: kernels compiled and cached in {took:.1f} s", file=out)
     return took

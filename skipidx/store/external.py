@@ -762,7 +762,7 @@ class ExternalFile:
             return None
         max_def = self.md.schema.column(j).max_definition_level
         raw = pp.dictionary_page(self.fd, lay)
-        digest = xxhash.xxh64_intdigest(raw)
+        digest = xxhash.xxh3_64_intdigest(raw)
         key = (self.identity, g, j)
         hit = _DICTIONARIES.get(key)
         dic = hit[1] if hit is not None and hit[0] == digest else None
@@ -782,9 +782,13 @@ class ExternalFile:
             if dic is None:
                 return None
             _DICTIONARIES.put(key, (digest, dic), dic.nbytes)
-        idx, valid = pp.dictionary_indices(self.fd, lay, pages, max_def, len(dic))
-        idx = idx[pos]
-        ind = pa.array(idx, mask=None if valid is None else ~valid[pos])
+        first, stop = int(pos[0]), int(pos[-1]) + 1         # (pos ascending)
+        idx, valid = pp.dictionary_indices(self.fd, lay, pages, max_def, len(dic), first, stop)
+        if stop - first != pos.shape[0]:
+            pos = pos - first
+            idx = idx[pos]
+            valid = None if valid is None else valid[pos]
+        ind = pa.array(idx, mask=None if valid is None else ~valid)
         if as_dict and strings:
             return pa.DictionaryArray.from_arrays(ind, dic)
         return dic.take(ind)

@@ -388,9 +388,10 @@ def plain_dictionary(layout: PageLayout, raw: bytes, arrow_type: pa.DataType) ->
     return pa.array(vals.astype(arrow_type.to_pandas_dtype(), copy=False), type=arrow_type)
 
 
-def _rle_hybrid(data: bytes, pos: int, end: int, bw: int, count: int) -> np.ndarray:
-    """`count` values of an RLE / bit-packed hybrid run sequence of width `bw` in
-    ``data[pos:end]`` (the Parquet spec's encoding of levels and dictionary indices)."""
+def _rle_hybrid(data: bytes, pos: int, end: int, bw: int, count: int, skip: int = 0) -> np.ndarray:
+    """`count` values, after the first `skip`, of an RLE / bit-packed hybrid run sequence
+    of width `bw` in ``data[pos:end]`` (the Parquet spec's encoding of levels and
+    dictionary indices)."""
     from skipidx.core._kernels.rle import rle_hybrid
 
     out = np.empty(count, dtype=np.int32)
@@ -399,27 +400,35 @@ def _rle_hybrid(data: bytes, pos: int, end: int, bw: int, count: int) -> np.ndar
     if bw == 0:
         out[:] = 0
         return out
-    if not 0 < bw <= 32 or end > len(data) or pos < 0:
+    if not 0 < bw <= 32 or end > len(data) or pos < 0 or skip < 0:
         raise SkipidxError(f"bad RLE runs (bit width {bw})")
-    if rle_hybrid(np.frombuffer(data, dtype=np.uint8), pos, end, bw, count, out) != count:
+    if rle_hybrid(np.frombuffer(data, dtype=np.uint8), pos, end, bw, skip, count, out) != count:
         raise SkipidxError("RLE runs end before their values")
     return out
 
 
-def dictionary_indices(fd: int, layout: PageLayout, pages: np.ndarray, max_def: int,
-                       dict_size: int) -> tuple[np.ndarray, np.ndarray | None]:
-    """The dictionary indices of every row of the data pages `pages` (ascending; all
-    passing :func:`dictionary_pages`), decoded here: (indices (0 for a NULL row), validity
-    or None when no row is NULL). `max_def`: the flat column's maximum definition level
-    (0 required, 1 optional). SkipidxError on anything that does not add up."""
+def dictionary_indices(fd: int, layout: PageLayout, pages: np.ndarray, max_def: int, dict_size: int,
+                       first: int = 0, stop: int | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+    """The dictionary indices of rows [first, stop) of the data pages `pages` (ascending,
+    all passing :func:`dictionary_pages`; rows counted over those pages one after the
+    other), decoded here: (indices (0 for a NULL row), validity or None when no row is
+    NULL). `max_def`: the flat column's maximum definition level (0 required, 1
+    optional). SkipidxError on anything that does not add up."""
     if max_def > 1:
         raise SkipidxError("nested levels")
     idx_parts: list[np.ndarray] = []
     valid_parts: list[np.ndarray | None] = []
     any_null = False
+    base = 0
+    if stop is None:
+        stop = int(layout.rows[pages].sum())
     for i in pages.tolist():
-        raw = _pread(fd, int(layout.lengths[i]), int(layout.offsets[i]))
         hl, rows, usize = int(layout.header_lengths[i]), int(layout.rows[i]), int(layout.uncompressed[i])
+        a, b = max(first - base, 0), min(stop - base, rows)
+        base += rows
+        if b <= a:
+            continue
+        raw = _pread(fd, int(layout.lengths[i]), int(layout.offsets[i]))
         body = memoryview(raw)[hl:]
         if int(layout.kinds[i]) == _DATA_PAGE_V2:
             lv = int(layout.levels[i])
@@ -445,13 +454,19 @@ def dictionary_indices(fd: int, layout: PageLayout, pages: np.ndarray, max_def: 
         else:
             bw = data[pos]
             pos += 1
-        valid = None if defs is None else defs.astype(bool)
-        nn = rows if valid is None else int(np.count_nonzero(valid))
-        ind = _rle_hybrid(data, pos, len(data), bw, nn)
+        if defs is None:
+            valid = None
+            skip, nn = a, b - a
+        else:
+            ok = defs.astype(bool)
+            skip = int(np.count_nonzero(ok[:a]))
+            valid = ok[a:b]
+            nn = int(np.count_nonzero(valid))
+        ind = _rle_hybrid(data, pos, len(data), bw, nn, skip)
         if nn and (int(ind.max()) >= dict_size or int(ind.min()) < 0):
             raise SkipidxError("dictionary index out of range")
-        if valid is not None and nn != rows:
-            full = np.zeros(rows, dtype=np.int32)
+        if valid is not None and nn != b - a:
+            full = np.zeros(b - a, dtype=np.int32)
             full[valid] = ind
             ind = full
             any_null = True
@@ -460,5 +475,5 @@ def dictionary_indices(fd: int, layout: PageLayout, pages: np.ndarray, max_def: 
     idx = idx_parts[0] if len(idx_parts) == 1 else np.concatenate(idx_parts)
     if not any_null:
         return idx, None
-    return idx, np.concatenate([np.ones(int(layout.rows[i]), dtype=bool) if v is None else v
-                                for i, v in zip(pages.tolist(), valid_parts)])
+    return idx, np.concatenate([np.ones(len(x), dtype=bool) if v is None else v
+                                for x, v in zip(idx_parts, valid_parts)])

@@ -8,10 +8,10 @@ __all__ = ["rle_hybrid"]
 
 
 @njit(cache=True, nogil=True)
-def rle_hybrid(data, pos, end, bw, count, out):
-    """Decode `count` values of width `bw` (0..32) from the runs in ``data[pos:end]``
-    (uint8) into `out` (int32); returns `count`, or -1 where the runs end early or a
-    header is malformed."""
+def rle_hybrid(data, pos, end, bw, skip, count, out):
+    """Decode `count` values of width `bw` (1..32), after the first `skip`, from the runs
+    in ``data[pos:end]`` (uint8) into `out` (int32); returns `count`, or -1 where the runs
+    end early or a header is malformed."""
     width = (bw + 7) // 8
     mask = (np.int64(1) << bw) - 1
     got = 0
@@ -32,8 +32,13 @@ def rle_hybrid(data, pos, end, bw, count, out):
             nb = (h >> 1) * bw
             if n == 0 or pos + nb > end:
                 return -1
-            m = min(n, count - got)
-            base = pos * 8
+            if skip >= n:
+                skip -= n
+                pos += nb
+                continue
+            m = min(n - skip, count - got)
+            base = pos * 8 + skip * bw
+            skip = 0
             for k in range(m):
                 start = base + k * bw
                 bi = start >> 3
@@ -55,7 +60,11 @@ def rle_hybrid(data, pos, end, bw, count, out):
             for k in range(width):
                 v |= np.int64(data[pos + k]) << (8 * k)
             pos += width
-            m = min(n, count - got)
+            if skip >= n:
+                skip -= n
+                continue
+            m = min(n - skip, count - got)
+            skip = 0
             for k in range(m):
                 out[got + k] = v
             got += m
