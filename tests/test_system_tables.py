@@ -311,3 +311,18 @@ def test_external_table(tmp_path):
         row = d.sql("SELECT name, type, data_compressed_bytes > 0 FROM system.data_skipping_indices").fetchall()
         assert row == [("i", "bloom_filter", True)]
         assert d.sql("SELECT name, type FROM system.columns").fetchall() == [("a", "Int64"), ("s", "String")]
+
+
+def test_functions_formats_one(ro, chdb):
+    ours = {r[0]: r[1:] for r in ro.sql("SELECT name, is_aggregate, alias_to FROM system.functions").fetchall()}
+    assert {"hasToken", "count", "lower", "lcase"} <= set(ours) and ours["lcase"] == (0, "lower")
+    names = "', '".join(ours)
+    theirs = json.loads(str(chdb.query(f"SELECT name, is_aggregate FROM system.functions WHERE name IN ('{names}')",
+                                       "JSONCompact")))["data"]
+    assert len(theirs) > 100
+    for name, agg in theirs:
+        assert ours[name][0] == int(agg), name
+    assert ro.sql("SELECT is_input, is_output FROM system.formats WHERE name = 'Parquet'").fetchall() == [(1, 1)]
+    assert ro.sql("SELECT name FROM system.table_functions ORDER BY name").fetchall() == [
+        ("file",), ("numbers",), ("values",)]
+    assert ro.sql("SELECT dummy, count() FROM system.one GROUP BY dummy").fetchall() == [(0, 1)]

@@ -11,7 +11,8 @@ chDB's ``DESCRIBE system.X``):
 - ``system.data_skipping_indices``: every declared index with its size on disk;
 - ``system.merges``: the merges running now (SHOW MERGES);
 - ``system.query_log``: the database's log of recent SELECTs (engine/query_log.py);
-- ``system.settings``: the query settings, with this connection's values.
+- ``system.settings``: the query settings, with this connection's values;
+- ``system.functions``, ``system.table_functions``, ``system.formats``, ``system.one``.
 
 A SELECT reads one as any table (WHERE, GROUP BY, ORDER BY, LIMIT, FORMAT,
 subqueries); DESCRIBE, EXISTS and SHOW CREATE answer for them; any statement
@@ -93,6 +94,14 @@ SYSTEM_TABLES: dict[str, list[tuple[str, str]]] = {
     "databases": [
         ("name", "String"), ("engine", "String"), ("data_path", "String"), ("comment", "String"),
     ],
+    "functions": [
+        ("name", "String"), ("is_aggregate", "UInt8"), ("case_insensitive", "UInt8"), ("alias_to", "String"),
+        ("origin", "Enum8('System' = 0, 'SQLUserDefined' = 1, 'ExecutableUserDefined' = 2, 'WasmUserDefined' = 3)"),
+        ("description", "String"),
+    ],
+    "table_functions": [("name", "String"), ("description", "String")],
+    "formats": [("name", "String"), ("is_input", "UInt8"), ("is_output", "UInt8")],
+    "one": [("dummy", "UInt8")],
 }
 
 #: the statements that would change a table, as the error names them
@@ -609,7 +618,53 @@ def _databases_rows(db: Any, _ctx: dict) -> dict[str, list]:
             "comment": ["", ""]}
 
 
+def _functions_rows(db: Any, _ctx: dict) -> dict[str, list]:
+    from skipidx.expr.catalogue import CATALOGUE
+
+    out = _columns_of([c for c, _ in SYSTEM_TABLES["functions"]])
+
+    def add(name: str, fn: Any, alias_to: str) -> None:
+        # skipidx looks every function name up in any case (Catalogue.lookup)
+        for k, v in (("name", name), ("is_aggregate", int(fn.rule == "aggregate")), ("case_insensitive", 1),
+                     ("alias_to", alias_to), ("origin", "System"), ("description", fn.doc or "")):
+            out[k].append(v)
+
+    for fn in CATALOGUE:
+        add(fn.name, fn, "")
+        for a in fn.aliases:
+            add(a, fn, fn.name)
+    return out
+
+
+_TABLE_FUNCTION_TEXT = {
+    "file": "file('path or glob'[, format[, 'structure']]): the rows of files read (Parquet, CSV, TSV, JSONEachRow)",
+    "numbers": "numbers(N) / numbers(offset, N): a column `number` UInt64 of consecutive integers",
+    "values": "values(['structure',] row, ...): the rows written in the query",
+}
+
+
+def _table_functions_rows(db: Any, _ctx: dict) -> dict[str, list]:
+    from skipidx.engine.table_functions import TABLE_FUNCTIONS
+
+    names = sorted(TABLE_FUNCTIONS)
+    return {"name": names, "description": [_TABLE_FUNCTION_TEXT.get(n, "") for n in names]}
+
+
+def _formats_rows(db: Any, _ctx: dict) -> dict[str, list]:
+    from skipidx.engine.formats import FORMATS
+    from skipidx.engine.table_functions import FILE_FORMATS
+
+    canonical = {"TSV": "TabSeparated", "TSVWithNames": "TabSeparatedWithNames"}
+    inputs = {canonical.get(f, f) for f in FILE_FORMATS.values()} | set(A.INFILE_FORMATS)
+    outputs = set(FORMATS.values())
+    names = sorted(inputs | outputs)
+    return {"name": names, "is_input": [int(n in inputs) for n in names],
+            "is_output": [int(n in outputs) for n in names]}
+
+
 _BUILDERS: dict[str, Callable[[Any, dict], dict[str, list]]] = {
+    "functions": _functions_rows, "table_functions": _table_functions_rows, "formats": _formats_rows,
+    "one": lambda db, ctx: {"dummy": [0]},
     "parts": _parts, "tables": _tables_rows, "columns": _columns_rows, "data_skipping_indices": _indices_rows,
     "merges": _merges_rows, "query_log": _query_log_rows, "settings": _settings_rows, "databases": _databases_rows,
 }
