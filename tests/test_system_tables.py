@@ -252,6 +252,11 @@ def test_database_qualified_names(db):
     assert db.sql("SELECT count() FROM {x:Identifier}", params={"x": "default.t"}).fetchall() == [(31,)]
     db.sql("INSERT INTO u SELECT toUInt8(rows), 0, 0 FROM system.parts WHERE table = 't'")
     assert db.sql("SELECT count() FROM u").fetchall() == [(2,)]
+    # a snapshot of a system table, with its ClickHouse types
+    db.sql("CREATE TABLE snap ORDER BY name AS SELECT name, rows, modification_time FROM system.parts "
+           "WHERE table = 't'")
+    assert db.sql("DESCRIBE snap").fetchall()[1][:2] == ("rows", "UInt64")
+    assert db.sql("SELECT sum(rows) FROM snap").fetchall() == [(31,)]
 
 
 @pytest.mark.parametrize("sql, words", [

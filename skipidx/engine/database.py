@@ -526,6 +526,12 @@ class Database(Closing):
 
         return system_table(self, name, settings, query)
 
+    def _system_meta(self, name: str) -> Any:
+        """The columns of system table `name` as a table's metadata."""
+        from skipidx.engine.system_tables import system_meta
+
+        return system_meta(name)
+
     def _table(self, ref: A.TableRef):
         from skipidx.engine.system_tables import is_system, local_ref, read_only_error
 

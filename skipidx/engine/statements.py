@@ -638,7 +638,9 @@ def _create_as_select(db: Any, s: A.CreateTable) -> Result:
 
             _data, src_meta = run_table_function(q.table_function)
         elif q.table is not None:
-            src_meta = db._table(q.table).meta
+            ref = db._local_ref(q.table)
+            # a system table's columns (engine/system_tables.py), else the table's
+            src_meta = db._system_meta(ref.name) if ref.database is not None else db._table(ref).meta
         else:
             src_meta = None
         bs = bind_select(src_meta, q)
