@@ -331,3 +331,30 @@ def test_functions_formats_one(ro, chdb):
     assert ro.sql("SELECT name FROM system.table_functions ORDER BY name").fetchall() == [
         ("file",), ("numbers",), ("values",)]
     assert ro.sql("SELECT dummy, count() FROM system.one GROUP BY dummy").fetchall() == [(0, 1)]
+
+
+@pytest.mark.parametrize("text, database, name", [
+    ("SELECT 1 FROM system.parts", "system", "parts"),
+    ("SELECT 1 FROM `default`.`t`", "default", "t"),
+    ("SELECT 1 FROM db . t", "db", "t"),
+    ("SELECT 1 FROM `my db`.`a b`", "my db", "a b"),
+    ("INSERT INTO d.t VALUES (1)", "d", "t"),
+    ("SHOW CREATE TABLE system.merges", "system", "merges"),
+    ("SELECT 1 FROM t", None, "t"),
+])
+def test_parse_database_table(text, database, name):
+    from skipidx.sql.parser import parse
+
+    (s,) = parse(text)
+    assert (s.table.database, s.table.name) == (database, name)
+    (again,) = parse(s.to_sql())
+    assert again.table == s.table
+
+
+def test_parse_errors_at_the_dot():
+    from skipidx.sql.parser import parse
+
+    for text in ("SELECT 1 FROM system.", "SELECT 1 FROM a.b.c", "SELECT 1 FROM .t"):
+        with pytest.raises(skipidx.SkipidxError) as e:
+            parse(text)
+        assert e.value.line == 1 and e.value.column
