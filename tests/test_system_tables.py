@@ -358,3 +358,31 @@ def test_parse_errors_at_the_dot():
         with pytest.raises(skipidx.SkipidxError) as e:
             parse(text)
         assert e.value.line == 1 and e.value.column
+
+
+def test_merges_lists_a_running_merge(tmp_path, monkeypatch):
+    from skipidx.store import merge as merge_mod
+
+    with skipidx.connect(tmp_path / "db") as d:
+        d.sql("CREATE TABLE m (a UInt64) ORDER BY a SETTINGS background_merges = 0")
+        for i in range(3):
+            d.sql(f"INSERT INTO m VALUES ({i})")
+        names = sorted(r[0] for r in d.sql("SELECT name FROM system.parts WHERE table = 'm'").fetchall())
+        seen = {}
+        orig = merge_mod.merged_chunks
+
+        def spy(*args, **kwargs):
+            # a query of system.merges while the merge runs (what SHOW MERGES shows)
+            seen["system"] = d.sql("SELECT database, table, num_parts, source_part_names, result_part_name, "
+                                   "elapsed >= 0, is_mutation FROM system.merges").fetchall()
+            seen["show"] = d.sql("SHOW MERGES").fetchall()
+            yield from orig(*args, **kwargs)
+
+        monkeypatch.setattr(merge_mod, "merged_chunks", spy)
+        d.sql("OPTIMIZE TABLE m FINAL")
+        [(db_name, table, n, sources, result, elapsed_ok, mutation)] = seen["system"]
+        assert (db_name, table, n, sorted(sources), elapsed_ok, mutation) == ("default", "m", 3, names, True, 0)
+        [show] = seen["show"]
+        assert (show[1], show[3]) == (result, sources)
+        assert d.sql("SELECT name FROM system.parts WHERE table = 'm'").fetchall() == [(result,)]
+        assert d.sql("SELECT count() FROM system.merges").fetchall() == [(0,)]
