@@ -386,3 +386,12 @@ def test_merges_lists_a_running_merge(tmp_path, monkeypatch):
         assert (show[1], show[3]) == (result, sources)
         assert d.sql("SELECT name FROM system.parts WHERE table = 'm'").fetchall() == [(result,)]
         assert d.sql("SELECT count() FROM system.merges").fetchall() == [(0,)]
+
+
+def test_current_database(ro, chdb):
+    q = "SELECT currentDatabase(), DATABASE(), current_database()"
+    res = ro.sql(q)
+    want = str(chdb.query(q, "TSVWithNamesAndTypes")).splitlines()
+    assert [res.columns, res.types] == [want[0].split("\t"), want[1].split("\t")]
+    assert res.fetchall() == [("default",) * 3]
+    assert ro.sql("SELECT count() FROM system.tables WHERE database = currentDatabase()").fetchall() == [(2,)]

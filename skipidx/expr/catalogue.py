@@ -426,6 +426,9 @@ DATETIME_FUNCTIONS = [
              kernel=lambda: _dt_k("now")(), aliases=("current_timestamp",)),
     Function("today", "scalar", (), returns=_DATE, fold=lambda: _dt_k("today")(), kernel=lambda: _dt_k("today")(),
              aliases=("curdate", "current_date")),
+    # a connection's database is ClickHouse's current database, `default` (engine/system_tables.py)
+    Function("currentDatabase", "scalar", (), returns=_STR, fold=lambda: "default", kernel=lambda: "default",
+             aliases=("database", "current_database"), doc="the current database: 'default'"),
     Function("addInterval", "interval", (_TEMPORAL, CONST_LIST), kernel=lambda a, iv: _dt_k("add_interval")(a, *iv),
              doc="d + INTERVAL n unit (the binder makes it from plus/minus)"),
 ]
