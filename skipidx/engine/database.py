@@ -625,7 +625,10 @@ class Database(Closing):
         lines = ["Expression"]
         if q.where is not None:
             lines.append(f"  Filter: {q.where.to_sql()}")
-        step = "ReadFromSystem" + "".join(w.capitalize() for w in q.table.name.split("_"))
+        # ClickHouse's step names (chDB's EXPLAIN); query_log is a MergeTree there, a log file here
+        step = {"parts": "ReadFromSystemPartsBase", "tables": "ReadFromSystemTables", "columns": "ReadFromSystemColumns",
+                "data_skipping_indices": "ReadFromSystemDataSkippingIndices", "one": "ReadFromSystemOne",
+                }.get(q.table.name, "ReadFromSystemOneBlock")
         lines.append(f"  {step} (system.{q.table.name})")
         from skipidx.expr.visitors import columns_of
 

@@ -15,8 +15,9 @@ chDB's ``DESCRIBE system.X``):
 - ``system.functions``, ``system.table_functions``, ``system.formats``, ``system.one``.
 
 A SELECT reads one as any table (WHERE, GROUP BY, ORDER BY, LIMIT, FORMAT,
-subqueries); DESCRIBE, EXISTS and SHOW CREATE answer for them; any statement
-that would write one is a :class:`SkipidxError`.
+subqueries, EXPLAIN); DESCRIBE and EXISTS answer for them; SHOW CREATE and any
+statement that would write one is a :class:`SkipidxError` (ClickHouse keeps no
+CREATE statement of its system tables either).
 """
 from __future__ import annotations
 
@@ -171,8 +172,8 @@ def check_statement(s: A.Statement) -> A.Statement:
 
 
 def run_on_system(s: A.Statement) -> Any:
-    """The answer of DESCRIBE / EXISTS / SHOW CREATE on a system table (Result); None for
-    any other statement."""
+    """The answer of DESCRIBE / EXISTS on a system table (Result); None for any other
+    statement (SHOW CREATE is an error, as in ClickHouse)."""
     from skipidx.engine.result import Result
 
     ref = s.table
@@ -184,10 +185,9 @@ def run_on_system(s: A.Statement) -> Any:
                                 "type": pa.array([t for _, t in cols], pa.string()),
                                 "codec_expression": pa.array([""] * len(cols), pa.string())}))
     if isinstance(s, A.ShowCreate):
-        body = ",\n".join(f"    `{c}` {t}" for c, t in cols)
-        engine = "System" + "".join(w.capitalize() for w in ref.name.split("_"))
-        text = f"CREATE TABLE system.{ref.name}\n(\n{body}\n)\nENGINE = {engine}"
-        return Result(pa.table({"statement": pa.array([text], pa.string())}))
+        # as ClickHouse: a system table has no CREATE statement
+        raise _err(f"There is no metadata of table {ref.name} in database system: it is a virtual system "
+                   f"table (DESCRIBE system.{ref.name} lists its columns)", ref)
     return None
 
 
