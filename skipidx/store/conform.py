@@ -30,8 +30,20 @@ def conform(meta: TableMeta, data: pa.Table) -> pa.Table:
         if extra:
             parts.append(f"unknown columns: {', '.join(extra)}")
         raise SkipidxError(f"table {meta.name!r}: " + "; ".join(parts) + f" (table columns: {', '.join(want)})")
-    arrays = [cast_to(c.type, data.column(c.name), c.name) for c in meta.columns]
+    arrays = [_cast_column(c, data.column(c.name)) for c in meta.columns]
     return pa.Table.from_arrays(arrays, schema=meta.arrow_schema())
+
+
+def _cast_column(c, col: pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """One column cast chunk by chunk (a streamed file's blocks are not copied into one
+    array; the Parquet writer takes chunks as they are). A bad value is reported by the
+    whole column's cast, so the error (its row number) is the one of unchunked input."""
+    if isinstance(col, pa.ChunkedArray) and col.num_chunks > 1:
+        try:
+            return pa.chunked_array([cast_to(c.type, x, c.name) for x in col.chunks], type=c.type.arrow_type)
+        except (SkipidxError, pa.ArrowException):
+            pass
+    return cast_to(c.type, col, c.name)
 
 
 def sort_rows(meta: TableMeta, data: pa.Table) -> pa.Table:
