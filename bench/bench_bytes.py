@@ -83,7 +83,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--batch-rows", type=int, default=250_000, help="rows per insert (alternating tables)")
     ap.add_argument("--dir", default=None, help="work directory (default: a temporary one, removed)")
+    ap.add_argument("--no-before", action="store_true",
+                    help="skip the 'before' table (halves the run; its columns print as 0)")
     args = ap.parse_args(argv)
+    names = ("after",) if args.no_before else ("before", "after")
 
     from chdb import session as chs
 
@@ -92,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         ddl = SCHEMA_SQL.format(table="logs", indexes=CH_INDEXES + OUR_EXTRA)
         dbs = {}
-        for name in ("before", "after"):
+        for name in names:
             p = os.path.join(work, name)
             shutil.rmtree(p, ignore_errors=True)
             dbs[name] = skipidx.connect(p)
@@ -105,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
             if writer is None:
                 writer = pq.ParquetWriter(parquet, batch.schema)
             writer.write_batch(batch)
-            order = ("before", "after") if k % 2 == 0 else ("after", "before")
+            order = names if k % 2 == 0 else names[::-1]
             for name in order:
                 t0 = time.perf_counter()
                 if name == "before":
@@ -116,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
                 t_ins[name] += time.perf_counter() - t0
         writer.close()
         t_opt = {}
-        for name in ("before", "after"):
+        for name in names:
             t0 = time.perf_counter()
             tbl = dbs[name].catalog.table("logs")
             if name == "before":
@@ -149,8 +152,9 @@ def main(argv: list[str] | None = None) -> int:
             "WHERE database = currentDatabase() AND table = 'logs'")}
         assert int(ch_rows) == args.rows
 
-        parts = {name: _part_dir(os.path.join(work, name)) for name in ("before", "after")}
+        parts = {name: _part_dir(os.path.join(work, name)) for name in names}
         cols = {name: _parquet_columns(os.path.join(parts[name], "data.parquet")) for name in parts}
+        cols.setdefault("before", {})
         import json
         with open(os.path.join(parts["after"], "manifest.json")) as f:
             encodings = json.load(f).get("encodings", {})
@@ -158,13 +162,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\ninsert ({args.rows:,} rows in batches of {args.batch_rows:,}, 8 indexes, alternating): "
               f"before {t_ins['before']:.1f} s, after {t_ins['after']:.1f} s "
               f"(after/before {_ratio(t_ins['after'], t_ins['before'])}); "
-              f"OPTIMIZE FINAL before {t_opt['before']:.1f} s, after {t_opt['after']:.1f} s; "
+              f"OPTIMIZE FINAL before {t_opt.get('before', 0.0):.1f} s, after {t_opt['after']:.1f} s; "
               f"chDB INSERT from Parquet {t_ch:.1f} s")
         print("\ndata, per column (bytes)          before        after         chDB   after/chDB  encoding (after)")
         for c in cols["after"]:
             print(f"  {c:<28} {cols['before'].get(c, 0):>12,} {cols['after'][c]:>12,} {ch_cols.get(c, 0):>12,}"
                   f"   {_ratio(cols['after'][c], ch_cols.get(c, 0))}   {encodings.get(c, 'PLAIN/dictionary')}")
         size = {name: os.path.getsize(os.path.join(parts[name], "data.parquet")) for name in parts}
+        size.setdefault("before", 0)
         print(f"  {'data file (with footer)':<28} {size['before']:>12,} {size['after']:>12,} {int(ch_data):>12,}"
               f"   {_ratio(size['after'], int(ch_data))}   (chDB: data_compressed_bytes)")
 
@@ -174,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
             if not f.startswith("idx."):
                 continue
             name = f[len("idx."):-len(".arrow")]
-            b = os.path.getsize(os.path.join(parts["before"], f))
+            b = os.path.getsize(os.path.join(parts["before"], f)) if "before" in parts else 0
             a = os.path.getsize(os.path.join(parts["after"], f))
             c = ch_idx.get(name)
             tot["before"] += b

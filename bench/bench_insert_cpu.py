@@ -13,13 +13,20 @@ without indexes and with ClickHouse's index DDL of bench/bench_query.py
   the insert alone (as chDB's, whose merges run after its INSERT returns);
 - chDB: ``INSERT INTO logs SELECT * FROM file('file', Parquet)``.
 
-CPU is the process's user+sys time over the statement (both engines run in
-this process; every thread counts). Prints the medians and the ratios, the
-peak RSS of the run, and the load average. Asserts nothing.
+Each insert runs in a fresh child process (engine started and table created
+before the clock starts): CPU is that process's user+sys time over the
+statement (every thread counts), RSS its peak resident set (the figure printed
+beside it: the peak during the statement's process minus nothing; the
+"before" column is the process before the INSERT). Prints the medians, the
+ratios and the load average. Asserts nothing.
+
+    --src FILE   load an existing Parquet file instead of generating one
 """
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
 import os
 import resource
 import shutil
@@ -60,110 +67,113 @@ def write_parquet(path: str, rows: int, seed: int = 42) -> None:
     w.close()
 
 
+def child(engine: str, kind: str, src: str, work: str, threads: int | None) -> dict:
+    """One insert in this (fresh) process: CPU, wall, peak RSS before/after."""
+    idx = CH_INDEXES if kind == "indexed" else ""
+    if engine == "skipidx":
+        db = skipidx.connect(os.path.join(work, "skipidx"))
+        if threads:
+            db.sql(f"SET max_insert_threads = {threads}")
+        db.sql("DROP TABLE IF EXISTS logs")
+        db.sql((datagen.SCHEMA_SQL + " SETTINGS background_merges = 0").format(table="logs", indexes=idx))
+        run = lambda: db.sql(f"INSERT INTO logs FROM INFILE '{src}' FORMAT Parquet")   # noqa: E731
+        count = lambda: db.sql("SELECT count() FROM logs").fetchall()[0][0]   # noqa: E731
+    else:
+        from chdb import session as chs
+
+        ch = chs.Session(os.path.join(work, "chdb"))
+        ch.query("DROP TABLE IF EXISTS logs")
+        ch.query(datagen.SCHEMA_SQL.format(table="logs", indexes=idx))
+        run = lambda: ch.query(f"INSERT INTO logs SELECT * FROM file('{src}', Parquet)")   # noqa: E731
+        count = lambda: int(str(ch.query("SELECT count() FROM logs", "CSV")).strip())   # noqa: E731
+    base = peak_mib()
+    c0, w0 = cpu_s(), time.perf_counter()
+    run()
+    c, w = cpu_s() - c0, time.perf_counter() - w0
+    return {"cpu": c, "wall": w, "rss_before": base, "rss_peak": peak_mib(), "rows": count()}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=10_000_000)
+    ap.add_argument("--src", default=None, help="an existing Parquet file of the datagen schema (else generated)")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--threads", type=int, default=None, help="skipidx max_insert_threads (default: cores)")
     ap.add_argument("--no-chdb", action="store_true")
     ap.add_argument("--only", choices=["plain", "indexed"], default=None)
     ap.add_argument("--profile", action="store_true")
-    ap.add_argument("--rss", action="store_true",
-                    help="also: peak RSS of a fresh process that only inserts the file (with the indexes)")
-    ap.add_argument("--rss-child", help=argparse.SUPPRESS)
+    ap.add_argument("--child", nargs=4, metavar=("ENGINE", "KIND", "SRC", "WORK"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    if args.rss_child:
-        db = skipidx.connect(os.path.join(os.path.dirname(args.rss_child), "rss_db"))
-        db.sql((datagen.SCHEMA_SQL + " SETTINGS background_merges = 0").format(table="logs", indexes=CH_INDEXES))
-        base = peak_mib()
-        c0, w0 = cpu_s(), time.perf_counter()
-        db.sql(f"INSERT INTO logs FROM INFILE '{args.rss_child}' FORMAT Parquet")
-        print(f"RSS peak {peak_mib():.0f} MiB (before the insert {base:.0f} MiB); insert CPU {cpu_s() - c0:.1f} s, "
-              f"wall {time.perf_counter() - w0:.1f} s")
-        db.close()
+    if args.child:
+        print(json.dumps(child(*args.child, args.threads)))
         return 0
 
     work = tempfile.mkdtemp(prefix="skipidx-insert-")
-    src = os.path.join(work, "logs.parquet")
+    src = args.src
     try:
-        t0 = time.perf_counter()
-        write_parquet(src, args.rows)
-        print(f"{args.rows:,} rows written to Parquet in {time.perf_counter() - t0:.1f} s "
-              f"({os.path.getsize(src) / 2**20:.0f} MiB)", flush=True)
-        if args.rss:
-            import subprocess
-
-            out = subprocess.run([sys.executable, os.path.abspath(__file__), "--rss-child", src],
-                                 capture_output=True, text=True, check=True).stdout.strip()
-            print(f"fresh process, INSERT FROM INFILE with the 4 indexes: {out}", flush=True)
-            shutil.rmtree(os.path.join(work, "rss_db"), ignore_errors=True)
-        settings = ""
-        ddl_ours = datagen.SCHEMA_SQL + " SETTINGS background_merges = 0"
-        db = skipidx.connect(os.path.join(work, "skipidx"))
-        if args.threads:
-            db.sql(f"SET max_insert_threads = {args.threads}")
+        if src is None:
+            src = os.path.join(work, "logs.parquet")
+            t0 = time.perf_counter()
+            write_parquet(src, args.rows)
+            print(f"{args.rows:,} rows written to Parquet in {time.perf_counter() - t0:.1f} s "
+                  f"({os.path.getsize(src) / 2**20:.0f} MiB)", flush=True)
+        rows = pq.ParquetFile(src).metadata.num_rows
         if args.profile:
             import cProfile
             import pstats
 
-            db.sql(ddl_ours.format(table="logs", indexes=CH_INDEXES))
+            db = skipidx.connect(os.path.join(work, "skipidx"))
+            if args.threads:
+                db.sql(f"SET max_insert_threads = {args.threads}")
+            db.sql((datagen.SCHEMA_SQL + " SETTINGS background_merges = 0").format(table="logs", indexes=CH_INDEXES))
             pr = cProfile.Profile()
             c0, w0 = cpu_s(), time.perf_counter()
             pr.enable()
-            db.sql(f"INSERT INTO logs FROM INFILE '{src}' FORMAT Parquet{settings}")
+            db.sql(f"INSERT INTO logs FROM INFILE '{src}' FORMAT Parquet")
             pr.disable()
             print(f"profiled insert: CPU {cpu_s() - c0:.1f} s, wall {time.perf_counter() - w0:.1f} s")
             pstats.Stats(pr).sort_stats("cumulative").print_stats(35)
             pstats.Stats(pr).sort_stats("tottime").print_stats(25)
             return 0
-        ch = None
-        if not args.no_chdb:
-            from chdb import session as chs
-
-            ch = chs.Session(os.path.join(work, "chdb"))
-        kinds = [("plain", ""), ("indexed", CH_INDEXES)]
-        if args.only:
-            kinds = [k for k in kinds if k[0] == args.only]
-        res: dict[tuple[str, str], list[tuple[float, float]]] = {}
+        kinds = ["plain", "indexed"] if args.only is None else [args.only]
+        res: dict[tuple[str, str], list[dict]] = {}
         for r in range(args.repeat):
-            for kind, idx in kinds:
-                engines = [("skipidx", db)] + ([("chDB", ch)] if ch is not None else [])
+            for kind in kinds:
+                engines = ["skipidx"] + ([] if args.no_chdb else ["chDB"])
                 if r % 2:
                     engines.reverse()
-                for eng, conn in engines:
-                    if eng == "skipidx":
-                        db.sql("DROP TABLE IF EXISTS logs")
-                        db.sql(ddl_ours.format(table="logs", indexes=idx))
-                        stmt = f"INSERT INTO logs FROM INFILE '{src}' FORMAT Parquet{settings}"
-                        run = lambda: db.sql(stmt)   # noqa: E731
-                    else:
-                        ch.query("DROP TABLE IF EXISTS logs")
-                        ch.query(datagen.SCHEMA_SQL.format(table="logs", indexes=idx))
-                        stmt = f"INSERT INTO logs SELECT * FROM file('{src}', Parquet)"
-                        run = lambda: ch.query(stmt)   # noqa: E731
-                    c0, w0 = cpu_s(), time.perf_counter()
-                    run()
-                    c, w = cpu_s() - c0, time.perf_counter() - w0
-                    res.setdefault((kind, eng), []).append((c, w))
-                    print(f"  round {r + 1} {kind:8s} {eng:8s} CPU {c:6.1f} s  wall {w:6.1f} s", flush=True)
-        n_ours = db.sql("SELECT count() FROM logs").fetchall()[0][0]
-        assert n_ours == args.rows, n_ours
-        print(f"\n{args.rows:,} rows from one Parquet file; median of {args.repeat}; "
-              f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f}; cores {os.cpu_count()}; "
-              f"peak RSS of the process {peak_mib():.0f} MiB")
+                for eng in engines:
+                    d = os.path.join(work, f"{eng}-{kind}-{r}")
+                    os.makedirs(d)
+                    cmd = [sys.executable, os.path.abspath(__file__), "--child", eng, kind, src, d]
+                    if args.threads:
+                        cmd += ["--threads", str(args.threads)]
+                    out = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True)
+                                     .stdout.strip().splitlines()[-1])
+                    shutil.rmtree(d, ignore_errors=True)
+                    assert out["rows"] == rows, out
+                    res.setdefault((kind, eng), []).append(out)
+                    print(f"  round {r + 1} {kind:8s} {eng:8s} CPU {out['cpu']:6.1f} s  wall {out['wall']:6.1f} s  "
+                          f"peak RSS {out['rss_peak']:6.0f} MiB (before the insert {out['rss_before']:.0f})",
+                          flush=True)
+        la = os.getloadavg()
+        print(f"\n{rows:,} rows from one Parquet file; median of {args.repeat}; load average {la[0]:.2f} {la[1]:.2f}; "
+              f"cores {os.cpu_count()}; skipidx threads {args.threads or 'default'}")
         print(f"{'DDL':8s} {'skipidx CPU':>11s} {'chDB CPU':>9s} {'CPU ratio':>9s} "
-              f"{'skipidx wall':>12s} {'chDB wall':>9s} {'wall ratio':>10s}")
-        for kind, _ in kinds:
+              f"{'skipidx wall':>12s} {'chDB wall':>9s} {'wall ratio':>10s} {'skipidx RSS':>11s} {'chDB RSS':>9s}")
+        med = statistics.median
+        for kind in kinds:
             o = res[(kind, "skipidx")]
-            oc, ow = statistics.median(x[0] for x in o), statistics.median(x[1] for x in o)
-            if ch is None:
-                print(f"{kind:8s} {oc:11.1f} {'-':>9s} {'-':>9s} {ow:12.1f}")
+            oc, ow, orss = med(x["cpu"] for x in o), med(x["wall"] for x in o), max(x["rss_peak"] for x in o)
+            if args.no_chdb:
+                print(f"{kind:8s} {oc:11.1f} {'-':>9s} {'-':>9s} {ow:12.1f} {'-':>9s} {'-':>10s} {orss:9.0f} M")
                 continue
             t = res[(kind, "chDB")]
-            tc, tw = statistics.median(x[0] for x in t), statistics.median(x[1] for x in t)
-            print(f"{kind:8s} {oc:11.1f} {tc:9.1f} {oc / tc:8.2f}x {ow:12.1f} {tw:9.1f} {ow / tw:9.2f}x")
-        print("ratio = skipidx / chDB (<= 1.0: skipidx at or below chDB)")
-        db.close()
+            tc, tw, trss = med(x["cpu"] for x in t), med(x["wall"] for x in t), max(x["rss_peak"] for x in t)
+            print(f"{kind:8s} {oc:11.1f} {tc:9.1f} {oc / tc:8.2f}x {ow:12.1f} {tw:9.1f} {ow / tw:9.2f}x "
+                  f"{orss:9.0f} M {trss:7.0f} M")
+        print("ratio = skipidx / chDB (<= 1.0: skipidx at or below chDB); RSS = peak resident set of the "
+              "inserting process (MiB)")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0
