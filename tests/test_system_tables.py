@@ -216,6 +216,16 @@ def test_settings(db, chdb):
         assert got[name][3] == d, name
 
 
+def test_table_uuid_is_its_identity(db):
+    (u1,) = db.sql("SELECT toString(uuid) FROM system.tables WHERE name = 'u'").fetchall()[0]
+    assert len(u1) == 36 and u1 != "00000000-0000-0000-0000-000000000000"
+    assert db.sql("SELECT toString(uuid) FROM system.tables WHERE name = 'u'").fetchall()[0][0] == u1
+    db.sql("DROP TABLE u")
+    db.sql("CREATE TABLE u (a UInt8) ENGINE = MergeTree ORDER BY tuple()")
+    (u2,) = db.sql("SELECT toString(uuid) FROM system.tables WHERE name = 'u'").fetchall()[0]
+    assert u2 != u1 and db.sql("SELECT count(DISTINCT toString(uuid)) FROM system.tables").fetchall() == [(2,)]
+
+
 def test_merges_and_databases(ro):
     assert ro.sql("SELECT count() FROM system.merges").fetchall() == [(0,)]
     rows = ro.sql("SELECT name, engine FROM system.databases ORDER BY name").fetchall()

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import uuid
 from dataclasses import replace
 from typing import Any, Callable
 
@@ -55,7 +56,7 @@ SYSTEM_TABLES: dict[str, list[tuple[str, str]]] = {
         ("database", "String"), ("table", "String"), ("engine", "String"), ("path", "String"),
     ],
     "tables": [
-        ("database", "String"), ("name", "String"), ("engine", "String"), ("is_temporary", "UInt8"),
+        ("database", "String"), ("name", "String"), ("uuid", "UUID"), ("engine", "String"), ("is_temporary", "UInt8"),
         ("data_paths", "Array(String)"), ("create_table_query", "String"), ("engine_full", "String"),
         ("partition_key", "String"), ("sorting_key", "String"), ("primary_key", "String"),
         ("sampling_key", "String"), ("total_rows", "Nullable(UInt64)"), ("total_bytes", "Nullable(UInt64)"),
@@ -408,7 +409,7 @@ def _tables_rows(db: Any, ctx: dict) -> dict[str, list]:
         create = _one_line(show_create_text(meta, engine_sql))
         parts = _parts_of(t, column_bytes=_wants(ctx, "total_bytes_uncompressed"))
         row = {
-            "database": DATABASE, "name": tname, "engine": engine, "is_temporary": 0,
+            "database": DATABASE, "name": tname, "uuid": _table_uuid(t), "engine": engine, "is_temporary": 0,
             "data_paths": [t.path + os.sep], "create_table_query": create,
             "engine_full": create.split(" ENGINE = ", 1)[1] if " ENGINE = " in create else engine,
             "partition_key": getattr(meta, "partition_by", None) or "",
@@ -425,6 +426,16 @@ def _tables_rows(db: Any, ctx: dict) -> dict[str, list]:
         for k in names:
             out[k].append(row[k])
     return out
+
+
+def _table_uuid(t: Any) -> bytes:
+    """The table's identity (128 random bits made with it; a DROP and CREATE of the name gives a
+    new one) as a UUID, as ClickHouse's Atomic database gives its tables; zero without one."""
+    tid = getattr(t, "table_id", None)
+    try:
+        return uuid.UUID(hex=tid).bytes if isinstance(tid, str) else bytes(16)
+    except ValueError:
+        return bytes(16)
 
 
 def _columns_rows(db: Any, ctx: dict) -> dict[str, list]:
