@@ -393,7 +393,7 @@ def test_in_numpy_path_equals_the_kernel(monkeypatch_module, vals, wanted, typ, 
     arr = pa.array(raw, typ).slice(lead)
     want = compare.is_in(arr, wanted)
     with monkeypatch_module.context() as m:
-        m.setattr(compare, "numba_loaded", lambda: False)
+        m.setattr(compare, "use_numpy_path", lambda nbytes: True)
         got = compare.is_in(arr, wanted)
     assert got.equals(want)
     assert got.to_pylist() == [None if v is None else v in wanted for v in raw[lead:]]
@@ -415,3 +415,72 @@ def test_builtin_tokenizer_table_is_the_entry_points():
     finally:
         T._REGISTRY = saved
     assert fast == {name: T._load_registry()[name] for name in ours}
+
+
+@pytest.fixture(scope="module")
+def parquet_footer(tmp_path_factory) -> bytes:
+    import pyarrow.parquet as pq
+
+    p = str(tmp_path_factory.mktemp("footer") / "f.parquet")
+    n = 300
+    pq.write_table(pa.table({"i": pa.array(range(n), pa.int64()), "s": pa.array([f"v{i % 7}" for i in range(n)]),
+                             "f": pa.array([i / 3 for i in range(n)]), "b": pa.array([i % 2 == 0 for i in range(n)]),
+                             "l": pa.array([[i, None] for i in range(n)], pa.list_(pa.int32())),
+                             "n": pa.array([None if i % 3 else i for i in range(n)], pa.int16())}),
+                   p, row_group_size=64, write_statistics=True, store_schema=True)
+    raw = open(p, "rb").read()
+    flen = int.from_bytes(raw[-8:-4], "little")
+    return raw[-8 - flen:-8]
+
+
+def _reader_or_error(buf: bytes):
+    from skipidx.core.parquet_bloom import _Reader
+
+    try:
+        return _Reader(buf, 0, "x", "FileMetaData").struct()
+    except Exception as e:   # noqa: BLE001 - the kind of failure is what is compared
+        return type(e)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.data())
+def test_fast_footer_decoder_equals_the_reader(parquet_footer, data):
+    """`fast_struct` (check_footer's fast path) returns exactly the reader's dict where the
+    reader succeeds, and None wherever the reader raises: on real footers, damaged ones
+    (flipped, inserted, cut bytes) and random bytes."""
+    from skipidx.core.parquet_thrift import fast_struct
+
+    buf = bytearray(parquet_footer)
+    kind = data.draw(st.sampled_from(["real", "flip", "cut", "insert", "random"]))
+    if kind == "flip":
+        for _ in range(data.draw(st.integers(1, 4))):
+            buf[data.draw(st.integers(0, len(buf) - 1))] = data.draw(st.integers(0, 255))
+    elif kind == "cut":
+        buf = buf[:data.draw(st.integers(0, len(buf)))]
+    elif kind == "insert":
+        i = data.draw(st.integers(0, len(buf)))
+        buf[i:i] = data.draw(st.binary(min_size=1, max_size=6))
+    elif kind == "random":
+        buf = bytearray(data.draw(st.binary(max_size=200)))
+    buf = bytes(buf)
+    want = _reader_or_error(buf)
+    got = fast_struct(buf)
+    if isinstance(want, type):
+        assert got is None, want
+    else:
+        assert got == want
+        if kind == "real":
+            assert got is not None
+
+
+def test_numpy_paths_have_an_allowance():
+    """The numpy stand-ins serve a process's first ~64 MiB (no numba for a few small queries);
+    then, and whenever numba is loaded, the kernels answer."""
+    got = _run("""
+        from skipidx.core import lazy
+        half = lazy.NUMPY_PATH_BYTES // 2
+        a = [lazy.use_numpy_path(half) for _ in range(3)]
+        import numba
+        RESULT = a + [lazy.use_numpy_path(1)]
+    """)
+    assert got["result"] == [True, True, False, False]

@@ -14,7 +14,7 @@ from types import ModuleType
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["kernels", "njit", "numba_loaded"]
+__all__ = ["kernels", "njit", "numba_loaded", "use_numpy_path", "NUMPY_PATH_BYTES"]
 
 
 class _LazyModule:
@@ -50,6 +50,22 @@ def kernels(name: str) -> Any:
 def numba_loaded() -> bool:
     """Whether this process has imported numba already (then a kernel costs only its own cache load)."""
     return sys.modules.get("numba") is not None
+
+
+#: Bytes of input a process may send through the numpy stand-ins of kernels before numba is
+#: loaded: a process answering a few small queries never loads numba (~0.65 s), one that goes
+#: on scanning loads it once and has the kernels (several times faster per byte) from then on.
+NUMPY_PATH_BYTES = 64 << 20
+_numpy_left = [NUMPY_PATH_BYTES]
+
+
+def use_numpy_path(nbytes: int) -> bool:
+    """True if a call over `nbytes` of input is to take its numpy path: numba is not loaded
+    and the process's allowance covers it (it is then spent). Both paths give the same answer."""
+    if numba_loaded() or nbytes > _numpy_left[0]:
+        return False
+    _numpy_left[0] -= nbytes   # unlocked: a race only moves the switch by one call
+    return True
 
 
 class _LazyKernel:

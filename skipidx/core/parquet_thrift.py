@@ -203,6 +203,140 @@ class _Reader:
         return chosen
 
 
+class _Irregular(Exception):
+    pass
+
+
+def fast_struct(buf: bytes) -> dict | None:
+    """``_Reader(buf, 0, ...).struct()`` for bytes it decodes without error, about three times
+    faster (a footer of a 1M-row part is ~5k structs: ~45 ms through the reader's calls per
+    byte, on every new process's first read); None wherever the reader would raise (and
+    wherever anything else is odd), so the caller runs the reader for its exact error.
+    The same checks in the same order, with the cursor in a local variable."""
+    end = len(buf)
+    pos = 0
+
+    def uvarint(max_bytes: int) -> int:
+        nonlocal pos
+        p = pos
+        v = 0
+        shift = 0
+        for _ in range(max_bytes):
+            if p >= end:
+                raise _Irregular
+            b = buf[p]
+            p += 1
+            v |= (b & 0x7F) << shift
+            if b < 0x80:
+                pos = p
+                return v
+            shift += 7
+        raise _Irregular
+
+    def struct(depth: int) -> dict:
+        nonlocal pos
+        out: dict = {}
+        last = 0
+        while True:
+            if pos >= end:
+                raise _Irregular
+            b = buf[pos]
+            pos += 1
+            t = b & 0x0F
+            if t == _T_STOP:   # as the reader: a type nibble of 0 ends the struct, whatever the delta
+                return out
+            if b >> 4:
+                fid = last + (b >> 4)
+            else:
+                u = uvarint(3)
+                if u >> 16:
+                    raise _Irregular
+                fid = (u >> 1) ^ -(u & 1)
+            if (t == _T_I32 or t == _T_I64 or t == _T_I16) and depth <= _MAX_DEPTH:   # value(t), inline
+                if pos < end and buf[pos] < 0x80:
+                    u = buf[pos]
+                    pos += 1
+                else:
+                    u = uvarint(10)
+                    if u >> 64:
+                        raise _Irregular
+                out[fid] = (u >> 1) ^ -(u & 1)
+            else:
+                out[fid] = value(t, depth)
+            last = fid
+
+    def value(t: int, depth: int):
+        nonlocal pos
+        if depth > _MAX_DEPTH:
+            raise _Irregular
+        if t == _T_I32 or t == _T_I64 or t == _T_I16:
+            p = pos
+            if p < end and buf[p] < 0x80:   # one byte: the common case
+                u = buf[p]
+                pos = p + 1
+            else:
+                u = uvarint(10)
+                if u >> 64:
+                    raise _Irregular
+            return (u >> 1) ^ -(u & 1)
+        if t == _T_BINARY:
+            n = uvarint(5)
+            p = pos
+            if p + n > end:
+                raise _Irregular
+            pos = p + n
+            return buf[p:p + n]
+        if t == _T_STRUCT:
+            return struct(depth + 1)
+        if t == _T_LIST or t == _T_SET:
+            if pos >= end:
+                raise _Irregular
+            h = buf[pos]
+            pos += 1
+            size, et = h >> 4, h & 0x0F
+            if size == 15:
+                size = uvarint(5)
+            if size > end - pos:
+                raise _Irregular
+            if et == _T_TRUE or et == _T_FALSE:
+                p = pos
+                pos = p + size
+                return [buf[p + i] == 1 for i in range(size)]
+            return [value(et, depth + 1) for _ in range(size)]
+        if t == _T_TRUE or t == _T_FALSE:
+            return t == _T_TRUE
+        if t == _T_BYTE or t == _T_DOUBLE or t == _T_UUID:
+            n = 1 if t == _T_BYTE else 8 if t == _T_DOUBLE else 16
+            p = pos
+            if p + n > end:
+                raise _Irregular
+            pos = p + n
+            return buf[p] if t == _T_BYTE else buf[p:p + n]
+        if t == _T_MAP:
+            size = uvarint(5)
+            if not size:
+                return {}
+            if pos >= end:
+                raise _Irregular
+            kv = buf[pos]
+            pos += 1
+            if 2 * size > end - pos:
+                raise _Irregular
+            out = {}
+            for _ in range(size):
+                k = value(kv >> 4, depth + 1)
+                if isinstance(k, (dict, list)):
+                    raise _Irregular
+                out[k] = value(kv & 0x0F, depth + 1)
+            return out
+        raise _Irregular
+
+    try:
+        return struct(0)
+    except Exception:   # _Irregular, or whatever else the reader reports in its own words
+        return None
+
+
 def varint(v: int) -> bytes:
     """An unsigned Thrift compact (ULEB128) varint."""
     out = bytearray()

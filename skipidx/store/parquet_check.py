@@ -17,6 +17,7 @@ import os
 
 from skipidx.core.errors import CorruptionError, SkipidxError
 from skipidx.core.parquet_bloom import _Reader
+from skipidx.core.parquet_thrift import fast_struct
 
 __all__ = ["check_footer", "check_footer_bytes"]
 
@@ -80,7 +81,9 @@ def _leaf_levels(schema: list, where: str) -> list[tuple[int, int, object]]:
 def check_footer_bytes(footer: bytes, where: str) -> None:
     """Raise CorruptionError(where) for a footer pyarrow's accessors would abort on."""
     try:
-        fmd = _Reader(footer, 0, where, "FileMetaData").struct()
+        fmd = fast_struct(footer)
+        if fmd is None:   # the reader's own error (or, should the two ever differ, its answer)
+            fmd = _Reader(footer, 0, where, "FileMetaData").struct()
     except SkipidxError as e:
         raise CorruptionError(e.message, path=where) from None
     except (TypeError, ValueError, RecursionError) as e:

@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from skipidx.core.lazy import njit, numba_loaded
+from skipidx.core.lazy import njit, use_numpy_path
 
 __all__ = ["contains_rows", "token_rows", "any_rows", "TOKEN_BYTE", "ASCII_LOWER"]
 
@@ -245,11 +245,6 @@ def _anchors(data: np.ndarray, lo: int, hi: int, nd: np.ndarray, fold: bool) -> 
     return int(p1), int(p2), int(p3), bool(three)
 
 
-#: Up to this many bytes per call, and while numba is not loaded, `_search_np` answers (a new
-#: process scanning a few granules need not load numba); beyond, or once numba is loaded, the kernel.
-SMALL_SCAN_BYTES = 32 << 20
-
-
 #: Bytes per block of `_search_np`'s anchor scan: its temporaries stay in the cache.
 _NP_BLOCK = 1 << 17
 
@@ -310,7 +305,7 @@ def _search(offsets: np.ndarray, data: np.ndarray, needle: bytes, case_insensiti
         return
     fold = ASCII_LOWER if case_insensitive else _IDENTITY
     nd = fold[np.frombuffer(needle, dtype=np.uint8)]
-    if hi - lo <= SMALL_SCAN_BYTES and not numba_loaded():
+    if use_numpy_path(hi - lo):   # a new process scanning a few granules need not load numba
         _search_np(o, data, nd, fold, token, out)
         return
     p1, p2, p3, three = _anchors(data, lo, hi, nd, case_insensitive)

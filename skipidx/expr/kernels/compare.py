@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from skipidx.core.lazy import njit, numba_loaded
+from skipidx.core.lazy import njit, use_numpy_path
 
 from skipidx.core.arrays import array_of, from_numpy, scalar, to_numpy
 from skipidx.core.lru import LRU
@@ -303,8 +303,6 @@ def compare(op: str, left: ArrayLike, right: ArrayLike | Any) -> ArrayLike:
 #: :func:`_in_bitmap_kernel` over the raw values (its cost per row does not grow
 #: with the list, unlike chained equality tests); larger lists use pc.is_in.
 _IN_EQ_MAX = 1024
-#: Up to this many rows per chunk, and while numba is not loaded, IN runs np.isin instead.
-_IN_NUMPY_ROWS = 1 << 22
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
@@ -359,7 +357,7 @@ class _Membership:
     def packed(self, vals: np.ndarray) -> np.ndarray:
         """Bit-packed (LSB first, as Arrow's boolean buffers) whether each of
         `vals` (unsigned integers) is in the set."""
-        if vals.shape[0] <= _IN_NUMPY_ROWS and not numba_loaded():
+        if use_numpy_path(vals.nbytes):
             # np.isin (a sort/search of the same set) answers the same without loading numba
             return np.packbits(np.isin(vals.astype(np.uint64), self.want), bitorder="little")
         out = np.empty((vals.shape[0] + 7) // 8, dtype=np.uint8)
