@@ -198,6 +198,8 @@ def statement_tables(stmt: A.Statement) -> list[str]:
     out: dict[str, None] = {}
 
     def walk(node: Any) -> None:
+        if isinstance(node, (A.Literal, A.Column, str)):
+            return        # leaves (a long IN list is mostly literals)
         if isinstance(node, A.TableRef):
             if node.param is None and node.name:
                 out[f"{node.database or DATABASE}.{node.name}"] = None
