@@ -113,8 +113,9 @@ class IndexCache:
         #: they are kept by count, apart from the files' entries
         self._combos: "OrderedDict[tuple, Any]" = OrderedDict()
         self._types: dict[tuple, IndexType] = {}
-        #: per table directory, the newest generation whose parts the cache was trimmed to
-        self._gens: dict[str, int] = {}
+        #: per table directory, the newest generation whose parts the cache was trimmed
+        #: to, with those parts' paths
+        self._gens: dict[str, tuple[int, frozenset]] = {}
         self._lock = threading.Lock()
         self.bytes = 0
         self.combo_bytes = 0
@@ -180,17 +181,23 @@ class IndexCache:
         without this a table under steady inserts and merges would fill the cache with
         dead parts' indexes. A query still reading an older snapshot reloads what it needs."""
         with self._lock:
-            if self._gens.get(table_dir, -1) >= gen:
+            last = self._gens.get(table_dir)
+            if last is not None and last[0] >= gen:
                 return
-            self._gens[table_dir] = gen
-            live = set(part_paths)
-            prefix = os.path.join(table_dir, "")
-            dead = [k for k in self._granules if isinstance(k[0], str) and k[0].startswith(prefix)
-                    and k[0] not in live]
-            for k in dead:
+            live = frozenset(part_paths)
+            self._gens[table_dir] = (gen, live)
+            if last is not None:
+                # an insert only adds parts: nothing to drop, nothing to scan
+                gone = last[1] - live
+                if not gone:
+                    return
+                drop = lambda p: p in gone   # noqa: E731
+            else:
+                prefix = os.path.join(table_dir, "")
+                drop = lambda p: p.startswith(prefix) and p not in live   # noqa: E731
+            for k in [k for k in self._granules if isinstance(k[0], str) and drop(k[0])]:
                 self.bytes -= self._granules.pop(k).nbytes
-            for k in [k for k in self._combos if any(
-                    p.startswith(prefix) and p not in live for p in k[2])]:
+            for k in [k for k in self._combos if any(drop(p) for p in k[2])]:
                 self.combo_bytes -= self._combos.pop(k)[1]
 
     def loaded(self, part: GranuleSource, name: str, entry: dict | None = None) -> LoadedIndex:
