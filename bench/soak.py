@@ -115,6 +115,10 @@ def querier(path: str, wid: int, stop_at: float, q: mp.Queue, profile: str | Non
     if prof is not None:
         prof.disable()
         prof.dump_stats(os.path.join(profile, f"querier{wid}.w{win}.prof"))
+    import resource
+
+    # peak resident memory of the querying process (MB): caches of merged-away parts would grow it
+    q.put(("rss", time.time(), 0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, wid))
     db.close()
 
 
@@ -182,7 +186,8 @@ def main() -> int:
     summary = {"seconds": a.seconds, "parts_max": max(n for _, n in parts), "parts_end": parts[-1][1],
                "inserts": sum(1 for e in events if e[0] == "insert"), "rows_inserted": inserted,
                "rows_in_table": total_rows, "queries": {k: sum(1 for e in events if e[0] == k) for k in KINDS},
-               "wrong_answers": len(wrong), "load": os.getloadavg()}
+               "wrong_answers": len(wrong), "querier_peak_rss_mb": [round(e[3]) for e in events if e[0] == "rss"],
+               "load": os.getloadavg()}
     print(json.dumps(summary))
     for w in wrong[:10]:
         print("wrong:", w)
