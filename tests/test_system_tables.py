@@ -406,3 +406,28 @@ def test_current_database(ro, chdb):
     assert [res.columns, res.types] == [want[0].split("\t"), want[1].split("\t")]
     assert res.fetchall() == [("default",) * 3]
     assert ro.sql("SELECT count() FROM system.tables WHERE database = currentDatabase()").fetchall() == [(2,)]
+
+
+def test_detached_parts_after_a_repair(tmp_path):
+    import os
+    import shutil
+
+    from skipidx.store import commit as _commit
+
+    with skipidx.connect(tmp_path / "db") as d:
+        d.sql("CREATE TABLE r (a UInt64) ORDER BY a SETTINGS background_merges = 0")
+        d.sql("INSERT INTO r VALUES (1), (2)")
+        assert d.sql("SELECT count() FROM system.detached_parts").fetchall() == [(0,)]
+        (part,) = d.sql("SELECT name FROM system.parts").fetchall()[0]
+        tdir = os.path.join(d.path, "r")
+        # a part directory the state does not list (e.g. left by a crash), then a lost state
+        shutil.copytree(os.path.join(tdir, "parts", part), os.path.join(tdir, "parts", "p_stray_0"))
+        os.remove(os.path.join(tdir, "state.json"))
+        _commit.clear_state_cache()
+        assert "moved to detached/" in d.sql("ALTER TABLE r ATTACH PARTS").message
+        rows = d.sql("SELECT database, table, name, bytes_on_disk, disk, path FROM system.detached_parts").fetchall()
+        size = sum(os.path.getsize(os.path.join(tdir, "detached", "p_stray_0", f))
+                   for f in os.listdir(os.path.join(tdir, "detached", "p_stray_0")))
+        assert rows == [("default", "r", "p_stray_0", size, "default",
+                         os.path.join(tdir, "detached", "p_stray_0") + os.sep)]
+        assert d.sql("SELECT count() FROM r").fetchall() == [(2,)]

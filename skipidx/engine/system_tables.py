@@ -10,6 +10,7 @@ chDB's ``DESCRIBE system.X``):
 - ``system.tables``, ``system.columns``, ``system.databases``;
 - ``system.data_skipping_indices``: every declared index with its size on disk;
 - ``system.merges``: the merges running now (SHOW MERGES);
+- ``system.detached_parts``: part directories ``ALTER TABLE t ATTACH PARTS`` moved aside;
 - ``system.query_log``: the database's log of recent SELECTs (engine/query_log.py);
 - ``system.settings``: the query settings, with this connection's values;
 - ``system.functions``, ``system.table_functions``, ``system.formats``, ``system.one``.
@@ -95,6 +96,10 @@ SYSTEM_TABLES: dict[str, list[tuple[str, str]]] = {
     ],
     "databases": [
         ("name", "String"), ("engine", "String"), ("data_path", "String"), ("comment", "String"),
+    ],
+    "detached_parts": [
+        ("database", "String"), ("table", "String"), ("name", "String"), ("bytes_on_disk", "UInt64"),
+        ("modification_time", "DateTime"), ("disk", "String"), ("path", "String"),
     ],
     "functions": [
         ("name", "String"), ("is_aggregate", "UInt8"), ("case_insensitive", "UInt8"), ("alias_to", "String"),
@@ -631,6 +636,22 @@ def _databases_rows(db: Any, _ctx: dict) -> dict[str, list]:
             "comment": ["", ""]}
 
 
+def _detached_rows(db: Any, _ctx: dict) -> dict[str, list]:
+    from skipidx.store.repair import detached_parts
+
+    names = [c for c, _ in SYSTEM_TABLES["detached_parts"]]
+    out = _columns_of(names)
+    for tname, t in _tables(db):
+        if _is_external(t):
+            continue
+        for d in detached_parts(t.path):
+            row = {"database": DATABASE, "table": tname, "name": d["name"], "bytes_on_disk": d["bytes"],
+                   "modification_time": _mtime(d["mtime"]), "disk": "default", "path": d["path"] + os.sep}
+            for k in names:
+                out[k].append(row[k])
+    return out
+
+
 def _functions_rows(db: Any, _ctx: dict) -> dict[str, list]:
     from skipidx.expr.catalogue import CATALOGUE
 
@@ -676,7 +697,7 @@ def _formats_rows(db: Any, _ctx: dict) -> dict[str, list]:
 
 
 _BUILDERS: dict[str, Callable[[Any, dict], dict[str, list]]] = {
-    "functions": _functions_rows, "table_functions": _table_functions_rows, "formats": _formats_rows,
+    "detached_parts": _detached_rows, "functions": _functions_rows, "table_functions": _table_functions_rows, "formats": _formats_rows,
     "one": lambda db, ctx: {"dummy": [0]},
     "parts": _parts, "tables": _tables_rows, "columns": _columns_rows, "data_skipping_indices": _indices_rows,
     "merges": _merges_rows, "query_log": _query_log_rows, "settings": _settings_rows, "databases": _databases_rows,

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 
 from skipidx.core.errors import CorruptionError, SkipidxError
 from skipidx.core.types import parse_type
@@ -26,7 +27,7 @@ from skipidx.store.commit import PartEntry, TableState
 from skipidx.store.manifest import read_manifest
 from skipidx.store.metadata import ColumnMeta, TableMeta
 
-__all__ = ["repair_table"]
+__all__ = ["repair_table", "detached_parts"]
 
 
 def _valid_parts(table_dir: str, st: TableState) -> tuple[list[PartEntry], list[str]]:
@@ -130,6 +131,30 @@ def _detach_unreferenced(table_dir: str, referenced: set[str]) -> int:
         _commit.fsync_dir(pdir)
         _commit.fsync_dir(ddir)
     return n
+
+
+def detached_parts(table_dir: str) -> list[dict]:
+    """The part directories a repair moved to ``detached/``: name, path, bytes on disk (their
+    files, symbolic links not followed) and modification time (unix seconds); sorted by name."""
+    ddir = os.path.join(table_dir, DETACHED_DIR)
+    if not _commit._is_real_dir(ddir):
+        return []
+    out = []
+    for name in sorted(os.listdir(ddir)):
+        p = os.path.join(ddir, name)
+        try:
+            st = os.lstat(p)
+            if not stat.S_ISDIR(st.st_mode):
+                continue
+            size = 0
+            with os.scandir(p) as it:
+                for e in it:
+                    if e.is_file(follow_symlinks=False):
+                        size += e.stat(follow_symlinks=False).st_size
+        except OSError:
+            continue        # removed meanwhile
+        out.append({"name": name, "path": p, "bytes": size, "mtime": st.st_mtime})
+    return out
 
 
 def repair_table(table_dir: str) -> str:
