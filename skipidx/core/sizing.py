@@ -77,11 +77,11 @@ What a group's filter costs, for distinct values that each live in one granule
 
     | distinct/granule | shared by | index fpp | summary fpp | group bytes | per granule | expected FPP |
     |------------------|-----------|-----------|-------------|-------------|-------------|--------------|
-    |            8_192 |         1 |     2e-05 |        0.01 |     345_024 |      10_782 |     0.010000 |
-    |            8_192 |         1 |     0.025 |       0.025 |     280_576 |       8_768 |     0.024989 |
-    |            8_192 |         1 |      None |        0.01 |     345_024 |      10_782 |     0.010000 |
-    |            2_048 |        32 |      None |        0.01 |       2_720 |          85 |     0.009592 |
-    |              300 |       200 |      0.01 |        0.01 |         416 |          13 |     0.007853 |
+    |            8_192 |         1 |     2e-05 |        0.01 |     690_048 |      10_782 |     0.010000 |
+    |            8_192 |         1 |     0.025 |       0.025 |     561_120 |       8_767 |     0.024995 |
+    |            8_192 |         1 |      None |        0.01 |     690_048 |      10_782 |     0.010000 |
+    |            2_048 |        32 |      None |        0.01 |       5_408 |          84 |     0.009856 |
+    |              300 |       200 |      0.01 |        0.01 |         416 |           6 |     0.007853 |
 
 Ids cost about as many summary bytes as the granules' own filters, so parts
 expected to hold fewer than :data:`SUMMARY_MIN_GRANULES` index granules get no
@@ -442,7 +442,7 @@ SATURATION_FPP = 0.9
 #: Index granules per summary group (a group never spans two build chunks, so a
 #: chunk's last group may be shorter): the planner checks one summary filter per
 #: group, then only the granules of the groups that pass.
-SUMMARY_GROUP = 32
+SUMMARY_GROUP = 64
 #: The false-positive rate a group's summary filter is sized for, unless the
 #: index's own is higher (then its own: a summary need not be tighter than the
 #: granules it stands for).

@@ -95,6 +95,8 @@ def explain_lines(plan: QueryPlan, indexes: bool = True,
         lines.append(f"    Prewhere ({how}): {text_of(pw)}; "
                      f"read first: {', '.join(first) or 'none'}; then, for granules with a match: "
                      f"{', '.join(rest)}")
+    elif plan.prewhere_note:
+        lines.append(f"    Prewhere: not used ({plan.prewhere_note})")
     lines.append(f"    {P}: {stats.parts_selected}/{stats.parts_total} | "
                  f"{G}: {stats.granules_selected}/{stats.granules_total}")
     if zoned:

@@ -175,3 +175,28 @@ def test_the_database_owns_its_scan_threads(tmp_path, monkeypatch):
     b.close()
     with pytest.raises(skipidx.SkipidxError, match="max_threads"):
         ScanExecutor(-1)
+
+
+def test_explain_shows_why_automatic_prewhere_is_not_used(db):
+    """Automatic PREWHERE only where it can pay: not when every condition is answered by an
+    index (the kept granules hold a match), nor on fewer than PREWHERE_MIN_GRANULES kept
+    granules; an explicit clause is kept whatever the count. Same answers every way."""
+    from skipidx.planner.plan import PREWHERE_MIN_GRANULES
+
+    def explain(q: str) -> str:
+        return "\n".join(r[0] for r in db.sql(f"EXPLAIN {q}").fetchall())
+
+    few = "SELECT * FROM t WHERE id = 17 AND f < 0.9"
+    text = explain(few)
+    assert "Prewhere: not used (1 granule kept: one read costs less than two)" in text, text
+    assert db.sql(few).stats.granules_selected < PREWHERE_MIN_GRANULES
+    judged = explain("SELECT * FROM t WHERE k = 'k5'")
+    assert "Prewhere: not used (every condition is answered by an index" in judged, judged
+    many = explain("SELECT * FROM t WHERE id < 1000 AND f < 0.9")
+    assert "Prewhere (moved from WHERE): id < 1000 AND f < 0.9" in many, many
+    explicit = explain("SELECT * FROM t PREWHERE f < 0.9 WHERE id = 17")
+    assert "Prewhere (PREWHERE clause): f < 0.9" in explicit, explicit
+    off = explain(few + " SETTINGS optimize_move_to_prewhere = 0")
+    assert "Prewhere" not in off
+    for q in (few, "SELECT * FROM t WHERE id < 1000 AND f < 0.9"):
+        assert db.sql(q).to_arrow().equals(db.sql(q + " SETTINGS optimize_move_to_prewhere = 0").to_arrow())

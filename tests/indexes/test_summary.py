@@ -225,7 +225,7 @@ def test_store_writes_reads_and_uses_summaries(tmp_path, monkeypatch):
         assert re.search(r"Groups: \d+/\d+", text), text
         assert got.stats.index("a" if "tr" in where else "m").groups_total > 0
     one = _explain(db, f"tr = '{tr[4321]}'")
-    assert re.search(r"Groups: 1/35\b", one), one     # 1100 granules in groups of 32
+    assert re.search(r"Groups: 1/18\b", one), one     # 1100 granules in groups of 64
 
 
 def test_small_parts_get_no_summaries_and_old_files_read(tmp_path):
