@@ -317,6 +317,10 @@ def test_attach_api_local_table_and_errors(lake, tmp_path):
     tbl = cat.load_table("ns.logs")
     db.attach_iceberg("lg", tbl, ["INDEX tok msg TYPE tokenbf_v1(2048, 3, 0)"])
     assert _ours(db, "hasToken(msg, 'kraken3')") == _oracle(cat, _tok("kraken3"))
+    db.attach_iceberg("lg2", "ns.logs", catalog=uri)
+    assert db.sql("SELECT count() FROM lg2 WHERE n IS NULL").fetchall()[0][0] == len(_oracle(cat, "n IS NULL"))
+    with pytest.raises(SkipidxError, match="INDEX clause"):
+        db.attach_iceberg("lg3", tbl, ["tok msg TYPE minmax"])
     # a table directory without its catalog: read-only, no statistics registered
     db.sql(f"CREATE TABLE loc ENGINE = IcebergLocal('{tbl.location()[len('file://'):]}')")
     assert db.sql("SELECT count() FROM loc WHERE hasToken(msg, 'kraken3')").fetchall() == [
