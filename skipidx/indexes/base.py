@@ -154,6 +154,9 @@ class IndexAggregator(abc.ABC):
     #: True for an aggregator that gathers a whole part (``add`` per chunk, ``finish`` once;
     #: the text index's dictionary) instead of building chunk by chunk.
     whole_part: ClassVar[bool] = False
+    #: True for an aggregator whose ``build`` takes a ChunkedArray as it is (the store then
+    #: hands it a streamed column's chunks instead of copying them into one array first).
+    takes_chunked: ClassVar[bool] = False
 
     @abc.abstractmethod
     def build(self, values: pa.Array, zone_start: np.ndarray, zone_length: np.ndarray) -> IndexGranules:

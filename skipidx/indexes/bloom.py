@@ -43,6 +43,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from skipidx.core import sizing
 from skipidx.core._kernels import build as kb
@@ -393,9 +394,18 @@ class SBBFAggregator(IndexAggregator):
             bounds.append(min(n, -(-z1 // align) * align))
         return list(zip(bounds[:-1], bounds[1:]))
 
+    takes_chunked = True
+
     def build(self, values: pa.Array, zone_start: np.ndarray, zone_length: np.ndarray) -> SBBFGranules:
-        raw = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
-        vals = plain(raw)
+        # a chunked string column stays chunked: each slice is taken from its chunk (zero
+        # copy), and only a slice across chunks is copied (a slice's bytes, not the column's)
+        chunked = (isinstance(values, pa.ChunkedArray) and values.num_chunks > 1
+                   and _variable_binary(values.type))
+        if chunked:
+            raw = vals = values
+        else:
+            raw = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+            vals = plain(raw)
         zs, zl = zones.check_zones(len(vals), zone_start, zone_length)
         n = zs.shape[0]
         nulls = null_counts(vals, zs, zl)
@@ -404,7 +414,13 @@ class SBBFAggregator(IndexAggregator):
         tok = self.tokenizer
         fast = self.fused is not False
         t = vals.type
-        if pa.types.is_fixed_size_binary(t):
+        if chunked:
+            lens = pc.binary_length(vals).fill_null(0)
+            o = np.zeros(len(vals) + 1, dtype=np.int64)
+            if len(vals):
+                np.cumsum(np.concatenate([c.to_numpy(zero_copy_only=False) for c in lens.chunks]), out=o[1:])
+            weight, limit = o[ends] - o[zs], CHUNK_BYTES
+        elif pa.types.is_fixed_size_binary(t):
             weight, limit = zl * t.byte_width, CHUNK_BYTES
         elif _binary_like(t):
             o = np.frombuffer(vals.buffers()[1], dtype=np.int64 if _large(t) else np.int32,
@@ -432,8 +448,11 @@ class SBBFAggregator(IndexAggregator):
             sc = scratch.take()
             try:
                 uoffs = None
+                piece = vals.slice(r0, r1 - r0)
+                if chunked:
+                    pieces = [c for c in piece.chunks if len(c)]
+                    piece = pieces[0] if len(pieces) == 1 else piece.combine_chunks()
                 if fast:
-                    piece = vals.slice(r0, r1 - r0)
                     if direct:
                         if tok.insert_zones(piece, zend, int(self.seed), words, boff, nblk):
                             return None
@@ -442,7 +461,7 @@ class SBBFAggregator(IndexAggregator):
                     if uoffs is None:
                         no_fast_path()
                 if uoffs is None:
-                    rows, hashes = tok.hash_column(raw.slice(r0, r1 - r0), int(self.seed))
+                    rows, hashes = tok.hash_column(piece, int(self.seed))
                     rows = np.ascontiguousarray(rows, dtype=np.int64)
                     hashes = np.ascontiguousarray(hashes, dtype=np.uint64)
                     if direct:
@@ -518,6 +537,11 @@ def _run_slices(run, slices: list[tuple[int, int]], threads: int) -> list:
 
     with ThreadPoolExecutor(max_workers=threads) as ex:
         return list(ex.map(lambda zz: run(*zz), slices))
+
+
+def _variable_binary(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) \
+        or pa.types.is_large_binary(t)
 
 
 def _binary_like(t: pa.DataType) -> bool:

@@ -81,6 +81,13 @@ def _takes_threads(idx) -> bool:
         return False
 
 
+def _takes_chunked(iw: "_IndexWriter") -> bool:
+    """Whether an index's build takes a chunked column as it is: a plain column (no
+    expression, no function) and an aggregator that says so."""
+    d = iw.im.definition
+    return d.expression is None and d.expr_func is None and bool(getattr(iw.agg, "takes_chunked", False))
+
+
 #: An index file's buffers are compressed (Arrow IPC's own buffer compression, which
 #: every Arrow reader undoes: the filter bytes read back are the same) when zstd
 #: shrinks its first chunk to at most this fraction. Sparse filters (fixed-size
@@ -334,13 +341,20 @@ class PartWriter:
         # the data file and each index are independent writes of the same
         # rows (Parquet encoding and the index kernels release the GIL)
         jobs = ([lambda: self._pw.write_table(chunk, row_group_size=self.G)] if self._writes_data else [])
-        # a column that several indexes read is made contiguous once per chunk
-        combined: dict[str, pa.Array] = {}
+        # a column that several indexes read is made contiguous once per chunk, unless
+        # every index of it takes the chunks as they are (streamed inserts arrive chunked)
+        combined: dict[str, pa.Array | pa.ChunkedArray] = {}
         for iw in self._iw.values():
             name = iw.im.definition.column
             if iw.im.definition.expression is None and name not in combined:
                 col = chunk.column(name)
-                combined[name] = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+                if col.num_chunks == 1:
+                    combined[name] = col.chunk(0)
+                elif all(_takes_chunked(w) for w in self._iw.values() if w.im.definition.column == name
+                         and w.im.definition.expression is None):
+                    combined[name] = col
+                else:
+                    combined[name] = col.combine_chunks()
         jobs += [lambda iw=iw: self._write_index(iw, chunk, n, combined) for iw in self._iw.values()]
         if self.threads <= 1 or len(jobs) <= 1:
             for job in jobs:
@@ -370,7 +384,7 @@ class PartWriter:
             arr = evaluate_index_expression(im.definition.expression, chunk, self.meta)
         else:
             arr = combined[im.definition.column]
-        if isinstance(arr, pa.ChunkedArray):
+        if isinstance(arr, pa.ChunkedArray) and not (_takes_chunked(iw) and arr.num_chunks > 1):
             arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
         zl_rows = self.G * im.definition.granularity
         zs = np.arange(0, n, zl_rows, dtype=np.int64)
