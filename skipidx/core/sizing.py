@@ -432,7 +432,7 @@ def sizing_table(
 
 # ------------------------------------------------------------ group summaries
 
-#: A filter (a granule's, or a group summary's) that lets more than this share of
+#: A granule's filter that lets more than this share of
 #: absent lookups through is "saturated": it answers maybe and is not checked. 0.9
 #: keeps the filters that still prune (a 0.5-FPP filter halves the scan of a
 #: one-token query, and a three-token query sees 0.5^3) and drops only those that

@@ -56,19 +56,16 @@ class GroupSummary:
     """The summary filters of one index's granules: group k covers zones
     ``first[k] .. first[k] + count[k]``; zones in no group are checked flat."""
 
-    __slots__ = ("first", "count", "ndv", "bank", "fpp", "saturated", "n_zones", "_zone_group")
+    __slots__ = ("first", "count", "ndv", "bank", "fpp", "n_zones", "_zone_group")
 
     def __init__(self, first: np.ndarray, count: np.ndarray, ndv: np.ndarray, bank: SBBFBank, fpp: float,
-                 n_zones: int, fpp_estimate: np.ndarray | None = None) -> None:
+                 n_zones: int) -> None:
         self.first = first
         self.count = count
         self.ndv = ndv
         self.bank = bank
         self.fpp = float(fpp)
         self.n_zones = int(n_zones)
-        if fpp_estimate is None:
-            _, fpp_estimate = kb.bank_stats(bank.words, bank.block_offset, bank.num_blocks)
-        self.saturated = fpp_estimate > sizing.SATURATION_FPP
         self._zone_group: np.ndarray | None = None
 
     def __len__(self) -> int:
@@ -94,7 +91,8 @@ class GroupSummary:
                     scratch: "kb.DistinctScratch") -> tuple:
         """The groups of a slice of zones from its zones' distinct hashes (``uniq[uoffs[z]:uoffs[z+1]]``
         for zone z of the slice; groups of `group` zones from the slice's first):
-        (first, count, ndv, num_blocks, words, fpp_estimate), zones relative to the slice."""
+        (first, count, ndv, num_blocks, words), zones relative to the slice. Summaries are sized
+        for their distinct count (never saturated), so no group is exempt from the check."""
         nz = uoffs.shape[0] - 1
         first = np.arange(0, nz, group, dtype=np.int64)
         count = np.minimum(first + group, nz) - first
@@ -109,19 +107,18 @@ class GroupSummary:
         np.cumsum(nblk[:-1], out=boff[1:])
         words = np.zeros(int(nblk.sum()) * 8, dtype=np.uint32)
         kb.bank_insert_grouped(words, boff, nblk, out[:u], goffs, SALT)
-        _, est = kb.bank_stats(words, boff, nblk)
-        return first, count, ndv, nblk, words, est
+        return first, count, ndv, nblk, words
 
     @classmethod
     def from_slices(cls, pieces: list[tuple[int, tuple]], n_zones: int, fpp: float) -> "GroupSummary":
         """One summary from the slices' :meth:`build_slice` results, each with its first zone."""
         first = np.concatenate([p[0] + z0 for z0, p in pieces]) if pieces else np.zeros(0, np.int64)
-        count, ndv, nblk, words, est = (
-            [np.concatenate([p[k] for _, p in pieces]) for k in range(1, 6)] if pieces
-            else [np.zeros(0, t) for t in (np.int64, np.int64, np.int64, np.uint32, np.float64)])
+        count, ndv, nblk, words = (
+            [np.concatenate([p[k] for _, p in pieces]) for k in range(1, 5)] if pieces
+            else [np.zeros(0, t) for t in (np.int64, np.int64, np.int64, np.uint32)])
         boff = np.zeros(nblk.shape[0], dtype=np.int64)
         np.cumsum(nblk[:-1], out=boff[1:])
-        return cls(first, count, ndv, SBBFBank(words, boff, nblk), fpp, n_zones, est)
+        return cls(first, count, ndv, SBBFBank(words, boff, nblk), fpp, n_zones)
 
     @classmethod
     def concat(cls, parts: list[tuple[int, "GroupSummary | None"]], n_zones: int) -> "GroupSummary | None":
@@ -135,11 +132,8 @@ class GroupSummary:
         bank = SBBFBank(np.concatenate([s.bank.words for _, s in have]),
                         np.concatenate([s.bank.block_offset + b for (_, s), b in zip(have, base)]),
                         np.concatenate([s.bank.num_blocks for _, s in have]))
-        out = cls(np.concatenate([s.first + z0 for z0, s in have]), np.concatenate([s.count for _, s in have]),
-                  np.concatenate([s.ndv for _, s in have]), bank, max(s.fpp for _, s in have), n_zones,
-                  np.zeros(0))
-        out.saturated = np.concatenate([s.saturated for _, s in have])
-        return out
+        return cls(np.concatenate([s.first + z0 for z0, s in have]), np.concatenate([s.count for _, s in have]),
+                   np.concatenate([s.ndv for _, s in have]), bank, max(s.fpp for _, s in have), n_zones)
 
     # ---- the file
     def metadata(self) -> dict[bytes, bytes] | None:
@@ -205,7 +199,6 @@ class GroupSummary:
         sb = self.bank
         hit = bank_check_pairs(sb.words, sb.block_offset, sb.num_blocks, np.repeat(gids, nh),
                                np.tile(hashes, gids.shape[0])).reshape(gids.shape[0], nh)
-        hit |= self.saturated[gids][:, None]
         single = ng == nh
         alt_pass = hit if single else np.logical_and.reduceat(hit, goffs[:-1], axis=1)
         gi, ai = np.nonzero(alt_pass)
