@@ -243,3 +243,27 @@ def test_a_file_replaced_under_the_same_identity_never_uses_a_stale_dictionary(t
     assert db.sql(f"SELECT count() FROM lake WHERE {where} AND id IN (5, 3000, 8000)").fetchall()[0][0] == \
         sum(1 for i, _ in d if i in (5, 3000, 8000))
     db.close()
+
+
+@pytest.mark.parametrize("window", [1, 7, 64])
+def test_page_headers_longer_than_the_read_window(tmp_path, monkeypatch, window):
+    """The page walk reads a window at each header and widens it where the header is longer:
+    windows shorter than a header give the layout of one far longer than any header."""
+    p = str(tmp_path / "f.parquet")
+    pq.write_table(_table(12_000, 4), p, row_group_size=12_000, data_page_size=2 << 10, write_batch_size=300)
+    md = pq.ParquetFile(p).metadata
+    fd = os.open(p, os.O_RDONLY)
+    try:
+        for j in range(md.num_columns):
+            with monkeypatch.context() as m:
+                m.setattr(pp, "_HEADER_WINDOW", 1 << 24)
+                whole = pp.chunk_layout(fd, md.row_group(0).column(j), 12_000)
+            with monkeypatch.context() as m:
+                m.setattr(pp, "_HEADER_WINDOW", window)
+                small = pp.chunk_layout(fd, md.row_group(0).column(j), 12_000)
+            assert whole.rows.shape[0] > 1
+            for f in ("offsets", "lengths", "header_lengths", "first_rows", "rows", "kinds", "encoding", "uncompressed"):
+                assert np.array_equal(getattr(whole, f), getattr(small, f)), f
+            assert (whole.dict_span, whole.dict_values) == (small.dict_span, small.dict_values)
+    finally:
+        os.close(fd)

@@ -86,6 +86,10 @@ def _pread(fd: int, n: int, off: int) -> bytes:
     return out
 
 
+#: bytes read at a page header to parse it (more where its statistics are longer)
+_HEADER_WINDOW = 4096
+
+
 def chunk_layout(fd: int, cc: pq.ColumnChunkMetaData, num_rows: int, where: str = "<file>") -> PageLayout:
     """Walk the page headers of column chunk `cc` (of a row group of `num_rows` rows) through
     `fd`; SkipidxError if it is not a flat chunk this module can read."""
@@ -94,7 +98,8 @@ def chunk_layout(fd: int, cc: pq.ColumnChunkMetaData, num_rows: int, where: str 
     start = cc.dictionary_page_offset if cc.has_dictionary_page and cc.dictionary_page_offset is not None \
         else cc.data_page_offset
     size = cc.total_compressed_size
-    buf = _pread(fd, size, start)
+    # the headers are read, not the pages: a window at each header, widened where one is longer
+    win, woff = b"", 0
     pos = 0
     dict_span = None
     dict_plain = False
@@ -103,11 +108,21 @@ def chunk_layout(fd: int, cc: pq.ColumnChunkMetaData, num_rows: int, where: str 
     cols: list[list] = [[] for _ in range(10)]
     row = 0
     while pos < size:
-        r = _Reader(buf, pos, where, "PageHeader")
-        h = r.struct()
-        hl = r.pos - pos
+        need = _HEADER_WINDOW
+        while True:
+            if pos < woff or pos + min(need, size - pos) > woff + len(win):
+                win, woff = _pread(fd, min(need, size - pos), start + pos), pos
+            r = _Reader(win, pos - woff, where, "PageHeader")
+            try:
+                h = r.struct()
+                break
+            except SkipidxError:
+                if woff + len(win) >= size:
+                    raise
+                need *= 16
+        hl = woff + r.pos - pos
         kind, usize, csize = h.get(1), h.get(2), h.get(3)
-        if not isinstance(csize, int) or csize < 0 or r.pos + csize > size or not isinstance(usize, int):
+        if not isinstance(csize, int) or csize < 0 or pos + hl + csize > size or not isinstance(usize, int):
             raise SkipidxError("bad page header")
         if kind == _DICTIONARY_PAGE:
             dh = h.get(7) or {}
@@ -131,7 +146,7 @@ def chunk_layout(fd: int, cc: pq.ColumnChunkMetaData, num_rows: int, where: str 
             row += n
         elif kind != 1:        # an index page is skipped; anything else is unknown
             raise SkipidxError(f"page type {kind} not handled")
-        pos = r.pos + csize
+        pos += hl + csize
     if row != num_rows or any(not isinstance(x, int) for x in cols[4] + cols[6]):
         raise SkipidxError("pages do not add up to the row group")
     a = [np.asarray(c, dtype=np.int64) for c in cols]
