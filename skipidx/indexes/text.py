@@ -353,8 +353,11 @@ class TextAggregator(IndexAggregator):
             self._merged = ("encoded", np.zeros(0, np.uint8), np.zeros(1, np.int64), np.zeros(0, np.uint8),
                             np.zeros(1, np.int64), [], 0)
             return
+        # a source whose rows land as one run in the merged part (parts of consecutive keys)
+        shifts = np.array([int(m[0]) if m.shape[0] and int(m[-1]) - int(m[0]) == m.shape[0] - 1
+                           and bool(np.all(np.diff(m) == 1)) else -1 for _, m in srcs], np.int64)
         args = (lst([g.tok_blob for g, _ in srcs]), lst([g.tbo for g, _ in srcs]), lst([g.post_blob for g, _ in srcs]),
-                lst([g.pbo for g, _ in srcs]), lst([m for _, m in srcs]), max_token, n_rows, bs)
+                lst([g.pbo for g, _ in srcs]), lst([m for _, m in srcs]), shifts, max_token, n_rows, bs)
 
         nblocks = [int(g.tbo.shape[0]) - 1 for g, _ in srcs]
         nr = max(1, min(self.threads, max(nblocks) // MERGE_RANGE_BLOCKS))
@@ -440,13 +443,14 @@ def _merge_encoded_ranges(srcs: list, args: tuple, nr: int, max_token: int, bs: 
     keys = sorted({_first_token(g0, nb0 * j // nr) for j in range(1, nr)})
     bounds: list[bytes | None] = [None, *keys, None]
     none = np.zeros(0, np.uint8)
-    tok_blobs, tbos, post_blobs, pbos, row_maps, _mt, n_rows, _bs = args
+    tok_blobs, tbos, post_blobs, pbos, row_maps, shifts, _mt, n_rows, _bs = args
 
     def phase1(j: int):
         lo, hi = bounds[j], bounds[j + 1]
         start = np.array([0 if lo is None else _block_at(g, lo) for g, _ in srcs], np.int64)
         end = np.array([-1 if hi is None else _block_at(g, hi) for g, _ in srcs], np.int64)
-        return TP.merge_encoded_range(tok_blobs, tbos, post_blobs, pbos, row_maps, max_token, n_rows, start, end,
+        return TP.merge_encoded_range(tok_blobs, tbos, post_blobs, pbos, row_maps, shifts, max_token, n_rows,
+                                      start, end,
                                       none if lo is None else np.frombuffer(lo, np.uint8), lo is not None,
                                       none if hi is None else np.frombuffer(hi, np.uint8), hi is not None)
 

@@ -777,15 +777,18 @@ def _cur_equal(cur, cur_len, hw, a, b):
 
 
 @njit(cache=True, nogil=True)
-def merge_encoded(tok_blobs, tbos, post_blobs, pbos, row_maps, max_token, n_rows, block_size):
+def merge_encoded(tok_blobs, tbos, post_blobs, pbos, row_maps, shifts, max_token, n_rows, block_size):
     """Merge several parts' encoded dictionaries into the merged part's, without decoding
     them into memory: a k-way merge over their front-coded blocks, each token's postings
     decoded with rows mapped (row_maps[i][r]), sorted when the parts' rows interleave, and
-    encoded as encode_dictionary does. Returns (tok_blob, tbo, post_blob, pbo, first_at,
-    first_len, n_tokens): block j's first token is tok_blob[first_at[j]:+first_len[j]]."""
+    encoded as encode_dictionary does. shifts[i] >= 0: source i's row map is r -> r +
+    shifts[i], so a token only it holds keeps its posting's bytes but the first row (a
+    posting's kind and deltas do not change with a shift); -1: mapped row by row.
+    Returns (tok_blob, tbo, post_blob, pbo, first_at, first_len, n_tokens): block j's
+    first token is tok_blob[first_at[j]:+first_len[j]]."""
     k = len(tok_blobs)
     none = np.zeros(0, dtype=np.uint8)
-    return _merge_range(tok_blobs, tbos, post_blobs, pbos, row_maps, max_token, n_rows, block_size,
+    return _merge_range(tok_blobs, tbos, post_blobs, pbos, row_maps, shifts, max_token, n_rows, block_size,
                         np.zeros(k, dtype=np.int64), np.full(k, -1, dtype=np.int64), none, False, none, False)[:7]
 
 
@@ -813,8 +816,8 @@ def block_first_token(tok_blob, tbo, b):
 
 
 @njit(cache=True, nogil=True)
-def merge_encoded_range(tok_blobs, tbos, post_blobs, pbos, row_maps, max_token, n_rows, start_blk, end_blk,
-                        lo, has_lo, hi, has_hi):
+def merge_encoded_range(tok_blobs, tbos, post_blobs, pbos, row_maps, shifts, max_token, n_rows, start_blk,
+                        end_blk, lo, has_lo, hi, has_hi):
     """merge_encoded over the tokens t with lo <= t < hi only (a bound applies if has_*),
     each source read from block start_blk[i] on (a block whose first token is <= lo; its
     output sized for its blocks up to end_blk[i], -1: the last), with
@@ -822,7 +825,7 @@ def merge_encoded_range(tok_blobs, tbos, post_blobs, pbos, row_maps, max_token, 
     (recut_blocks cuts the blocks once the ranges' token counts are known). Returns
     (tok_blob, post_blob, n_tokens, last token)."""
     tb, _tbo, pb, _pbo, _fa, _fl, n, last = _merge_range(
-        tok_blobs, tbos, post_blobs, pbos, row_maps, max_token, n_rows, 1 << 62, start_blk, end_blk,
+        tok_blobs, tbos, post_blobs, pbos, row_maps, shifts, max_token, n_rows, 1 << 62, start_blk, end_blk,
         lo, has_lo, hi, has_hi)
     return tb, pb, n, last
 
@@ -890,7 +893,7 @@ def recut_blocks(tok_blob, n, t0, block_size, prev, has_prev, max_token):
 
 
 @njit(cache=True, nogil=True)
-def _merge_range(tok_blobs, tbos, post_blobs, pbos, row_maps, max_token, n_rows, block_size,
+def _merge_range(tok_blobs, tbos, post_blobs, pbos, row_maps, shifts, max_token, n_rows, block_size,
                  start_blk, end_blk, lo, has_lo, hi, has_hi):
     k = len(tok_blobs)
     cur = np.zeros((k, max(max_token, 8)), dtype=np.uint8)
@@ -941,29 +944,45 @@ def _merge_range(tok_blobs, tbos, post_blobs, pbos, row_maps, max_token, n_rows,
                 best = i
         if best < 0 or (has_hi and _cur_cmp_key(cur, cur_len, best, hi) >= 0):
             break
-        # rows of every source holding this token, mapped, in source order
-        m = 0
+        nsame = 0
         for i in range(k):
             same[i] = live[i] and (i == best or _cur_equal(cur, cur_len, hw, i, best))
             if same[i]:
-                s0 = m
-                m = _decode_posting_into(post_blobs[i], ppos[i], ck[i] >> 1, ck[i] & 1, cnt[i], rows, m)
-                rm = row_maps[i]
-                for q in range(s0, m):
-                    rows[q] = rm[rows[q]]
-        ok = True
-        for q in range(1, m):
-            if rows[q] <= rows[q - 1]:
-                ok = False
-                break
-        if not ok:
-            seg = np.sort(rows[:m])
-            mm = 0
-            for q in range(m):
-                if q == 0 or seg[q] != seg[q - 1]:
-                    rows[mm] = seg[q]
-                    mm += 1
-            m = mm
+                nsame += 1
+        copy = nsame == 1 and shifts[best] >= 0
+        if copy:
+            # one source, rows shifted: its posting's bytes after the first row stay
+            src_p = ppos[best]
+            r0_old, src_q = _vget(post_blobs[best], src_p)
+            r0_new = r0_old + shifts[best]
+            tail = (ck[best] >> 1) - (src_q - src_p)
+            c = _vlen(r0_new) + tail
+            kind = ck[best] & 1
+            m = cnt[best]
+        else:
+            # rows of every source holding this token, mapped, in source order
+            m = 0
+            for i in range(k):
+                if same[i]:
+                    s0 = m
+                    m = _decode_posting_into(post_blobs[i], ppos[i], ck[i] >> 1, ck[i] & 1, cnt[i], rows, m)
+                    rm = row_maps[i]
+                    for q in range(s0, m):
+                        rows[q] = rm[rows[q]]
+            ok = True
+            for q in range(1, m):
+                if rows[q] <= rows[q - 1]:
+                    ok = False
+                    break
+            if not ok:
+                seg = np.sort(rows[:m])
+                mm = 0
+                for q in range(m):
+                    if q == 0 or seg[q] != seg[q - 1]:
+                        rows[mm] = seg[q]
+                        mm += 1
+                m = mm
+            c, kind = _posting_cost(rows, 0, m)
         # the token, front-coded against the previous token of its block
         ln = cur_len[best]
         if t % block_size == 0:
@@ -980,7 +999,6 @@ def _merge_range(tok_blobs, tbos, post_blobs, pbos, row_maps, max_token, n_rows,
             lim = ln if ln < prev_len else prev_len
             while pre < lim and prev[pre] == cur[best, pre]:
                 pre += 1
-        c, kind = _posting_cost(rows, 0, m)
         tout = _grow(tout, w + 40 + ln)
         pout = _grow(pout, wp + c + 16)
         w = _vput(tout, w, pre)
@@ -994,11 +1012,18 @@ def _merge_range(tok_blobs, tbos, post_blobs, pbos, row_maps, max_token, n_rows,
             w += 1
         w = _vput(tout, w, m)
         w = _vput(tout, w, c * 2 + kind)
-        wp = _vput(pout, wp, rows[0])
-        if kind == 0:
+        if copy:
+            wp = _vput(pout, wp, r0_new)
+            sb = post_blobs[best]
+            for q in range(tail):
+                pout[wp + q] = sb[src_q + q]
+            wp += tail
+        elif kind == 0:
+            wp = _vput(pout, wp, rows[0])
             for q in range(1, m):
                 wp = _vput(pout, wp, rows[q] - rows[q - 1])
         else:
+            wp = _vput(pout, wp, rows[0])
             r0 = rows[0]
             nbytes = (rows[m - 1] - r0 + 1 + 7) // 8
             for q in range(nbytes):

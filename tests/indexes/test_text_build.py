@@ -99,18 +99,26 @@ def test_threaded_merge_with_interleaved_rows_equals_one_pass(monkeypatch):
     assert agg.finish().to_arrow("p").equals(want, check_metadata=True)
 
 
-@pytest.mark.parametrize("tok,threads", [("sparseGrams(3, 12)", 2), ("sparseGrams(3, 12)", 5),
-                                         ("splitByNonAlpha", 3), ("ngrams(3)", 8), ("array", 4)])
-def test_merge_encoded_on_key_ranges_equals_one_pass(tok, threads, monkeypatch):
+@pytest.mark.parametrize("layout", ["interleaved", "consecutive", "mixed"])
+@pytest.mark.parametrize("tok,threads", [("sparseGrams(3, 12)", 1), ("sparseGrams(3, 12)", 2),
+                                         ("sparseGrams(3, 12)", 5), ("splitByNonAlpha", 3), ("ngrams(3)", 8),
+                                         ("array", 4)])
+def test_merge_encoded_on_key_ranges_equals_one_pass(tok, threads, layout, monkeypatch):
     """OPTIMIZE's merge of encoded dictionaries cut into key ranges (each source entered
     mid-dictionary at a block found by its first tokens; blocks recut once the ranges'
     token counts are known) equals the one-pass build byte for byte, including ranges
-    that begin or end inside a block and sources with no token in a range."""
+    that begin or end inside a block and sources with no token in a range; parts whose
+    rows land as one run (consecutive: a token of one part keeps its posting's bytes but
+    the first row) and parts whose rows interleave, alone and mixed (threads 1: one pass)."""
     vals = _values(900, 21)
     idx = _index(tok)
     zs, zl = np.arange(0, 900, 60), np.full(15, 60)
     want = idx.aggregator(1).build(vals, zs, zl).to_arrow("p")
     perm = np.random.default_rng(threads).permutation(900)
+    if layout == "consecutive":
+        perm = np.arange(900)
+    elif layout == "mixed":   # the first two parts consecutive, the others interleaved
+        perm = np.concatenate([np.arange(400), 400 + np.random.default_rng(threads).permutation(500)])
     cuts = [0, 90, 400, 410, 900]          # parts of very different sizes, one of 10 rows
     srcs, maps = [], []
     for a, b in zip(cuts, cuts[1:]):
@@ -123,7 +131,8 @@ def test_merge_encoded_on_key_ranges_equals_one_pass(tok, threads, monkeypatch):
     def one_pass(*a):
         raise AssertionError("the one-pass merge ran instead of key ranges")
 
-    monkeypatch.setattr(T.TP, "merge_encoded", one_pass)
+    if threads > 1:
+        monkeypatch.setattr(T.TP, "merge_encoded", one_pass)
     agg = idx.aggregator(threads)
     agg.use_merged(srcs, maps)
     agg.add(vals, zs, zl, 0)
