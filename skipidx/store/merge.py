@@ -41,7 +41,8 @@ from skipidx.core.errors import SkipidxError
 from skipidx.store import commit as _commit
 from skipidx.store.commit import ConflictError, commit_parts, crash_point, new_part_name, stage_dir
 from skipidx.store.conform import non_decreasing as _non_decreasing
-from skipidx.store.metadata import TableMeta
+from skipidx.store.manifest import DATA_FILE
+from skipidx.store.metadata import LARGE_MERGE_BYTES, TableMeta
 from skipidx.store.part import Part
 from skipidx.store import writer as _writer
 from skipidx.store.writer import PartWriter
@@ -311,6 +312,15 @@ def merged_chunks(meta: TableMeta, parts: list[Part], step: int,
             yield pa.concat_tables(pieces).combine_chunks().take(pa.array(idx))
 
 
+def _source_data_bytes(parts: list[Part]) -> int:
+    """Compressed bytes of the sources' data files (as their manifests record them)."""
+    total = 0
+    for p in parts:
+        f = p.manifest.get("files", {}).get(DATA_FILE)
+        total += int(f["size"]) if isinstance(f, dict) and "size" in f else 0
+    return total
+
+
 def merge_parts(table_dir: str, meta: TableMeta, parts: list[Part], *, expect_id: str | None = None,
                 threads: int | None = None) -> str:
     """Merge `parts` into one new part and publish it; returns its name.
@@ -332,7 +342,8 @@ def merge_parts(table_dir: str, meta: TableMeta, parts: list[Part], *, expect_id
 
         n_threads = resolve_threads(threads)
         writer = PartWriter(staged.path, meta, name, level=level, keyring=parts[0].keyring,
-                            threads=n_threads, build_threads=n_threads, expected_rows=info["rows"])
+                            threads=n_threads, build_threads=n_threads, expected_rows=info["rows"],
+                            large_merge=_source_data_bytes(parts) >= LARGE_MERGE_BYTES)
         m = writer.chunk_multiple()
         step = max(1, _writer.INDEX_CHUNK_ROWS // m) * m
         order = merge_order(meta, parts, n_threads)

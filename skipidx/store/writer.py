@@ -210,7 +210,8 @@ class PartWriter:
     at once (None: the cores this process may use; 1: one after the other);
     the files are the same either way. `expected_rows`: the part's rows when known up
     front; parts of fewer than ``SUMMARY_MIN_GRANULES`` index granules get no group
-    summaries (unknown: they do).
+    summaries (unknown: they do). `large_merge`: the part merges sources of at least
+    ``metadata.LARGE_MERGE_BYTES`` (see ``TableMeta.parquet_compression``).
     """
 
     def __init__(self, part_dir: str, meta: TableMeta, part_name: str, *, level: int = 0,
@@ -218,10 +219,13 @@ class PartWriter:
                  reuse_sums: dict[str, dict] | None = None,
                  reuse_layout: tuple[list[int], list[list[int]]] | None = None,
                  build_threads: int | None = None, keyring: KeyRing | None = None,
-                 threads: int | None = None, expected_rows: int | None = None) -> None:
+                 threads: int | None = None, expected_rows: int | None = None,
+                 large_merge: bool = False) -> None:
         from skipidx.core.threads import resolve_threads
 
         self.dir = part_dir
+        #: a merge of large parts: default-codec columns compress as ClickHouse's (zstd)
+        self.large_merge = large_merge
         self.threads = resolve_threads(threads)
         self._pool = None
         self.keyring = keyring
@@ -276,7 +280,7 @@ class PartWriter:
         meta = self.meta
         sorting = [pq.SortingColumn(meta.column_names.index(k), nulls_first=False) for k in meta.order_by]
         # per column: its CODEC, else the table's compression setting
-        comp, level = meta.parquet_compression()
+        comp, level = meta.parquet_compression(large=self.large_merge)
         self.dictionary_columns = (choose_dictionary_columns(meta, sample, self.G)
                                    if sample is not None else [])
         self.column_encodings = (choose_column_encodings(meta, sample, self.G, self.dictionary_columns,
