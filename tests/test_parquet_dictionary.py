@@ -20,6 +20,15 @@ from skipidx.store import parquet_pages as pp
 duckdb = pytest.importorskip("duckdb")
 
 
+@pytest.fixture(autouse=True)
+def _kernel_path(monkeypatch):
+    """The indices decoded by the kernel from the first page on (a process that has not
+    loaded numba reads its first pages framed for pyarrow: tested below)."""
+    from skipidx.core import lazy
+
+    monkeypatch.setattr(lazy, "_numpy_left", [0])
+
+
 def _encode_hybrid(vals: np.ndarray, bw: int, rng) -> bytes:
     """The values as a random mix of RLE runs and bit-packed runs (the Parquet spec's layout)."""
     out = bytearray()
@@ -267,3 +276,34 @@ def test_page_headers_longer_than_the_read_window(tmp_path, monkeypatch, window)
             assert (whole.dict_span, whole.dict_values) == (small.dict_span, small.dict_values)
     finally:
         os.close(fd)
+
+
+def test_a_new_process_reads_dictionary_pages_without_numba(tmp_path):
+    """A new process's first point query over an external table loads no numba (its pages
+    framed for pyarrow, as before); the answer equals DuckDB's."""
+    import json
+    import subprocess
+    import sys
+    import textwrap
+
+    root = tmp_path / "lake"
+    _lake(root, WRITERS[:2])
+    db = skipidx.connect(str(tmp_path / "db"))
+    _zoned(db, root, "INDEX si s TYPE bloom_filter(0.01)", zone_rows=1024)
+    db.close()
+    some = duckdb.sql(f"SELECT s FROM read_parquet('{root}/*.parquet') WHERE id % 9973 = 5 AND s IS NOT NULL").fetchall()
+    where = "s IN (" + ", ".join(repr(r[0]) for r in some[:3]) + ")"
+    code = textwrap.dedent(f"""
+        import json, sys
+        import skipidx
+        r = skipidx.connect({str(tmp_path / "db")!r}).sql("SELECT id, s FROM lake WHERE {where} ORDER BY id")
+        print(json.dumps({{"rows": r.fetchall(), "kept": r.stats.granules_selected, "total": r.stats.granules_total,
+                          "numba": "numba" in sys.modules}}))
+    """)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    d = duckdb.sql(f"SELECT id, s FROM read_parquet('{root}/*.parquet') WHERE {where} ORDER BY id").fetchall()
+    assert [tuple(x) for x in got["rows"]] == d and got["kept"] < got["total"] / 2
+    assert not got["numba"]

@@ -48,6 +48,7 @@ import xxhash
 
 from skipidx.core.closing import Closing
 from skipidx.core.errors import CorruptionError, SkipidxError
+from skipidx.core.lazy import use_numpy_path
 from skipidx.core.lru import LRU
 from skipidx.core.types import ColumnType, cast_to
 from skipidx.indexes.base import IndexDef
@@ -782,6 +783,10 @@ class ExternalFile:
             if dic is None:
                 return None
             _DICTIONARIES.put(key, (digest, dic), dic.nbytes)
+        # the indices are decoded by a numba kernel: a process that has not loaded numba reads
+        # its first pages as before (framed for pyarrow), as the other kernels' numpy paths do
+        if use_numpy_path(int(lay.dict_span[3]) + int(lay.uncompressed[pages].sum())):
+            return None
         first, stop = int(pos[0]), int(pos[-1]) + 1         # (pos ascending)
         idx, valid = pp.dictionary_indices(self.fd, lay, pages, max_def, len(dic), first, stop)
         if stop - first != pos.shape[0]:
