@@ -490,9 +490,9 @@ def _load(part: GranuleSource, use: IndexUse, cache: IndexCache | None) -> Loade
 #: query pays after each table change; larger (text) indexes are checked part
 #: by part, where the kernel work dwarfs the per-part overhead.
 COMBINE_MAX_BYTES = 32 << 20
-#: A part whose filters take at least this many bytes is probed as its own
-#: segment, never copied into a concatenation (see :func:`_combined_granules`).
-COMBINE_ALONE_BYTES = 256 << 10
+#: A part whose filters take at least this many bytes is concatenated only with
+#: other such parts (see :func:`_combined_granules`).
+COMBINE_BIG_BYTES = 256 << 10
 #: Concatenations kept by an IndexCache (each also counts towards a quarter of its bytes).
 COMBOS_MAX = 64
 
@@ -543,12 +543,13 @@ def _combined_granules(parts: list[GranuleSource], ns: np.ndarray, offsets: np.n
     loads it part by part (and reports what is missing or damaged).
 
     Only when every part holds the index undamaged at GRANULARITY 1. Runs of
-    adjacent small parts are concatenated into one bank each (cached under the
-    parts' own keys, so a new snapshot with other parts builds another one);
-    a part whose filters reach :data:`COMBINE_ALONE_BYTES` is a segment of its
-    own, uncopied: a table change then copies only the small parts' filters,
-    not the whole table's (the big parts are the ones that stay). Every part's
-    index file was loaded and verified through the cache first.
+    adjacent parts are concatenated into one bank each (cached under the parts'
+    own keys, so a new snapshot with other parts builds another one), big parts
+    (filters of at least :data:`COMBINE_BIG_BYTES`) only with big ones: an
+    insert then copies the small parts' filters again, not the whole table's
+    (the big parts stay until a merge replaces one), and a query still checks
+    a few banks, not one per part. Every part's index file was loaded and
+    verified through the cache first.
     """
     if cache is not None and use.loader is not None and use.conditions:
         return _combined_derived(parts, ns, offsets, use, cache)
@@ -593,17 +594,14 @@ def _combined_granules(parts: list[GranuleSource], ns: np.ndarray, offsets: np.n
         run.clear()
 
     size = 0
+    big = None
     for item in loaded:
         nb = item[1].granules.nbytes
-        if nb >= COMBINE_ALONE_BYTES:
-            flush()
-            run.append(item)
-            flush()
-            size = 0
-            continue
-        if size + nb > COMBINE_MAX_BYTES:
+        b = nb >= COMBINE_BIG_BYTES
+        if b is not big or size + nb > COMBINE_MAX_BYTES:
             flush()
             size = 0
+            big = b
         run.append(item)
         size += nb
     flush()

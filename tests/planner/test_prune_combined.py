@@ -107,23 +107,23 @@ def test_combined_is_used_for_small_indexes(db) -> None:
     assert all(len(k[2]) == 5 for k in keys), "one concatenation over the 5 parts"
 
 
-def test_big_parts_are_segments_of_their_own(db, monkeypatch) -> None:
-    """A part whose filters reach COMBINE_ALONE_BYTES is probed uncopied; the
-    small parts around it are concatenated in runs; answers and figures equal
-    the part-by-part path's."""
+@pytest.mark.parametrize("big, runs", [((0, 3), [[1, 2]]), ((0, 1, 3), [[0, 1]])])
+def test_big_parts_are_concatenated_only_with_big_ones(db, monkeypatch, big, runs) -> None:
+    """Parts whose filters reach COMBINE_BIG_BYTES form runs of their own (a new
+    small part never makes the big parts' filters be copied again); answers and
+    figures equal the part-by-part path's."""
     snap = db.catalog.table("t").snapshot()
     with snap:
         sizes = [db.index_cache.loaded(p, "kb").granules.nbytes for p in snap.parts]
-    # the 1000- and 1300-row parts alone: runs [0], [1, 2], [3], [4] over 5 parts
-    monkeypatch.setattr(PR, "COMBINE_ALONE_BYTES", min(sizes[0], sizes[3]))
-    assert sizes[1] < PR.COMBINE_ALONE_BYTES and sizes[2] < PR.COMBINE_ALONE_BYTES
+        paths = [p.path for p in snap.parts]
+    monkeypatch.setattr(PR, "COMBINE_BIG_BYTES", min(sizes[i] for i in big))
+    assert [i for i, n in enumerate(sizes) if n >= PR.COMBINE_BIG_BYTES] == list(big)
     for where in WHERES:
         _both(db, where, monkeypatch)
     db.index_cache.clear()
     _prune(db, "k = 'k5'")
-    runs = [k for k in db.index_cache._combos if k[0] == "run" and k[1] == "kb"]
-    assert [len(k[2]) for k in runs] == [2], runs
-    assert not [k for k in db.index_cache._combos if k[0] == "run" and len(k[2]) == 5]
+    got = [[paths.index(p) for p in k[2]] for k in db.index_cache._combos if k[0] == "run" and k[1] == "kb"]
+    assert got == runs
 
 
 def test_part_without_the_index_falls_back(db, monkeypatch) -> None:
