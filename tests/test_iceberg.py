@@ -474,3 +474,22 @@ def test_queries_during_refresh_see_one_snapshot(lake):
     assert not errors, errors
     seen.add(db.sql("SELECT count() FROM lg WHERE id >= 0").fetchall()[0][0])
     assert seen <= {old, new} and new in seen, seen
+
+
+def test_puffin_writer_reader_roundtrip_and_damage(tmp_path):
+    from skipidx.core.errors import CorruptionError
+    from skipidx.store.puffin import Blob, blob_payload, read_footer, write_puffin
+
+    p = str(tmp_path / "x.stats")
+    blobs = [Blob("skipidx-zone-index-v1", [1], 7, 3, b"abc" * 1000, {"k": "v"}),
+             Blob("other", [], 7, 3, b"", compression_codec=None)]
+    f = write_puffin(p, blobs, {"created-by": "test"})
+    data = open(p, "rb").read()
+    g = read_footer(data)
+    assert g.blobs == f.blobs and g.properties == {"created-by": "test"} and g.footer_size == f.footer_size
+    assert blob_payload(data, g.blobs[0]) == b"abc" * 1000 and blob_payload(data, g.blobs[1]) == b""
+    assert g.blobs[0]["offset"] == 4 and g.blobs[1]["offset"] == 4 + g.blobs[0]["length"]
+    for bad in (data[:-1], b"XXXX" + data[4:], data[:-12] + struct.pack("<i", 10**6) + data[-8:],
+                data[:-8] + b"\1\0\0\0" + data[-4:], data[:8]):
+        with pytest.raises(CorruptionError):
+            read_footer(bad)
