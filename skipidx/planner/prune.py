@@ -76,7 +76,7 @@ class LoadedIndex:
     when the granules are loaded, not on every query.
     """
 
-    __slots__ = ("granules", "data_to_index", "zones", "saturated", "nbytes")
+    __slots__ = ("granules", "data_to_index", "zones", "saturated", "nbytes", "granule_bytes")
 
     def __init__(self, part: GranuleSource, granules: Any, nbytes: int) -> None:
         n = int(part.n_granules)
@@ -87,6 +87,8 @@ class LoadedIndex:
         self.zones = len(granules)
         self.saturated = granules.saturated_count
         self.nbytes = int(nbytes)
+        #: bytes of the loaded granules (``nbytes`` is the file's size, what the cache bound counts)
+        self.granule_bytes = int(granules.nbytes)
 
 
 class IndexCache:
@@ -581,7 +583,7 @@ def _combined_granules(parts: list[GranuleSource], ns: np.ndarray, offsets: np.n
             if g is None:
                 g = _concat_sbbf([li.granules for _, li, _ in run])
                 if g is not None and len(g) == sum(li.zones for _, li, _ in run):
-                    cache._put_combo(key, g, sum(li.granules.nbytes for _, li, _ in run))
+                    cache._put_combo(key, g, sum(li.granule_bytes for _, li, _ in run))
                 else:
                     g = None
             if g is not None:
@@ -596,7 +598,7 @@ def _combined_granules(parts: list[GranuleSource], ns: np.ndarray, offsets: np.n
     size = 0
     big = None
     for item in loaded:
-        nb = item[1].granules.nbytes
+        nb = item[1].granule_bytes
         b = nb >= COMBINE_BIG_BYTES
         if b is not big or size + nb > COMBINE_MAX_BYTES:
             flush()
