@@ -12,7 +12,7 @@ the first 1.2k granules and over all of them; the needles come from the
 first 1.2k granules' rows. Each index is built several ways to compare the
 group size G and the summary fpp (summary bytes printed with each).
 
-    flock /tmp/bench.lock python bench/bench_summary.py --chunks 100
+    python bench/bench_summary.py --chunks 100 --lock /tmp/bench.lock
 """
 from __future__ import annotations
 
@@ -105,18 +105,30 @@ def main(argv=None) -> int:
     ap.add_argument("--small", type=int, default=10, help="chunks of the small part (10 -> ~1.2k granules)")
     ap.add_argument("--reps", type=int, default=41)
     ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--lock", default=None, help="take this flock for the timed part only (e.g. /tmp/bench.lock)")
+    ap.add_argument("--only", default=None, help="comma-separated substrings of the configurations to run")
     ap.add_argument("--no-msg", action="store_true", help="skip the tokenbf_v1 index (the slow build)")
     args = ap.parse_args(argv)
-    parts, types, needles = build(args.chunks, args.seed, CONFIGS, not args.no_msg)
+    configs = [c for c in CONFIGS if args.only is None or any(o in c[0] for o in args.only.split(","))]
+    parts, types, needles = build(args.chunks, args.seed, configs, not args.no_msg)
+    if args.lock:
+        # the build needs no quiet machine; the timed checks do
+        import fcntl
+        import os
+
+        fd = os.open(args.lock, os.O_RDWR | os.O_CREAT)
+        t0 = time.perf_counter()
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        print(f"(waited {time.perf_counter() - t0:.0f} s for {args.lock}; load {os.getloadavg()[0]:.1f})", flush=True)
     rng = np.random.default_rng(7)
     words = ["kraken", "zyzzyva", "timeout", "connection", "retry", "Zürich"]
-    print(f"\ngranules small / large: {sum(len(g) for g in parts[CONFIGS[0][0]][:args.small])} / "
-          f"{sum(len(g) for g in parts[CONFIGS[0][0]])}; median ms of the check over all granules, "
+    print(f"\ngranules small / large: {sum(len(g) for g in parts[configs[0][0]][:args.small])} / "
+          f"{sum(len(g) for g in parts[configs[0][0]])}; median ms of the check over all granules, "
           f"{args.reps} rounds, a different constant each round")
     print("| index | summary bytes (% of filters) | query | small flat | small summary | large flat | large summary "
           "| large/small (summary) | large/small (flat) |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for label, d, col, group, sfpp in CONFIGS:
+    for label, d, col, group, sfpp in configs:
         if not parts[label]:
             continue
         it = types[label]
@@ -151,6 +163,9 @@ def main(argv=None) -> int:
                 assert not np.any(withs & ~flat)
             print(f"| {label} | {sb / 1e6:.1f} MB ({sb / fb:.0%}) | {kind} | {r[0]:.3f} | {r[1]:.3f} | {r[2]:.3f} "
                   f"| {r[3]:.3f} | {r[3] / r[1]:.1f}x | {r[2] / r[0]:.1f}x |", flush=True)
+    import os
+
+    print(f"load {os.getloadavg()[0]:.1f}")
     return 0
 
 
