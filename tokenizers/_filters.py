@@ -306,7 +306,7 @@ def _close_zone_keys(keys, klist, kc):
 
 @njit(cache=True)
 def _ngram_rows_into_set(data, offsets, validity, voff, min_n, n, i, stop, seed, table, uniq, u, first,
-                         zero_seen, keys, klist, kc):
+                         zero_seen, keys, klist, kc, seen3, list3, c3):
     """N-grams (of min_n..n code points) of rows i..stop into the zone's set (as
     _token_rows_into_set; a row of L bytes adds at most L grams of each length).
 
@@ -314,7 +314,9 @@ def _ngram_rows_into_set(data, offsets, validity, voff, min_n, n, i, stop, seed,
     is hashed only when its bytes are new in the zone (its hash then meets the
     hash set, which also dedupes hashes of different grams); a longer one is
     hashed and meets the hash set directly. The distinct hashes are those of
-    hashing every gram. Returns (i, u, zero_seen, kc, need, kneed): a non-zero
+    hashing every gram. The 3-grams of an ASCII row (21 bits: three 7-bit bytes)
+    use the bit set `seen3` instead of the key set (their indexes in list3[:c3],
+    for clearing). Returns (i, u, zero_seen, kc, c3, need, kneed): a non-zero
     need/kneed asks for a bigger hash/key set before row i.
     """
     mask = table.shape[0] - 1
@@ -326,9 +328,9 @@ def _ngram_rows_into_set(data, offsets, validity, voff, min_n, n, i, stop, seed,
         s = np.int64(offsets[i])
         e = np.int64(offsets[i + 1])
         if 2 * (u - first + nk * (e - s) + 1) > cap:
-            return i, u, zero_seen, kc, 2 * (u - first + nk * (e - s) + 1), 0
+            return i, u, zero_seen, kc, c3, 2 * (u - first + nk * (e - s) + 1), 0
         if 2 * (kc + nk * (e - s) + 1) > kcap:
-            return i, u, zero_seen, kc, 0, 2 * (kc + nk * (e - s) + 1)
+            return i, u, zero_seen, kc, c3, 0, 2 * (kc + nk * (e - s) + 1)
         if not _valid(validity, voff, i):
             i += 1
             continue
@@ -340,6 +342,27 @@ def _ngram_rows_into_set(data, offsets, validity, voff, min_n, n, i, stop, seed,
             # an ASCII row: the k-grams are the k-byte windows, their keys rolled along
             for k in range(min_n, n + 1):
                 if e - s < k:
+                    continue
+                if k == 3:
+                    b = (np.int64(data[s]) << np.int64(7)) | (np.int64(data[s + 1]) << np.int64(14))
+                    for p in range(s, e - 2):
+                        b = (b >> np.int64(7)) | (np.int64(data[p + 2]) << np.int64(14))
+                        byte = b >> np.int64(3)
+                        bit = np.uint8(1) << np.uint8(b & np.int64(7))
+                        if seen3[byte] & bit:
+                            continue
+                        seen3[byte] |= bit
+                        list3[c3] = b
+                        c3 += 1
+                        h = xxh64_inline(data, p, 3, seed)
+                        if h == 0:
+                            if not zero_seen:
+                                zero_seen = True
+                                uniq[u] = h
+                                u += 1
+                        elif set_add(table, mask, h):
+                            uniq[u] = h
+                            u += 1
                     continue
                 top = np.uint64(k) << np.uint64(56)
                 sh = np.uint64(8 * (k - 1))
@@ -385,7 +408,7 @@ def _ngram_rows_into_set(data, offsets, validity, voff, min_n, n, i, stop, seed,
                             uniq[u] = h
                             u += 1
         i += 1
-    return i, u, zero_seen, kc, 0, 0
+    return i, u, zero_seen, kc, c3, 0, 0
 
 
 @njit(cache=True, nogil=True)
@@ -403,12 +426,17 @@ def _distinct_driver(data, offsets, validity, voff, n, zone_end, seed, table, un
     # the n-gram loop's key set (grams by their bytes) and its zone's keys, for clearing
     keys = np.zeros(SET_MIN if n > 0 else 1, dtype=np.uint64)
     klist = np.empty(keys.shape[0], dtype=np.uint64)
+    # ASCII 3-grams: a bit per 21-bit gram and the zone's set bits (np.empty: virtual until used)
+    with3 = n > 0 and min_n <= 3 <= n <= GRAM_KEY_MAX
+    seen3 = np.zeros((1 << 18) if with3 else 1, dtype=np.uint8)
+    list3 = np.empty((1 << 21) if with3 else 1, dtype=np.int64)
     u = 0
     i = 0
     for z in range(nz):
         first = u
         zero_seen = False
         kc = 0
+        c3 = 0
         stop = zone_end[z]
         while True:
             kneed = 0
@@ -416,9 +444,9 @@ def _distinct_driver(data, offsets, validity, voff, n, zone_end, seed, table, un
                 i, u, zero_seen, need = _token_rows_into_set(data, offsets, validity, voff, i, stop, seed,
                                                              table, uniq, u, first, zero_seen, hbuf)
             else:
-                i, u, zero_seen, kc, need, kneed = _ngram_rows_into_set(
+                i, u, zero_seen, kc, c3, need, kneed = _ngram_rows_into_set(
                     data, offsets, validity, voff, min_n, n, i, stop, seed, table, uniq, u, first, zero_seen,
-                    keys, klist, kc)
+                    keys, klist, kc, seen3, list3, c3)
             if need == 0 and kneed == 0:
                 break
             if need:
@@ -428,5 +456,10 @@ def _distinct_driver(data, offsets, validity, voff, n, zone_end, seed, table, un
         close_zone_set(table, table.shape[0] - 1, uniq, first, u)
         if n > 0:
             _close_zone_keys(keys, klist, kc)
+            if 8 * c3 >= seen3.shape[0]:
+                seen3[:] = 0
+            else:
+                for j in range(c3):
+                    seen3[list3[j] >> 3] = 0
         offs_out[z + 1] = u
     return u, offs_out, table
