@@ -486,3 +486,31 @@ def test_numpy_paths_have_an_allowance():
         RESULT = a + [lazy.use_numpy_path(1)]
     """)
     assert got["result"] == [True, True, False, False]
+
+
+def test_lazy_kernels_pickle_and_call():
+    """The lazy stand-ins pickle by name (Spark ships closures that may hold them) and
+    call through to the compiled kernel."""
+    import pickle
+
+    from skipidx.core import lazy
+    from skipidx.core._kernels import sbbf as KS
+
+    mod = lazy._LazyModule("skipidx.core._kernels.xxh64")
+    back = pickle.loads(pickle.dumps(mod))
+    assert back.xxh64_span is sys.modules["skipidx.core._kernels.xxh64"].xxh64_span
+    mod.xxh64_span   # loaded: still picklable
+    assert pickle.loads(pickle.dumps(mod)).xxh64_span is back.xxh64_span
+
+    def twice(x):
+        return 2 * x
+
+    twice.__module__ = __name__
+    k = lazy.njit(cache=False)(twice)
+    assert k(21) == 42 and k.py_func is twice
+    globals()["_lazy_twice_for_pickle"] = k
+    k.__name__ = "_lazy_twice_for_pickle"
+    assert pickle.loads(pickle.dumps(k)) is k
+    # a lazily compiled kernel answers as its Python function does
+    blocks, ndv = np.array([10.0, 3.0]), np.array([100.0, 0.0])
+    assert np.allclose(KS.fpp_poisson(blocks, ndv), KS.fpp_poisson.py_func(blocks, ndv), rtol=1e-12)

@@ -40,6 +40,9 @@ class _LazyModule:
     def __repr__(self) -> str:
         return f"<kernels {self._name!r} ({'loaded' if self._mod is not None else 'not loaded'})>"
 
+    def __reduce__(self) -> tuple:   # pickled by name (a loaded module itself is not picklable)
+        return kernels, (self._name,)
+
 
 def kernels(name: str) -> Any:
     """The module `name`, imported when one of its attributes is first read."""
@@ -105,8 +108,15 @@ class _LazyKernel:
     def __call__(self, *args: Any) -> Any:
         return self.dispatcher()(*args)
 
+    def __reduce__(self) -> tuple:   # pickled by reference, as a function is
+        return _module_attr, (self.__module__, self.__name__)
+
     def __getattr__(self, attr: str) -> Any:   # signatures, inspect_types, ... of the compiled one
         return getattr(self.dispatcher(), attr)
+
+
+def _module_attr(module: str, name: str) -> Any:
+    return getattr(importlib.import_module(module), name)
 
 
 def njit(**opts: Any) -> Callable[[Callable[..., Any]], _LazyKernel]:
