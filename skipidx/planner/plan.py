@@ -50,7 +50,8 @@ def plan_query(snapshot: Any, bs: BoundSelect, cache: IndexCache | None = None) 
     meta = snapshot.meta
     if cache is not None and snapshot.kind == "merge_tree":
         # parts merged away since the last plan of this table are never read again
-        cache.retain_parts(snapshot.table_dir, snapshot.gen, [p.path for p in snapshot.parts])
+        cache.retain_parts(snapshot.table_dir, snapshot.gen, [p.path for p in snapshot.parts],
+                           snapshot.table_id)
     rpn = build_rpn(bs.where)
     derived = None
     if snapshot.kind == "external":

@@ -116,8 +116,8 @@ class IndexCache:
         self._combos: "OrderedDict[tuple, Any]" = OrderedDict()
         self._types: dict[tuple, IndexType] = {}
         #: per table directory, the newest generation whose parts the cache was trimmed
-        #: to, with those parts' paths
-        self._gens: dict[str, tuple[int, frozenset]] = {}
+        #: to, with those parts' paths and the table's id
+        self._gens: dict[str, tuple[int, frozenset, str]] = {}
         self._lock = threading.Lock()
         self.bytes = 0
         self.combo_bytes = 0
@@ -177,17 +177,20 @@ class IndexCache:
             while self._combos and (len(self._combos) > COMBOS_MAX or self.combo_bytes > self.max_bytes // 4):
                 self.combo_bytes -= self._combos.popitem(last=False)[1][1]
 
-    def retain_parts(self, table_dir: str, gen: int, part_paths: Iterable[str]) -> None:
+    def retain_parts(self, table_dir: str, gen: int, part_paths: Iterable[str], table_id: str = "") -> None:
         """Forget the entries of `table_dir`'s parts that generation `gen` no longer lists
         (merged away or dropped), once per newer generation: parts never come back, so
         without this a table under steady inserts and merges would fill the cache with
-        dead parts' indexes. A query still reading an older snapshot reloads what it needs."""
+        dead parts' indexes. A query still reading an older snapshot reloads what it needs.
+        `table_id`: the table's incarnation (generations of a re-created table start again)."""
         with self._lock:
             last = self._gens.get(table_dir)
-            if last is not None and last[0] >= gen:
+            if last is not None and last[2] != table_id:
+                last = None   # another incarnation of the name: its old parts are all gone
+            elif last is not None and last[0] >= gen:
                 return
             live = frozenset(part_paths)
-            self._gens[table_dir] = (gen, live)
+            self._gens[table_dir] = (gen, live, table_id)
             if last is not None:
                 # an insert only adds parts: nothing to drop, nothing to scan
                 gone = last[1] - live

@@ -27,6 +27,8 @@ class TableSnapshot(Closing):
                  keyring: KeyRing | None = None) -> None:
         self.table_dir = table_dir
         self.gen = state.gen
+        #: the table's incarnation (a DROP and CREATE of the name makes a new one)
+        self.table_id = state.table_id
         self.meta = state.meta
         self.parts: list[Part] = [Part(table_dir, e, state.meta, keyring=keyring) for e in state.parts]
         self._pin_fd = pin_fd

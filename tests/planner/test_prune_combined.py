@@ -214,3 +214,20 @@ def test_cache_of_a_steady_insert_stream_stays_bounded(db) -> None:
     assert {k[0] for k in db.index_cache._granules} <= live
     assert len(db.index_cache._combos) <= PR.COMBOS_MAX
     assert all(set(k[2]) <= live for k in db.index_cache._combos)
+
+
+def test_a_table_dropped_and_created_elsewhere_leaves_no_entries(db, tmp_path) -> None:
+    """Generations of a re-created table start again; its id tells the incarnations apart."""
+    for _ in range(3):
+        db.insert("t", _rows(50_000, 100))   # the old incarnation's generation is ahead
+    db.sql("SELECT count() FROM t WHERE k = 'k5'").fetchall()
+    old = {k[0] for k in db.index_cache._granules}
+    assert old
+    with skipidx.connect(tmp_path / "db") as other:
+        other.sql("DROP TABLE t")
+        other.sql(DDL)
+        other.insert("t", _rows(0, 500))
+    db.catalog.table("t")   # (this connection learns of the new table)
+    assert db.sql("SELECT count() FROM t WHERE k = 'k5' SETTINGS use_skip_indexes = 1").fetchall()[0][0] == \
+        sum(1 for i in range(500) if (i * 7919) % 1999 == 5)
+    assert not old & {k[0] for k in db.index_cache._granules}
