@@ -547,7 +547,8 @@ def _combined_granules(parts: list[GranuleSource], ns: np.ndarray, offsets: np.n
     """Index `use`'s granules of all `parts` as few segments, or None: then the caller
     loads it part by part (and reports what is missing or damaged).
 
-    Only when every part holds the index undamaged at GRANULARITY 1. Runs of
+    Only when every part holds the index undamaged at GRANULARITY 1 and the
+    filters of all parts are small (:data:`COMBINE_MAX_BYTES`). Runs of
     adjacent parts are concatenated into one bank each (cached under the parts'
     own keys, so a new snapshot with other parts builds another one), big parts
     (filters of at least :data:`COMBINE_BIG_BYTES`) only with big ones: an
@@ -564,6 +565,7 @@ def _combined_granules(parts: list[GranuleSource], ns: np.ndarray, offsets: np.n
     if len(live) < 2 or COMBINE_MAX_BYTES <= 0:   # (0 or less: part by part)
         return None
     loaded: list[tuple[int, LoadedIndex, tuple]] = []
+    total = 0
     for j in live:
         p = parts[j]
         e = p.index_entry(use.name)
@@ -576,6 +578,11 @@ def _combined_granules(parts: list[GranuleSource], ns: np.ndarray, offsets: np.n
         if li.data_to_index is not None:
             return None
         loaded.append((j, li, (p.path, e.get("fingerprint"), e.get("file"))))
+        total += li.granule_bytes
+        if total > COMBINE_MAX_BYTES:
+            # large (text-sized) filters: part by part, where the kernel work dwarfs the
+            # per-part overhead, and without copies
+            return None
     segs: list[_Segment] = []
     run: list[tuple[int, LoadedIndex, tuple]] = []
 
@@ -598,17 +605,13 @@ def _combined_granules(parts: list[GranuleSource], ns: np.ndarray, offsets: np.n
             segs.append(_Segment(int(offsets[j]), int(offsets[j + 1]), li.granules, None, (j,)))
         run.clear()
 
-    size = 0
     big = None
     for item in loaded:
-        nb = item[1].granule_bytes
-        b = nb >= COMBINE_BIG_BYTES
-        if b is not big or size + nb > COMBINE_MAX_BYTES:
+        b = item[1].granule_bytes >= COMBINE_BIG_BYTES
+        if b is not big:
             flush()
-            size = 0
             big = b
         run.append(item)
-        size += nb
     flush()
     for _, li, _ in loaded:
         use.zones_read += li.zones

@@ -231,3 +231,15 @@ def test_a_table_dropped_and_created_elsewhere_leaves_no_entries(db, tmp_path) -
     assert db.sql("SELECT count() FROM t WHERE k = 'k5' SETTINGS use_skip_indexes = 1").fetchall()[0][0] == \
         sum(1 for i in range(500) if (i * 7919) % 1999 == 5)
     assert not old & {k[0] for k in db.index_cache._granules}
+
+
+def test_indexes_larger_than_the_bound_go_part_by_part(db, monkeypatch) -> None:
+    """Filters of all parts above COMBINE_MAX_BYTES: no concatenation (and no copy) at all."""
+    with db.catalog.table("t").snapshot() as snap:
+        total = sum(db.index_cache.loaded(p, "kb").granules.nbytes for p in snap.parts)
+    monkeypatch.setattr(PR, "COMBINE_MAX_BYTES", total - 1)
+    for where in WHERES[:3]:
+        _both(db, where, monkeypatch)
+    db.index_cache.clear()
+    _prune(db, "k = 'k5'")
+    assert not [k for k in db.index_cache._combos if k[1] == "kb"]
