@@ -125,6 +125,8 @@ def _decimal_bytes(precision: int) -> int:
 
 def _physical(arr: pa.Array) -> tuple:
     """The values of `arr` as the Parquet physical type stores them (slots at NULLs are arbitrary)."""
+    if isinstance(arr.type, pa.BaseExtensionType) and arr.type.extension_name == "arrow.uuid":
+        arr = arr.storage   # Parquet's UUID is FIXED_LEN_BYTE_ARRAY(16) of the same bytes
     t = arr.type
     n = len(arr)
     off = arr.offset

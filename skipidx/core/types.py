@@ -53,7 +53,8 @@ import pyarrow.compute as pc
 from skipidx.core.errors import SkipidxError
 from skipidx.core.arrays import one_array, split_digits_at
 
-__all__ = ["ColumnType", "parse_type", "cast_to", "ch_type_of"]
+__all__ = ["ColumnType", "parse_type", "cast_to", "ch_type_of", "is_uuid", "parse_uuid_texts", "uuid_array",
+           "uuid_order_key"]
 
 _INTS: dict[str, pa.DataType] = {
     "UInt8": pa.uint8(), "UInt16": pa.uint16(), "UInt32": pa.uint32(), "UInt64": pa.uint64(),
@@ -376,8 +377,11 @@ def _hint(word: str) -> str:
     return f"; known: {', '.join(known)}"
 
 
-def _is_uuid(t: pa.DataType) -> bool:
+def is_uuid(t: pa.DataType) -> bool:
     return isinstance(t, pa.BaseExtensionType) and t.extension_name == "arrow.uuid"
+
+
+_is_uuid = is_uuid
 
 
 def ch_type_of(arrow_type: pa.DataType) -> str:
@@ -662,27 +666,59 @@ def _pad_right(b: pa.Array, n: int) -> pa.Array:
     return pa.Array.from_buffers(pa.binary(n), len(b), [validity, pa.py_buffer(out.tobytes())], null_count=b.null_count)
 
 
+_UUID_TEXT = r"^([0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}|[0-9A-Fa-f]{32})$"
+
+
+def parse_uuid_texts(text: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """UUID texts (8-4-4-4-12 or 32 hex digits, as ClickHouse reads them) -> (fixed_size_binary(16)
+    storage, mask of the non-null texts that are not UUIDs; their storage is zero bytes)."""
+    text = one_array(text).cast(pa.string())
+    ok = pc.match_substring_regex(text, _UUID_TEXT)
+    bad = pc.fill_null(pc.invert(ok), False)
+    hexes = pc.replace_substring(pc.if_else(pc.fill_null(ok, False), text, "0" * 32), "-", "")
+    hexes = pa.concat_arrays([hexes])
+    start = int(np.frombuffer(hexes.buffers()[1], np.int32)[hexes.offset]) if len(hexes) else 0
+    raw = np.frombuffer(hexes.buffers()[2], dtype=np.uint8)[start:start + 32 * len(hexes)]
+    nib = np.where(raw <= ord("9"), raw - ord("0"), (raw | 0x20) - ord("a") + 10).astype(np.uint8)
+    packed = (nib[0::2] << 4) | nib[1::2]
+    storage = pa.Array.from_buffers(pa.binary(16), len(text), [None, pa.py_buffer(packed.tobytes())])
+    if text.null_count:
+        storage = pc.if_else(pc.is_valid(text), storage, pa.scalar(None, pa.binary(16)))
+    return storage, bad
+
+
+def uuid_array(storage: pa.Array) -> pa.Array:
+    return pa.ExtensionArray.from_storage(pa.uuid(), storage)
+
+
+def uuid_order_key(arr: pa.Array) -> pa.Array:
+    """16-byte keys whose byte order is ClickHouse's UUID order: UUID is a UInt128 whose high 64 bits
+    are the text's last 16 hex digits, so it sorts by the second half, then the first."""
+    x = one_array(arr)
+    if is_uuid(x.type):
+        x = x.storage
+    n = len(x)
+    raw = np.frombuffer(x.buffers()[1], np.uint8)[x.offset * 16:(x.offset + n) * 16].reshape(n, 16)
+    swapped = np.concatenate([raw[:, 8:], raw[:, :8]], axis=1)
+    validity = x.buffers()[0] if x.null_count else None
+    if validity is not None and x.offset:
+        return pc.if_else(x.is_valid(), pa.Array.from_buffers(pa.binary(16), n, [None, pa.py_buffer(swapped.tobytes())]),
+                          pa.scalar(None, pa.binary(16)))
+    return pa.Array.from_buffers(pa.binary(16), n, [validity, pa.py_buffer(swapped.tobytes())], null_count=x.null_count)
+
+
 def _cast_uuid(ctype: ColumnType, arr: pa.Array, column: str) -> pa.Array:
     src = arr.type
     if _is_uuid(src):
         return arr
     if pa.types.is_fixed_size_binary(src) and src.byte_width == 16:
         storage = arr
-    elif pa.types.is_string(src) or pa.types.is_binary(src) or pa.types.is_large_binary(src):
+    elif pa.types.is_string(src) or pa.types.is_binary(src) or pa.types.is_large_binary(src) \
+            or pa.types.is_large_string(src):
         text = pc.utf8_trim_whitespace(arr.cast(pa.string()))
-        ok = pc.match_substring_regex(text, r"^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-"
-                                            r"[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$")
-        bad = pc.and_(pc.invert(ok), pc.is_valid(text))
+        storage, bad = parse_uuid_texts(text)
         if pc.any(bad).as_py():
             raise _bad(column, ctype, _first(text, bad), "cannot parse UUID")
-        hexes = pc.replace_substring(pc.fill_null(text, "0" * 32), "-", "")
-        raw = np.frombuffer(pa.concat_arrays([hexes]).buffers()[2], dtype=np.uint8)[: 32 * len(hexes)]
-        nib = np.where(raw <= ord("9"), raw - ord("0"), (raw | 0x20) - ord("a") + 10).astype(np.uint8)
-        packed = (nib[0::2] << 4) | nib[1::2]
-        validity = pc.is_valid(text) if text.null_count else None
-        storage = pa.Array.from_buffers(pa.binary(16), len(text), [None, pa.py_buffer(packed.tobytes())])
-        if validity is not None:
-            storage = pc.if_else(validity, storage, pa.scalar(None, pa.binary(16)))
     else:
         raise _mistyped(column, ctype, src)
     return pa.ExtensionArray.from_storage(pa.uuid(), storage)

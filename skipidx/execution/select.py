@@ -57,6 +57,7 @@ import pyarrow.compute as pc
 
 from skipidx.core.arrays import from_numpy
 from skipidx.core.errors import SkipidxError
+from skipidx.core.types import is_uuid, uuid_array, uuid_order_key
 from skipidx.execution.aggregates import aggregate
 from skipidx.expr.evaluate import evaluate, where_mask
 from skipidx.execution.scan import zero_column_table
@@ -76,6 +77,12 @@ def _plain(a: pa.Array | pa.ChunkedArray) -> pa.Array:
     if pa.types.is_dictionary(a.type):
         a = a.dictionary_decode()
     return a
+
+
+def _keyable(a: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """A column as Arrow's hash grouping takes it: UUID (an extension type it refuses) as its bytes."""
+    a = _plain(a)
+    return a.storage if is_uuid(a.type) else a
 
 
 def _concat(tables: list[pa.Table], schema_from: pa.Table | None = None) -> pa.Table:
@@ -148,12 +155,12 @@ class _Aggregation:
             return
         cols: dict[str, pa.Array] = {}
         for j, k in enumerate(self.keys):
-            cols[f"k{j}"] = _plain(evaluate(k, chunk))
+            cols[f"k{j}"] = _keyable(evaluate(k, chunk))
         for i, a in enumerate(self.aggs):
             if _is_tuple(a.arg):
-                cols.update(_tuple_columns(i, [_plain(evaluate(x, chunk)) for x in a.arg.args]))
+                cols.update(_tuple_columns(i, [_keyable(evaluate(x, chunk)) for x in a.arg.args]))
             elif a.arg is not None:
-                cols[f"a{i}"] = _plain(evaluate(a.arg, chunk))
+                cols[f"a{i}"] = _keyable(evaluate(a.arg, chunk))
             if a.cond is not None:
                 cols[f"c{i}"] = _plain(_column_of(evaluate(a.cond, chunk), chunk.num_rows))
             if a.by is not None:
@@ -163,12 +170,12 @@ class _Aggregation:
     def _empty_inputs(self) -> pa.Table:
         cols: dict[str, pa.Array] = {}
         for j, k in enumerate(self.keys):
-            cols[f"k{j}"] = pa.array([], _value_type(k.type))
+            cols[f"k{j}"] = pa.array([], _storage_type(k.type))
         for i, a in enumerate(self.aggs):
             if _is_tuple(a.arg):
-                cols.update(_tuple_columns(i, [pa.array([], _value_type(x.type)) for x in a.arg.args]))
+                cols.update(_tuple_columns(i, [pa.array([], _storage_type(x.type)) for x in a.arg.args]))
             elif a.arg is not None:
-                cols[f"a{i}"] = pa.array([], _value_type(a.arg.type))
+                cols[f"a{i}"] = pa.array([], _storage_type(a.arg.type))
             if a.cond is not None:
                 cols[f"c{i}"] = pa.array([], pa.uint8())
             if a.by is not None:
@@ -181,6 +188,16 @@ class _Aggregation:
         The aggregation itself is :func:`skipidx.execution.aggregates.aggregate`
         (ClickHouse's result types and empty-input answers, checked against chDB).
         """
+        out = self._finish()
+        # UUID keys and values (any(u), ...) were grouped as their bytes: give them their type back
+        for j, k in enumerate(self.keys):
+            out = _as_uuid_column(out, f"k{j}", k.type)
+        for i, a in enumerate(self.aggs):
+            if a.arg is not None and not _is_tuple(a.arg):
+                out = _as_uuid_column(out, f"g{i}", a.arg.type)
+        return out
+
+    def _finish(self) -> pa.Table:
         if self.count_only:
             cols = {f"g{i}": from_numpy(np.array([self.rows], np.uint64)) for i in range(len(self.aggs))}
             return pa.table(cols) if cols else zero_column_table(1)
@@ -222,6 +239,21 @@ class _Aggregation:
             d_order = _group_order(d, key_names)
             cols[f"g{i}"] = d.column(f"g{i}").take(d_order) if d_order is not None else d.column(f"g{i}")
         return pa.table({c: cols[c] for c in key_names + [f"g{i}" for i in range(len(self.aggs))]})
+
+
+def _storage_type(t: pa.DataType) -> pa.DataType:
+    t = _value_type(t)
+    return t.storage_type if is_uuid(t) else t
+
+
+def _as_uuid_column(t: pa.Table, name: str, bound_type: pa.DataType) -> pa.Table:
+    if not is_uuid(_value_type(bound_type)) or name not in t.column_names:
+        return t
+    col = t.column(name)
+    if not (pa.types.is_fixed_size_binary(col.type) and col.type.byte_width == 16):
+        return t
+    wrapped = pa.chunked_array([uuid_array(c) for c in col.chunks], type=pa.uuid())
+    return t.set_column(t.column_names.index(name), name, wrapped)
 
 
 def _options(i: int, a: BAgg) -> dict:
@@ -285,7 +317,7 @@ def _group_order(t: pa.Table, keys: list[str]) -> pa.Array | None:
         return None
     cols: dict[str, pa.Array] = {}
     for j, k in enumerate(keys):
-        v = _plain(t.column(k))
+        v = _keyable(t.column(k))
         if pa.types.is_floating(v.type):
             bits = np.asarray(v.cast(pa.float64()).fill_null(0).to_numpy(zero_copy_only=False)).view(np.int64)
             v = pa.array(bits, mask=np.asarray(v.is_null().to_numpy(zero_copy_only=False)) if v.null_count else None)
@@ -309,6 +341,8 @@ def _sort_indices(keys: list[tuple[pa.Array, OrderItem]]) -> pa.Array:
     sort_keys: list[tuple[str, str]] = []
     for j, (arr, o) in enumerate(keys):
         arr = _plain(arr)
+        if is_uuid(arr.type):
+            arr = uuid_order_key(arr)
         flag_dir = "descending" if o.nulls_first else "ascending"
         if arr.null_count:
             cols[f"n{j}"] = arr.is_null()
@@ -366,7 +400,7 @@ def distinct_rows(table: pa.Table, ncols: int | None = None) -> pa.Table:
     ncols = table.num_columns if ncols is None else ncols
     if n <= 1:
         return table
-    cols = {f"c{j}": _plain(table.column(j)) for j in range(ncols)}  # positional: names may repeat
+    cols = {f"c{j}": _keyable(table.column(j)) for j in range(ncols)}  # positional: names may repeat
     cols["__row"] = pa.array(np.arange(n, dtype=np.int64))
     firsts = pa.table(cols).group_by([f"c{j}" for j in range(ncols)], use_threads=False) \
         .aggregate([("__row", "min")])["__row_min"]

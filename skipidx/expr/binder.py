@@ -30,12 +30,14 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import re
+import uuid as _uuid
 from typing import Any
 
 import pyarrow as pa
 
 from skipidx.core.errors import BindError, SkipidxError
 from skipidx.core.hints import did_you_mean
+from skipidx.core.types import is_uuid, parse_uuid_texts
 from skipidx.expr.bound import BAgg, BCall, BColumn, BConst, BExpr, BFolded
 from skipidx.expr.select import BoundSelect, OrderItem, OutputItem
 from skipidx.expr.visitors import contains_agg, source_column
@@ -116,6 +118,14 @@ def coerce_constant(value: Any, target: pa.DataType, node: Any = None, what: str
         if isinstance(value, bytes):
             return value
         raise _err(f"there is no supertype for types String and {ch_name(literal_type(value))}{what}", node)
+    elif is_uuid(t):
+        if isinstance(value, bytes):
+            storage, bad = parse_uuid_texts(pa.array([value], pa.binary()))
+            if bad[0].as_py():
+                s = value.decode("utf-8", "replace")
+                raise _err(f"Cannot parse uuid {s}: while converting {s!r} to UUID{what}", node)
+            return storage[0].as_py()
+        raise _err(f"illegal types of arguments (UUID, {ch_name(literal_type(value))}){what}", node)
     elif pa.types.is_fixed_size_binary(t):
         # ClickHouse compares FixedString(n) with a string padded with zero bytes to n
         if isinstance(value, bytes):
@@ -628,6 +638,10 @@ class Binder:
             av = int(av)
         if isinstance(bv, bool):
             bv = int(bv)
+        if isinstance(av, _uuid.UUID) or isinstance(bv, _uuid.UUID):
+            # as 16 bytes each, halves swapped: ClickHouse orders UUIDs by their last 8 bytes first
+            av, bv = (x.bytes if isinstance(x, _uuid.UUID) else coerce_constant(x, pa.uuid(), node) for x in (av, bv))
+            av, bv = av[8:] + av[:8], bv[8:] + bv[:8]
         if type(av) is not type(bv) and not (isinstance(av, (int, float)) and isinstance(bv, (int, float))):
             if isinstance(av, bytes) and isinstance(bv, (int, float)):
                 av = coerce_constant(av, literal_type(bv), node)

@@ -582,14 +582,27 @@ def _to_string_type(ts: list[pa.DataType], cs: list[Any]) -> tuple[pa.DataType, 
     return _STR, None
 
 
+_UUID_SRC = ArgType("String or UUID", lambda t: is_string(t) or pa.types.is_null(t) or (
+    isinstance(t, pa.BaseExtensionType) and t.extension_name == "arrow.uuid"))
+
 CONVERSION_FUNCTIONS = [
     *_ints(),
     *_datetimes(),
     Function("toString", "typed", (ANY,), typed=_to_string_type, kernel=lambda a: _conv_string(a)),
+    *(Function(f"toUUID{suffix}", "scalar", (_UUID_SRC,), returns=pa.uuid(), nullable=nullable,
+               kernel=(lambda mode: lambda a: _conv_uuid(a, mode))(mode))
+      for suffix, mode, nullable in (("", "raise", "propagate"), ("OrZero", "zero", "propagate"),
+                                     ("OrNull", "null", "always"))),
     Function("toTypeName", "type_of", (ANY,), returns=_STR, constant=True, doc="the argument's ClickHouse type"),
     Function("CAST", "typed", (ANY, CONST_STRING), typed=_cast_type, kernel=_cast_kernel,
              aliases=("_CAST",)),
 ]
+
+
+def _conv_uuid(a: Any, mode: str) -> Any:
+    from skipidx.expr.kernels import convert as C
+
+    return C.to_uuid(a, mode)
 
 
 def _conv_string(a: Any) -> Any:

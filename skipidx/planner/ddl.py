@@ -16,6 +16,7 @@ from typing import Any
 import pyarrow as pa
 
 from skipidx.core.errors import BindError, SkipidxError
+from skipidx.core.types import is_uuid, uuid_array
 from skipidx.indexes.base import IndexDef
 from skipidx.expr.binder import Binder, coerce_constant
 from skipidx.expr.types import is_int, is_string, value_type
@@ -316,6 +317,8 @@ def _default(ctype) -> Any:
     t = ctype.arrow_type
     if is_string(t):
         return b""
+    if is_uuid(t):
+        return bytes(16)
     if pa.types.is_date(t):
         return _dt.date(1970, 1, 1)
     if pa.types.is_timestamp(t):
@@ -386,6 +389,8 @@ def _column_array(ctype, values: list[Any], name: str, nodes: list[Any]) -> pa.A
         return pa.array([None if x is None else float(x) for x in out], pa.float64())
     if is_string(t) or pa.types.is_fixed_size_binary(t):
         return pa.array(out, pa.binary())
+    if is_uuid(t):
+        return uuid_array(pa.array(out, pa.binary(16)))
     if pa.types.is_date(t):
         return pa.array(out, pa.date32())
     if pa.types.is_timestamp(t):

@@ -14,6 +14,7 @@ from skipidx.core.lazy import njit, use_numpy_path
 from skipidx.core.arrays import array_of, from_numpy, scalar, to_numpy
 from skipidx.core.lru import LRU
 from skipidx.core.errors import SkipidxError
+from skipidx.core.types import is_uuid, uuid_order_key
 from skipidx.expr import dates
 from skipidx.expr.kernels._arrow import (
     _is_stringish, _as_bytes, _map_chunks, _string_fn, _binary_view, _with_nulls_of, _const_bool, ArrayLike,
@@ -230,8 +231,19 @@ def _compare_arrays(op: str, a: pa.Array, b: pa.Array) -> pa.Array:
 
 
 def _fixed_as_binary(a: Any) -> Any:
+    if isinstance(a, (pa.Array, pa.ChunkedArray)) and is_uuid(a.type):
+        a = _map_chunks(a, lambda c: c.storage)
     if isinstance(a, (pa.Array, pa.ChunkedArray)) and pa.types.is_fixed_size_binary(a.type):
         return a.cast(pa.binary())
+    return a
+
+
+def _uuid_keys(a: Any) -> Any:
+    """UUID arrays (and the binder's 16-byte UUID constants) as keys in ClickHouse's UUID order."""
+    if isinstance(a, (pa.Array, pa.ChunkedArray)) and is_uuid(a.type):
+        return _map_chunks(a, uuid_order_key)
+    if isinstance(a, bytes) and len(a) == 16:
+        return a[8:] + a[:8]
     return a
 
 
@@ -255,6 +267,8 @@ def compare(op: str, left: ArrayLike, right: ArrayLike | Any) -> ArrayLike:
     if op not in _OPS:
         raise SkipidxError(f"unknown comparison operator {op!r}")
     fn = _OPS[op]
+    if any(isinstance(x, (pa.Array, pa.ChunkedArray)) and is_uuid(x.type) for x in (left, right)):
+        left, right = _uuid_keys(left), _uuid_keys(right)
     # FixedString compares as its bytes, padding included (the binder pads constants)
     left, right = _fixed_as_binary(left), _fixed_as_binary(right)
     if isinstance(right, (pa.Array, pa.ChunkedArray)):

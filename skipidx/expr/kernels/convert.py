@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 
 from skipidx.core.arrays import one_array, split_digits_at
 from skipidx.core.errors import SkipidxError
+from skipidx.core.types import is_uuid, parse_uuid_texts, uuid_array
 
 ArrayLike = pa.Array | pa.ChunkedArray
 
@@ -190,6 +191,31 @@ def uuid_texts(x: pa.Array) -> pa.Array:
     mask = x.is_null() if x.null_count else None
     text = pa.StringArray.from_buffers(n, offsets.buffers()[1], pa.py_buffer(out.tobytes()))
     return pc.if_else(mask, pa.scalar(None, pa.string()), text) if mask is not None else text
+
+
+def to_uuid(a: ArrayLike, on_error: str = "raise") -> pa.Array:
+    """toUUID / toUUIDOrZero / toUUIDOrNull of String (8-4-4-4-12 or 32 hex digits) or UUID values."""
+    x = _one(a)
+    t = x.type.value_type if pa.types.is_dictionary(x.type) else x.type
+    if is_uuid(t):
+        return x
+    if pa.types.is_dictionary(x.type):
+        x = x.cast(t)
+    if pa.types.is_null(t):
+        return uuid_array(pa.nulls(len(x), pa.binary(16)))
+    if not (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
+            or pa.types.is_large_binary(t)):
+        raise SkipidxError(f"illegal type {t} of the argument of toUUID: expected String or UUID")
+    storage, bad = parse_uuid_texts(x)
+    if bad.true_count:
+        if on_error == "raise":
+            text = x.filter(bad)[0].as_py()
+            text = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+            raise SkipidxError(f"Cannot parse uuid {text}: Cannot parse UUID from String")
+        if on_error == "null":
+            storage = pc.if_else(bad, pa.scalar(None, pa.binary(16)), storage)
+        # "zero": parse_uuid_texts already leaves zero bytes for a bad text
+    return uuid_array(storage)
 
 
 def to_string(a: ArrayLike) -> pa.Array:
