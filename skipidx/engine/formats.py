@@ -156,6 +156,10 @@ def _plain(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
     return one_array(arr, plain_strings=True)
 
 
+def _is_uuid(t: pa.DataType) -> bool:
+    return isinstance(t, pa.BaseExtensionType) and t.extension_name == "arrow.uuid"
+
+
 def _stringish(t: pa.DataType) -> bool:
     return pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t)
 
@@ -200,7 +204,7 @@ def _text(arr: pa.Array | pa.ChunkedArray, mode: str) -> pa.Array:
         return s
     if pa.types.is_decimal(t):
         return decimal_texts(arr)
-    if pa.types.is_fixed_size_binary(t) and t.byte_width == 16 and mode != "raw-bytes":
+    if (pa.types.is_fixed_size_binary(t) and t.byte_width == 16 and mode != "raw-bytes") or _is_uuid(t):
         s = uuid_texts(arr)
     elif pa.types.is_date(t):
         s = pc.cast(arr.cast(pa.date32()), pa.string())

@@ -119,6 +119,8 @@ def coerce_constant(value: Any, target: pa.DataType, node: Any = None, what: str
             return value
         raise _err(f"there is no supertype for types String and {ch_name(literal_type(value))}{what}", node)
     elif is_uuid(t):
+        if isinstance(value, _uuid.UUID):
+            return value.bytes
         if isinstance(value, bytes):
             storage, bad = parse_uuid_texts(pa.array([value], pa.binary()))
             if bad[0].as_py():
@@ -1305,6 +1307,8 @@ def _comparable(a: pa.DataType, b: pa.DataType) -> bool:
     if pa.types.is_timestamp(a) and pa.types.is_timestamp(b):
         return True
     if pa.types.is_fixed_size_binary(a) and (pa.types.is_fixed_size_binary(b) or is_string(b)):
+        return True
+    if is_uuid(a) and is_uuid(b):
         return True
     return pa.types.is_null(a) or pa.types.is_null(b)
 

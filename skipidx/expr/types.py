@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+import uuid as _uuid
 
 from typing import Any
 
@@ -37,6 +38,8 @@ def ch_name(t: pa.DataType, nullable: bool = False) -> str:
         n = "String"
     elif pa.types.is_timestamp(t):
         n = "DateTime"
+    elif isinstance(t, pa.BaseExtensionType) and t.extension_name == "arrow.uuid":
+        n = "UUID"
     else:
         n = names.get(t, str(t))
     return f"Nullable({n})" if nullable and n != "Nullable(Nothing)" else n
@@ -77,4 +80,6 @@ def literal_type(value: Any) -> pa.DataType:
         return pa.timestamp("us" if value.microsecond else "s")
     if isinstance(value, _dt.date):
         return pa.date32()
+    if isinstance(value, _uuid.UUID):
+        return pa.uuid()
     raise AssertionError(f"unexpected literal {value!r}")
