@@ -595,6 +595,11 @@ class Database(Closing):
 
         if s.select.table is not None and is_system(local_ref(s.select.table)):
             return self._explain_system(s.select)
+        if s.select.table_function is not None or s.select.subquery is not None:
+            from skipidx.engine.explain_sources import explain_source_lines
+
+            lines = explain_source_lines(self, s.select, s.indexes)
+            return Result(pa.table({"explain": pa.array(lines, pa.string())}))
         snap, bs, plan = self._plan(_with_prewhere(s.select))
         if snap is not None:
             try:

@@ -42,7 +42,7 @@ from skipidx.core.types import ColumnType, cast_to, ch_type_of, parse_type
 from skipidx.sql import ast as A
 from skipidx.store.metadata import ColumnMeta, TableMeta
 
-__all__ = ["TABLE_FUNCTIONS", "run_table_function", "FILE_FORMATS", "parse_structure"]
+__all__ = ["TABLE_FUNCTIONS", "run_table_function", "table_function_meta", "FILE_FORMATS", "parse_structure"]
 
 TABLE_FUNCTIONS = ("file", "numbers", "values")
 #: Formats of file() (case-insensitive spellings ClickHouse accepts) -> canonical name.
@@ -91,7 +91,22 @@ def _const(node: A.Expr, what: str) -> Any:
     return e.value
 
 
+def table_function_meta(tf: A.TableFunction) -> TableMeta:
+    """The columns of a table function call (its arguments checked); numbers() is not
+    materialized for it, file() and values() are read for their types."""
+    if tf.name.lower() == "numbers":
+        _numbers_range(tf)
+        return _meta("numbers", [("number", parse_type("UInt64"))])
+    return run_table_function(tf)[1]
+
+
 def _numbers(tf: A.TableFunction) -> tuple[pa.Table, TableMeta]:
+    offset, n = _numbers_range(tf)
+    arr = pa.array(np.arange(n, dtype=np.uint64) + np.uint64(offset), pa.uint64())
+    return pa.table({"number": arr}), _meta("numbers", [("number", parse_type("UInt64"))])
+
+
+def _numbers_range(tf: A.TableFunction) -> tuple[int, int]:
     if len(tf.args) not in (1, 2):
         raise _err(f"numbers() takes 1 or 2 arguments (N or offset, N), got {len(tf.args)}", tf)
     vals = []
@@ -105,8 +120,7 @@ def _numbers(tf: A.TableFunction) -> tuple[pa.Table, TableMeta]:
         raise _err(f"numbers({n}): at most {MAX_NUMBERS} rows here", tf)
     if offset + n > 2**64:
         raise _err("numbers(): the numbers would pass UInt64's range", tf)
-    arr = pa.array(np.arange(n, dtype=np.uint64) + np.uint64(offset), pa.uint64())
-    return pa.table({"number": arr}), _meta("numbers", [("number", parse_type("UInt64"))])
+    return offset, n
 
 
 # ---------------------------------------------------------------------------- file()
