@@ -55,6 +55,10 @@ CASES = [
     ("const_order", "SELECT toUUID('00000000-0000-0001-0000-000000000000') < "
                     "toUUID('00000000-0000-0000-0000-000000000001')"),
     ("to_type_name", "SELECT toTypeName(u), toTypeName(n) FROM {t} ORDER BY x LIMIT 1"),
+    ("min_max", "SELECT min(u), max(u), min(n), max(n), any(u) FROM {t}"),
+    ("min_max_grouped", "SELECT x % 2 AS p, min(u), max(n), count(DISTINCT n) FROM {t} GROUP BY p ORDER BY p"),
+    ("in_subquery", "SELECT x FROM {t} WHERE u IN (SELECT n FROM {t}) ORDER BY x"),
+    ("not_in_subquery", "SELECT x FROM {t} WHERE u NOT IN (SELECT n FROM {t} WHERE n IS NOT NULL) ORDER BY x"),
     ("where_to_uuid", f"SELECT x FROM {{t}} WHERE u = toUUID('{A}') ORDER BY x"),
 ]
 ERRORS = [
@@ -148,6 +152,15 @@ def test_uuid_order_matches_chdb_on_random_values(chdb):
         k = 17
         below = [str(r[0]) for r in db.sql(f"SELECT u FROM o WHERE u < '{want[k]}' ORDER BY u").fetchall()]
         assert below == want[:k]
+        # a table sorted by a UUID key stores its rows in that order (inserts and merges)
+        db.sql("CREATE TABLE s (u UUID, i UInt32) ORDER BY u SETTINGS index_granularity = 8")
+        for lo in (0, 30):
+            db.sql("INSERT INTO s VALUES " + ", ".join(f"('{s}', {i})" for i, s in enumerate(texts[lo:lo + 30])))
+        db.sql("OPTIMIZE TABLE s FINAL")
+        assert [str(r[0]) for r in db.sql("SELECT u FROM s").fetchall()] == want
+        for k in (0, 9, 31, len(want) - 1):
+            assert db.sql(f"SELECT count() FROM s WHERE u < '{want[k]}'").fetchall() == [(k,)]
+            assert db.sql(f"SELECT count() FROM s WHERE u >= '{want[k]}'").fetchall() == [(len(want) - k,)]
 
 
 def test_bloom_filter_on_uuid_prunes_and_keeps_matches():

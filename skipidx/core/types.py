@@ -54,7 +54,7 @@ from skipidx.core.errors import SkipidxError
 from skipidx.core.arrays import one_array, split_digits_at
 
 __all__ = ["ColumnType", "parse_type", "cast_to", "ch_type_of", "is_uuid", "parse_uuid_texts", "uuid_array",
-           "uuid_order_key"]
+           "uuid_order_key", "sort_key_table"]
 
 _INTS: dict[str, pa.DataType] = {
     "UInt8": pa.uint8(), "UInt16": pa.uint16(), "UInt32": pa.uint32(), "UInt64": pa.uint64(),
@@ -705,6 +705,16 @@ def uuid_order_key(arr: pa.Array) -> pa.Array:
         return pc.if_else(x.is_valid(), pa.Array.from_buffers(pa.binary(16), n, [None, pa.py_buffer(swapped.tobytes())]),
                           pa.scalar(None, pa.binary(16)))
     return pa.Array.from_buffers(pa.binary(16), n, [validity, pa.py_buffer(swapped.tobytes())], null_count=x.null_count)
+
+
+def sort_key_table(keys: pa.Table) -> pa.Table:
+    """Sort-key columns as Arrow's sort takes them: a UUID (an extension type it refuses)
+    as its ClickHouse order key."""
+    if not any(is_uuid(f.type) for f in keys.schema):
+        return keys
+    cols = [pa.chunked_array([uuid_order_key(c) for c in col.chunks], type=pa.binary(16)) if is_uuid(col.type)
+            else col for col in keys.columns]
+    return pa.table(cols, names=keys.column_names)
 
 
 def _cast_uuid(ctype: ColumnType, arr: pa.Array, column: str) -> pa.Array:

@@ -121,9 +121,15 @@ def _literals(col: Any, at: Any) -> list[A.Expr]:
     """The values of a subquery's column as literals (distinct, in first-seen order)."""
     import datetime as _dt
 
+    import uuid as _uuid
+
+    from skipidx.core.types import is_uuid, uuid_array
+    from skipidx.core.arrays import one_array
+
     if pa.types.is_dictionary(col.type):
         col = col.cast(col.type.value_type)
-    col = pc.unique(col)
+    # (Arrow's unique refuses the UUID extension type: its bytes are deduplicated)
+    col = uuid_array(pc.unique(one_array(col).storage)) if is_uuid(col.type) else pc.unique(col)
     out: list[A.Expr] = []
     for v in col.to_pylist():
         if v is None:
@@ -138,6 +144,8 @@ def _literals(col: Any, at: Any) -> list[A.Expr]:
             out.append(A.Literal(v.encode("utf-8", "surrogateescape"), "string", pos=at.pos))
         elif isinstance(v, bytes):
             out.append(A.Literal(v, "string", pos=at.pos))
+        elif isinstance(v, _uuid.UUID):
+            out.append(A.Literal(str(v).encode(), "string", pos=at.pos))
         elif isinstance(v, _dt.datetime) and v.tzinfo is None:
             out.append(A.Literal(v.strftime("%Y-%m-%d %H:%M:%S").encode(), "string", pos=at.pos))
         elif isinstance(v, _dt.date) and not isinstance(v, _dt.datetime):

@@ -161,6 +161,8 @@ class _Aggregation:
                 cols.update(_tuple_columns(i, [_keyable(evaluate(x, chunk)) for x in a.arg.args]))
             elif a.arg is not None:
                 cols[f"a{i}"] = _keyable(evaluate(a.arg, chunk))
+                if _uuid_min_max(a):
+                    cols[f"a{i}"] = uuid_order_key(cols[f"a{i}"])   # min/max in ClickHouse's UUID order
             if a.cond is not None:
                 cols[f"c{i}"] = _plain(_column_of(evaluate(a.cond, chunk), chunk.num_rows))
             if a.by is not None:
@@ -194,6 +196,11 @@ class _Aggregation:
             out = _as_uuid_column(out, f"k{j}", k.type)
         for i, a in enumerate(self.aggs):
             if a.arg is not None and not _is_tuple(a.arg):
+                if _uuid_min_max(a) and f"g{i}" in out.column_names:
+                    # the order key swaps the halves; swapping again gives the UUID's bytes
+                    col = pa.chunked_array([uuid_order_key(c) for c in out.column(f"g{i}").chunks],
+                                           type=pa.binary(16))
+                    out = out.set_column(out.column_names.index(f"g{i}"), f"g{i}", col)
                 out = _as_uuid_column(out, f"g{i}", a.arg.type)
         return out
 
@@ -239,6 +246,11 @@ class _Aggregation:
             d_order = _group_order(d, key_names)
             cols[f"g{i}"] = d.column(f"g{i}").take(d_order) if d_order is not None else d.column(f"g{i}")
         return pa.table({c: cols[c] for c in key_names + [f"g{i}" for i in range(len(self.aggs))]})
+
+
+def _uuid_min_max(a: BAgg) -> bool:
+    return a.func.lower() in ("min", "max") and a.arg is not None and not _is_tuple(a.arg) \
+        and is_uuid(_value_type(a.arg.type))
 
 
 def _storage_type(t: pa.DataType) -> pa.DataType:

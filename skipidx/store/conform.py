@@ -7,7 +7,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from skipidx.core.errors import SkipidxError
-from skipidx.core.types import cast_to
+from skipidx.core.types import cast_to, sort_key_table
 from skipidx.store.metadata import TableMeta
 
 __all__ = ["conform", "sort_rows", "non_decreasing"]
@@ -52,7 +52,7 @@ def sort_rows(meta: TableMeta, data: pa.Table) -> pa.Table:
         return data
     if non_decreasing(data.select(meta.order_by)):
         return data   # already sorted (time-ordered logs): no sort, no gather
-    idx = pc.sort_indices(data.select(meta.order_by),
+    idx = pc.sort_indices(sort_key_table(data.select(meta.order_by)),
                           sort_keys=[(k, "ascending", "at_end") for k in meta.order_by])
     # already sorted input (common for time-ordered logs) costs no gather
     if pc.all(pc.equal(idx, pa.array(np.arange(data.num_rows, dtype=np.uint64)))).as_py():

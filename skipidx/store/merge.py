@@ -38,6 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from skipidx.core.errors import SkipidxError
+from skipidx.core.types import sort_key_table
 from skipidx.store import commit as _commit
 from skipidx.store.commit import ConflictError, commit_parts, crash_point, new_part_name, stage_dir
 from skipidx.store.conform import non_decreasing as _non_decreasing
@@ -235,7 +236,7 @@ def merge_order(meta: TableMeta, parts: list[Part], threads: int | None = None) 
             # sort would give the identity, so it is not run
             perm = np.arange(total, dtype=np.int64)
         else:
-            perm = pc.sort_indices(keys, sort_keys=[(k, "ascending", "at_end") for k in meta.order_by]).to_numpy()
+            perm = pc.sort_indices(sort_key_table(keys), sort_keys=[(k, "ascending", "at_end") for k in meta.order_by]).to_numpy()
         del keys
     else:
         perm = np.arange(total, dtype=np.int64)
