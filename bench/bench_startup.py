@@ -20,6 +20,25 @@ run of the same query), "after warm" (filled only by ``skipidx warm``, what
 compiled, as on an install that skipped the warm-up). Python's bytecode cache is on for every
 process (PYTHONDONTWRITEBYTECODE removed), as in an installed package.
 Also printed: the CPU seconds (user + sys) of each process, and the load.
+
+A process answering one indexed query of this kind loads no numba (tests/test_startup.py
+checks it): the numpy stand-ins serve its first 64 MiB of kernel work, so "cold" (empty
+compile cache) and "after warm" take the same path as "warm".
+
+Figures (1M rows, answer 35, 2-core shared box, median wall / CPU, x chDB):
+
+    | run                          | chDB          | API warm            | CLI warm            | after warm | API cold |
+    |------------------------------|---------------|---------------------|---------------------|------------|----------|
+    | before (numba on the path)   | 0.37 s / 0.30 | 1.99 s (5.3x) / 1.65 | 2.05 s (5.5x) / 1.78 | 1.79 (4.8x) | 7.9-8.1 s (~21x) |
+    | numba-free, load 5 (x5)      | 0.45 s / 0.27 | 0.79 s (1.76x) / 0.53 (1.96x) | 0.97 (2.17x) / 0.62 | 0.82 (1.84x) | 0.89 (2.00x) |
+    | + fast footer, load 10 (x7)  | 0.81 s / 0.27 | 2.19 s (2.72x) / 0.76 | 1.95 (2.42x) / 0.67 | 1.97 (2.44x) | 1.95 (2.42x) |
+
+At load 10 every skipidx process also burns more CPU (0.64-0.76 s against 0.47-0.51 s
+measured alone at load ~8; chDB stays at 0.25-0.28). What is left, CPU of one process:
+numpy + pyarrow + pyarrow.compute + pyarrow.parquet imports ~0.22 s (chDB's own import
+~0.22 s), skipidx's ~100 modules ~0.10 s (51 frozen dataclasses of sql/ast alone 0.025 s,
+their generated methods compiled at import), lark + LALR tables ~0.045 s, the query
+~0.12 s (LZ4 read of 37 row groups of msg 0.03, footer check 0.018, search 0.012).
 """
 from __future__ import annotations
 
