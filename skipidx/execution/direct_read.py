@@ -210,15 +210,21 @@ def where_indexes(plan: Any) -> list[str] | None:
 
 def row_filter_rows(plan: Any, selections: list[Any]) -> tuple[list[np.ndarray], list[str]] | None:
     """For a WHERE that is scanned (direct read off, or not applicable to this SELECT):
-    per selection the bool mask of its part's rows where the WHERE is true, from the
-    postings, so the scan reads its columns but evaluates nothing per row; None when
+    per selection its part's rows where the WHERE is true, from the postings (a bool mask
+    of the part's rows, or their sorted row numbers), so the scan reads its columns but evaluates nothing per row; None when
     the postings cannot answer it, ``text_index_row_filter = 0``, or a PREWHERE other
     than the WHERE itself decides the first read."""
     if not plan.row_filter or not selections or plan.snapshot.kind == "external":
         return None
     if plan.prewhere_explicit or (plan.prewhere is not None and plan.prewhere is not plan.select.where):
         return None
-    return direct_rows(plan, [s.part for s in selections])
+    sources = exact_sources(plan, count_only=False)
+    if sources is None:
+        return None
+    # atoms under AND/OR: sorted row lists (no mask of the part's rows per atom; the scan
+    # marks the rows of each batch it reads)
+    got = _where_rows(plan, [s.part for s in selections], sources, count_only=True)
+    return None if got is None else (got, sorted({u.name for u in sources.values()}))
 
 
 def row_filter_indexes(plan: Any) -> list[str] | None:

@@ -76,9 +76,19 @@ DICTIONARY_READS = True
 
 
 def _batch_rows(part: Any, batch: list[tuple[int, int]], rows: np.ndarray) -> np.ndarray:
-    """The entries of a per-row array of `part` for the rows of `batch`'s granule ranges."""
+    """The bool mask of the rows of `batch`'s granule ranges that are in `rows` (a bool
+    mask of `part`'s rows, or its sorted row numbers)."""
     marks = part.marks
-    return np.concatenate([rows[int(marks[s]):int(marks[e])] for s, e in batch])
+    if rows.dtype == np.bool_:
+        return np.concatenate([rows[int(marks[s]):int(marks[e])] for s, e in batch])
+    spans = [(int(marks[s]), int(marks[e])) for s, e in batch]
+    out = np.zeros(sum(b - a for a, b in spans), dtype=np.bool_)
+    off = 0
+    for a, b in spans:
+        i, j = np.searchsorted(rows, (a, b))
+        out[rows[i:j] - a + off] = True
+        off += b - a
+    return out
 
 
 def _read_filtered(part: Any, batch: list[tuple[int, int]], columns: list[str], where: BExpr | None,
@@ -465,8 +475,8 @@ def scan(selections: list[PartSelection], columns: list[str], where: BExpr | Non
     decides the rows. `threads` (the query's max_threads; None or 0: the
     executor's, by default the machine's cores) bounds the concurrent reads.
 
-    `known` (one bool array per selection, over its part's rows: where the WHERE is
-    true, from exact postings; `prewhere` must be None or the WHERE itself): the
+    `known` (per selection, its part's rows where the WHERE is true, from exact postings:
+    a bool mask of the part's rows or their sorted row numbers; `prewhere` must be None or the WHERE itself): the
     columns are read as always and filtered by these rows, the WHERE is not evaluated.
     """
     threads = executor.threads(threads) if executor is not None else 1
