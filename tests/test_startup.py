@@ -298,7 +298,7 @@ def test_cli_query_imports_no_numba(logs_db):
 _ALPHABET = b"ab AB.,-_0\x80\xc3\xa9\xff"
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.lists(st.binary(max_size=12).map(lambda b: bytes(_ALPHABET[x % len(_ALPHABET)] for x in b)),
                 min_size=1, max_size=30),
        st.binary(min_size=1, max_size=4).map(lambda b: bytes(_ALPHABET[x % len(_ALPHABET)] for x in b)),
@@ -329,7 +329,7 @@ def test_search_numpy_path_equals_the_kernel(rows, needle, case_insensitive, tok
 ASCII_LOW = bytes(range(65)) + bytes(range(97, 123)) + bytes(range(91, 256))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.binary(max_size=24), st.integers(1, 6), st.booleans(), st.booleans())
 def test_small_gram_bounds_equal_the_kernel(value, n, at_start, at_end):
     """ngram's query side without the kernel == `K.gram_bounds` (valid and invalid UTF-8)."""
@@ -341,7 +341,7 @@ def test_small_gram_bounds_equal_the_kernel(value, n, at_start, at_end):
     assert ngram._gram_bounds_small(value, n, at_start, at_end) == list(zip(starts.tolist(), ends.tolist()))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.lists(st.tuples(st.integers(1, 5000), st.integers(0, 200_000)), min_size=1, max_size=20))
 def test_numpy_fpp_estimate_is_within_its_bound(pairs):
     from skipidx.core import sizing
@@ -361,7 +361,7 @@ def test_numpy_fpp_estimate_is_within_its_bound(pairs):
     assert np.all((tol <= 1e-9 * want) | (lam > 1000))
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(st.lists(st.integers(0, 300_000), min_size=1, max_size=30),
        st.sampled_from([0.1, 0.025, 0.01, 0.001, 0.0001, 0.3]))
 def test_exact_sizes_without_numba_equal_the_kernels(monkeypatch_module, ndv, fpp):
@@ -384,7 +384,7 @@ def monkeypatch_module():
     mp.undo()
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(st.lists(st.integers(0, 40), max_size=200), st.lists(st.integers(0, 40), min_size=1, max_size=8),
        st.sampled_from([pa.uint8(), pa.int16(), pa.int32(), pa.uint64(), pa.int64()]), st.booleans(),
        st.integers(0, 9))
@@ -444,7 +444,7 @@ def _reader_or_error(buf: bytes):
         return type(e)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=250, deadline=None)
 @given(st.data())
 def test_fast_footer_decoder_equals_the_reader(parquet_footer, data):
     """`fast_struct` (check_footer's fast path) returns exactly the reader's dict where the
