@@ -317,7 +317,7 @@ class Database(Closing):
             out = []
             for sel in sels:
                 p = sel.part
-                if getattr(p, "deleted_rows", 0):
+                if p.deleted_rows:
                     # a reader of (file, row groups) would return rows an Iceberg delete removed
                     raise SkipidxError(f"db.prune({table!r}): data file {p.data_path} has rows deleted by Iceberg "
                                        "delete files, which a file reader would return; read with db.scan or SELECT")

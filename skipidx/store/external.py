@@ -605,6 +605,9 @@ class ExternalFile:
     """One data file in one query: the granule source the planner and the scan read
     (a MergeTree Part's interface; a granule is a row group)."""
 
+    #: rows of the data file a reader must not return (ENGINE = Iceberg's deletes); see IcebergFile
+    deleted_rows: int = 0
+
     def __init__(self, snap: "ExternalSnapshot", path: str, fd: int, ident: FileIdentity, md: pq.FileMetaData,
                  record: FileRecord | None, partition: dict[str, Any]) -> None:
         self.snap = snap

@@ -388,7 +388,7 @@ class IcebergSnapshot(ExternalSnapshot):
     @property
     def notes(self) -> list[str]:
         x = self.state.extra
-        d = sum(1 for p in self.parts if getattr(p, "deleted_rows", 0))
+        d = sum(1 for p in self.parts if p.deleted_rows)
         out = [f"Iceberg snapshot {x.get('snapshot_id')} (sequence number {x.get('sequence_number')}) as of the "
                f"last REFRESH: {len(self.parts)} data file(s)" + (f", {d} with deleted rows" if d else "")]
         now = newer_snapshot(x)
@@ -494,7 +494,7 @@ class IcebergTable(ExternalTable):
                 ident, md = probe(p)
             except (FileNotFoundError, HalfWritten, OSError) as e:
                 raise SkipidxError(f"Iceberg data file {rec['uri']} of snapshot {info['snapshot_id']} is unreadable: "
-                                   f"{getattr(e, 'message', None) or e}") from None
+                                   f"{e.message if isinstance(e, SkipidxError) else e}") from None
             if ident.size != rec["size"] or md.num_rows != rec["record_count"]:
                 raise SkipidxError(f"Iceberg data file {rec['uri']}: {ident.size} bytes and {md.num_rows} rows on disk, "
                                    f"the manifest says {rec['size']} and {rec['record_count']}")

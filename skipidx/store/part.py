@@ -190,6 +190,9 @@ def normalize_ranges(mark_ranges: Iterable[tuple[int, int]], n_granules: int) ->
 class Part:
     """A published part of a table snapshot (immutable)."""
 
+    #: rows of the data file a reader must not return (Iceberg deletes); a part has none
+    deleted_rows: int = 0
+
     def __init__(self, table_dir: str, entry: PartEntry, meta: TableMeta, *,
                  keyring: KeyRing | None = None) -> None:
         self.table_dir = table_dir

@@ -85,7 +85,7 @@ def _takes_chunked(iw: "_IndexWriter") -> bool:
     """Whether an index's build takes a chunked column as it is: a plain column (no
     expression, no function) and an aggregator that says so."""
     d = iw.im.definition
-    return d.expression is None and d.expr_func is None and bool(getattr(iw.agg, "takes_chunked", False))
+    return d.expression is None and d.expr_func is None and iw.agg.takes_chunked
 
 
 #: An index file's buffers are compressed (Arrow IPC's own buffer compression, which
