@@ -2,7 +2,7 @@
 processes query, for --seconds (default 300); background merges must keep the
 part count bounded (< 300) and query latency flat.
 
-    python bench/soak.py [--seconds 300] [--batch 100] [--window 60] [--profile DIR]
+    python bench/soak.py [--seconds 300] [--batch 100] [--window 60] [--rate N] [--profile DIR]
 
 Before the stream starts, 2,000 seed rows are inserted whose answers never
 change however the table grows, so their latency must stay flat:
@@ -54,7 +54,7 @@ def seed_table():
                      "msg": pa.array([f"seed w{i % 5000} done" for i in range(n)])})
 
 
-def inserter(path: str, wid: int, batch: int, stop_at: float, q: mp.Queue) -> None:
+def inserter(path: str, wid: int, batch: int, stop_at: float, q: mp.Queue, rate: float = 0.0) -> None:
     import numpy as np
     import pyarrow as pa
 
@@ -63,7 +63,13 @@ def inserter(path: str, wid: int, batch: int, stop_at: float, q: mp.Queue) -> No
     db = skipidx.connect(path)
     rng = np.random.default_rng(wid)
     n = 0
+    t_next = time.time()
     while time.time() < stop_at:
+        if rate > 0:
+            # a paced stream: the queries' catch-up work per query follows the insert rate,
+            # which otherwise follows whatever CPU the machine leaves the inserters
+            t_next += 1.0 / rate
+            time.sleep(max(0.0, t_next - time.time()))
         ids = np.arange(n, n + batch, dtype=np.uint64) * 2 + wid
         t = pa.table({"ts": pa.array(ids), "svc": pa.array([f"s{i % 5}" for i in range(batch)]),
                       "trace": pa.array([f"t{int(x)}" for x in rng.integers(0, 10**6, batch)]),
@@ -127,6 +133,8 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=300)
     ap.add_argument("--batch", type=int, default=100)
     ap.add_argument("--window", type=float, default=60)
+    ap.add_argument("--rate", type=float, default=0.0,
+                    help="inserts per second per inserting process (0: as fast as they go)")
     ap.add_argument("--profile", default=None, help="dump each querier's cProfile stats in this folder, one file per window")
     a = ap.parse_args()
     import skipidx
@@ -142,7 +150,7 @@ def main() -> int:
     q = ctx.Queue()
     t_start = time.time()
     stop_at = t_start + a.seconds
-    procs = [ctx.Process(target=inserter, args=(path, i, a.batch, stop_at, q)) for i in range(2)]
+    procs = [ctx.Process(target=inserter, args=(path, i, a.batch, stop_at, q, a.rate)) for i in range(2)]
     procs += [ctx.Process(target=querier, args=(path, i, stop_at, q, a.profile, t_start, a.window)) for i in range(2)]
     for p in procs:
         p.start()
