@@ -32,9 +32,11 @@ Figures (1M rows, answer 35, 2-core shared box, median wall / CPU, x chDB):
     | before (numba on the path)   | 0.37 s / 0.30 | 1.99 s (5.3x) / 1.65 | 2.05 s (5.5x) / 1.78 | 1.79 (4.8x) | 7.9-8.1 s (~21x) |
     | numba-free, load 5 (x5)      | 0.45 s / 0.27 | 0.79 s (1.76x) / 0.53 (1.96x) | 0.97 (2.17x) / 0.62 | 0.82 (1.84x) | 0.89 (2.00x) |
     | + fast footer, load 10 (x7)  | 0.81 s / 0.27 | 2.19 s (2.72x) / 0.76 | 1.95 (2.42x) / 0.67 | 1.97 (2.44x) | 1.95 (2.42x) |
+    | same code, load 4.2-3.3 (x7) | 0.31 s / 0.33 | 0.54 s (1.75x) / 0.68 (2.06x) | 0.56 (1.81x) / 0.72 | 0.54 (1.76x) | 0.50 (1.63x) |
 
-At load 10 every skipidx process also burns more CPU (0.64-0.76 s against 0.47-0.51 s
-measured alone at load ~8; chDB stays at 0.25-0.28). What is left, CPU of one process:
+At load 10 every skipidx process burns more CPU (0.64-0.76 s against 0.47-0.51 s by
+/usr/bin/time alone at load ~8; chDB stays at 0.25-0.28); at low load the CPU sum exceeds
+the wall time for both (threads: the scan's, and idle worker threads spinning). What is left, CPU of one process:
 numpy + pyarrow + pyarrow.compute + pyarrow.parquet imports ~0.22 s (chDB's own import
 ~0.22 s), skipidx's ~100 modules ~0.10 s (51 frozen dataclasses of sql/ast alone 0.025 s,
 their generated methods compiled at import), lark + LALR tables ~0.045 s, the query
