@@ -29,6 +29,7 @@ store.page_dictionaries      256  decoded dictionary pages of external files' co
 store.states                 256  parsed table states with the bytes they were parsed from
 store.table_meta             256  column-name set and Arrow schema per TableMeta object
 store.validated_metas         64  validated table metadata, by its canonical JSON (states share it)
+system_tables.column_bytes  4096  column sizes of parts' data files (system.parts / columns / tables)
 =========================  =====  ===========================================================
 
 What a Database owns itself (not here): its index cache (loaded index
