@@ -22,7 +22,7 @@ from skipidx.core import hashing as H
 from skipidx.core._kernels import sbbf as KS
 from skipidx.core._kernels import xxh64 as KX
 from skipidx.core.arrays import array_of, from_numpy, scalar, to_numpy
-from skipidx.core.sbbf import SALT, bank_check_any_of
+from skipidx.core.sbbf import SALT, bank_check_any_of, bank_check_any_of_numpy, bank_check_pairs_numpy
 
 #: Never on the query path: each costs ~0.3-1 s to import, or is an optional extra.
 FORBIDDEN = ("pandas", "pyspark", "matplotlib", "chdb", "duckdb", "polars")
@@ -198,10 +198,14 @@ def test_small_bank_check_equals_the_kernel(nf, seed, nh, ncuts, sparse):
     cuts = np.sort(rng.integers(0, nh + 1, ncuts))
     goffs = np.concatenate([[0], cuts, [nh]]).astype(np.int64)
     want = KS.bank_check_any_of(words, bo, nb, hashes, goffs, SALT)
+    assert np.array_equal(bank_check_any_of_numpy(words, bo, nb, hashes, goffs), want)
     assert np.array_equal(bank_check_any_of(words, bo, nb, hashes, goffs), want)
     zones = rng.permutation(nf)[: max(1, nf // 2)]
     want = KS.bank_check_any_of(words, bo[zones], nb[zones], hashes, goffs, SALT)
-    assert np.array_equal(bank_check_any_of(words, bo[zones], nb[zones], hashes, goffs), want)
+    assert np.array_equal(bank_check_any_of_numpy(words, bo[zones], nb[zones], hashes, goffs), want)
+    fids = rng.integers(0, nf, nh).astype(np.int64)
+    want = KS.bank_check_pairs(words, bo, nb, fids, hashes, SALT)
+    assert np.array_equal(bank_check_pairs_numpy(words, bo, nb, fids, hashes), want)
 
 
 def test_arrays_helpers_match_pyarrow():
