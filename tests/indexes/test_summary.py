@@ -17,6 +17,7 @@ from skipidx.core import sizing
 from skipidx.indexes import bloom, summary as summ
 from skipidx.indexes.base import Atom, IndexDef, get_index_type
 from skipidx.indexes.bloom import SBBFGranules
+from skipidx.store import writer
 
 ALPHABET = "abcdefgh"
 
@@ -203,6 +204,7 @@ def _index_summary(db, name: str):
 
 def test_store_writes_reads_and_uses_summaries(tmp_path, monkeypatch):
     monkeypatch.setattr(bloom, "SUMMARY_MIN_PROBES", 0)
+    monkeypatch.setattr(writer, "SUMMARY_MIN_GRANULES", 1024)   # small parts keep the test quick
     db = _db_with(tmp_path, 0)
     n = 8 * 1100
     db.insert("t", _rows(0, n))
@@ -239,6 +241,7 @@ def test_small_parts_get_no_summaries_and_old_files_read(tmp_path):
 
 def test_merge_and_materialize_rebuild_summaries(tmp_path, monkeypatch):
     monkeypatch.setattr(bloom, "SUMMARY_MIN_PROBES", 0)
+    monkeypatch.setattr(writer, "SUMMARY_MIN_GRANULES", 1024)
     db = _db_with(tmp_path, 0)
     db.insert("t", _rows(0, 8 * 600))
     db.insert("t", _rows(8 * 600, 8 * 600))
