@@ -645,3 +645,48 @@ def test_show_create_external_table_round_trips(small):
     assert [(i.name, i.params) for i in a.indexes] == [(i.name, i.params) for i in b.indexes]
     assert _count(db, "hasToken(msg, 'kraken1')") == db.sql(
         "SELECT count() FROM again WHERE hasToken(msg, 'kraken1')").fetchall()[0][0]
+
+
+def test_recorded_footers_skip_the_check_changed_ones_do_not(small, monkeypatch):
+    """A file whose identity (size, mtime, footer checksum) is the table's record was
+    footer-checked by REFRESH: a cold query does not check it again. A file rewritten in
+    place with the same size and mtime but other footer bytes is checked (and refused when
+    the check fails), never trusted."""
+    from skipidx.core.errors import CorruptionError
+    from skipidx.core.lru import clear_caches
+    from skipidx.store import parquet_check
+
+    root, db = small
+    real = parquet_check.check_footer_bytes
+    seen: list[str] = []
+    refuse: set[str] = set()
+
+    def spy(footer, where):
+        seen.append(os.path.basename(where))
+        if os.path.basename(where) in refuse:
+            raise CorruptionError("refused by the test", path=where)
+        return real(footer, where)
+
+    monkeypatch.setattr(parquet_check, "check_footer_bytes", spy)
+    clear_caches()
+    assert _count(db, "hasToken(msg, 'kraken0')") == _dcount(root, "msg LIKE 'kraken0 %'")
+    assert seen == []
+    # same size and mtime, other footer bytes (the writer's name): another identity
+    p = os.path.join(root, "f1.parquet")
+    st = os.stat(p)
+    data = bytearray(open(p, "rb").read())
+    at = data.rfind(b"parquet-cpp-arrow")
+    assert at > len(data) - 8 - int.from_bytes(data[-8:-4], "little")
+    data[at:at + 7] = b"PARQUET"
+    with open(p, "r+b") as f:
+        f.write(data)
+    os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert (os.stat(p).st_size, os.stat(p).st_mtime_ns) == (st.st_size, st.st_mtime_ns)
+    clear_caches()
+    r = db.sql("SELECT count() FROM logs WHERE hasToken(msg, 'kraken0')")
+    assert r.fetchall()[0][0] == _dcount(root, "msg LIKE 'kraken0 %'")
+    assert seen == ["f1.parquet"] and any("changed file" in n for n in r.stats.notes)
+    refuse.add("f1.parquet")
+    clear_caches()
+    r = db.sql("SELECT count() FROM logs WHERE id >= 0")
+    assert r.fetchall() == [(40_000,)] and any("f1.parquet" in n and "refused" in n for n in r.stats.notes)

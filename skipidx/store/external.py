@@ -1032,7 +1032,8 @@ class ExternalSnapshot(Closing):
                     continue
                 keep = len(self._fds) < KEEP_OPEN
                 try:
-                    ident, md = probe(p, fd)
+                    rec = state.files.get(p)
+                    ident, md = probe(p, fd, rec.identity if rec is not None else None)
                     part = _partition_values(self.meta, hive_partition(p, self.base), state.partition_columns)
                 except SkipidxError as e:
                     os.close(fd)

@@ -144,8 +144,13 @@ def identity_of(fd: int, path: str) -> tuple[FileIdentity, bytes]:
     return FileIdentity(path, int(st.st_size), int(st.st_mtime_ns), xxhash.xxh64_hexdigest(tail)), tail
 
 
-def probe(path: str, fd: int | None = None) -> tuple[FileIdentity, pq.FileMetaData]:
+def probe(path: str, fd: int | None = None, checked: FileIdentity | None = None) -> tuple[FileIdentity, pq.FileMetaData]:
     """(identity, parsed footer) of data file `path` (through `fd` when given).
+
+    `checked`: an identity whose footer already passed these checks (a table's record of
+    the file: REFRESH probed it); when the file's identity equals it, the Python footer
+    check is skipped -- the identity holds the footer bytes' checksum, and the check is a
+    function of those bytes only. Any other identity is checked in full.
 
     HalfWritten when the footer does not parse; FileNotFoundError when the file is gone."""
     own = fd is None
@@ -171,10 +176,11 @@ def probe(path: str, fd: int | None = None) -> tuple[FileIdentity, pq.FileMetaDa
             # read_metadata accepts (store/parquet_check): refused first
             from skipidx.store.parquet_check import check_footer_bytes
 
-            try:
-                check_footer_bytes(tail[:-8], path)
-            except SkipidxError as e:
-                raise HalfWritten(e.message, path=path) from None
+            if checked is None or checked != ident:
+                try:
+                    check_footer_bytes(tail[:-8], path)
+                except SkipidxError as e:
+                    raise HalfWritten(e.message, path=path) from None
             if md.num_rows < 0 or any(md.row_group(i).num_rows < 0 for i in range(md.num_row_groups)):
                 raise HalfWritten("negative row counts in the footer", path=path)
             _FOOTERS.put(ident, md)
