@@ -18,24 +18,28 @@ import errno
 import fcntl
 import os
 import re
-import secrets
 import shutil
 import stat
+import sys
+from typing import TYPE_CHECKING
 
 from skipidx.core.errors import SkipidxError
 from skipidx.core.kms import KeyRing
 from skipidx.store import commit as _commit
 from skipidx.store.commit import (TableGoneError, TableState, check_layout, fsync_dir, new_table_id, os_error,
                                   write_file_durably, write_state)
-from skipidx.store.external import ENGINE as PARQUET_FILES, EXTERNAL_STATE, ExternalTable, _read_state, create_external_table
 from skipidx.store.metadata import TableMeta, check_identifier
 from skipidx.store.reader_pool import release_readers
 from skipidx.store.table import Table
+
+if TYPE_CHECKING:
+    from skipidx.store.external import ExternalTable
 
 __all__ = ["Catalog"]
 
 CATALOG_LOCK = ".catalog.lock"
 TABLE_MARK = _commit.TABLE_MARK
+EXTERNAL_STATE = _commit.EXTERNAL_STATE
 _TMP_PREFIX = ".skipidx-tmp-"
 _DROPPED_PREFIX = ".skipidx-dropped-"
 _LEFTOVER = re.compile(r"^\.skipidx-(tmp|dropped)-[A-Za-z0-9_]{1,128}-[0-9a-f]{8}$")
@@ -153,7 +157,7 @@ class Catalog:
                     raise SkipidxError(f"cannot create table {name!r}: an entry of that name that "
                                        "skipidx did not create is in the database directory", path=target)
                 raise SkipidxError(f"table {name!r} already exists")
-            tmp = os.path.join(self.path, f"{_TMP_PREFIX}{name}-{secrets.token_hex(4)}")
+            tmp = os.path.join(self.path, f"{_TMP_PREFIX}{name}-{os.urandom(4).hex()}")
             try:
                 os.mkdir(tmp)
             except OSError as e:
@@ -182,7 +186,8 @@ class Catalog:
                                "table never writes its Parquet files")
         # `create(tmp)` fills the directory for another engine (store.iceberg.create_iceberg_table)
         created, report = self._publish_table_dir(
-            meta.name, if_not_exists, create or (lambda tmp: create_external_table(tmp, meta, source, partition_columns, builder)))
+            meta.name, if_not_exists,
+            create or (lambda tmp: _external().create_external_table(tmp, meta, source, partition_columns, builder)))
         if not created:
             return None, None
         return self.table(meta.name), report
@@ -206,7 +211,7 @@ class Catalog:
 
             stop_merges(target)   # this process's background merge of it, if any
             with _commit.WriteLock(target):
-                gone = os.path.join(self.path, f"{_DROPPED_PREFIX}{name}-{secrets.token_hex(4)}")
+                gone = os.path.join(self.path, f"{_DROPPED_PREFIX}{name}-{os.urandom(4).hex()}")
                 if not os.path.lexists(os.path.join(target, TABLE_MARK)):
                     # a table made before the marker existed: mark it, so a
                     # crash before the removal leaves a recognisable leftover
@@ -225,7 +230,8 @@ class Catalog:
         """Open table `name`; SkipidxError listing the known tables if unknown."""
         d = self._dir(name)
         t = self._tables.get(name)
-        if isinstance(t, ExternalTable):
+        ext = sys.modules.get("skipidx.store.external")   # no ExternalTable exists before its import
+        if ext is not None and isinstance(t, ext.ExternalTable):
             if os.path.isfile(os.path.join(d, EXTERNAL_STATE)):
                 return t
             self._tables.pop(name, None)
@@ -273,10 +279,18 @@ class Catalog:
         return f"Catalog({self.path!r})"
 
 
+def _external():
+    # imported when an external table is touched: a MergeTree query does not need it
+    from skipidx.store import external
+
+    return external
+
+
 def open_external(table_dir: str) -> ExternalTable:
     """The external table in `table_dir`, as the class of its engine."""
-    if _read_state(table_dir).engine == PARQUET_FILES:
-        return ExternalTable(table_dir)
+    ext = _external()
+    if ext._read_state(table_dir).engine == ext.ENGINE:
+        return ext.ExternalTable(table_dir)
     from skipidx.store.iceberg import IcebergTable
 
     return IcebergTable(table_dir)

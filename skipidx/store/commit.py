@@ -41,7 +41,6 @@ import fcntl
 import json
 import os
 import re
-import secrets
 import shutil
 import stat
 import time
@@ -68,6 +67,8 @@ BACKUP_FILE = "state.backup.json"
 #: Written into every table directory at creation: what marks a directory
 #: (and a hidden leftover of one) as the engine's own.
 TABLE_MARK = ".skipidx-table"
+#: An external table's state (store.external); here so the catalog knows one without importing it.
+EXTERNAL_STATE = "external.json"
 PARTS_DIR = "parts"
 TMP_DIR = "tmp"
 READERS_DIR = "readers"
@@ -97,7 +98,7 @@ class ConflictError(SkipidxError):
 
 
 def new_table_id() -> str:
-    return secrets.token_hex(16)
+    return os.urandom(16).hex()
 
 
 class TableGoneError(SkipidxError):
@@ -311,7 +312,7 @@ def _state_doc(state: TableState) -> bytes:
 
 
 def _replace_durably(table_dir: str, fname: str, data: bytes, point: str) -> None:
-    tmp = os.path.join(table_dir, f".{STATE_FILE}.{secrets.token_hex(6)}.tmp")
+    tmp = os.path.join(table_dir, f".{STATE_FILE}.{os.urandom(6).hex()}.tmp")
     write_file_durably(tmp, data)
     crash_point(f"{point}:tmp_written")
     os.replace(tmp, os.path.join(table_dir, fname))
@@ -486,7 +487,7 @@ def stage_dir(table_dir: str, part_name: str, detached: bool = False) -> StagedP
     # tmp/ is made with the table and never re-created: a table dropped
     # meanwhile must not come back as a bare directory
     check_real_dir(tdir, missing_ok=False)
-    path = os.path.join(tdir, f"{part_name}.{secrets.token_hex(4)}")
+    path = os.path.join(tdir, f"{part_name}.{os.urandom(4).hex()}")
     try:
         if detached:
             os.mkdir(path)

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import shutil
 import threading
 import time
@@ -52,7 +51,7 @@ from skipidx.core.lazy import use_numpy_path
 from skipidx.core.lru import LRU
 from skipidx.core.types import ColumnType, cast_to
 from skipidx.indexes.base import IndexDef
-from skipidx.store.commit import WriteLock, fsync_dir, write_file_durably
+from skipidx.store.commit import EXTERNAL_STATE, WriteLock, fsync_dir, write_file_durably
 from skipidx.store.lake import (DEFAULT_ZONE_ROWS, FileIdentity, HalfWritten, discover, zone_marks, glob_base, hive_partition, identity_of,
                                 infer_columns, partition_types, probe)
 from skipidx.store.metadata import TableMeta
@@ -65,7 +64,6 @@ __all__ = ["EXTERNAL_STATE", "ENGINE", "ExternalTable", "ExternalFile", "Externa
 ENGINE = "ParquetFiles"
 #: engines whose tables keep this state (skipidx.store.iceberg: ENGINE = Iceberg)
 ENGINES = (ENGINE, "Iceberg")
-EXTERNAL_STATE = "external.json"
 FORMAT = 1
 
 
@@ -142,7 +140,7 @@ def _read_state(table_dir: str) -> ExternalState:
 def _write_state(table_dir: str, st: ExternalState) -> None:
     body = st.to_json()
     doc = {"state": body, "xxh64": xxhash.xxh64_hexdigest(json.dumps(body, sort_keys=True, separators=(",", ":")).encode())}
-    tmp = os.path.join(table_dir, f".{EXTERNAL_STATE}.{secrets.token_hex(6)}.tmp")
+    tmp = os.path.join(table_dir, f".{EXTERNAL_STATE}.{os.urandom(6).hex()}.tmp")
     write_file_durably(tmp, json.dumps(doc, indent=1, sort_keys=True).encode())
     os.replace(tmp, os.path.join(table_dir, EXTERNAL_STATE))
     fsync_dir(table_dir)
@@ -390,7 +388,7 @@ class ExternalTable:
             jobs: list[BuildJob] = []
             new_files: dict[str, FileRecord] = {}
             kinds: dict[str, str] = {}
-            staging = os.path.join(self.path, f".staging-{secrets.token_hex(6)}")
+            staging = os.path.join(self.path, f".staging-{os.urandom(6).hex()}")
             meta_json = st.meta.to_json()
             fps = {im.name: index_fingerprint(im) for im in st.meta.indexes}
             for p in found:

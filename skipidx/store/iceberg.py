@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
 import uuid
 from typing import Any, Callable, Iterable, Sequence
 
@@ -272,7 +271,7 @@ def _plan(tbl: Any, table_dir: str) -> dict:
                 name = f"{h}.bin"
                 os.makedirs(ddir, exist_ok=True)
                 if not os.path.isfile(os.path.join(ddir, name)):
-                    tmp = os.path.join(ddir, f".{name}.{secrets.token_hex(4)}.tmp")
+                    tmp = os.path.join(ddir, f".{name}.{os.urandom(4).hex()}.tmp")
                     write_file_durably(tmp, raw)
                     os.replace(tmp, os.path.join(ddir, name))
                 rec["deletes"] = {"file": name, "count": int(pos.size), "xxh64": h}
@@ -601,7 +600,7 @@ def _adopt_puffin_sidecars(tbl: Any, st: ExternalState, info: dict, probed: dict
             if h != pr.get("skipidx.sidecar-xxh64") or any(smd.get(k) != v for k, v in _identity_metadata(ident).items()):
                 continue
             fname = sidecar_name(ident, name)
-            tmp = os.path.join(sdir, f".{fname}.{secrets.token_hex(4)}.tmp")
+            tmp = os.path.join(sdir, f".{fname}.{os.urandom(4).hex()}.tmp")
             write_file_durably(tmp, payload)
             os.replace(tmp, os.path.join(sdir, fname))
             rec = st.files.get(p)

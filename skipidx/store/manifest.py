@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
 import time
 
 import numpy as np
@@ -35,7 +34,7 @@ _PART_NAME = re.compile(r"^[a-z0-9_]{1,100}$")
 
 def new_part_name(level: int = 0) -> str:
     """A fresh, unique, time-ordered part name: ``p_<ns hex>_<rand>_<level>``."""
-    return f"p_{time.time_ns():016x}_{secrets.token_hex(4)}_{level}"
+    return f"p_{time.time_ns():016x}_{os.urandom(4).hex()}_{level}"
 
 
 def check_part_name(name: object, where: str) -> str:

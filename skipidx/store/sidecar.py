@@ -22,7 +22,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import secrets
 from typing import Any, Sequence
 
 import numpy as np
@@ -143,7 +142,7 @@ def build_file_sidecars(data_path: str, ident: FileIdentity, md: pq.FileMetaData
     ok = False
     try:
         for im in indexes:
-            tmp_paths[im.name] = os.path.join(out_dir, f".tmp-{secrets.token_hex(6)}-{sidecar_name(ident, im.name)}")
+            tmp_paths[im.name] = os.path.join(out_dir, f".tmp-{os.urandom(6).hex()}-{sidecar_name(ident, im.name)}")
             sinks[im.name] = pa.OSFile(tmp_paths[im.name], "wb")
             schemas[im.name] = None
         # chunks of whole row groups, cut at index-granule boundaries of every index
