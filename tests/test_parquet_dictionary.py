@@ -135,6 +135,8 @@ def test_dictionary_indices_equal_pyarrow(tmp_path, kw):
                     ch = pp.decode_pages(fd, lay, pages, els[j + 1], name, dictionary=True).chunk(0)
                     dic = ch.dictionary
                     assert len(dic) == lay.dict_values
+                    own = pp.plain_string_dictionary(lay, pp.dictionary_page(fd, lay), want_type)
+                    assert own is not None and own.equals(dic.cast(want_type))
                 else:
                     dic = pp.plain_dictionary(lay, pp.dictionary_page(fd, lay), want_type)
                 rows = np.concatenate([np.arange(lay.first_rows[i], lay.first_rows[i] + lay.rows[i]) for i in pages])
@@ -150,6 +152,34 @@ def test_dictionary_indices_equal_pyarrow(tmp_path, kw):
     finally:
         os.close(fd)
     assert decoded > 0 or kw.get("use_dictionary") is False
+
+
+@pytest.mark.parametrize("compression", ["none", "zstd"])
+def test_string_dictionary_pages_unpacked_by_the_kernel(tmp_path, compression):
+    """BYTE_ARRAY dictionary pages unpacked here equal pyarrow's values (empty, long and
+    non-UTF-8 values); a non-UTF-8 value read as a string gives None (pyarrow decides);
+    a page cut short is an error, never a short dictionary."""
+    vals = [b"", b"a", b"\xff\xfe not utf-8", b"x" * 70_000, "\u00e9t\u00e9".encode()] + [b"k%d" % i for i in range(500)]
+    rng = np.random.default_rng(4)
+    col = pa.array([vals[i] for i in rng.integers(0, len(vals), 6000)], pa.binary())
+    p = str(tmp_path / "b.parquet")
+    pq.write_table(pa.table({"b": col}), p, compression=compression)
+    md = pq.ParquetFile(p).metadata
+    fd = os.open(p, os.O_RDONLY)
+    try:
+        lay = pp.chunk_layout(fd, md.row_group(0).column(0), md.num_rows)
+        raw = pp.dictionary_page(fd, lay)
+        got = pp.plain_string_dictionary(lay, raw, pa.binary())
+        assert len(got) == lay.dict_values and set(got.to_pylist()) == set(vals)
+        assert got.take(pa.array(pp.dictionary_indices(fd, lay, np.arange(lay.rows.shape[0]), 1, len(got))[0])
+                        ).equals(col)
+        assert pp.plain_string_dictionary(lay, raw, pa.string()) is None
+        assert pp.plain_string_dictionary(lay, raw, pa.large_binary()).type == pa.large_binary()
+        if compression == "none":
+            with pytest.raises(skipidx.SkipidxError):
+                pp.plain_string_dictionary(lay, raw[:-3], pa.binary())
+    finally:
+        os.close(fd)
 
 
 def _lake(root, tables_kw):

@@ -768,6 +768,11 @@ class ExternalFile:
         key = (self.identity, g, j)
         hit = _DICTIONARIES.get(key)
         dic = hit[1] if hit is not None and hit[0] == digest else None
+        if dic is None and strings and not use_numpy_path(int(lay.dict_span[3]) + int(lay.uncompressed[pages].sum())):
+            # (numba is loaded: the kernel unpacks the page, no framed file for pyarrow)
+            dic = pp.plain_string_dictionary(lay, raw, want)
+            if dic is not None:
+                _DICTIONARIES.put(key, (digest, dic), dic.nbytes)
         if dic is None:
             if strings:
                 # pyarrow decodes the dictionary page (with these pages' indices: used as they are)

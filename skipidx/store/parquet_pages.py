@@ -403,6 +403,35 @@ def plain_dictionary(layout: PageLayout, raw: bytes, arrow_type: pa.DataType) ->
     return pa.array(vals.astype(arrow_type.to_pandas_dtype(), copy=False), type=arrow_type)
 
 
+def plain_string_dictionary(layout: PageLayout, raw: bytes, arrow_type: pa.DataType) -> pa.Array | None:
+    """The values of a BYTE_ARRAY dictionary page (`raw`: its bytes) as `arrow_type` (a
+    string or binary type), unpacked by a numba kernel; None where this is not such a page
+    or a string value is not UTF-8 (the caller then lets pyarrow decode the page)."""
+    from skipidx.core._kernels.rle import plain_byte_array
+
+    if layout.physical != "BYTE_ARRAY":
+        return None
+    _, _, hl, us = layout.dict_span
+    body = memoryview(raw)[hl:]
+    data = bytes(body) if layout.codec == "UNCOMPRESSED" else _codec(layout.codec).decompress(body, us)
+    n = layout.dict_values
+    buf = np.frombuffer(data, dtype=np.uint8)
+    out = np.empty(max(len(buf) - 4 * n, 0), dtype=np.uint8)
+    large = len(buf) >= 1 << 31
+    offsets = np.empty(n + 1, dtype=np.int64 if large else np.int32)
+    if len(buf) < 4 * n or plain_byte_array(buf, n, offsets, out) < 0:
+        raise SkipidxError("short dictionary page")
+    string = pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type)
+    typ = (pa.large_string() if string else pa.large_binary()) if large else (pa.string() if string else pa.binary())
+    arr = pa.Array.from_buffers(typ, n, [None, pa.py_buffer(offsets), pa.py_buffer(out[:int(offsets[-1])])])
+    if string:
+        try:
+            arr.validate(full=True)   # UTF-8
+        except pa.ArrowInvalid:
+            return None
+    return arr if arr.type == arrow_type else arr.cast(arrow_type)
+
+
 def _rle_hybrid(data: bytes, pos: int, end: int, bw: int, count: int, skip: int = 0) -> np.ndarray:
     """`count` values, after the first `skip`, of an RLE / bit-packed hybrid run sequence
     of width `bw` in ``data[pos:end]`` (the Parquet spec's encoding of levels and

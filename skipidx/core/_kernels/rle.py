@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["rle_hybrid"]
+__all__ = ["plain_byte_array", "rle_hybrid"]
 
 
 @njit(cache=True, nogil=True)
@@ -69,3 +69,28 @@ def rle_hybrid(data, pos, end, bw, skip, count, out):
                 out[got + k] = v
             got += m
     return got
+
+
+@njit(cache=True, nogil=True)
+def plain_byte_array(data, n, offsets, out):
+    """Unpack `n` PLAIN BYTE_ARRAY values (each a 4-byte little-endian length, then the
+    bytes) from `data` (uint8): the bytes back to back into `out`, value i at
+    ``out[offsets[i]:offsets[i + 1]]``; returns the bytes written, or -1 where a length
+    runs past the data."""
+    end = data.shape[0]
+    p = 0
+    o = 0
+    offsets[0] = 0
+    for i in range(n):
+        if p + 4 > end:
+            return -1
+        ln = (np.int64(data[p]) | (np.int64(data[p + 1]) << 8) | (np.int64(data[p + 2]) << 16)
+              | (np.int64(data[p + 3]) << 24))
+        p += 4
+        if ln > end - p:
+            return -1
+        out[o:o + ln] = data[p:p + ln]
+        o += ln
+        p += ln
+        offsets[i + 1] = o
+    return o
