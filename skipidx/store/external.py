@@ -539,8 +539,8 @@ KEEP_OPEN = 256
 class _FileInfo:
     """What a query needs of one version of a data file, derived from its footer once."""
 
-    __slots__ = ("marks", "rg_marks", "zone_rg", "schema", "columns", "blooms", "col_bytes", "dictionary", "leaves", "byte_leaves", "schema_elements",
-                 "layouts")
+    __slots__ = ("marks", "rg_marks", "zone_rg", "schema", "columns", "blooms", "col_bytes", "_dictionary", "_md", "leaves",
+                 "byte_leaves", "schema_elements", "layouts")
 
     def __init__(self, md: pq.FileMetaData, zone_rows: int = 0) -> None:
         rg = np.fromiter((md.row_group(i).num_rows for i in range(md.num_row_groups)), dtype=np.int64,
@@ -561,6 +561,24 @@ class _FileInfo:
                 blooms.add(name)
         self.blooms = frozenset(blooms)
         self.col_bytes: dict[str, float] = {}
+        # (derived on first use: only the files a query reads need it)
+        self._md: pq.FileMetaData | None = md
+        self._dictionary: frozenset | None = None
+        #: columns of a flat schema -> leaf number (read page by page), BYTE_ARRAY ones (page prefilter)
+        flat = all("." not in md.schema.column(j).path and md.schema.column(j).max_repetition_level == 0
+                   for j in range(md.num_columns))
+        self.leaves = {md.schema.column(j).path: j for j in range(md.num_columns)} if flat else {}
+        self.byte_leaves = {c: j for c, j in self.leaves.items() if md.schema.column(j).physical_type == "BYTE_ARRAY"}
+        #: Thrift bytes of the footer's schema elements (read on first use), page layouts by (row group, leaf)
+        self.schema_elements: list | None = None
+        self.layouts: dict = {}
+
+    @property
+    def dictionary(self) -> frozenset:
+        """String columns whose every chunk is dictionary-encoded throughout."""
+        if self._dictionary is not None:
+            return self._dictionary
+        md = self._md
         # String columns whose every chunk is dictionary-encoded throughout: the data pages
         # hold indices (at most 4 bytes a row), not values a writer fell back to plain for
         dic = set()
@@ -580,15 +598,8 @@ class _FileInfo:
                     break
             if ok:
                 dic.add(c0.path)
-        self.dictionary = frozenset(dic)
-        #: columns of a flat schema -> leaf number (read page by page), BYTE_ARRAY ones (page prefilter)
-        flat = all("." not in md.schema.column(j).path and md.schema.column(j).max_repetition_level == 0
-                   for j in range(md.num_columns))
-        self.leaves = {md.schema.column(j).path: j for j in range(md.num_columns)} if flat else {}
-        self.byte_leaves = {c: j for c, j in self.leaves.items() if md.schema.column(j).physical_type == "BYTE_ARRAY"}
-        #: Thrift bytes of the footer's schema elements (read on first use), page layouts by (row group, leaf)
-        self.schema_elements: list | None = None
-        self.layouts: dict = {}
+        self._dictionary = frozenset(dic)
+        return self._dictionary
 
 
 #: per file identity (a new version of a file is a new key)
