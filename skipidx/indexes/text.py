@@ -336,18 +336,10 @@ class TextAggregator(IndexAggregator):
         """Take the postings from the merged parts' indexes (rows mapped into this part)
         instead of tokenizing the chunks; ``add`` then only counts zones and NULLs. The
         parts' encoded dictionaries are merged block by block into the encoded result."""
-        from numba.typed import List
-
         bs = int(self.params["dictionary_block_size"])
         srcs = [(g, np.ascontiguousarray(m, np.int64)) for g, m in zip(sources, row_maps) if g.n_tokens]
         max_token = max([int(np.diff(g.tbo).max()) for g, _ in srcs] + [8])
         n_rows = sum(int(m.shape[0]) for _, m in srcs)
-
-        def lst(xs):
-            out = List()
-            for x in xs:
-                out.append(x)
-            return out
 
         if not srcs:
             self._merged = ("encoded", np.zeros(0, np.uint8), np.zeros(1, np.int64), np.zeros(0, np.uint8),
@@ -356,8 +348,9 @@ class TextAggregator(IndexAggregator):
         # a source whose rows land as one run in the merged part (parts of consecutive keys)
         shifts = np.array([int(m[0]) if m.shape[0] and int(m[-1]) - int(m[0]) == m.shape[0] - 1
                            and bool(np.all(np.diff(m) == 1)) else -1 for _, m in srcs], np.int64)
-        args = (lst([g.tok_blob for g, _ in srcs]), lst([g.tbo for g, _ in srcs]), lst([g.post_blob for g, _ in srcs]),
-                lst([g.pbo for g, _ in srcs]), lst([m for _, m in srcs]), shifts, max_token, n_rows, bs)
+        pack = TP.pack
+        args = (pack([g.tok_blob for g, _ in srcs]), pack([g.tbo for g, _ in srcs]), pack([g.post_blob for g, _ in srcs]),
+                pack([g.pbo for g, _ in srcs]), pack([m for _, m in srcs]), shifts, max_token, n_rows, bs)
 
         nblocks = [int(g.tbo.shape[0]) - 1 for g, _ in srcs]
         nr = max(1, min(self.threads, max(nblocks) // MERGE_RANGE_BLOCKS))

@@ -776,8 +776,27 @@ def _cur_equal(cur, cur_len, hw, a, b):
     return True
 
 
+@njit(cache=True)
+def _unpack(packed):
+    """The arrays of `packed` = (flat, offsets): flat[offsets[i]:offsets[i + 1]] for each i."""
+    flat, offs = packed
+    out = [flat[offs[0]:offs[1]]]
+    for i in range(1, offs.shape[0] - 1):
+        out.append(flat[offs[i]:offs[i + 1]])
+    return out
+
+
+def pack(xs: list) -> tuple:
+    """`xs` (same-dtype 1-D arrays, at least one) as (flat, offsets) for the merge kernels:
+    a list of arrays from Python needs numba's typed List, whose methods are compiled
+    in every new process (about a second), never cached."""
+    offs = np.zeros(len(xs) + 1, dtype=np.int64)
+    offs[1:] = np.cumsum([x.shape[0] for x in xs])
+    return np.ascontiguousarray(np.concatenate(xs)), offs
+
+
 @njit(cache=True, nogil=True)
-def merge_encoded(tok_blobs, tbos, post_blobs, pbos, row_maps, shifts, max_token, n_rows, block_size):
+def merge_encoded(tok_blobs_p, tbos_p, post_blobs_p, pbos_p, row_maps_p, shifts, max_token, n_rows, block_size):
     """Merge several parts' encoded dictionaries into the merged part's, without decoding
     them into memory: a k-way merge over their front-coded blocks, each token's postings
     decoded with rows mapped (row_maps[i][r]), sorted when the parts' rows interleave, and
@@ -785,7 +804,10 @@ def merge_encoded(tok_blobs, tbos, post_blobs, pbos, row_maps, shifts, max_token
     shifts[i], so a token only it holds keeps its posting's bytes but the first row (a
     posting's kind and deltas do not change with a shift); -1: mapped row by row.
     Returns (tok_blob, tbo, post_blob, pbo, first_at, first_len, n_tokens): block j's
-    first token is tok_blob[first_at[j]:+first_len[j]]."""
+    first token is tok_blob[first_at[j]:+first_len[j]]. The per-source arrays come
+    packed (see `pack`)."""
+    tok_blobs, tbos, post_blobs = _unpack(tok_blobs_p), _unpack(tbos_p), _unpack(post_blobs_p)
+    pbos, row_maps = _unpack(pbos_p), _unpack(row_maps_p)
     k = len(tok_blobs)
     none = np.zeros(0, dtype=np.uint8)
     return _merge_range(tok_blobs, tbos, post_blobs, pbos, row_maps, shifts, max_token, n_rows, block_size,
@@ -816,14 +838,16 @@ def block_first_token(tok_blob, tbo, b):
 
 
 @njit(cache=True, nogil=True)
-def merge_encoded_range(tok_blobs, tbos, post_blobs, pbos, row_maps, shifts, max_token, n_rows, start_blk,
+def merge_encoded_range(tok_blobs_p, tbos_p, post_blobs_p, pbos_p, row_maps_p, shifts, max_token, n_rows, start_blk,
                         end_blk, lo, has_lo, hi, has_hi):
     """merge_encoded over the tokens t with lo <= t < hi only (a bound applies if has_*),
     each source read from block start_blk[i] on (a block whose first token is <= lo; its
     output sized for its blocks up to end_blk[i], -1: the last), with
     no block cut: every token but the first is front-coded against the one before it
     (recut_blocks cuts the blocks once the ranges' token counts are known). Returns
-    (tok_blob, post_blob, n_tokens, last token)."""
+    (tok_blob, post_blob, n_tokens, last token). The per-source arrays come packed (see `pack`)."""
+    tok_blobs, tbos, post_blobs = _unpack(tok_blobs_p), _unpack(tbos_p), _unpack(post_blobs_p)
+    pbos, row_maps = _unpack(pbos_p), _unpack(row_maps_p)
     tb, _tbo, pb, _pbo, _fa, _fl, n, last = _merge_range(
         tok_blobs, tbos, post_blobs, pbos, row_maps, shifts, max_token, n_rows, 1 << 62, start_blk, end_blk,
         lo, has_lo, hi, has_hi)
