@@ -191,14 +191,7 @@ def find_in_block(tok_blob, ts, te, post_blob, ps, needle):
     pos = ps
     nl = needle.shape[0]
     while p < te:
-        pre, p = _vget(tok_blob, p)
-        sl, p = _vget(tok_blob, p)
-        for q in range(sl):
-            prev[pre + q] = tok_blob[p + q]
-        p += sl
-        plen = pre + sl
-        cnt, p = _vget(tok_blob, p)
-        ck, p = _vget(tok_blob, p)
+        p, plen, cnt, ck = _read_entry(tok_blob, p, prev)
         nbytes = ck >> 1
         if plen == nl:
             same = True
@@ -614,6 +607,21 @@ def lower_bound(data, offs, lo, hi, key_data, k0, k1):
     return lo
 
 
+@njit(inline="always", cache=True)
+def _read_entry(tok_blob, p, cur):
+    """One front-coded dictionary entry at tok_blob[p:]: its suffix written after the kept
+    prefix in `cur` (which holds the previous token); (next p, token length, row count,
+    posting kind-and-bytes word)."""
+    pre, p = _vget(tok_blob, p)
+    sl, p = _vget(tok_blob, p)
+    for q in range(sl):
+        cur[pre + q] = tok_blob[p + q]
+    p += sl
+    cnt, p = _vget(tok_blob, p)
+    ck, p = _vget(tok_blob, p)
+    return p, pre + sl, cnt, ck
+
+
 @njit(cache=True)
 def _vget_checked(buf, p, end):
     """A varint inside buf[:end]: (value, next position), or (-1, -1) if it runs out."""
@@ -732,14 +740,8 @@ def _advance(i, tok_blobs, tbos, pbos, blk, tp, pp, cur, cur_len, cnt, ck, ppos,
         blk[i] = b
         p = tbo[b]
         pp[i] = pbos[i][b]
-    pre, p = _vget(tb, p)
-    sl, p = _vget(tb, p)
-    for q in range(sl):
-        cur[i, pre + q] = tb[p + q]
-    p += sl
-    cur_len[i] = pre + sl
-    c, p = _vget(tb, p)
-    k, p = _vget(tb, p)
+    p, ln, c, k = _read_entry(tb, p, cur[i])
+    cur_len[i] = ln
     cnt[i] = c
     ck[i] = k
     ppos[i] = pp[i]
@@ -748,7 +750,7 @@ def _advance(i, tok_blobs, tbos, pbos, blk, tp, pp, cur, cur_len, cnt, ck, ppos,
     w = np.uint64(0)
     for q in range(8):
         w = w << np.uint64(8)
-        if q < pre + sl:
+        if q < ln:
             w |= np.uint64(cur[i, q])
     hw[i] = w
 
@@ -874,14 +876,7 @@ def recut_blocks(tok_blob, n, t0, block_size, prev, has_prev, max_token):
     nb = 0
     for t in range(n):
         s0 = p
-        pre, p = _vget(tok_blob, p)
-        sl, p = _vget(tok_blob, p)
-        for q in range(sl):
-            cur[pre + q] = tok_blob[p + q]
-        p += sl
-        ln = pre + sl
-        c, p = _vget(tok_blob, p)
-        kk, p = _vget(tok_blob, p)
+        p, ln, c, kk = _read_entry(tok_blob, p, cur)
         if (t0 + t) % block_size == 0:
             tbo[nb] = w
             pbo[nb] = pp
