@@ -51,7 +51,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from skipidx.core.errors import SkipidxError
-from skipidx.core.arrays import one_array, split_digits_at
+from skipidx.core.arrays import from_numpy, one_array, split_digits_at, to_numpy
+from skipidx.core.arrays import scalar as arrow_scalar
 
 __all__ = ["ColumnType", "parse_type", "cast_to", "ch_type_of", "is_uuid", "parse_uuid_texts", "uuid_array",
            "uuid_order_key", "sort_key_table"]
@@ -574,17 +575,25 @@ def _truncate_to_unit(arr: pa.Array, target: pa.DataType, ticks_ns: int | None =
     if tick > src_ns:
         step = tick // src_ns
         # floor division: ClickHouse truncates toward the earlier instant
-        fl = np.floor_divide(ints.fill_null(0).to_numpy(zero_copy_only=False), step) * step
-        ints = pa.array(fl, pa.int64(), mask=ints.is_null().to_numpy(zero_copy_only=False) if ints.null_count else None)
+        ints = _floor_ints(ints, step, step)
     target_step = _UNIT_NS[target.unit]
     if target_step > src_ns:
-        fl = np.floor_divide(ints.fill_null(0).to_numpy(zero_copy_only=False), target_step // src_ns)
-        vals = pa.array(fl, pa.int64(), mask=ints.is_null().to_numpy(zero_copy_only=False) if ints.null_count else None)
+        vals = _floor_ints(ints, target_step // src_ns, 1)
     elif target_step == src_ns:
         vals = ints
     else:
         vals = pc.multiply_checked(ints, src_ns // target_step)
     return vals.cast(pa.timestamp(target.unit, target.tz))
+
+
+def _floor_ints(ints: pa.Array, step: int, times: int) -> pa.Array:
+    """floor(ints / step) * times over an int64 array, NULLs kept (numpy without
+    pyarrow's converters, which import pandas)."""
+    if ints.null_count:
+        filled = to_numpy(ints.fill_null(arrow_scalar(0, pa.int64())))
+        out = from_numpy(np.floor_divide(filled, step) * times, pa.int64())
+        return pc.if_else(ints.is_null(), arrow_scalar(None, pa.int64()), out)
+    return from_numpy(np.floor_divide(to_numpy(ints), step) * times, pa.int64())
 
 
 def _cast_special(ctype: ColumnType, arr: pa.Array, column: str) -> pa.Array | None:

@@ -6,6 +6,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from skipidx.core.arrays import to_numpy
 from skipidx.core.errors import SkipidxError
 from skipidx.core.types import cast_to, sort_key_table
 from skipidx.store.metadata import TableMeta
@@ -71,10 +72,18 @@ def non_decreasing(keys: pa.Table) -> bool:
         return False
     if pa.types.is_floating(t) and pc.any(pc.is_nan(col)).as_py():
         return False
-    try:
-        a = col.combine_chunks().to_numpy(zero_copy_only=False)
-    except (pa.ArrowException, TypeError, ValueError):
-        return False
-    if a.dtype.kind == "M" or a.dtype.kind == "m":
-        a = a.view(np.int64)
-    return bool(np.all(a[1:] >= a[:-1]))
+    chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
+    last = None
+    for ch in chunks:
+        if len(ch) == 0:
+            continue
+        try:
+            if pa.types.is_temporal(t):   # their integer storage orders them
+                ch = ch.view(pa.int64() if t.bit_width == 64 else pa.int32())
+            a = to_numpy(ch)   # each chunk in place, no copy of the column (nor pandas' converters)
+        except (pa.ArrowException, TypeError, ValueError):
+            return False
+        if (last is not None and a[0] < last) or not np.all(a[1:] >= a[:-1]):
+            return False
+        last = a[-1]
+    return True
