@@ -60,7 +60,22 @@ def resolve_subqueries(db: Any, s: A.Statement) -> A.Statement:
     binds, prunes and filters as a constant IN list does."""
     if not isinstance(s, (A.Select, A.Explain, A.InsertSelect, A.CreateTable)):
         return s
+    if not A.memo(s, "has_subquery_in", _has_subquery_in):
+        return s
     return _resolve(db, s)
+
+
+def _has_subquery_in(node: Any) -> bool:
+    """Whether `node` holds an ``x [NOT] IN (SELECT ...)`` anywhere (what _resolve replaces)."""
+    if isinstance(node, (A.Literal, A.Column)):
+        return False      # leaves (a long IN list is mostly literals)
+    if isinstance(node, A.InList) and len(node.items) == 1 and isinstance(node.items[0], A.Subquery):
+        return True
+    if isinstance(node, tuple):
+        return any(_has_subquery_in(x) for x in node if isinstance(x, (A.Node, tuple)))
+    if isinstance(node, A.Node):
+        return any(_has_subquery_in(getattr(node, name)) for name in A.node_fields(type(node)))
+    return False
 
 
 def _resolve(db: Any, node: Any) -> Any:

@@ -200,6 +200,10 @@ def run_on_system(s: A.Statement) -> Any:
 def statement_tables(stmt: A.Statement) -> list[str]:
     """The tables a statement reads, as ClickHouse's query_log names them (``default.t``,
     ``system.parts``), in order of appearance, each once."""
+    return list(A.memo(stmt, "tables", _statement_tables))
+
+
+def _statement_tables(stmt: A.Statement) -> tuple[str, ...]:
     out: dict[str, None] = {}
 
     def walk(node: Any) -> None:
@@ -217,7 +221,7 @@ def statement_tables(stmt: A.Statement) -> list[str]:
                 walk(getattr(node, f))
 
     walk(stmt)
-    return list(out)
+    return tuple(out)
 
 
 _FIELDS: dict[type, tuple[str, ...]] = {}

@@ -27,7 +27,9 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import ClassVar, NamedTuple, Union
+from typing import Callable, ClassVar, NamedTuple, TypeVar, Union
+
+T = TypeVar("T")
 
 
 class Pos(NamedTuple):
@@ -76,6 +78,38 @@ class Statement(Node):
 
     __slots__ = ()
 
+
+
+def memo(node: Node, key: str, compute: "Callable[[Node], T]") -> "T":
+    """``compute(node)``, computed once per node object: a fact that depends on the
+    node alone (its parameters, its tables). Kept in the node's own ``__dict__`` --
+    no field, so equality, hashing and rendering ignore it -- as a node is
+    immutable, the fact never goes stale, and it lives only as long as the node (the
+    parse cache hands the same statement object to a repeated query)."""
+    d = node.__dict__
+    m = d.get("_memo")
+    if m is None:
+        m = d["_memo"] = {}    # written into __dict__: a frozen dataclass refuses setattr
+    if key in m:
+        return m[key]
+    v = m[key] = compute(node)
+    return v
+
+
+_FIELD_NAMES: "dict[type, tuple[str, ...]]" = {}
+
+
+def node_fields(cls: type) -> tuple[str, ...]:
+    """The child field names of node class `cls` (its dataclass fields but ``pos``),
+    looked up once per class: ``dataclasses.fields()`` rebuilds its answer per call."""
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        import dataclasses
+
+        names = tuple(f.name for f in dataclasses.fields(cls) if f.name != "pos") \
+            if dataclasses.is_dataclass(cls) else ()
+        _FIELD_NAMES[cls] = names
+    return names
 
 # ---------------------------------------------------------------- rendering helpers
 
@@ -1054,5 +1088,5 @@ __all__ = [
     "Param", "TableFunction", "InsertSelect", "Truncate", "AlterAddColumn", "AlterDropColumn", "AlterModifySetting",
     "Alter", "ALTER_COMMANDS", "ShowCreate", "ExistsTable", "SetStatement",
     "COMPARISON_OPS", "ADDITIVE_OPS", "MULTIPLICATIVE_OPS", "INFILE_FORMATS", "KEYWORDS",
-    "quote_identifier", "quote_string",
+    "quote_identifier", "quote_string", "memo", "node_fields",
 ]

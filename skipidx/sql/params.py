@@ -43,20 +43,23 @@ def _err(msg: str, node: A.Node) -> BindError:
 
 def statement_params(stmt: A.Node) -> list[A.Param]:
     """Every Param in `stmt`, in order of appearance (tables and settings included)."""
+    return list(A.memo(stmt, "params", _find_params))
+
+
+def _find_params(stmt: A.Node) -> tuple[A.Param, ...]:
     out: list[A.Param] = []
     _walk(stmt, lambda n: out.append(n) if isinstance(n, A.Param) else None)
     for t in _table_refs(stmt):
         if t.param is not None:
             out.append(A.Param(t.param, IDENTIFIER, pos=t.pos))
-    return out
+    return tuple(out)
 
 
 def _walk(node: Any, fn) -> None:
     if isinstance(node, A.Node):
         fn(node)
-        for f in dataclasses.fields(node):
-            if f.name != "pos":
-                _walk(getattr(node, f.name), fn)
+        for name in A.node_fields(type(node)):
+            _walk(getattr(node, name), fn)
     elif isinstance(node, tuple):
         for x in node:
             _walk(x, fn)
