@@ -10,6 +10,7 @@ around the slice that must not match) and large (int64 offsets).
 """
 from __future__ import annotations
 
+import importlib
 import random
 
 import numpy as np
@@ -20,6 +21,10 @@ from hypothesis import strategies as st
 
 from skipidx.expr.kernels import _search as S
 from skipidx.expr.kernels._arrow import _offsets_data
+
+# numba loaded: `_search` takes the numba kernels, the code under test (a process without numba
+# answers small inputs by `_search_np`, which test_frequent_needles_equal_reference compares with them)
+importlib.import_module("numba")
 
 TOKEN_BYTES = frozenset(b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz") | frozenset(range(0x80, 0x100))
 _LOWER = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ", b"abcdefghijklmnopqrstuvwxyz")
@@ -241,3 +246,38 @@ def test_any_anchor_choice_is_exact(rows, needle, ci, choice):
         check(rows, needle, ci)
     finally:
         S._anchors = saved
+
+
+# Frequent needles: most 64-byte blocks hold candidates, many rows per block and rows across
+# blocks, several (overlapping) occurrences per row, the needle at row starts and ends.
+FREQ_PIECES = [b"self", b"sel", b"elf", b"selfself", b".self", b"self_", b"(self)", b"SELF", b"\xc3\xa9self",
+               b"self\xff", b"aa", b"a", b" ", b"", b"x" * 70, b"\n", b"-"]
+freq_row_st = st.lists(st.sampled_from(FREQ_PIECES), max_size=14).map(b"".join)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=st.lists(st.one_of(st.none(), freq_row_st), min_size=1, max_size=60),
+       needle=st.sampled_from([b"self", b"elf", b"selfself", b"aa", b"a", b"s", b"sel"]), ci=st.booleans(),
+       lead=st.integers(0, 2))
+def test_frequent_needles_equal_reference(rows, needle, ci, lead):
+    """A needle in most rows and blocks (the candidate mask of each block visited bit by bit):
+    hasToken / substring per row equal the per-row reference and the numpy whole-buffer path;
+    NULL rows give NULL through the Arrow entry points."""
+    from skipidx.expr.kernels.strings import has_token
+
+    plain = [r or b"" for r in rows]
+    check(plain, needle, ci)
+    arr = pa.array([b"self self"] * lead + plain, pa.binary()).slice(lead)
+    o, d = od(arr)
+    fold = S.ASCII_LOWER if ci else S._IDENTITY
+    nd = fold[np.frombuffer(needle, dtype=np.uint8)]
+    for token in (False, True):
+        want = (S.token_rows if token else S.contains_rows)(o, d, needle, ci)
+        np_path = np.zeros(len(plain), dtype=np.bool_)
+        if int(o[-1]) - int(o[0]) >= len(needle):
+            S._search_np(o, d, nd, fold, token, np_path)
+        assert np.array_equal(np_path, want), (token, needle)
+    got = has_token(pa.array([None if r is None else r.decode("utf-8", "replace") for r in rows], pa.string()),
+                    needle.decode(), case_insensitive=ci).to_pylist()
+    assert got == [None if r is None else ref_token(r.decode("utf-8", "replace").encode(), needle, ci)
+                   for r in rows]

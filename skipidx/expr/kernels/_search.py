@@ -11,14 +11,16 @@ least often in a sample of the data, plus a third anchor when that pair is
 still common. A candidate start ``s`` must have ``data[s+p] == needle[p]`` at
 every anchor; a numba loop tests 64 starts at a time with a branch-free
 OR-reduction of byte equalities that LLVM turns into AVX2/SSE compares
-(faster than one numpy compare pass), then 16 at a time inside a block that has a
-candidate. Only those are probed byte by byte: the candidate is mapped to its
+(faster than one numpy compare pass); a block that has a candidate gives a
+64-bit mask of its candidate starts, visited lowest bit first. Only those are
+probed byte by byte: the candidate is mapped to its
 row with a row cursor that only moves forward (the buffer is scanned in order,
 so no binary search), checked to lie inside that row (a needle spanning two
 rows must not match), compared in full, and for hasToken checked for
 separators (or the row's edges) on both sides. Once a row is
-known to match, the scan jumps to the next row, so a needle that occurs in
-most rows costs one hit per row, not one per occurrence.
+known to match, its other candidates are dropped from the mask (or the scan
+jumps to the next row), so a needle that occurs in most rows costs one hit
+per row, not one per occurrence, and no restart of the block filter per hit.
 
 ASCII case folding (``case_insensitive``) needs no lowered copy: an anchor
 that is a letter is compared as ``byte | 0x20`` (which maps exactly 'A'..'Z'
@@ -98,38 +100,54 @@ def _skip_blocks(data, s, last, p1, p2, p3, k1, k2, k3, a1, a2, a3, three):
 
 
 @njit(cache=True, nogil=True)
-def _next_candidate(data, c, end, p1, p2, p3, k1, k2, k3, a1, a2, a3, three):
-    """The first start in [c, end) with all anchor bytes, or `end` (16-wide filter, then byte probes).
+def _block_bits(data, s, w, p1, p2, p3, k1, k2, k3, a1, a2, a3, three):
+    """Bit j set iff start s+j (j < w <= 64) has every anchor byte.
 
-    Its own function for the same reason as `_skip_blocks` (vectorized here,
-    scalar when inlined into the scan loop).
-    """
-    while c < end:
-        if c + 16 <= end:
-            if _no_candidate(data, c, 16, p1, p2, p3, k1, k2, k3, a1, a2, a3, three):
-                c += 16
-                continue
-            stop = c + 16
-        else:
-            stop = end
-        while c < stop:
-            if ((data[c + p1] | k1) == a1) and ((data[c + p2] | k2) == a2) and ((data[c + p3] | k3) == a3):
-                return c
-            c += 1
-    return end
+    Its own function for the same reason as `_skip_blocks` (the compares are
+    vectorized here, scalar when inlined into the scan loop)."""
+    u = data[s + p1:s + p1 + w]
+    v = data[s + p2:s + p2 + w]
+    bits = np.uint64(0)
+    if three:
+        x = data[s + p3:s + p3 + w]
+        for j in range(w):
+            bits |= np.uint64(((u[j] | k1) == a1) & ((v[j] | k2) == a2) & ((x[j] | k3) == a3)) << np.uint64(j)
+    else:
+        for j in range(w):
+            bits |= np.uint64(((u[j] | k1) == a1) & ((v[j] | k2) == a2)) << np.uint64(j)
+    return bits
+
+
+#: 64-bit de Bruijn constant (the one `_scan_kernel` multiplies by)
+_DEBRUIJN = 0x03F79D71B4CB0A89
+
+
+def _ctz_table() -> np.ndarray:
+    """De Bruijn table: ``t[((x & -x) * _DEBRUIJN) >> 58]`` is the index of x's lowest set bit."""
+    t = np.zeros(64, dtype=np.int64)
+    for i in range(64):
+        t[(((1 << i) * _DEBRUIJN) & 0xFFFFFFFFFFFFFFFF) >> 58] = i
+    return t
+
+
+_CTZ = _ctz_table()
 
 
 @njit(cache=True, nogil=True)
-def _scan_kernel(offsets, data, needle, fold, is_token, p1, p2, p3, k1, k2, k3, three, token, out):
+def _scan_kernel(offsets, data, needle, fold, is_token, p1, p2, p3, k1, k2, k3, three, token, ctz, out):
     """Set out[r] for every row r holding `needle` (a token of it if `token`).
 
     `needle` is folded by `fold` already; a candidate start s has
     ``(data[s+p] | k) == needle[p]`` at the anchor positions p (p3 is only
-    tested in the vector filter if `three`; it equals p2 otherwise)
-    (k = 0x20 for a folded letter anchor, else 0). Rows already true are not
-    searched again (multiSearchAny runs one pass per needle into one `out`).
-    Starts are filtered 64 at a time (`_skip_blocks`), then 16 at a time and
-    probed one by one (`_next_candidate`); each candidate is verified here.
+    tested if `three`; it equals p2 otherwise) (k = 0x20 for a folded letter
+    anchor, else 0). Rows already true are not searched again (multiSearchAny
+    runs one pass per needle into one `out`). Blocks of 64 starts without a
+    candidate are skipped (`_skip_blocks`); in a block with one, the
+    candidates are a 64-bit mask (`_block_bits`) whose set bits are visited
+    lowest first (`ctz`: a de Bruijn table), each mapped to its row by a
+    forward-only cursor and verified. A frequent needle thus costs one mask
+    per block and one visit per candidate, with no restart of the block
+    filter after each hit.
     """
     n = offsets.shape[0] - 1
     m = needle.shape[0]
@@ -137,37 +155,47 @@ def _scan_kernel(offsets, data, needle, fold, is_token, p1, p2, p3, k1, k2, k3, 
     a1 = needle[p1]
     a2 = needle[p2]
     a3 = needle[p3]
+    one = np.uint64(1)
+    mul = np.uint64(0x03F79D71B4CB0A89)
+    sh = np.uint64(58)
     s = offsets[0]
     r = 0                          # row cursor: offsets[r] <= candidate < offsets[r+1]
     while s <= last:
-        s = _skip_blocks(data, s, last, p1, p2, p3, k1, k2, k3, a1, a2, a3, three)
-        end = s + 64 if s + 63 <= last else last + 1
-        c = _next_candidate(data, s, end, p1, p2, p3, k1, k2, k3, a1, a2, a3, three)
-        if c == end:
-            s = end
-            continue
-        while offsets[r + 1] <= c:
-            r += 1
-        row_end = offsets[r + 1]
-        if out[r] or c + m > row_end:
-            # Row already answered (by an earlier needle), or the needle would
-            # run into the next row (so would every later start in this row):
-            # go on at the next row's start.
-            s = row_end
-            continue
-        j = 0
-        while j < m and fold[data[c + j]] == needle[j]:
-            j += 1
-        if j == m and token:
-            if c > offsets[r] and is_token[data[c - 1]]:
-                j = -1
-            elif c + m < row_end and is_token[data[c + m]]:
-                j = -1
-        if j == m:
-            out[r] = True
-            s = row_end    # one hit per row is enough
-        else:
-            s = c + 1
+        if s + 63 <= last:
+            s = _skip_blocks(data, s, last, p1, p2, p3, k1, k2, k3, a1, a2, a3, three)
+            if s > last:
+                break
+        w = min(64, last - s + 1)
+        bits = _block_bits(data, s, w, p1, p2, p3, k1, k2, k3, a1, a2, a3, three)
+        nxt = s + w
+        while bits:
+            low = bits & (~bits + one)
+            bits ^= low
+            c = s + ctz[(low * mul) >> sh]
+            while offsets[r + 1] <= c:
+                r += 1
+            row_end = offsets[r + 1]
+            skip = out[r] or c + m > row_end
+            if not skip:
+                j = 0
+                while j < m and fold[data[c + j]] == needle[j]:
+                    j += 1
+                if j == m and token:
+                    if c > offsets[r] and is_token[data[c - 1]]:
+                        j = -1
+                    elif c + m < row_end and is_token[data[c + m]]:
+                        j = -1
+                if j == m:
+                    out[r] = True
+                    skip = True
+            if skip:
+                # the row is answered (by this or an earlier needle), or the needle would run
+                # into the next row (so would every later start in this row): go on at the next row
+                if row_end >= nxt:
+                    nxt = row_end
+                    break
+                bits &= ~((one << np.uint64(row_end - s)) - one)
+        s = nxt
 
 
 def _as_offsets(offsets: np.ndarray) -> np.ndarray:
@@ -310,7 +338,7 @@ def _search(offsets: np.ndarray, data: np.ndarray, needle: bytes, case_insensiti
         return
     p1, p2, p3, three = _anchors(data, lo, hi, nd, case_insensitive)
     k1, k2, k3 = (np.uint8(0x20 if case_insensitive and _IS_LOWER_LETTER[nd[p]] else 0) for p in (p1, p2, p3))
-    _scan_kernel(o, data, nd, fold, TOKEN_BYTE, p1, p2, p3, k1, k2, k3, three, token, out)
+    _scan_kernel(o, data, nd, fold, TOKEN_BYTE, p1, p2, p3, k1, k2, k3, three, token, _CTZ, out)
 
 
 def _check(offsets: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
