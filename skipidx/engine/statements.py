@@ -305,7 +305,11 @@ def _select_table(db: Any, s: A.Select):
     if q.table_function is not None:
         return _select_table_function(q, qs)
     if q.table is None:
-        return run_constant_select(bind_select(None, q)), None, None
+        from skipidx.engine.streaming import bound_types
+
+        bs = bind_select(None, q)
+        out = run_constant_select(bs)
+        return out, None, bound_types(bs, out)
     ref = db._local_ref(q.table)
     if ref.database is not None:     # a system table (engine/system_tables.py)
         data, meta = db._system_table(ref.name, dict(qs.values), q)

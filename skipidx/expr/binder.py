@@ -974,7 +974,7 @@ class Binder:
                 return _null_result()
             e = BCall(func, (BColumn("h", pa.binary()), BConst(v, pa.string())), _BOOL)
             res = _evaluate_one(e, {"h": pa.array([hay.value], pa.binary())})
-            return BConst(None if res is None else int(res), _BOOL, res is None)
+            return BConst(None if res is None else int(res), _BOOL, res is None or fn.nullable == "always")
         return BCall(func, (hay, BConst(v, pa.string())), _BOOL, hay.nullable or fn.nullable == "always", text)
 
     def _aggregate_if(self, func: str, n: A.FunctionCall) -> BExpr:
@@ -1221,7 +1221,8 @@ def _fold_call(fn: Function, call: BCall, node: Any = None) -> BConst:
         raise _err(f"{fn.name}: {e.message}", node) from None
     if isinstance(v, str):
         v = v.encode("utf-8")   # String constants are bytes in the bound tree
-    return BConst(v, call.type, v is None)
+    # a folded Nullable call stays Nullable: toTypeName(toInt32OrNull('5')) is Nullable(Int32)
+    return BConst(v, call.type, call.nullable or v is None)
 
 
 def type_name_of(e: BExpr) -> str:
@@ -1242,7 +1243,7 @@ def type_name_of(e: BExpr) -> str:
             name = ch_type_of(t)
         except SkipidxError:
             name = str(t)
-    nullable = e.nullable and not (isinstance(e, BConst) and e.value is not None)
+    nullable = e.nullable
     return f"Nullable({name})" if nullable and not name.startswith(("Array(", "LowCardinality(")) else name
 
 
