@@ -821,7 +821,7 @@ class Binder:
                     raise _err(f"{fn.name}: {e.message}", an) from None
         nullable = fn.nullable == "always" or (fn.nullable == "propagate" and any(a.nullable for a in args))
         call = BCall(fn.name, args, fn.result_type([a.type for a in args]), nullable, n.to_sql())
-        if all(isinstance(a, BConst) for a in args):
+        if all(isinstance(a, BConst) for a in args) and fn.folds:
             return _fold_call(fn, call, node=n)
         return call
 

@@ -138,6 +138,15 @@ class Function:
     typed: Callable[[list[pa.DataType], list[Any]], tuple[pa.DataType, bool | None]] | None = None
     min_args: int | None = None                # trailing arguments are optional down to this many
     constant: bool = False                     # the binder always folds a call (no row kernel)
+    #: a new value on every row (generateUUIDv4, rand): never folded; the kernel takes
+    #: the row count only (the optional argument just keeps identical calls apart)
+    per_row: bool = False
+
+    @property
+    def folds(self) -> bool:
+        """A call whose arguments are all constants is a constant (not for per-row functions,
+        nor arrayJoin, which makes rows)."""
+        return not self.per_row and self.name != "arrayJoin"
     #: an index may be declared on f(column) (``INDEX i lower(msg) ...``): the store runs
     #: the kernel over the column, the planner the fold over query constants
     index_expression: bool = False
@@ -631,6 +640,23 @@ CONDITIONAL_FUNCTIONS = [
 ]
 
 
+def _per_row(name: str, kernel: str, returns: pa.DataType, doc: str, *aliases: str) -> Function:
+    from skipidx.expr.kernels import volatile as V
+
+    return Function(name, "scalar", (ANY,), min_args=0, returns=returns, kernel=getattr(V, kernel), per_row=True,
+                    nullable="never", aliases=aliases, doc=doc)
+
+
+#: ClickHouse merges identical calls within a query (``rand() = rand()`` is 1); an
+#: argument (any, ignored) tells calls apart: ``generateUUIDv4(1) != generateUUIDv4(2)``
+PER_ROW_FUNCTIONS = [
+    _per_row("generateUUIDv4", "generate_uuid_v4", pa.uuid(), "a random version 4 UUID per row"),
+    _per_row("rand", "rand32", pa.uint32(), "a random UInt32 per row", "rand32"),
+    _per_row("rand64", "rand64", pa.uint64(), "a random UInt64 per row"),
+    _per_row("randCanonical", "rand_canonical", pa.float64(), "a random Float64 in [0, 1) per row"),
+]
+
+
 HASH_FUNCTIONS = [
     Function("cityHash64", "scalar", (ANY,), variadic=True, returns=_U64, kernel=lambda *a: _cond_k("city_hash64")(*a)),
     Function("xxHash64", "scalar", (ANY,), returns=_U64, kernel=lambda a: _cond_k("xx_hash64")(a)),
@@ -797,7 +823,7 @@ class Catalogue:
 CATALOGUE = Catalogue()
 for _group in (COMPARISON_FUNCTIONS, LOGICAL_FUNCTIONS, STRING_FUNCTIONS, ARITHMETIC_FUNCTIONS,
                TEXT_FUNCTIONS, DATETIME_FUNCTIONS, INTERVAL_FUNCTIONS, CONVERSION_FUNCTIONS, CONDITIONAL_FUNCTIONS,
-               HASH_FUNCTIONS,
+               HASH_FUNCTIONS, PER_ROW_FUNCTIONS,
                AGGREGATE_FUNCTIONS):
     CATALOGUE.extend(_group)
 

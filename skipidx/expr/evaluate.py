@@ -31,6 +31,11 @@ def _plain(a: pa.Array | pa.ChunkedArray) -> pa.Array:
 DICT_EVAL_MAX_RATIO = 0.5
 
 
+def _is_per_row(e: BCall) -> bool:
+    fn = CATALOGUE.get(e.func)
+    return fn is not None and fn.per_row
+
+
 def _single_column(e: BExpr, memo: dict[int, str | None]) -> str | None:
     """The one column `e` reads, or None (no column, or several)."""
     k = id(e)
@@ -40,6 +45,8 @@ def _single_column(e: BExpr, memo: dict[int, str | None]) -> str | None:
         r: str | None = e.name
     elif isinstance(e, BFolded):
         r = e.source.name if e.source is not None else None
+    elif isinstance(e, BCall) and _is_per_row(e):
+        r = None       # a value per row, not per distinct value
     elif isinstance(e, BCall):
         names = {_single_column(a, memo) if not isinstance(a, BConst) else "" for a in e.args}
         names.discard("")
@@ -115,9 +122,10 @@ def evaluate(e: BExpr, table: pa.Table) -> pa.Array:
     ``Part.read(dictionary=...)``): a subtree reading one such column alone is
     evaluated on the dictionary values, anything else sees decoded values.
     """
+    per_row: dict[str, pa.Array] = {}    # identical per-row calls share their values, as in ClickHouse
     if any(pa.types.is_dictionary(t) for t in table.schema.types):
-        return _evaluate_dict(e, table, {})
-    return _evaluate(e, table)
+        return _evaluate_dict(e, table, {}, per_row)
+    return _evaluate(e, table, per_row=per_row)
 
 
 def _decoded(a: pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -130,7 +138,8 @@ def _decoded(a: pa.Array | pa.ChunkedArray) -> pa.Array:
     return _plain(a)
 
 
-def _evaluate_dict(e: BExpr, table: pa.Table, memo: dict[int, str | None]) -> pa.Array:
+def _evaluate_dict(e: BExpr, table: pa.Table, memo: dict[int, str | None],
+                   per_row: dict[str, pa.Array]) -> pa.Array:
     """evaluate() over a table with dictionary columns: the largest subtrees of
     one dictionary column run on its dictionary; the rest on decoded columns."""
     if isinstance(e, (BCall, BFolded)):
@@ -140,12 +149,12 @@ def _evaluate_dict(e: BExpr, table: pa.Table, memo: dict[int, str | None]) -> pa
             r = _on_dictionary(e, col, name)
             if r is not None:
                 return r
-            return _evaluate(e, table.select([name]).set_column(0, name, _decoded(col)))
+            return _evaluate(e, table.select([name]).set_column(0, name, _decoded(col)), per_row=per_row)
     if isinstance(e, BColumn):
         return _decoded(table.column(e.name))
     if isinstance(e, BCall):
-        return _evaluate(e, table, lambda a, t: _evaluate_dict(a, t, memo))
-    return _evaluate(e, table)
+        return _evaluate(e, table, lambda a, t: _evaluate_dict(a, t, memo, per_row), per_row)
+    return _evaluate(e, table, per_row=per_row)
 
 
 #: An OR of at least this many ``col = constant`` terms on one column is
@@ -185,10 +194,15 @@ def _fold_or_equals(args: list, table: pa.Table) -> tuple[list, list]:
 
 
 def _evaluate(e: BExpr, table: pa.Table,
-              sub: Callable[[BExpr, pa.Table], pa.Array] | None = None) -> pa.Array:
-    """evaluate() over plain columns; `sub` evaluates the arguments (default: this function)."""
+              sub: Callable[[BExpr, pa.Table], pa.Array] | None = None,
+              per_row: dict[str, pa.Array] | None = None) -> pa.Array:
+    """evaluate() over plain columns; `sub` evaluates the arguments (default: this function);
+    `per_row` holds the values of the per-row calls (generateUUIDv4...) evaluated so far."""
+    if per_row is None:
+        per_row = {}
     if sub is None:
-        sub = _evaluate
+        def sub(a: BExpr, t: pa.Table) -> pa.Array:
+            return _evaluate(a, t, per_row=per_row)
     n = table.num_rows
     if isinstance(e, BColumn):
         return _plain(table.column(e.name))
@@ -227,6 +241,11 @@ def _evaluate(e: BExpr, table: pa.Table,
     fn = CATALOGUE.get(e.func)
     if fn is None or fn.kernel is None:
         raise AssertionError(f"no kernel for bound function {e.func!r}")
+    if fn.per_row:
+        key = repr((e.func, e.args))
+        if key not in per_row:
+            per_row[key] = fn.kernel(n)
+        return per_row[key]
     # constants go to the kernel as Python values where it takes them (a compare's
     # right side, a LIKE pattern), else as arrays of the table's length
     vals = [a.value if isinstance(a, BConst) and (fn.scalars or fn.arg_type(i).const or i in fn.scalar_args)

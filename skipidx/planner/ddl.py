@@ -134,6 +134,10 @@ def _expression_index(ic: A.IndexClause, meta: Any) -> IndexDef:
         elif isinstance(x, BAgg):
             raise _err(f"index {ic.name!r}: an aggregate function cannot be an index expression", ic.expr)
         elif isinstance(x, BCall):
+            fn = CATALOGUE.get(x.func)
+            if fn is not None and fn.per_row:
+                raise _err(f"index {ic.name!r}: the index expression must be deterministic, but it contains "
+                           f"{x.text or x.func}", ic.expr)
             for a in x.args:
                 walk(a)
         elif isinstance(x, BFolded) and x.source is not None:
@@ -399,6 +403,19 @@ def _column_array(ctype, values: list[Any], name: str, nodes: list[Any]) -> pa.A
     raise _err(f"column {name!r}: unsupported type {t}", nodes[0] if nodes else None)
 
 
+def _row_value(e: Any, node: Any) -> BConst:
+    """A VALUES expression the binder could not fold (it holds a per-row function such as
+    ``generateUUIDv4()``): its value for this one row."""
+    from skipidx.expr.evaluate import evaluate
+
+    if not isinstance(e, BCall):
+        raise _err(f"INSERT VALUES needs constants, got {node.to_sql()}", node)
+    v = evaluate(e, pa.table({"_": pa.array([0], pa.uint8())}))[0].as_py()
+    if isinstance(v, str):
+        v = v.encode("utf-8")     # String constants are bytes in the bound tree
+    return BConst(v, e.type, v is None)
+
+
 def values_table(meta, s: A.InsertValues) -> pa.Table:
     """The rows of ``INSERT ... VALUES`` as an Arrow table with every column of the table."""
     names = meta.column_names
@@ -417,7 +434,7 @@ def values_table(meta, s: A.InsertValues) -> pa.Table:
         for c, node in zip(cols, row):
             e = binder.expr(node)
             if not isinstance(e, BConst):
-                raise _err(f"INSERT VALUES needs constants, got {node.to_sql()}", node)
+                e = _row_value(e, node)
             per_col[c].append(e.value)
             per_node[c].append(node)
     n = len(s.rows)
