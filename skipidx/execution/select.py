@@ -618,8 +618,12 @@ def _expand_array_join(bs: BoundSelect, join: BCall, chunks: Iterable[pa.Table])
     def expanded() -> Iterator[pa.Table]:
         for ch in chunks:
             arr = _plain(evaluate(join.args[0], ch))
+            flat = _plain(pc.list_flatten(arr))
+            if ch.num_columns == 0:     # SELECT arrayJoin([...]) with no FROM: Arrow's take of no columns has no rows
+                yield pa.table({_ARRAY_JOIN_COLUMN: flat})
+                continue
             parents = pc.list_parent_indices(arr)
-            yield ch.take(parents).append_column(_ARRAY_JOIN_COLUMN, _plain(pc.list_flatten(arr)))
+            yield ch.take(parents).append_column(_ARRAY_JOIN_COLUMN, flat)
     return bs, expanded()
 
 

@@ -361,10 +361,16 @@ def _negate_constant(c: BConst) -> BConst:
 def array_constant_type(values: tuple, node: Any = None) -> pa.DataType:
     """Arrow type of a constant array ``[v, ...]`` as ClickHouse types it (Array(UInt8),
     Array(Int16) for ``[1, -1]``, Array(Float64), Array(String)); NULL items make it
-    Array(Nullable(T)), which Arrow spells the same. Other mixes are an error."""
+    Array(Nullable(T)) (a nullable item field). Other mixes are an error."""
     items = [v for v in values if v is not None]
     if not items:
         return pa.list_(pa.null())
+    t = _array_item_type(values, items, node)
+    # Array(T) without NULL items, as a column of Array(T) is typed (core.types)
+    return pa.list_(pa.field("item", t, nullable=len(items) < len(values)))
+
+
+def _array_item_type(values: tuple, items: list, node: Any) -> pa.DataType:
     if any(isinstance(v, tuple) for v in items):
         raise _err("nested arrays are not supported in the SELECT list", node)
     if all(isinstance(v, bytes) for v in items):
@@ -374,22 +380,31 @@ def array_constant_type(values: tuple, node: Any = None) -> pa.DataType:
                 v.decode("utf-8")
             except UnicodeDecodeError:
                 ok = False
-        return pa.list_(pa.string() if ok else pa.binary())
+        return pa.string() if ok else pa.binary()
     if all(isinstance(v, bool) for v in items):
-        return pa.list_(pa.bool_())
+        return pa.bool_()
     if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in items):
         if any(isinstance(v, float) for v in items):
-            return pa.list_(pa.float64())
+            return pa.float64()
         lo, hi = min(items), max(items)
         if lo >= 0:
-            return pa.list_(literal_type(hi))
+            return literal_type(hi)
         # supertype of the signed type of `lo` and the unsigned type of `hi` (as ClickHouse:
         # a signed type wide enough for both; UInt8 and Int8 give Int16)
         need = max(literal_type(lo).bit_width, 2 * literal_type(hi).bit_width if hi > 0 else 8)
         if need > 64:
             raise _err(f"there is no supertype for the items of the array {values!r}", node)
-        return pa.list_({8: pa.int8(), 16: pa.int16(), 32: pa.int32(), 64: pa.int64()}[need])
+        return {8: pa.int8(), 16: pa.int16(), 32: pa.int32(), 64: pa.int64()}[need]
     raise _err("there is no supertype for the items of the array (numbers, strings and booleans mixed)", node)
+
+
+def _typed_array_literal(a: BExpr, spec: Any, node: Any) -> BExpr:
+    """An array literal passed as a row argument (``arrayJoin(['a', 'b'])``, ``length([1, 2])``)
+    with its ClickHouse type; the binder leaves literals untyped until a use needs one."""
+    if (isinstance(a, BConst) and isinstance(a.value, tuple) and pa.types.is_null(a.type)
+            and not spec.const):
+        return BConst(a.value, array_constant_type(a.value, node), a.nullable)
+    return a
 
 
 # ---------------------------------------------------------------------------
@@ -748,7 +763,7 @@ class Binder:
     def _bind_string_map(self, fn: Function, n: A.FunctionCall, agg: bool) -> BExpr:
         func = fn.name
         self._arity(n, 1)
-        a = self._expr(n.args[0], agg)
+        a = _typed_array_literal(self._expr(n.args[0], agg), fn.arg_type(0), n.args[0])
         if isinstance(a, BConst) and a.value is None:
             return _null_result()     # lower(NULL) is NULL (Nullable(Nothing))
         is_array = func == "length" and (pa.types.is_list(a.type) or pa.types.is_large_list(a.type))
@@ -804,7 +819,7 @@ class Binder:
         if k < lo or (hi is not None and k > hi):
             want = f"{lo}" if hi == lo else (f"at least {lo}" if hi is None else f"{lo} to {hi}")
             raise _err(f"function {n.name} takes {want} argument{'s' if want != '1' else ''}, got {k}", n)
-        args = tuple(self._expr(a, agg) for a in n.args)
+        args = tuple(_typed_array_literal(self._expr(a, agg), fn.arg_type(i), a) for i, a in enumerate(n.args))
         for i, (a, an) in enumerate(zip(args, n.args)):
             spec = fn.arg_type(i)
             if isinstance(a, BConst) and a.value is None and fn.nullable != "never":
@@ -829,7 +844,7 @@ class Binder:
         """A function whose result type depends on its constant arguments (CAST's type,
         toDateTime64's precision and zone): the entry's `typed` gives it."""
         self._check_arity(fn, n)
-        args = tuple(self._expr(a, agg) for a in n.args)
+        args = tuple(_typed_array_literal(self._expr(a, agg), fn.arg_type(i), a) for i, a in enumerate(n.args))
         for i, (a, an) in enumerate(zip(args, n.args)):
             spec = fn.arg_type(i)
             if spec.const and not isinstance(a, BConst):
@@ -849,7 +864,7 @@ class Binder:
                 raise _err(f"{fn.name}: cannot convert NULL to a non-Nullable type", n.args[0])
             return BConst(None, rtype, True)
         call = BCall(fn.name, args, rtype, nullable, n.to_sql())
-        if all(isinstance(a, BConst) for a in args):
+        if all(isinstance(a, BConst) for a in args) and fn.folds:
             return _fold_call(fn, call, node=n)
         return call
 
@@ -913,7 +928,7 @@ class Binder:
     def _bind_type_of(self, fn: Function, n: A.FunctionCall, agg: bool) -> BExpr:
         """toTypeName(x): the ClickHouse type of x, a constant."""
         self._check_arity(fn, n)
-        a = self._expr(n.args[0], agg)
+        a = _typed_array_literal(self._expr(n.args[0], agg), fn.arg_type(0), n.args[0])
         return BConst(type_name_of(a).encode(), pa.string())
 
     def _check_arity(self, fn: Function, n: A.FunctionCall) -> None:
@@ -1016,7 +1031,7 @@ class Binder:
             x = self._expr(n.args[0], False)
             if contains_agg(x):
                 raise _err(f"aggregate function inside another aggregate function: {n.to_sql()}", n)
-            return BAgg(func, x, pa.list_(value_type(x.type)), False, text)
+            return BAgg(func, x, pa.list_(pa.field("item", value_type(x.type), nullable=False)), False, text)
         if func == "uniq":
             func = "uniqExact"      # exact: ClickHouse's uniq is approximate only above ~65k values
             inner = self._aggregate_plain(func, n, text)
@@ -1049,7 +1064,7 @@ class Binder:
         exact = func.endswith("Exact")
         rt = t if exact else pa.float64()
         if func.startswith("quantiles"):
-            return BAgg(func, x, pa.list_(rt), False, text, params=tuple(levels))
+            return BAgg(func, x, pa.list_(pa.field("item", rt, nullable=False)), False, text, params=tuple(levels))
         return BAgg(func, x, rt, x.nullable, text, params=tuple(levels))
 
     def _aggregate_plain(self, func: str, n: A.FunctionCall, text: str) -> BExpr:
@@ -1227,8 +1242,6 @@ def _fold_call(fn: Function, call: BCall, node: Any = None) -> BConst:
 
 def type_name_of(e: BExpr) -> str:
     """The ClickHouse type name of a bound expression (a column's declared name where it has one)."""
-    from skipidx.core.types import ch_type_of
-
     if isinstance(e, BColumn) and e.ch_type:
         return e.ch_type
     t = e.type
@@ -1239,12 +1252,27 @@ def type_name_of(e: BExpr) -> str:
     elif isinstance(e, BConst) and pa.types.is_boolean(t):
         name = "Bool"
     else:
-        try:
-            name = ch_type_of(t)
-        except SkipidxError:
-            name = str(t)
+        name = _ch_type_text(t)
     nullable = e.nullable
     return f"Nullable({name})" if nullable and not name.startswith(("Array(", "LowCardinality(")) else name
+
+
+def _ch_type_text(t: pa.DataType) -> str:
+    """ClickHouse's name of a value type; an array's items are Nullable where its item field is."""
+    from skipidx.core.types import ch_type_of
+
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        v = t.value_type
+        if pa.types.is_null(v):
+            return "Array(Nothing)"
+        inner = _ch_type_text(v)
+        if t.value_field.nullable and not pa.types.is_nested(v):
+            inner = f"Nullable({inner})"
+        return f"Array({inner})"
+    try:
+        return ch_type_of(t)
+    except SkipidxError:
+        return str(t)
 
 
 def least_supertype(types: list[pa.DataType]) -> pa.DataType:
