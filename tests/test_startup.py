@@ -297,6 +297,82 @@ def test_cli_query_imports_no_numba(logs_db):
     assert "numba" not in imported and "skipidx" in imported
 
 
+#: Imported on first use by the library (skipidx.core.lazy): a small indexed count() reads
+#: parts through pyarrow._parquet and calls no pyarrow.compute function.
+LAZY_PYARROW = ("pyarrow.compute", "pyarrow.parquet", "pyarrow.fs", "pyarrow.dataset")
+
+
+@pytest.mark.parametrize("query", [q for q, _ in NUMBA_FREE_QUERIES[:4]])
+def test_small_count_imports_no_pyarrow_compute_or_parquet(logs_db, query):
+    got = _run(f"""
+        import sys
+        import skipidx
+        RESULT = [[str(v) for v in r] for r in skipidx.connect({logs_db!r}).sql({query!r}).fetchall()]
+        RESULT = [RESULT, sorted(m for m in sys.modules if m.startswith("pyarrow"))]
+    """)
+    assert not set(got["result"][1]) & set(LAZY_PYARROW), (query, got["result"][1])
+    with skipidx.connect(logs_db) as db:
+        assert got["result"][0] == [[str(v) for v in r] for r in db.sql(query).fetchall()]
+
+
+def test_cli_count_imports_no_pyarrow_compute_or_parquet(logs_db):
+    code = ("import sys, runpy; sys.argv = ['skipidx', 'sql', %r, %r, '--format', 'TSV']\n"
+            "try:\n    runpy.run_module('skipidx', run_name='__main__')\n"
+            "finally:\n    print(sorted(m for m in sys.modules if m.startswith('pyarrow')), file=sys.stderr)"
+            % (logs_db, "SELECT count() FROM logs WHERE hasToken(msg, 'kraken')"))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "1"
+    loaded = eval(out.stderr.strip().splitlines()[-1])
+    assert "pyarrow.lib" in loaded and not set(loaded) & set(LAZY_PYARROW), loaded
+
+
+def test_lazy_pyarrow_modules_stand_in_for_the_real_ones():
+    """The stand-ins load the real module on first use and go straight to it (a patch on the
+    real module is seen through them); the part reader selects columns as ParquetFile does."""
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent("""
+        import sys
+        from skipidx.core.lazy import compute, parquet
+        assert "pyarrow.compute" not in sys.modules and "pyarrow.parquet" not in sys.modules
+        import pyarrow as pa
+        assert compute.sum(pa.array([1, 2, 3])).as_py() == 6
+        import pyarrow.compute as real
+        assert compute.sum is real.sum and "pyarrow.parquet" not in sys.modules
+        assert parquet.ParquetFile is sys.modules["pyarrow.parquet"].ParquetFile
+        print("ok")
+    """)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_part_reader_reads_as_parquet_file(tmp_path):
+    import pyarrow.parquet as pq
+
+    from skipidx.store.reader_pool import DataReader, read_footer
+
+    path = str(tmp_path / "f.parquet")
+    t = pa.table({"a": pa.array(range(100), pa.int64()),
+                  "s": pa.array([{"x": i, "y": {"z": str(i)}} for i in range(100)]),
+                  "l": pa.array([[i, i + 1] for i in range(100)]),
+                  "d": pa.array([str(i % 3) for i in range(100)])})
+    pq.write_table(t, path, row_group_size=30)
+    md = read_footer(path)
+    assert md.equals(pq.read_metadata(path))
+    buf = pa.memory_map(path, "r").read_buffer()
+    mine = DataReader(pa.BufferReader(buf), metadata=md, pre_buffer=False, read_dictionary=["d"])
+    theirs = pq.ParquetFile(pa.BufferReader(buf), metadata=md, pre_buffer=False, read_dictionary=["d"])
+    assert mine.metadata.equals(theirs.metadata) and mine.schema_arrow.equals(theirs.schema_arrow)
+    assert mine.num_row_groups == theirs.num_row_groups == 4
+    for cols in (None, ["a"], ["s"], ["s.y"], ["s.y.z", "a"], ["l", "d"], ["nope", "a"], []):
+        for rgs in ([0], [1, 3], [3, 0, 2]):
+            assert mine.read_row_groups(rgs, columns=cols, use_threads=False).equals(
+                theirs.read_row_groups(rgs, columns=cols, use_threads=False)), (cols, rgs)
+        assert mine.read_row_group(2, columns=cols).equals(theirs.read_row_group(2, columns=cols))
+    mine.close()
+    assert not mine.closed   # a buffer it does not own stays open, as with ParquetFile
+    mine.close(force=True)
+    assert mine.closed
+
+
 # -- the numpy paths equal the kernels they stand in for --------------------------------------
 
 _ALPHABET = b"ab AB.,-_0\x80\xc3\xa9\xff"

@@ -108,6 +108,14 @@ def scalar(value, type: pa.DataType) -> pa.Scalar:
     return array_of([value], type)[0]
 
 
+def cast(arr: pa.Array | pa.ChunkedArray, target: pa.DataType) -> pa.Array | pa.ChunkedArray:
+    """``pyarrow.compute.cast(arr, target)`` (a safe cast): the same Arrow kernel called through
+    ``pyarrow._compute``, so that a query printing a number does not import ``pyarrow.compute``."""
+    from pyarrow._compute import CastOptions, call_function
+
+    return call_function("cast", [arr], CastOptions.safe(target))
+
+
 def one_array(arr: pa.Array | pa.ChunkedArray, plain_strings: bool = False) -> pa.Array:
     """`arr` as one plain Array: chunks combined, a dictionary decoded, and with
     `plain_strings` large strings and string views as ``string``."""

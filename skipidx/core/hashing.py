@@ -59,7 +59,7 @@ from typing import Any, Union
 import numpy as np
 import pyarrow as pa
 import xxhash as _xxhash
-import pyarrow.compute as pc
+from skipidx.core.lazy import compute as pc
 
 from skipidx.core.arrays import array_of
 from skipidx.core.errors import SkipidxError

@@ -14,7 +14,7 @@ from types import ModuleType
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["kernels", "njit", "numba_loaded", "use_numpy_path", "NUMPY_PATH_BYTES"]
+__all__ = ["kernels", "njit", "numba_loaded", "use_numpy_path", "NUMPY_PATH_BYTES", "compute", "parquet"]
 
 
 class _LazyModule:
@@ -48,6 +48,16 @@ def kernels(name: str) -> Any:
     """The module `name`, imported when one of its attributes is first read."""
     mod = sys.modules.get(name)
     return mod if mod is not None else _LazyModule(name)
+
+
+#: ``pyarrow.compute``, imported when first used: its import wraps each of Arrow's ~280
+#: compute functions in a documented Python function, a large part of a new process's
+#: start-up, and a small indexed query calls none of them. The library's modules take
+#: it as ``from skipidx.core.lazy import compute as pc``.
+compute: Any = kernels("pyarrow.compute")
+#: ``pyarrow.parquet``, imported when first used (it imports ``pyarrow.fs`` and the cloud file
+#: systems): reading parts needs only ``pyarrow._parquet`` (skipidx.store.reader_pool).
+parquet: Any = kernels("pyarrow.parquet")
 
 
 def numba_loaded() -> bool:

@@ -36,7 +36,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
+from skipidx.core.lazy import parquet as pq
 
 from skipidx.core.errors import SkipidxError
 from skipidx.core.parquet_thrift import (  # noqa: F401  (BloomFilterHeader is a public name here)

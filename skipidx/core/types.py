@@ -48,7 +48,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
+from skipidx.core.lazy import compute as pc
 
 from skipidx.core.errors import SkipidxError
 from skipidx.core.arrays import from_numpy, one_array, split_digits_at, to_numpy

@@ -31,9 +31,9 @@ from collections import deque
 from typing import IO, Any, Iterable, Sequence
 
 import pyarrow as pa
-import pyarrow.compute as pc
+from skipidx.core.lazy import compute as pc
 
-from skipidx.core.arrays import scalar
+from skipidx.core.arrays import cast, scalar
 from skipidx.core.errors import SkipidxError
 from skipidx.expr.kernels.convert import decimal_texts, float_texts, list_texts, quoted_texts, uuid_texts
 from skipidx.core.arrays import one_array
@@ -197,7 +197,7 @@ def _text(arr: pa.Array | pa.ChunkedArray, mode: str) -> pa.Array:
     if pa.types.is_boolean(t):
         return pc.if_else(arr, "true", "false")
     if pa.types.is_integer(t):
-        return pc.cast(arr, pa.string())
+        return cast(arr, pa.string())
     if pa.types.is_floating(t):
         s = float_texts(arr)
         if mode == "json":

@@ -14,7 +14,7 @@ import dataclasses
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
+from skipidx.core.lazy import compute as pc
 
 from skipidx.core.errors import BindError, SkipidxError
 from skipidx.engine.result import Result

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
+from skipidx.core.lazy import compute as pc
 
 from skipidx.core.errors import BindError, SkipidxError
 from skipidx.core.hints import did_you_mean

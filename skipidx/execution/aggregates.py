@@ -56,7 +56,7 @@ from collections.abc import Collection, Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
+from skipidx.core.lazy import compute as pc
 
 from skipidx.core.errors import SkipidxError
 

@@ -53,7 +53,7 @@ from typing import Any, Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
+from skipidx.core.lazy import compute as pc
 
 from skipidx.core.arrays import from_numpy
 from skipidx.core.errors import SkipidxError

@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 import pyarrow as pa
-import pyarrow.compute as pc
+from skipidx.core.lazy import compute as pc
 
 from skipidx.expr import kernels as K
 from skipidx.expr.types import is_int, is_numeric, is_string, value_type

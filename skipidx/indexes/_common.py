@@ -7,7 +7,7 @@ from typing import Any, Iterator
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
+from skipidx.core.lazy import compute as pc
 
 from skipidx.core.errors import SkipidxError
 from skipidx.indexes.base import Atom, BoolMask, IndexDef

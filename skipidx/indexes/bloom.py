@@ -43,7 +43,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
+from skipidx.core.lazy import compute as pc
 
 from skipidx.core import sizing
 from skipidx.core._kernels import build as kb

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
+from skipidx.core.lazy import compute as pc
 
 from skipidx.indexes import zones
 from skipidx.indexes._common import (

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Iterable, Protocol, runtime_checkable
 
 import numpy as np
-import pyarrow.parquet as pq
+from skipidx.core.lazy import parquet as pq
 
 from skipidx.indexes.base import IndexGranules
 

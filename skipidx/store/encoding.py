@@ -7,8 +7,8 @@ import json
 import os
 
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
+from skipidx.core.lazy import compute as pc
+from skipidx.core.lazy import parquet as pq
 
 from skipidx.store.manifest import MANIFEST
 from skipidx.store.metadata import TableMeta

@@ -15,7 +15,7 @@ import re
 from typing import Any, Iterator
 
 import pyarrow as pa
-import pyarrow.compute as pc
+from skipidx.core.lazy import compute as pc
 
 from skipidx.core.errors import SkipidxError
 from skipidx.store.metadata import TableMeta

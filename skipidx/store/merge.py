@@ -35,7 +35,7 @@ from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
+from skipidx.core.lazy import compute as pc
 
 from skipidx.core.errors import SkipidxError
 from skipidx.core.types import sort_key_table

@@ -13,7 +13,7 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
+from pyarrow._parquet import FileMetaData
 
 from skipidx.core.crypto import DecryptionError, open_index_table, sealed_key_id
 from skipidx.core.lru import LRU, clear_caches as clear_lru_caches
@@ -27,7 +27,7 @@ from skipidx.store.encoding import dictionary_readable
 from skipidx.store.manifest import DATA_FILE, MANIFEST, PartInfo, key_stats_of, read_manifest, zones
 from skipidx.store.metadata import IndexMeta, TableMeta
 from skipidx.store.parquet_check import check_footer
-from skipidx.store.reader_pool import READERS, release_readers
+from skipidx.store.reader_pool import READERS, DataReader, read_footer, release_readers
 
 __all__ = ["Part", "normalize_ranges", "index_fingerprint", "clear_caches", "release_readers"]
 
@@ -326,7 +326,7 @@ class Part:
         return self._part_info.filesum(fname, os.path.join(self.path, fname))
 
     # ---- data ------------------------------------------------------------
-    def data_metadata(self, columns: Iterable[str] = ()) -> pq.FileMetaData:
+    def data_metadata(self, columns: Iterable[str] = ()) -> FileMetaData:
         """The data file's footer (row-group statistics) for the pruner; the keys of
         encrypted `columns` are made available first."""
         self.require_keys(list(columns))
@@ -337,12 +337,12 @@ class Part:
             ident = ident + ("keys", id(self.keyring))
         return self._footer(path, fs, ident)
 
-    def _open_data(self) -> pq.ParquetFile:
+    def _open_data(self) -> DataReader:
         """A new reader of the data file (footer verified and parsed once per process)."""
         return self._data_reader()[1]
 
     def _data_reader(self, pooled: bool = False, pre_buffer: bool = True,
-                     read_dictionary: tuple[str, ...] = ()) -> tuple[tuple, pq.ParquetFile]:
+                     read_dictionary: tuple[str, ...] = ()) -> tuple[tuple, DataReader]:
         """(pool key, reader). `pooled`: an idle reader of the same file (and
         `pre_buffer` mode and `read_dictionary` columns) from :data:`READERS` if there is one; a new one
         otherwise -- either way on loan: give it back with
@@ -368,7 +368,7 @@ class Part:
         return key, self._new_reader(path, fs, ident, pre_buffer, read_dictionary)
 
     def _new_reader(self, path: str, fs: FileSum, ident: tuple, pre_buffer: bool,
-                    read_dictionary: tuple[str, ...] = ()) -> pq.ParquetFile:
+                    read_dictionary: tuple[str, ...] = ()) -> DataReader:
         """A new reader of data file `path` (identity `ident`) over its memory mapping."""
         md = self._footer(path, fs, ident)
         try:
@@ -383,13 +383,13 @@ class Part:
             # pool closes readers of retired parts (release_readers, sweep).
             with pa.memory_map(path, "r") as mm:
                 buf = mm.read_buffer()    # zero-copy: keeps the mapping alive
-            return pq.ParquetFile(pa.BufferReader(buf), metadata=md, pre_buffer=pre_buffer,
-                                  read_dictionary=list(read_dictionary) or None,
-                                  decryption_properties=self._decryption())
+            return DataReader(pa.BufferReader(buf), metadata=md, pre_buffer=pre_buffer,
+                              read_dictionary=list(read_dictionary) or None,
+                              decryption_properties=self._decryption())
         except (OSError, pa.ArrowException, ValueError) as e:   # ValueError: undecodable names
             raise CorruptionError(f"cannot open Parquet file: {type(e).__name__}", path=path) from None
 
-    def _footer(self, path: str, fs: FileSum, ident: tuple) -> pq.FileMetaData:
+    def _footer(self, path: str, fs: FileSum, ident: tuple) -> FileMetaData:
         """The data file's footer, verified, checked and parsed once per file identity."""
         md = _FOOTERS.get(ident)
         if md is None:
@@ -401,7 +401,7 @@ class Part:
             # (see store/parquet_check): decoded and checked here first
             check_footer(path, fs.size)
             try:
-                md = pq.read_metadata(path, decryption_properties=self._decryption())
+                md = read_footer(path, decryption_properties=self._decryption())
             except (OSError, pa.ArrowException, ValueError) as e:
                 raise CorruptionError(f"unreadable Parquet footer: {type(e).__name__}", path=path) from None
             if md.num_row_groups != self.n_granules or md.num_rows != self.num_rows:

@@ -7,13 +7,93 @@ import time
 from collections import OrderedDict
 from typing import Iterable
 
-import pyarrow.parquet as pq
+import pyarrow as pa
+from pyarrow._parquet import FileDecryptionProperties, FileMetaData, ParquetReader
 
-__all__ = ["ReaderPool", "READERS", "release_readers"]
+__all__ = ["DataReader", "read_footer", "ReaderPool", "READERS", "release_readers"]
+
+
+def _open(source: pa.NativeFile, metadata: FileMetaData | None, pre_buffer: bool,
+          read_dictionary: list[str] | None, decryption: FileDecryptionProperties | None) -> ParquetReader:
+    """Arrow's Parquet reader over `source`, opened with the options ``pyarrow.parquet.ParquetFile`` passes."""
+    reader = ParquetReader()
+    reader.open(source, use_memory_map=False, buffer_size=0, pre_buffer=pre_buffer,
+                read_dictionary=read_dictionary, metadata=metadata, binary_type=None, list_type=None,
+                coerce_int96_timestamp_unit=None, decryption_properties=decryption,
+                thrift_string_size_limit=None, thrift_container_size_limit=None, schema_depth_limit=None,
+                page_checksum_verification=False, arrow_extensions_enabled=True)
+    return reader
+
+
+class DataReader:
+    """An open reader of a part's data file: what the store uses of ``pyarrow.parquet.ParquetFile``
+    (same reader, options and column selection) without importing ``pyarrow.parquet``, whose
+    import (with ``pyarrow.fs`` and its cloud file systems) a query over parts does not need.
+
+    Opened over a buffer it does not own (a memory mapping): ``close()`` leaves it open,
+    ``close(force=True)`` closes it, as ParquetFile does for such a source.
+    """
+
+    __slots__ = ("reader", "_paths")
+
+    def __init__(self, source: pa.BufferReader, *, metadata: FileMetaData | None = None, pre_buffer: bool = True,
+                 read_dictionary: list[str] | None = None,
+                 decryption_properties: FileDecryptionProperties | None = None) -> None:
+        self.reader = _open(source, metadata, pre_buffer, read_dictionary, decryption_properties)
+        # ParquetFile's column selection: a name selects the leaf columns under it ('a' -> 'a.b', 'a.c.d')
+        paths: dict[str, list[int]] = {}
+        for i, path in enumerate(self.reader.column_paths):
+            key = path[0]
+            paths.setdefault(key, []).append(i)
+            for part in path[1:]:
+                key = key + "." + part
+                paths.setdefault(key, []).append(i)
+        self._paths = paths
+
+    @property
+    def metadata(self) -> FileMetaData:
+        return self.reader.metadata
+
+    @property
+    def schema_arrow(self) -> pa.Schema:
+        return self.reader.schema_arrow
+
+    @property
+    def num_row_groups(self) -> int:
+        return self.reader.num_row_groups
+
+    def _indices(self, columns: list[str] | None) -> list[int] | None:
+        if columns is None:
+            return None
+        out: list[int] = []
+        for c in columns:
+            out.extend(self._paths.get(c, ()))
+        return out
+
+    def read_row_groups(self, row_groups: list[int], columns: list[str] | None = None,
+                        use_threads: bool = True) -> pa.Table:
+        return self.reader.read_row_groups(row_groups, column_indices=self._indices(columns), use_threads=use_threads)
+
+    def read_row_group(self, i: int, columns: list[str] | None = None, use_threads: bool = True) -> pa.Table:
+        return self.reader.read_row_group(i, column_indices=self._indices(columns), use_threads=use_threads)
+
+    def close(self, force: bool = False) -> None:
+        if force:
+            self.reader.close()
+
+    @property
+    def closed(self) -> bool:
+        return self.reader.closed
+
+
+def read_footer(path: str, decryption_properties: FileDecryptionProperties | None = None) -> FileMetaData:
+    """The footer of the Parquet file at `path`, as ``pyarrow.parquet.read_metadata(path)`` reads it."""
+    with pa.OSFile(path, "r") as f:
+        return _open(f, None, True, None, decryption_properties).metadata
 
 
 class ReaderPool:
-    """Idle open readers (``pq.ParquetFile`` over a memory-mapped file) by data-file identity.
+    """Idle open readers (:class:`DataReader` over a memory-mapped file) by data-file identity.
 
     Opening a reader per read costs more than decoding the one granule a
     point query reads, so :meth:`Part.read` takes an idle reader of the same
@@ -42,14 +122,14 @@ class ReaderPool:
     def __init__(self, max_files: int = 64, per_file: int = 2) -> None:
         self.max_files = max_files
         self.per_file = per_file
-        self._idle: "OrderedDict[tuple, list[pq.ParquetFile]]" = OrderedDict()
+        self._idle: "OrderedDict[tuple, list[DataReader]]" = OrderedDict()
         self._paths: dict[tuple, str] = {}      # key -> file path (for evict / sweep)
         self._busy: dict[str, int] = {}         # path -> readers checked out (or being opened)
         self._doomed: set[str] = set()          # busy paths evicted: close their readers on give
         self._lock = threading.Lock()
         self._next_sweep = time.monotonic() + self.SWEEP_INTERVAL_S
 
-    def take(self, key: tuple, path: str | None = None) -> pq.ParquetFile | None:
+    def take(self, key: tuple, path: str | None = None) -> DataReader | None:
         """An idle reader for `key` (None: open one and :meth:`give` it back).
         With `path`, the caller holds a loan on it until :meth:`give` or
         :meth:`discard` with the same path (even when None is returned: a
@@ -80,9 +160,9 @@ class ReaderPool:
             self._doomed.discard(path)
         return doomed
 
-    def give(self, key: tuple, pf: pq.ParquetFile, path: str | None = None) -> None:
+    def give(self, key: tuple, pf: DataReader, path: str | None = None) -> None:
         """Return a reader (taken or newly opened) for `key`; `path` as given to :meth:`take`."""
-        drop: list[pq.ParquetFile] = []
+        drop: list[DataReader] = []
         with self._lock:
             if self._release(path):
                 drop.append(pf)   # its part was retired while the query read it
@@ -107,7 +187,7 @@ class ReaderPool:
         with self._lock:
             self._release(path)
 
-    def discard(self, pf: pq.ParquetFile, path: str | None = None) -> None:
+    def discard(self, pf: DataReader, path: str | None = None) -> None:
         """Close a reader (not given back); `path` ends its loan as :meth:`give` would."""
         if path is not None:
             with self._lock:
@@ -117,9 +197,9 @@ class ReaderPool:
         except Exception:  # closing is best effort: the file is garbage either way
             pass
 
-    def _drop_keys(self, keys: Iterable[tuple]) -> list[pq.ParquetFile]:
+    def _drop_keys(self, keys: Iterable[tuple]) -> list[DataReader]:
         """Remove `keys` from the pool (lock held); their idle readers."""
-        out: list[pq.ParquetFile] = []
+        out: list[DataReader] = []
         for k in keys:
             out.extend(self._idle.pop(k, ()))
             self._paths.pop(k, None)

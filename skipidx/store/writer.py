@@ -23,7 +23,7 @@ from typing import Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
+from skipidx.core.lazy import parquet as pq
 
 from skipidx.core.crypto import seal_index_table
 from skipidx.core.sizing import SUMMARY_MIN_GRANULES

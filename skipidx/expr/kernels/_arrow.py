@@ -6,7 +6,7 @@ from typing import Union
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
+from skipidx.core.lazy import compute as pc
 
 from skipidx.core.arrays import from_numpy, to_numpy
 from skipidx.core.errors import SkipidxError

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
+from skipidx.core.lazy import compute as pc
 from skipidx.core.lazy import njit, use_numpy_path
 
 from skipidx.core.arrays import array_of, from_numpy, scalar, to_numpy

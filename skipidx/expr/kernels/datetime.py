@@ -11,7 +11,7 @@ import datetime as _dt
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
+from skipidx.core.lazy import compute as pc
 
 from skipidx.core.errors import SkipidxError
 from skipidx.core.arrays import one_array
