@@ -42,3 +42,93 @@ def test_repeated_statement_binds_each_call_s_params(tmp_path):
         assert db.sql(q2).fetchall() == [(3,)]
         db.insert("t", pa.table({"a": pa.array([1], pa.uint32()), "s": ["x"]}))
         assert db.sql(q2).fetchall() == [(4,)]   # rows 0, 1, 2 and the new 1
+
+
+def _table(db, rows=40_000, start=0):
+    db.insert("t", pa.table({"id": pa.array(range(start, start + rows), pa.uint64()),
+                             "tr": [f"tr{i:08d}" for i in range(start, start + rows)],
+                             "u": pa.array([i % 1000 for i in range(start, start + rows)], pa.uint32())}))
+
+
+def _figures(res):
+    st = res.stats
+    return (res.fetchall(), st.granules_total, st.granules_selected,
+            sorted((i.name, i.granules_before, i.granules_after, i.note) for i in st.indexes))
+
+
+@pytest.fixture
+def two(tmp_path):
+    path = str(tmp_path / "db")
+    a = skipidx.connect(path)
+    a.sql("CREATE TABLE t (id UInt64, tr String, u UInt32, INDEX tr_bf tr TYPE bloom_filter GRANULARITY 1) "
+          "ENGINE = MergeTree ORDER BY id SETTINGS index_granularity = 1024")
+    _table(a)
+    b = skipidx.connect(path)
+    yield a, b
+    a.close()
+    b.close()
+
+
+def test_a_repeated_query_has_its_own_figures(two):
+    a, _ = two
+    q = "SELECT count() FROM t WHERE tr = 'tr00012345'"
+    first = _figures(a.sql(q))
+    assert first[0] == [(1,)] and first[2] == 1
+    for _ in range(3):
+        assert _figures(a.sql(q)) == first       # nothing adds up across runs
+    ex = a.sql("EXPLAIN indexes = 1 " + q).fetchall()
+    assert a.sql(q).stats.index("tr_bf").granules_after == 1 and ex
+
+
+def test_a_repeated_query_sees_another_connection_s_changes(two):
+    a, b = two
+    q = "SELECT count() FROM t WHERE tr = 'tr00012345' OR u = 7"
+    assert _figures(a.sql(q))[0] == [(41,)]
+    _table(b, rows=1000, start=40_000)                       # an insert
+    assert a.sql(q).fetchall() == [(42,)]
+    b.sql("ALTER TABLE t ADD INDEX u_set u TYPE set(0) GRANULARITY 1")
+    b.sql("ALTER TABLE t MATERIALIZE INDEX u_set")
+    r = a.sql(q)
+    assert r.fetchall() == [(42,)] and "u_set" in [i.name for i in r.stats.indexes]
+    assert r.stats.index("u_set").used
+    b.sql("ALTER TABLE t DROP INDEX tr_bf")
+    r = a.sql(q)
+    assert r.fetchall() == [(42,)] and [i.name for i in r.stats.indexes if not i.name.startswith("Primary")] == ["u_set"]
+    b.sql("OPTIMIZE TABLE t FINAL")
+    assert a.sql(q).fetchall() == [(42,)]
+    b.sql("DROP TABLE t")
+    b.sql("CREATE TABLE t (id UInt64, tr String, u UInt32) ENGINE = MergeTree ORDER BY id")
+    assert a.sql(q).fetchall() == [(0,)]
+    b.sql("DROP TABLE t")
+    b.sql("CREATE TABLE t (id UInt64, tr UInt32, u String) ENGINE = MergeTree ORDER BY id")
+    with pytest.raises(skipidx.SkipidxError):
+        a.sql(q)                                   # tr is a number now: the old plan is not used
+
+
+def test_a_repeated_query_follows_the_session_settings(two):
+    a, _ = two
+    q = "SELECT count() FROM t WHERE tr = 'tr00012345'"
+    assert a.sql(q).stats.granules_selected == 1
+    a.sql("SET use_skip_indexes = 0")
+    assert a.sql(q).stats.granules_selected == a.sql(q).stats.granules_total
+    a.sql("SET use_skip_indexes = 1")
+    assert a.sql(q).stats.granules_selected == 1
+    assert a.sql(q + " SETTINGS ignore_data_skipping_indices = 'tr_bf'").stats.granules_selected > 1
+
+
+def test_a_repeated_query_sees_another_process_s_changes(two):
+    import subprocess
+    import sys
+
+    a, _ = two
+    q = "SELECT count() FROM t WHERE u = 7"
+    assert a.sql(q).fetchall() == [(40,)]
+    code = (
+        "import sys, pyarrow as pa, skipidx\n"
+        "with skipidx.connect(sys.argv[1]) as db:\n"
+        "    db.insert('t', pa.table({'id': pa.array([10**6], pa.uint64()), 'tr': ['x'], 'u': pa.array([7], pa.uint32())}))\n"
+        "    db.sql('ALTER TABLE t ADD INDEX u_mm u TYPE minmax GRANULARITY 1')\n"
+        "    db.sql('ALTER TABLE t MATERIALIZE INDEX u_mm')\n")
+    subprocess.run([sys.executable, "-c", code, a.path], check=True, timeout=120)
+    r = a.sql(q)
+    assert r.fetchall() == [(41,)] and "u_mm" in [i.name for i in r.stats.indexes]

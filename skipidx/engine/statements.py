@@ -11,6 +11,8 @@ those the database runs itself.
 from __future__ import annotations
 
 import dataclasses
+import threading
+import weakref
 from typing import Any
 
 import pyarrow as pa
@@ -241,19 +243,59 @@ def select_result(db: Any, s: A.Select) -> Result:
     return res
 
 
+#: Plans kept per statement object (one per table metadata, database and settings it ran with).
+PLAN_TEMPLATES_PER_STATEMENT = 4
+_PLANS_LOCK = threading.Lock()
+
+
+def _plan_templates(db: Any, snap: Any, s: A.Select, qs: QuerySettings) -> tuple[dict | None, Any]:
+    """Where the plans of SELECT `s` are kept, and this run's key there (None: not kept).
+
+    A plan is a function of the statement, the table's metadata (the same TableMeta
+    object while the metadata is unchanged: store/commit.py shares it by its canonical
+    JSON) and the settings, never of the parts: a repeated statement -- the parse cache
+    hands back the same object -- binds and plans once per metadata. Kept on the
+    statement itself (A.memo), so the plans live as long as the statement; the entry
+    checks the metadata and the index cache by identity (an ALTER by any connection or
+    process gives a new metadata object, so a stale plan is never used)."""
+    if snap.kind != "merge_tree" or db.index_cache is None:
+        return None, None
+    try:
+        key = (id(db.index_cache), id(snap.meta), tuple(sorted(qs.values.items())))
+        hash(key)
+    except TypeError:
+        return None, None
+    return A.memo(s, "plans", lambda _: {}), key
+
+
 def _plan_select(db: Any, snap: Any, q: A.Select, s: A.Select, qs: QuerySettings):
     """(bound select, plan, before_scan) of SELECT `q` (`s` as written) over `snap`, with
     the query's settings applied: expression indexes, index settings, PREWHERE, threads;
     `before_scan` checks forced indexes and read limits once the pruning is known."""
     from skipidx.expr.binder import bind_select
-    from skipidx.planner.plan import plan_query
+    from skipidx.planner.plan import copy_plan, plan_query, retain_parts
 
-    bs = bind_select(snap.meta, q)
-    plan = plan_query(snap, bs, db.index_cache)
-    _use_expression_indexes(plan, snap.meta, db.index_cache)
-    _apply_index_settings(plan, qs)
-    apply_prewhere(plan, qs, s)
-    apply_threads(plan, qs, db.executor)
+    plans, key = _plan_templates(db, snap, s, qs)
+    hit = plans.get(key) if plans is not None else None
+    if hit is not None and hit[0]() is db.index_cache and hit[1] is snap.meta:
+        plan = copy_plan(hit[2], snap)
+        retain_parts(snap, db.index_cache)
+        plan.executor = db.executor
+    else:
+        bs = bind_select(snap.meta, q)
+        plan = plan_query(snap, bs, db.index_cache)
+        _use_expression_indexes(plan, snap.meta, db.index_cache)
+        _apply_index_settings(plan, qs)
+        apply_prewhere(plan, qs, s)
+        apply_threads(plan, qs, db.executor)
+        if plans is not None:
+            template = copy_plan(plan, None)
+            template.executor = None
+            with _PLANS_LOCK:
+                while len(plans) >= PLAN_TEMPLATES_PER_STATEMENT:
+                    plans.pop(next(iter(plans)))
+                plans[key] = (weakref.ref(db.index_cache), snap.meta, template)
+    bs = plan.select
 
     def before_scan(selections: list, stats: Any) -> None:
         _check_forced_indexes(plan, qs)

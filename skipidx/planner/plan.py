@@ -12,7 +12,7 @@ from skipidx.expr.select import BoundSelect
 from skipidx.expr.visitors import columns_of
 from skipidx.planner.prune import IndexCache, IndexUse, PartSelection, plan_indexes, prune
 from skipidx.planner.rpn import RPN, build_rpn
-from skipidx.planner.stats import QueryStats
+from skipidx.planner.stats import IndexStats, QueryStats
 from skipidx.sql.parser import parse_expression
 
 @dataclass
@@ -48,10 +48,7 @@ class QueryPlan:
 def plan_query(snapshot: Any, bs: BoundSelect, cache: IndexCache | None = None) -> QueryPlan:
     """The RPN of the WHERE clause, the indexes that can answer it, the columns to read."""
     meta = snapshot.meta
-    if cache is not None and snapshot.kind == "merge_tree":
-        # parts merged away since the last plan of this table are never read again
-        cache.retain_parts(snapshot.table_dir, snapshot.gen, [p.path for p in snapshot.parts],
-                           snapshot.table_id)
+    retain_parts(snapshot, cache)
     rpn = build_rpn(bs.where)
     derived = None
     if snapshot.kind == "external":
@@ -65,6 +62,42 @@ def plan_query(snapshot: Any, bs: BoundSelect, cache: IndexCache | None = None) 
     plan = QueryPlan(snapshot, bs, rpn, uses, columns, cache)
     set_prewhere(plan, bs.where)
     return plan
+
+
+def retain_parts(snapshot: Any, cache: IndexCache | None) -> None:
+    """Trim `cache` to the parts of `snapshot`'s generation (a table's planning does it)."""
+    if cache is not None and snapshot.kind == "merge_tree":
+        # parts merged away since the last plan of this table are never read again
+        cache.retain_parts(snapshot.table_dir, snapshot.gen, [p.path for p in snapshot.parts],
+                           snapshot.table_id)
+
+
+def copy_plan(plan: QueryPlan, snapshot: Any) -> QueryPlan:
+    """`plan` for `snapshot`, before any pruning: what a query mutates is its own (the
+    index uses, their notes and figures); what only the table metadata decides is shared
+    (the bound SELECT, the RPN, the bound index conditions and types, the columns).
+
+    A plan depends on the table's metadata, the statement and its settings only, never
+    on the parts, so a plan made for one snapshot serves every later snapshot of the
+    same metadata (engine/statements.py keeps such templates)."""
+    uses = []
+    for u in plan.uses:
+        c = IndexUse.__new__(IndexUse)
+        c.__dict__.update(u.__dict__)
+        c.conditions = dict(u.conditions)
+        if u.stats is not None:
+            st = IndexStats.__new__(IndexStats)
+            st.__dict__.update(u.stats.__dict__)
+            st.__dict__.pop("_deferred", None)
+            st.conditions = list(u.stats.conditions)
+            c.stats = st
+        uses.append(c)
+    out = QueryPlan.__new__(QueryPlan)
+    out.__dict__.update(plan.__dict__)
+    out.snapshot = snapshot
+    out.uses = uses
+    out.direct_read_from = None
+    return out
 
 
 def set_prewhere(plan: QueryPlan, expr: Any, explicit: bool = False) -> None:
