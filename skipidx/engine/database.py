@@ -614,9 +614,15 @@ class Database(Closing):
         if snap is None:
             lines = ["Expression", "  (no table: nothing to read)"]
             return Result(pa.table({"explain": pa.array(lines, pa.string())}))
+        from skipidx.engine.query import limit_streams
+
+        # the read paths of the query itself: a SELECT that streams its rows
+        # (engine/streaming.py) reads neither way, a streamed LIMIT scan has no row filter
+        streamed = streamable(bs)
         with snap:
             lines, stats = explain_lines(plan, indexes=s.indexes, direct_count=direct_count,
-                                         direct_rows=where_indexes, row_filter=row_filter_indexes)
+                                         direct_rows=None if streamed else where_indexes,
+                                         row_filter=None if streamed or limit_streams(bs) else row_filter_indexes)
         return Result(pa.table({"explain": pa.array(lines, pa.string())}), stats)
 
 

@@ -18,6 +18,12 @@ from skipidx.planner.stats import QueryStats
 LIMIT_BATCH_GRANULES = 8
 
 
+def limit_streams(bs: Any) -> bool:
+    """A LIMIT without ORDER BY or aggregate: the scan reads granules in small batches and
+    stops early, with no row filter from postings."""
+    return bs.limit is not None and not bs.order_by and not bs.aggregate
+
+
 def run_query(plan: QueryPlan, before_scan: Any = None) -> tuple[pa.Table, QueryStats]:
     """Prune, scan the kept mark ranges, and compute the result.
 
@@ -41,7 +47,7 @@ def run_query(plan: QueryPlan, before_scan: Any = None) -> tuple[pa.Table, Query
             table = run_select(bs, iter([zero_column_table(n)]))
             stats.scan_ms = (time.perf_counter() - t0) * 1000
             return table, stats
-    stream = bs.limit is not None and not bs.order_by and not bs.aggregate
+    stream = limit_streams(bs)
     out_cols = bs.output_columns()
     if plan.direct_read and selections and plan.snapshot.kind != "external":
         keep = [c for c in plan.columns if c in out_cols]

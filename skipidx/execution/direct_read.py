@@ -168,11 +168,16 @@ def _or_rows(a: np.ndarray, b: np.ndarray, n: int) -> np.ndarray:
 MAX_DIRECT_RANGES = 256
 
 
+def too_many_ranges(selections: list[Any]) -> bool:
+    """The kept ranges are too many for the direct read (the scan reads them instead)."""
+    return sum(len(s.ranges) for s in selections) > MAX_DIRECT_RANGES
+
+
 def direct_scan(plan: Any, selections: list[Any], stats: Any, columns: list[str]):
     """The rows of a SELECT whose WHERE the postings answer: only `columns` (those the
     SELECT outputs) are read, range by range, and filtered by the postings' row masks.
     None when the postings cannot answer it (the caller scans as usual)."""
-    if sum(len(s.ranges) for s in selections) > MAX_DIRECT_RANGES:
+    if too_many_ranges(selections):
         return None
     got = direct_rows(plan, [s.part for s in selections])
     if got is None:
@@ -201,9 +206,11 @@ def direct_scan(plan: Any, selections: list[Any], stats: Any, columns: list[str]
     return chunks(), names
 
 
-def where_indexes(plan: Any) -> list[str] | None:
-    """Names of the indexes whose postings answer the WHERE exactly (None: they cannot),
-    for EXPLAIN."""
+def where_indexes(plan: Any, selections: list[Any] | None = None) -> list[str] | None:
+    """Names of the indexes whose postings answer the WHERE exactly (None: they cannot, or
+    the pruning kept too many ranges for :func:`direct_scan`), for EXPLAIN."""
+    if selections is not None and too_many_ranges(selections):
+        return None
     src = exact_sources(plan, count_only=False)
     return None if src is None else sorted({u.name for u in src.values()})
 
@@ -227,8 +234,12 @@ def row_filter_rows(plan: Any, selections: list[Any]) -> tuple[list[np.ndarray],
     return None if got is None else (got, sorted({u.name for u in sources.values()}))
 
 
-def row_filter_indexes(plan: Any) -> list[str] | None:
-    """EXPLAIN: the indexes whose postings would give a scanned WHERE's rows (None: evaluated per row)."""
+def row_filter_indexes(plan: Any, selections: list[Any] | None = None) -> list[str] | None:
+    """EXPLAIN: the indexes whose postings would give a scanned WHERE's rows (None: evaluated per row);
+    with the pruning's `selections`, exactly as :func:`row_filter_rows` decides for them."""
+    if selections is not None:
+        got = row_filter_rows(plan, selections)
+        return None if got is None else got[1]
     if not plan.row_filter or plan.snapshot.kind == "external":
         return None
     if plan.prewhere_explicit or (plan.prewhere is not None and plan.prewhere is not plan.select.where):

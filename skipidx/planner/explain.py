@@ -38,13 +38,14 @@ from skipidx.planner.stats import QueryStats
 
 def explain_lines(plan: QueryPlan, indexes: bool = True,
                   direct_count: Callable[[QueryPlan, list], Any] | None = None,
-                  direct_rows: Callable[[QueryPlan], list[str] | None] | None = None,
-                  row_filter: Callable[[QueryPlan], list[str] | None] | None = None,
+                  direct_rows: Callable[[QueryPlan, list], list[str] | None] | None = None,
+                  row_filter: Callable[[QueryPlan, list], list[str] | None] | None = None,
                   ) -> tuple[list[str], QueryStats]:
     """EXPLAIN's lines; `direct_count` (the engine's count-from-postings reader) says
     whether a count() would be answered from index postings, `direct_rows` which indexes'
     postings would answer the WHERE of another SELECT, `row_filter` which indexes' postings
-    give the rows of a WHERE that is scanned (its columns read, not evaluated per row)."""
+    give the rows of a WHERE that is scanned (its columns read, not evaluated per row); both
+    get the pruning's selections and must decide as the query's read path does."""
     bs = plan.select
     stats = QueryStats(table=bs.table)
     _selections = prune_plan(plan, stats)
@@ -73,14 +74,14 @@ def explain_lines(plan: QueryPlan, indexes: bool = True,
             lines.append(f"  ReadFromTextIndexCount ({bs.table}): count() from the postings of "
                          f"{', '.join(got[1])}, no column read")
         elif direct_rows is not None:
-            names = direct_rows(plan)
+            names = direct_rows(plan, _selections)
             direct = names is not None
             if names is not None:
                 out = [c for c in plan.columns if c in bs.output_columns()]
                 lines.append(f"  ReadFromTextIndex ({bs.table}): WHERE from the postings of {', '.join(names)}; "
                              f"columns read: {', '.join(out) or 'none'}")
     if row_filter is not None and not direct and not ext and stats.parts_selected and bs.where is not None:
-        names = row_filter(plan)
+        names = row_filter(plan, _selections)
         if names is not None:
             lines.append(f"  FilterFromTextIndex ({bs.table}): WHERE rows from the postings of {', '.join(names)}; "
                          f"columns still read: {', '.join(plan.columns)}; the WHERE not evaluated per row")
