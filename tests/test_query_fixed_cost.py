@@ -132,3 +132,33 @@ def test_a_repeated_query_sees_another_process_s_changes(two):
     subprocess.run([sys.executable, "-c", code, a.path], check=True, timeout=120)
     r = a.sql(q)
     assert r.fetchall() == [(41,)] and "u_mm" in [i.name for i in r.stats.indexes]
+
+
+def test_a_read_of_several_ranges_verifies_each(tmp_path):
+    import numpy as np
+
+    from skipidx.store.checksums import VERIFIER
+    from skipidx.store.part import DATA_FILE
+
+    rng = np.random.default_rng(1)
+    n = 100_000      # random ids: a data file of several checksum blocks
+    with skipidx.connect(str(tmp_path / "db")) as db:
+        db.sql("CREATE TABLE t (id UInt64, tr String) ENGINE = MergeTree ORDER BY id "
+               "SETTINGS index_granularity = 1024")
+        db.insert("t", pa.table({"id": pa.array(range(n), pa.uint64()),
+                                 "tr": [rng.bytes(16).hex() for _ in range(n)]}))
+        with db.catalog.table("t").snapshot() as snap:
+            part = snap.parts[0]
+            last = part.n_granules // 2 + 1    # a middle block: the footer shares the last one
+            assert part._filesum(DATA_FILE).size > 3 << 20
+            assert part.read(["tr"], [(0, 1), (last - 1, last)]).num_rows == 2048
+            a, b = part.manifest["row_groups"][last - 1]
+            with open(f"{part.path}/{DATA_FILE}", "r+b") as f:
+                f.seek((a + b) // 2)
+                byte = f.read(1)
+                f.seek((a + b) // 2)
+                f.write(bytes([byte[0] ^ 0xFF]))
+            VERIFIER.forget()
+            assert part.read(["tr"], [(0, 1), (2, 3)]).num_rows == 2048      # the damage is elsewhere
+            with pytest.raises(skipidx.SkipidxError, match="checksum mismatch"):
+                part.read(["tr"], [(0, 1), (last - 1, last)])

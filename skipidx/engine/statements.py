@@ -476,9 +476,10 @@ def _check_forced_indexes(plan: Any, qs: QuerySettings) -> None:
     the WHERE clause (it may still keep every granule); skipped when use_skip_indexes = 0."""
     if not qs.get("use_skip_indexes"):
         return
-    group = _group_of(plan.snapshot.meta)
+    forced = qs.index_names("force_data_skipping_indices")
+    group = _group_of(plan.snapshot.meta) if forced else {}
     used = {group.get(u.name, u.name) for u in plan.uses if not u.is_primary_key and _index_used(u)}
-    for name in qs.index_names("force_data_skipping_indices"):
+    for name in forced:
         if name not in used:
             raise QueryLimitError(f"Index `{name}` is not used and setting 'force_data_skipping_indices' "
                                   "contains it", INDEX_NOT_USED, "INDEX_NOT_USED")

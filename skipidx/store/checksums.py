@@ -151,6 +151,22 @@ class Verifier:
         with self._lock:
             self._blocks(key).update(todo)
 
+    def verify_spans(self, path: str, expected: FileSum, spans: list[tuple[int, int]]) -> None:
+        """:meth:`verify` of each byte range [start, end) of `spans`, with one look at the
+        file's identity and one at the verified blocks when all are verified already."""
+        if len(spans) == 1:
+            self.verify(path, expected, spans[0][0], spans[0][1])
+            return
+        key = self._identity(path, expected)
+        bs = expected.block_size
+        with self._lock:
+            done = self._blocks(key)
+            todo = any(i not in done for start, end in spans
+                       for i in range(start // bs, max(start, min(end, expected.size) - 1) // bs + 1))
+        if todo:
+            for start, end in spans:
+                self.verify(path, expected, start, end)
+
     def forget(self) -> None:
         """Drop the cache (tests use it to force re-verification)."""
         with self._lock:

@@ -439,8 +439,9 @@ class Part:
         spans = self.manifest["row_groups"]
         rgs: list[int] = []
         for a, b in ranges:
-            VERIFIER.verify(path, fs, spans[a][0], spans[b - 1][1])
             rgs.extend(range(a, b))
+        if ranges:
+            VERIFIER.verify_spans(path, fs, [(spans[a][0], spans[b - 1][1]) for a, b in ranges])
         if not rgs:
             return schema.empty_table().select(cols)
         self.require_keys(cols)
