@@ -162,3 +162,19 @@ def test_a_read_of_several_ranges_verifies_each(tmp_path):
             assert part.read(["tr"], [(0, 1), (2, 3)]).num_rows == 2048      # the damage is elsewhere
             with pytest.raises(skipidx.SkipidxError, match="checksum mismatch"):
                 part.read(["tr"], [(0, 1), (last - 1, last)])
+
+
+def test_a_repeated_query_takes_a_new_now_each_time(tmp_path, monkeypatch):
+    """now() is folded when a query is bound: a kept plan would freeze it."""
+    import datetime as dt
+
+    from skipidx.expr.kernels import datetime as kdt
+
+    with skipidx.connect(str(tmp_path / "db")) as db:
+        db.sql("CREATE TABLE t (id UInt64, ts DateTime) ENGINE = MergeTree ORDER BY id")
+        db.sql("INSERT INTO t VALUES (1, '2026-01-01 00:00:00'), (2, '2026-01-01 00:00:10')")
+        q = "SELECT now(), count() FROM t WHERE ts <= now()"
+        for second, rows in ((5, 1), (15, 2), (5, 1)):
+            monkeypatch.setattr(kdt, "now", lambda tz=None, s=second: dt.datetime(2026, 1, 1, 0, 0, s))
+            got = db.sql(q).fetchall()
+            assert got == [(dt.datetime(2026, 1, 1, 0, 0, second), rows)], f"now() at 00:00:{second:02d}: {got}"

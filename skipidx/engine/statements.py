@@ -288,7 +288,7 @@ def _plan_select(db: Any, snap: Any, q: A.Select, s: A.Select, qs: QuerySettings
         _apply_index_settings(plan, qs)
         apply_prewhere(plan, qs, s)
         apply_threads(plan, qs, db.executor)
-        if plans is not None:
+        if plans is not None and not bs.per_query:
             template = copy_plan(plan, None)
             template.executor = None
             with _PLANS_LOCK:

@@ -424,6 +424,7 @@ class Binder:
         self._alias_nodes: dict[str, A.Expr] = {}
         self._aliases: dict[str, BExpr] = {}
         self._expanding: list[str] = []    # aliases being bound (to tell self-reference and cycles)
+        self.per_query = False             # a per-query value (now()) was folded in
 
     # -- names --------------------------------------------------------------
     def column(self, node: A.Column) -> BExpr:
@@ -744,6 +745,7 @@ class Binder:
             hint = did_you_mean(n.name, KNOWN_FUNCTIONS)
             # the close names only: the whole catalogue (hundreds of names) buries the caret
             raise _err(f"unknown function {n.name!r}{hint}", n)
+        self.per_query |= fn.per_query
         if fn.rule == "aggregate":
             if not agg:
                 raise _err(f"aggregate function {n.name}() is not allowed here (only in the SELECT list, "
@@ -1162,7 +1164,8 @@ class Binder:
         limit = s.limit
         offset = s.offset or 0
         return BoundSelect(self.meta.name if self.meta is not None else "", items, where, group_by, order_by,
-                           limit, offset, aggregate, having=having, distinct=s.distinct)
+                           limit, offset, aggregate, having=having, distinct=s.distinct,
+                           per_query=self.per_query)
 
     def _filter(self, node: A.Expr | None, clause: str, allow_agg: bool = False) -> BExpr | None:
         """A bound WHERE/HAVING condition (None: none, or constant true)."""

@@ -141,6 +141,9 @@ class Function:
     #: a new value on every row (generateUUIDv4, rand): never folded; the kernel takes
     #: the row count only (the optional argument just keeps identical calls apart)
     per_row: bool = False
+    #: a new value for every query (now, today): folded when the query is bound, so a
+    #: plan that holds one is bound again by the next query instead of reused
+    per_query: bool = False
 
     @property
     def folds(self) -> bool:
@@ -432,9 +435,9 @@ DATETIME_FUNCTIONS = [
              kernel=lambda u, a, b: _dt_k("date_diff")(u, a, b), validate=lambda u: _check_unit(u),
              aliases=("date_diff", "timestampDiff")),
     Function("now", "scalar", (), returns=pa.timestamp("s"), fold=lambda: _dt_k("now")(),
-             kernel=lambda: _dt_k("now")(), aliases=("current_timestamp",)),
+             kernel=lambda: _dt_k("now")(), aliases=("current_timestamp",), per_query=True),
     Function("today", "scalar", (), returns=_DATE, fold=lambda: _dt_k("today")(), kernel=lambda: _dt_k("today")(),
-             aliases=("curdate", "current_date")),
+             aliases=("curdate", "current_date"), per_query=True),
     # a connection's database is ClickHouse's current database, `default` (engine/system_tables.py)
     Function("currentDatabase", "scalar", (), returns=_STR, fold=lambda: "default", kernel=lambda: "default",
              aliases=("database", "current_database"), doc="the current database: 'default'"),

@@ -36,6 +36,7 @@ class BoundSelect:
     aggregate: bool = False        # any aggregate or GROUP BY
     having: BExpr | None = None    # filter of the aggregated rows (set only when `aggregate`)
     distinct: bool = False         # SELECT DISTINCT: one row per distinct output tuple
+    per_query: bool = False        # holds a value folded for this query only (now()): never reused
 
     def __post_init__(self) -> None:
         if self.group_by is None:
