@@ -382,8 +382,11 @@ class TextAggregator(IndexAggregator):
         n = len(raw)
         if row0 + n >= 1 << 31:
             raise SkipidxError(f"text index: a part of {row0 + n} rows is too large (at most 2^31 - 1)")
-        starts = list(range(0, n, SLICE_ROWS))
-        self._parts.extend(_run(lambda a: _slice_postings(self.tokenizer, raw.slice(a, SLICE_ROWS), row0 + a),
+        # slices of at least SLICE_ROWS rows, one per thread where the chunk has enough
+        # (the hashed kernel's cost is per occurrence; fewer slices, less to merge)
+        step = SLICE_ROWS if hasattr(self.tokenizer, "token_spans") else max(SLICE_ROWS, -(-n // self.threads))
+        starts = list(range(0, n, step))
+        self._parts.extend(_run(lambda a: _slice_postings(self.tokenizer, raw.slice(a, step), row0 + a),
                                 starts, self.threads))
 
     def finish(self) -> TextGranules:
@@ -506,8 +509,12 @@ def _slice_postings(tokenizer: Tokenizer, raw: pa.Array, row0: int) -> Postings:
         rows, data, st, en = tk.rows, tk.data, offs[:-1], offs[1:]
     if len(st) == 0:
         return _empty_postings()
-    ts, te, po, pr = TP.build_postings(data, np.ascontiguousarray(st, np.int64),
-                                       np.ascontiguousarray(en, np.int64), np.ascontiguousarray(rows, np.int64))
+    # spans (sparse grams): nearly as many distinct tokens as occurrences, which the
+    # bucketed kernel keeps in cache-sized tables; else one hash table of the distinct
+    # tokens, which are few
+    build = TP.build_postings if spans is not None else TP.build_postings_hashed
+    ts, te, po, pr = build(data, np.ascontiguousarray(st, np.int64), np.ascontiguousarray(en, np.int64),
+                           np.ascontiguousarray(rows, np.int64))
     from skipidx.core._kernels.spans import gather_spans
 
     to, td = gather_spans(data, ts, te)

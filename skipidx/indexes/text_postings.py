@@ -505,6 +505,142 @@ def build_postings(data, starts, ends, rows):
     return out_s[:nd], out_e[:nd], post_offs[:nd + 1], post_rows[:npost]
 
 
+# ---------------------------------------------------------------- hashed build
+_HK = np.uint64(0x9E3779B97F4A7C15)
+
+
+@njit(inline="always", cache=True)
+def _token_key(data, s, e):
+    """(big-endian word of the first 8 bytes, hash of all bytes) of data[s:e]."""
+    w = np.uint64(0)
+    ln = e - s
+    for q in range(8):
+        w = w << np.uint64(8)
+        if q < ln:
+            w |= np.uint64(data[s + q])
+    h = (w ^ np.uint64(ln)) * _HK
+    p = s + 8
+    while p < e:
+        x = np.uint64(0)
+        for q in range(8):
+            x = x << np.uint64(8)
+            if p + q < e:
+                x |= np.uint64(data[p + q])
+        h = ((h ^ (h >> np.uint64(29))) ^ x) * _HK
+        p += 8
+    # murmur3's finalizer: the table takes the low bits, which the products above leave
+    # depending on the token's last bytes only
+    h ^= h >> np.uint64(33)
+    h *= np.uint64(0xFF51AFD7ED558CCD)
+    h ^= h >> np.uint64(33)
+    h *= np.uint64(0xC4CEB9FE1A85EC53)
+    h ^= h >> np.uint64(33)
+    return w, h
+
+
+@njit(cache=True)
+def _grow_to(a, n):
+    out = np.empty(n, dtype=a.dtype)
+    out[:a.shape[0]] = a
+    return out
+
+
+@njit(cache=True, nogil=True)
+def build_postings_hashed(data, starts, ends, rows):
+    """build_postings by one hash table over the distinct tokens (ids in first-seen
+    order), the distinct tokens sorted alone, and the occurrences placed by token rank
+    (rows stay in order): for inputs with few distinct tokens per occurrence."""
+    n = starts.shape[0]
+    cap = 1024
+    mask = cap - 1
+    tab = np.full(cap, -1, dtype=np.int32)
+    tabh = np.zeros(cap, dtype=np.uint64)
+    dcap = 512
+    ds = np.empty(dcap, dtype=np.int64)
+    de = np.empty(dcap, dtype=np.int64)
+    dw = np.empty(dcap, dtype=np.uint64)
+    dh = np.empty(dcap, dtype=np.uint64)
+    last = np.empty(dcap, dtype=np.int64)
+    cnt = np.empty(dcap, dtype=np.int64)
+    ot = np.empty(max(n, 1), dtype=np.int32)
+    orow = np.empty(max(n, 1), dtype=np.int32)
+    d = 0
+    m = 0
+    for k in range(n):
+        s = starts[k]
+        e = ends[k]
+        w, h = _token_key(data, s, e)
+        j = np.int64(h & np.uint64(mask))
+        while True:
+            t = tab[j]
+            if t < 0:
+                if d == dcap:
+                    dcap *= 2
+                    ds = _grow_to(ds, dcap)
+                    de = _grow_to(de, dcap)
+                    dw = _grow_to(dw, dcap)
+                    dh = _grow_to(dh, dcap)
+                    last = _grow_to(last, dcap)
+                    cnt = _grow_to(cnt, dcap)
+                t = d
+                ds[t] = s
+                de[t] = e
+                dw[t] = w
+                dh[t] = h
+                last[t] = -1
+                cnt[t] = 0
+                d += 1
+                tab[j] = t
+                tabh[j] = h
+                if 2 * d > cap:
+                    cap *= 4
+                    mask = cap - 1
+                    tab = np.full(cap, -1, dtype=np.int32)
+                    tabh = np.zeros(cap, dtype=np.uint64)
+                    for u in range(d):
+                        jj = np.int64(dh[u] & np.uint64(mask))
+                        while tab[jj] >= 0:
+                            jj = (jj + 1) & mask
+                        tab[jj] = u
+                        tabh[jj] = dh[u]
+                break
+            if tabh[j] == h and dw[t] == w and de[t] - ds[t] == e - s:
+                same = True
+                q0 = ds[t]
+                for q in range(8, e - s):
+                    if data[q0 + q] != data[s + q]:
+                        same = False
+                        break
+                if same:
+                    break
+            j = (j + 1) & mask
+        r = rows[k]
+        if last[t] != r:
+            last[t] = r
+            cnt[t] += 1
+            ot[m] = t
+            orow[m] = r
+            m += 1
+    perm = np.arange(d)
+    _sort_tokens(perm, dw, ds, de, data, np.empty(d, dtype=np.int64))
+    out_s = np.empty(d, dtype=np.int64)
+    out_e = np.empty(d, dtype=np.int64)
+    post_offs = np.zeros(d + 1, dtype=np.int64)
+    pos = last   # reused: each token's next posting slot
+    for i in range(d):
+        t = perm[i]
+        out_s[i] = ds[t]
+        out_e[i] = de[t]
+        pos[t] = post_offs[i]
+        post_offs[i + 1] = post_offs[i] + cnt[t]
+    post_rows = np.empty(max(m, 1), dtype=np.int32)
+    for q in range(m):
+        t = ot[q]
+        post_rows[pos[t]] = orow[q]
+        pos[t] += 1
+    return out_s, out_e, post_offs, post_rows[:m]
+
+
 @njit(cache=True, nogil=True)
 def merge_postings(data, offs, bounds, prow, poffs, sort_rows):
     """k-way merge of sorted distinct token lists with their postings: tokens

@@ -53,6 +53,35 @@ def test_slices_on_threads_equal_one_pass(tok, monkeypatch):
         assert g.rows_of(b"alpha").tolist() == want
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_hashed_build_equals_bucketed_and_reference(seed):
+    """The two build kernels (one hash table of distinct tokens; buckets by first bytes) give
+    the same dictionary and postings, equal to a dict of token -> sorted distinct rows: tokens
+    empty, of one byte, sharing 8- and 16-byte prefixes (past the sort's prefix word), with
+    0x00 and 0xff bytes, repeated in a row; tables grown several times."""
+    from skipidx.indexes import text_postings as TP
+
+    rng = np.random.default_rng(seed)
+    vocab = [b"", b"a", b"\x00", b"\xff", b"\x00\x00", b"abcdefgh", b"abcdefghi", b"abcdefgh\x00",
+             b"abcdefghabcdefgh", b"abcdefghabcdefgh\xff", b"abcdefghabcdefgi"]
+    vocab += [bytes(rng.integers(0, 256, int(rng.integers(1, 24)), dtype=np.uint8)) for _ in range(3000)]
+    n = 20000
+    pick = rng.integers(0, len(vocab), n) if seed % 2 else np.minimum(rng.zipf(1.3, n) - 1, len(vocab) - 1)
+    rows = np.sort(rng.integers(0, n // 5, n)).astype(np.int64)
+    toks = [vocab[i] for i in pick]
+    ends = np.cumsum([len(t) for t in toks]).astype(np.int64)
+    starts = ends - np.array([len(t) for t in toks], np.int64)
+    data = np.frombuffer(b"".join(toks) + b"\x00", np.uint8)
+    ref: dict[bytes, set] = {}
+    for t, r in zip(toks, rows.tolist()):
+        ref.setdefault(t, set()).add(r)
+    want_toks = sorted(ref)
+    for build in (TP.build_postings_hashed, TP.build_postings):
+        ts, te, po, pr = build(data, starts, ends, rows)
+        assert [data[a:b].tobytes() for a, b in zip(ts, te)] == want_toks
+        assert [pr[po[i]:po[i + 1]].tolist() for i in range(len(want_toks))] == [sorted(ref[t]) for t in want_toks]
+
+
 def test_damaged_postings_rejected():
     idx = _index("splitByNonAlpha")
     vals = _values(300, 5)
