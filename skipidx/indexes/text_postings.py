@@ -1047,6 +1047,152 @@ def recut_blocks(tok_blob, n, t0, block_size, prev, has_prev, max_token):
     return out[:w], tbo, pbo, first_at, first_len
 
 
+# ---------------------------------------------------------------- concatenated postings
+@njit(inline="always", cache=True)
+def _posting_last(blob, p, nbytes, kind, r0, q):
+    """The last row of the posting at blob[p:p + nbytes] whose first row r0 ends at q."""
+    end = p + nbytes
+    if kind == 1:
+        return r0 + (end - 1 - q) * 8 + _HB[np.int64(blob[end - 1])]
+    r = r0
+    while q < end:
+        d, q = _vget(blob, q)
+        r += d
+    return r
+
+
+@njit(inline="always", cache=True)
+def _bitmap_delta_bytes(blob, q, end):
+    """Bytes of the deltas between the set bits of the bitmap blob[q:end] (its bit 0 set)."""
+    total = 0
+    prev = 0
+    tz = _TZ
+    base = 0
+    first = True
+    while q < end:
+        byte = np.int64(blob[q])
+        while byte:
+            r = base + tz[byte]
+            if first:
+                first = False
+            else:
+                total += _vlen(r - prev)
+            prev = r
+            byte &= byte - 1
+        q += 1
+        base += 8
+    return total
+
+
+@njit(cache=True)
+def _concat_plan(post_blobs, ppos, ck, cnt, shifts, sel, ns, f0, q0, lastrow):
+    """The posting of rows that are the sources sel[:ns]'s postings (each shifted by its
+    shifts[i]) one after the other, rows increasing: (bytes, kind, rows), as
+    encode_dictionary would choose them; f0/q0/lastrow: each source's shifted first row,
+    the position after its first row's varint, its shifted last row."""
+    d = 0
+    m = 0
+    lb_bits = 0
+    for s in range(ns):
+        i = sel[s]
+        blob = post_blobs[i]
+        p = ppos[i]
+        nb = ck[i] >> 1
+        kd = ck[i] & 1
+        r0, q = _vget(blob, p)
+        f0[s] = r0 + shifts[i]
+        q0[s] = q
+        lastrow[s] = _posting_last(blob, p, nb, kd, r0, q) + shifts[i]
+        if s == 0:
+            d += _vlen(f0[s])
+        else:
+            d += _vlen(f0[s] - lastrow[s - 1])
+        if kd == 0:
+            d += nb - (q - p)
+        else:
+            # each delta takes a byte at least: a lower bound, made exact below if it decides
+            d += cnt[i] - 1
+            lb_bits += 1
+        m += cnt[i]
+    bm = _vlen(f0[0]) + (lastrow[ns - 1] - f0[0] + 1 + 7) // 8
+    if bm < d:
+        return bm, 1, m
+    if lb_bits:
+        for s in range(ns):
+            i = sel[s]
+            if ck[i] & 1:
+                d += _bitmap_delta_bytes(post_blobs[i], q0[s], ppos[i] + (ck[i] >> 1)) - (cnt[i] - 1)
+        if bm < d:
+            return bm, 1, m
+    return d, 0, m
+
+
+@njit(cache=True)
+def _concat_write(post_blobs, ppos, ck, sel, ns, f0, q0, lastrow, kind, pout, wp):
+    """Write the posting _concat_plan planned at pout[wp:]; the next position."""
+    r_first = f0[0]
+    wp = _vput(pout, wp, r_first)
+    if kind == 0:
+        for s in range(ns):
+            i = sel[s]
+            blob = post_blobs[i]
+            end = ppos[i] + (ck[i] >> 1)
+            if s > 0:
+                wp = _vput(pout, wp, f0[s] - lastrow[s - 1])
+            if ck[i] & 1 == 0:
+                for q in range(q0[s], end):
+                    pout[wp] = blob[q]
+                    wp += 1
+            else:
+                prev = 0
+                base = 0
+                first = True
+                tz = _TZ
+                q = q0[s]
+                while q < end:
+                    byte = np.int64(blob[q])
+                    while byte:
+                        r = base + tz[byte]
+                        if first:
+                            first = False
+                        else:
+                            wp = _vput(pout, wp, r - prev)
+                        prev = r
+                        byte &= byte - 1
+                    q += 1
+                    base += 8
+        return wp
+    nbytes = (lastrow[ns - 1] - r_first + 1 + 7) // 8
+    for q in range(nbytes):
+        pout[wp + q] = 0
+    for s in range(ns):
+        i = sel[s]
+        blob = post_blobs[i]
+        end = ppos[i] + (ck[i] >> 1)
+        off = f0[s] - r_first
+        if ck[i] & 1:
+            # the source's bitmap, moved to bit `off`
+            sh = off & 7
+            o = wp + (off >> 3)
+            for q in range(q0[s], end):
+                v = np.int64(blob[q])
+                if v:
+                    pout[o] |= np.uint8((v << sh) & 255)
+                    hi = v >> (8 - sh) if sh else 0
+                    if hi:
+                        pout[o + 1] |= np.uint8(hi)
+                o += 1
+        else:
+            r = off
+            pout[wp + (r >> 3)] |= np.uint8(1 << (r & 7))
+            q = q0[s]
+            while q < end:
+                dd, q = _vget(blob, q)
+                r += dd
+                pout[wp + (r >> 3)] |= np.uint8(1 << (r & 7))
+    return wp + nbytes
+
+
 @njit(cache=True, nogil=True)
 def _merge_range(tok_blobs, tbos, post_blobs, pbos, row_maps, shifts, max_token, n_rows, block_size,
                  start_blk, end_blk, lo, has_lo, hi, has_hi):
@@ -1088,6 +1234,16 @@ def _merge_range(tok_blobs, tbos, post_blobs, pbos, row_maps, shifts, max_token,
     prev = np.zeros(max(max_token, 8), dtype=np.uint8)
     prev_len = 0
     same = np.zeros(k, dtype=np.bool_)
+    # the sources in the order of their rows' shifts; scratch of the concatenated postings
+    sorder = np.argsort(shifts)
+    n_shifted = 0
+    for i in range(k):
+        if shifts[i] >= 0:
+            n_shifted += 1
+    sel = np.zeros(k, dtype=np.int64)
+    f0 = np.zeros(k, dtype=np.int64)
+    q0 = np.zeros(k, dtype=np.int64)
+    lastrow = np.zeros(k, dtype=np.int64)
     t = 0
     w = 0
     wp = 0
@@ -1105,7 +1261,23 @@ def _merge_range(tok_blobs, tbos, post_blobs, pbos, row_maps, shifts, max_token,
             if same[i]:
                 nsame += 1
         copy = nsame == 1 and shifts[best] >= 0
-        if copy:
+        concat = False
+        if not copy and n_shifted:
+            # every source holding the token has its rows shifted (parts of consecutive
+            # keys): the postings are concatenated without decoding every row
+            concat = True
+            ns = 0
+            for u in range(k):
+                i = sorder[u]
+                if same[i]:
+                    if shifts[i] < 0:
+                        concat = False
+                        break
+                    sel[ns] = i
+                    ns += 1
+        if concat:
+            c, kind, m = _concat_plan(post_blobs, ppos, ck, cnt, shifts, sel, ns, f0, q0, lastrow)
+        elif copy:
             # one source, rows shifted: its posting's bytes after the first row stay
             src_p = ppos[best]
             r0_old, src_q = _vget(post_blobs[best], src_p)
@@ -1167,7 +1339,9 @@ def _merge_range(tok_blobs, tbos, post_blobs, pbos, row_maps, shifts, max_token,
             w += 1
         w = _vput(tout, w, m)
         w = _vput(tout, w, c * 2 + kind)
-        if copy:
+        if concat:
+            wp = _concat_write(post_blobs, ppos, ck, sel, ns, f0, q0, lastrow, kind, pout, wp)
+        elif copy:
             wp = _vput(pout, wp, r0_new)
             sb = post_blobs[best]
             for q in range(tail):

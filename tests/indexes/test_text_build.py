@@ -167,3 +167,62 @@ def test_merge_encoded_on_key_ranges_equals_one_pass(tok, threads, layout, monke
     agg.add(vals, zs, zl, 0)
     got = agg.finish().to_arrow("p")
     assert got.equals(want, check_metadata=True)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_merge_of_consecutive_parts_concatenates_postings_as_a_rebuild(seed, monkeypatch):
+    """Parts of consecutive keys: a token several parts hold gets its postings concatenated
+    without decoding (each part's bitmap moved to its bit offset, delta bytes copied) and the
+    smaller form chosen as a rebuild chooses it: tokens dense in one part and rare in another,
+    far apart or adjacent, in 1-4 parts of very different sizes; one pass and key ranges."""
+    rng = np.random.default_rng(seed)
+    n = 3000
+    dens = [0.0, 0.0005, 0.01, 0.2, 0.6, 0.97]
+    cuts = [0, 7, 900, 950, n]
+    rows = [[] for _ in range(n)]
+    for j in range(120):
+        for a, b in zip(cuts, cuts[1:]):
+            p = dens[int(rng.integers(0, len(dens)))]
+            for r in np.flatnonzero(rng.random(b - a) < p):
+                rows[a + int(r)].append(f"t{j}")
+    vals = pa.array([" ".join(r) for r in rows], pa.string())
+    idx = _index("splitByNonAlpha")
+    zs = np.arange(0, n, 100)
+    zl = np.minimum(100, n - zs)
+    want = idx.aggregator(1).build(vals, zs, zl).to_arrow("p")
+    srcs, maps = [], []
+    for a, b in zip(cuts, cuts[1:]):
+        g = idx.aggregator(1).build(vals.slice(a, b - a), np.array([0]), np.array([b - a]))
+        srcs.append(idx.granules_from_arrow(g.to_arrow("p")))
+        maps.append(np.arange(a, b, dtype=np.int64))
+    for threads in (1, 3):
+        monkeypatch.setattr(T, "MERGE_RANGE_BLOCKS", 1)
+        agg = idx.aggregator(threads)
+        order = [3, 1, 0, 2] if threads == 3 else [0, 1, 2, 3]   # sources in any order
+        agg.use_merged([srcs[i] for i in order], [maps[i] for i in order])
+        agg.add(vals, zs, zl, 0)
+        assert agg.finish().to_arrow("p").equals(want, check_metadata=True)
+
+
+def test_concatenated_posting_form_at_the_bound():
+    """A token of two consecutive parts whose first posting is a bitmap with a 2-byte delta
+    inside: the merged bitmap (127 bytes) is not smaller than the delta form's lower bound
+    (127) but is smaller than its exact size (128), so the bitmap's deltas must be counted."""
+    n = 2000
+    rows = [[] for _ in range(n)]
+    for r in list(range(124)) + [300, 1003]:
+        rows[r].append("u")
+    rows[5].append("v")
+    rows[1500].append("v")
+    vals = pa.array([" ".join(r) for r in rows], pa.string())
+    idx = _index("splitByNonAlpha")
+    zs = np.arange(0, n, 100)
+    zl = np.full(20, 100)
+    want = idx.aggregator(1).build(vals, zs, zl)
+    assert want.rows_of(b"u").tolist() == list(range(124)) + [300, 1003]
+    srcs = [idx.granules_from_arrow(idx.aggregator(1).build(vals.slice(a, 1000), np.array([0]),
+                                                            np.array([1000])).to_arrow("p")) for a in (0, 1000)]
+    agg = idx.aggregator(1)
+    agg.use_merged(srcs, [np.arange(0, 1000, dtype=np.int64), np.arange(1000, 2000, dtype=np.int64)])
+    agg.add(vals, zs, zl, 0)
+    assert agg.finish().to_arrow("p").equals(want.to_arrow("p"), check_metadata=True)
