@@ -77,6 +77,56 @@ def value_type(t: pa.DataType) -> pa.DataType:
     return t.value_type if pa.types.is_dictionary(t) else t
 
 
+def is_uuid_type(t: pa.DataType) -> bool:
+    from skipidx.core.types import is_uuid
+
+    return is_uuid(value_type(t))
+
+
+def index_values(vals: pa.Array) -> pa.Array:
+    """The values an ordered index (minmax, set) keeps: a UUID as its 16-byte key in
+    ClickHouse's UUID order (the second 8 bytes first), binary so that bytewise order is
+    that order; others as they are."""
+    if is_uuid_type(vals.type):
+        from skipidx.core.types import uuid_order_key
+
+        return uuid_order_key(vals).cast(pa.binary())
+    return vals
+
+
+def stored_value_type(t: pa.DataType) -> pa.DataType:
+    """The type of the values :func:`index_values` gives for a column of type `t`."""
+    return pa.binary() if is_uuid_type(t) else value_type(t)
+
+
+def _uuid_key(v: Any) -> Any:
+    """A UUID constant (16 bytes as the binder casts it, a uuid.UUID, or its text) as its
+    :func:`index_values` key; anything else as a value no index places (answered 'maybe')."""
+    import uuid as _uuid
+
+    if v is None:
+        return None
+    if isinstance(v, _uuid.UUID):
+        v = v.bytes
+    elif isinstance(v, str) or (isinstance(v, (bytes, bytearray)) and len(v) != 16):
+        try:
+            v = _uuid.UUID(v.decode() if isinstance(v, (bytes, bytearray)) else v).bytes
+        except (ValueError, UnicodeDecodeError):
+            return object()
+    if not isinstance(v, (bytes, bytearray)):
+        return object()
+    return bytes(v[8:16]) + bytes(v[0:8])
+
+
+def index_atom_args(func: str, args: tuple, column_type: pa.DataType) -> tuple:
+    """An atom's constants in the form :func:`index_values` keeps (UUID keys for a UUID column)."""
+    if not is_uuid_type(column_type):
+        return args
+    if func in ("in", "notIn"):
+        return (tuple(_uuid_key(v) for v in args[0]),) + tuple(args[1:]) if args else args
+    return tuple(_uuid_key(v) for v in args)
+
+
 def is_string_like(t: pa.DataType) -> bool:
     t = value_type(t)
     return (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)

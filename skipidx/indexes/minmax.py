@@ -9,7 +9,9 @@ ClickHouse compares floats). A zone holding only NULLs therefore answers
 (False, False) to a comparison -- under NOT it stays pruned, which is right
 since ``NOT (NULL < 5)`` is NULL too.
 
-Strings compare bytewise (ClickHouse compares with memcmp).
+Strings compare bytewise (ClickHouse compares with memcmp). A UUID is kept as
+its 16-byte key in ClickHouse's UUID order (``index_values``: the second 8
+bytes first), so its bounds are ClickHouse's, not Parquet's byte order.
 """
 from __future__ import annotations
 
@@ -21,8 +23,9 @@ from skipidx.core.lazy import compute as pc
 
 from skipidx.indexes import zones
 from skipidx.indexes._common import (
-    COMPARISONS, atom_text, cmp, comparable, index_error, is_orderable, is_string_like,
-    null_counts, null_mask, null_subject_matches, plain, subject_matches, to_scalar, value_type,
+    COMPARISONS, atom_text, cmp, comparable, index_atom_args, index_error, index_values, is_orderable,
+    is_string_like, is_uuid_type, null_counts, null_mask, null_subject_matches, plain, stored_value_type,
+    subject_matches, to_scalar,
 )
 from skipidx.indexes.base import (
     Atom, BoolMask, IndexAggregator, IndexCondition, IndexDef, IndexGranules, IndexType, register_index_type,
@@ -84,7 +87,7 @@ class MinMaxAggregator(IndexAggregator):
         self.params = params
 
     def build(self, values: pa.Array, zone_start: np.ndarray, zone_length: np.ndarray) -> MinMaxGranules:
-        vals = plain(values)
+        vals = index_values(plain(values))
         zs, zl = zones.check_zones(len(vals), zone_start, zone_length)
         n = zs.shape[0]
         nulls = null_counts(vals, zs, zl)
@@ -171,7 +174,9 @@ class MinMaxCondition(IndexCondition):
 
     def __init__(self, atom: Atom, column_type: pa.DataType) -> None:
         super().__init__(atom)
-        self.column_type = column_type
+        self.column_type = stored_value_type(column_type)
+        self._args = index_atom_args(atom.func, atom.args, column_type)
+        self.uuid = is_uuid_type(column_type)
 
     def describe(self) -> str:
         return f"{atom_text(self.atom)}: min/max ranges"
@@ -180,10 +185,12 @@ class MinMaxCondition(IndexCondition):
         g = granules
         assert isinstance(g, MinMaxGranules)
         n = len(g)
-        func, args = self.atom.func, self.atom.args
+        func, args = self.atom.func, self._args
         non_null = g.non_null
         if func in ("isNull", "isNotNull"):
             return null_mask(func, g.has_null, non_null)
+        if self.uuid and not pa.types.is_binary(g.min.type):
+            return BoolMask.unknown(n)     # bounds not in ClickHouse's UUID order
         has_vals = g.value_count > 0
         has_nan = g.nan_count > 0
         mn, mx = comparable(g.min), comparable(g.max)
@@ -312,7 +319,7 @@ class MinMaxIndex(IndexType):
     def validate(cls, definition: IndexDef, column_type: pa.DataType) -> dict[str, Any]:
         if definition.args or definition.kwargs:
             raise index_error(definition, "minmax takes no parameters")
-        if not is_orderable(column_type):
+        if not (is_orderable(column_type) or is_uuid_type(column_type)):
             raise index_error(definition, f"minmax does not support column type {column_type}")
         return {}
 
@@ -333,4 +340,4 @@ class MinMaxIndex(IndexType):
         return MinMaxCondition(atom, self.column_type)
 
     def granules_from_arrow(self, table: pa.Table) -> MinMaxGranules:
-        return MinMaxGranules.from_arrow(table, value_type(self.column_type))
+        return MinMaxGranules.from_arrow(table, stored_value_type(self.column_type))

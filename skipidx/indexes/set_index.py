@@ -23,8 +23,9 @@ from skipidx.core.lazy import compute as pc
 
 from skipidx.indexes import zones
 from skipidx.indexes._common import (
-    COMPARISONS, atom_text, cmp, comparable, index_error, int_arg, is_orderable, is_string_like,
-    null_counts, null_mask, null_subject_matches, plain, segment_any, subject_matches, to_scalar, value_type,
+    COMPARISONS, atom_text, cmp, comparable, index_atom_args, index_error, index_values, int_arg, is_orderable,
+    is_string_like, is_uuid_type, null_counts, null_mask, null_subject_matches, plain, segment_any,
+    stored_value_type, subject_matches, to_scalar,
 )
 from skipidx.indexes.base import (
     Atom, BoolMask, IndexAggregator, IndexCondition, IndexDef, IndexGranules, IndexType, register_index_type,
@@ -85,7 +86,7 @@ class SetAggregator(IndexAggregator):
         self.max_rows = int(params["max_rows"])
 
     def build(self, values: pa.Array, zone_start: np.ndarray, zone_length: np.ndarray) -> SetGranules:
-        vals = plain(values)
+        vals = index_values(plain(values))    # a UUID as its ClickHouse-order key
         zs, zl = zones.check_zones(len(vals), zone_start, zone_length)
         n = zs.shape[0]
         nulls = null_counts(vals, zs, zl)
@@ -118,7 +119,9 @@ class SetCondition(IndexCondition):
 
     def __init__(self, atom: Atom, column_type: pa.DataType) -> None:
         super().__init__(atom)
-        self.column_type = column_type
+        self.column_type = stored_value_type(column_type)
+        self._args = index_atom_args(atom.func, atom.args, column_type)
+        self.uuid = is_uuid_type(column_type)
 
     def describe(self) -> str:
         return f"{atom_text(self.atom)}: exact value sets"
@@ -127,9 +130,11 @@ class SetCondition(IndexCondition):
         g = granules
         assert isinstance(g, SetGranules)
         n = len(g)
-        func, args = self.atom.func, self.atom.args
+        func, args = self.atom.func, self._args
         if func in ("isNull", "isNotNull"):
             return null_mask(func, g.has_null, g.non_null)
+        if self.uuid and not pa.types.is_binary(g.sets.type.value_type):
+            return BoolMask.unknown(n)     # values not kept as ClickHouse-order keys
         values = comparable(g.sets.flatten())
         per_value = self._evaluate(values, func, args)
         if per_value is None:
@@ -197,7 +202,7 @@ class SetIndex(IndexType):
         if len(definition.args) != 1:
             raise index_error(definition, f"set must have exactly one argument (max_rows), got {len(definition.args)}")
         max_rows = int_arg(definition, definition.args[0], "max_rows", minimum=0)
-        if not is_orderable(column_type):
+        if not (is_orderable(column_type) or is_uuid_type(column_type)):
             raise index_error(definition, f"set does not support column type {column_type}")
         return {"max_rows": max_rows}
 
@@ -218,4 +223,4 @@ class SetIndex(IndexType):
         return SetCondition(atom, self.column_type)
 
     def granules_from_arrow(self, table: pa.Table) -> SetGranules:
-        return SetGranules.from_arrow(table, value_type(self.column_type))
+        return SetGranules.from_arrow(table, stored_value_type(self.column_type))
