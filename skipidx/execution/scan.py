@@ -91,6 +91,14 @@ def _batch_rows(part: Any, batch: list[tuple[int, int]], rows: np.ndarray) -> np
     return out
 
 
+def _batch_count(part: Any, batch: list[tuple[int, int]], rows: np.ndarray) -> int:
+    """How many of `batch`'s rows are in `rows` (sorted part row numbers)."""
+    marks = part.marks
+    bounds = np.asarray([(int(marks[s]), int(marks[e])) for s, e in batch], dtype=np.int64)
+    ij = np.searchsorted(rows, bounds)
+    return int((ij[:, 1] - ij[:, 0]).sum())
+
+
 def _read_filtered(part: Any, batch: list[tuple[int, int]], columns: list[str], where: BExpr | None,
                    keep: list[str], use_threads: bool | None = None,
                    prewhere: BExpr | None = None, known: np.ndarray | None = None) -> tuple[pa.Table, int, int]:
@@ -112,6 +120,13 @@ def _read_filtered(part: Any, batch: list[tuple[int, int]], columns: list[str], 
                and sum(e - s for s, e in batch) >= part.dictionary_min_granules
                else ())
     kw: dict[str, Any] = {} if use_threads is None else {"use_threads": use_threads}
+    if (known is not None and not keep and known.dtype != np.bool_
+            and (prewhere is None or all(c in _where_columns(prewhere) for c in columns))):
+        # count() over known rows (sorted row numbers): the columns are read as below, the
+        # batch's count comes from the rows without a mask of the batch
+        t = part.read(columns, batch, dictionary=as_dict, **kw) if as_dict else part.read(columns, batch, **kw)
+        return (t.select([]).slice(0, _batch_count(part, batch, known)), t.num_rows,
+                _bytes(part, columns, sum(e - s for s, e in batch)))
     known = None if known is None else _batch_rows(part, batch, known)
     needles = required_substrings(where) if part.needle_column is not None and known is None else None
     if needles and part.needle_column(needles) is not None:
