@@ -313,6 +313,10 @@ _TO_DATE_SRC = ArgType("String, number, Date or DateTime",
                        lambda t: is_string(t) or is_numeric(t) or pa.types.is_date(t) or pa.types.is_timestamp(t))
 
 
+def _canonical_name(name: str) -> Callable[[str, list[str]], str]:
+    return lambda written, arg_names: f"{name}({', '.join(arg_names)})"
+
+
 def _text_k(name: str, **kw: Any) -> Callable[..., Any]:
     from skipidx.expr.kernels import text as T
 
@@ -343,11 +347,18 @@ TEXT_FUNCTIONS = [
     Function("replaceRegexpAll", "scalar", (STRING, CONST_STRING, CONST_STRING), returns=_STR,
              kernel=_text_k("replace_regexp_all"), aliases=("REGEXP_REPLACE",)),
     Function("extract", "scalar", (STRING, CONST_STRING), returns=_STR, kernel=_text_k("extract")),
-    Function("trimBoth", "scalar", (STRING,), returns=_STR, kernel=_text_k("trim"), aliases=("trim",)),
+    # ClickHouse's parser rewrites trim/ltrim/rtrim, so the column is named by the canonical name
+    Function("trimBoth", "scalar", (STRING,), returns=_STR, kernel=_text_k("trim"), aliases=("trim",),
+             output_name=_canonical_name("trimBoth")),
     Function("trimLeft", "scalar", (STRING,), returns=_STR, kernel=_text_k("trim", left=True, right=False),
-             aliases=("ltrim",)),
+             aliases=("ltrim",), output_name=_canonical_name("trimLeft")),
     Function("trimRight", "scalar", (STRING,), returns=_STR, kernel=_text_k("trim", left=False, right=True),
-             aliases=("rtrim",)),
+             aliases=("rtrim",), output_name=_canonical_name("trimRight")),
+    Function("reverse", "scalar", (STRING,), returns=_STR, kernel=_text_k("reverse"),
+             doc="the bytes in reverse order"),
+    Function("repeat", "scalar", (STRING, INTEGER), returns=_STR, kernel=_text_k("repeat"), scalar_args=(1,)),
+    Function("arrayStringConcat", "scalar", (_ARRAY, CONST_STRING), returns=_STR, min_args=1,
+             kernel=_text_k("array_string_concat"), doc="the items' text joined by a separator"),
     Function("splitByChar", "scalar", (CONST_STRING, STRING), returns=pa.list_(pa.field("item", _STR, nullable=False)),
              kernel=_text_k("split_by_char")),
     Function("has", "scalar", (_ARRAY, ANY), kernel=lambda a, v: _text_k("has")(a, v), scalar_args=(1,),
@@ -433,7 +444,14 @@ DATETIME_FUNCTIONS = [
     Function("toStartOfYear", "scalar", (_TEMPORAL,), returns=_DATE, kernel=_dt_k("start_of", "year")),
     Function("dateDiff", "scalar", (CONST_STRING, _TEMPORAL, _TEMPORAL), returns=pa.int64(),
              kernel=lambda u, a, b: _dt_k("date_diff")(u, a, b), validate=lambda u: _check_unit(u),
-             aliases=("date_diff", "timestampDiff")),
+             aliases=("date_diff", "timestampDiff"), output_name=_canonical_name("dateDiff")),
+    Function("toUnixTimestamp", "scalar", (_TO_DATE_SRC,), returns=pa.uint32(), kernel=_dt_k("to_unix_timestamp"),
+             doc="seconds since the epoch"),
+    Function("toMonday", "scalar", (_TEMPORAL,), returns=_DATE, kernel=_dt_k("to_monday")),
+    *(Function(f"toStartOf{word}Minutes", "typed", (_TEMPORAL,), typed=lambda ts, cs: _same_zone_seconds(ts),
+               kernel=(lambda k, nm: lambda a: _dt_k("start_of_minutes")(a, k, nm))(k, f"toStartOf{word}Minutes"),
+               aliases=(f"toStartOf{word}Minute",) if word == "Five" else ())
+      for word, k in (("Five", 5), ("Ten", 10), ("Fifteen", 15))),
     Function("now", "scalar", (), returns=pa.timestamp("s"), fold=lambda: _dt_k("now")(),
              kernel=lambda: _dt_k("now")(), aliases=("current_timestamp",), per_query=True),
     Function("today", "scalar", (), returns=_DATE, fold=lambda: _dt_k("today")(), kernel=lambda: _dt_k("today")(),
@@ -660,6 +678,38 @@ PER_ROW_FUNCTIONS = [
 ]
 
 
+def _num_k(name: str, **kw: Any) -> Callable[..., Any]:
+    from skipidx.expr.kernels import numeric as N
+
+    fn = getattr(N, name)
+    return (lambda *a: fn(*a, **kw)) if kw else fn
+
+
+def _abs_type(ts: list[pa.DataType], cs: list[Any]) -> tuple[pa.DataType, None]:
+    from skipidx.expr.kernels import numeric as N
+
+    return N.abs_result_type(value_type(ts[0])), None
+
+
+def _rounding(name: str, mode: str, *aliases: str) -> Function:
+    return Function(name, "typed", (NUMBER, _CONST_INT), min_args=1, typed=lambda ts, cs: (value_type(ts[0]), None),
+                    kernel=_num_k("rounding", mode=mode), aliases=aliases,
+                    doc=f"{mode} at a number of decimal places (negative: tens, hundreds...)")
+
+
+MATH_FUNCTIONS = [
+    _rounding("round", "round"),
+    _rounding("floor", "floor"),
+    _rounding("ceil", "ceil", "ceiling"),
+    _rounding("trunc", "trunc", "truncate"),
+    Function("abs", "typed", (NUMBER,), typed=_abs_type, kernel=_num_k("abs_")),
+    Function("greatest", "conditional", (ANY, ANY), variadic=True,
+             kernel=lambda *a: pc.max_element_wise(*a, skip_nulls=True), doc="the largest argument (NULLs skipped)"),
+    Function("least", "conditional", (ANY, ANY), variadic=True,
+             kernel=lambda *a: pc.min_element_wise(*a, skip_nulls=True), doc="the smallest argument (NULLs skipped)"),
+]
+
+
 HASH_FUNCTIONS = [
     Function("cityHash64", "scalar", (ANY,), variadic=True, returns=_U64, kernel=lambda *a: _cond_k("city_hash64")(*a)),
     Function("xxHash64", "scalar", (ANY,), returns=_U64, kernel=lambda a: _cond_k("xx_hash64")(a)),
@@ -724,10 +774,10 @@ AGGREGATE_FUNCTIONS = [
              doc="the first argument at the row of the least second one (rows with a NULL skipped)"),
     Function("argMax", "aggregate", (ANY, ANY), returns=SAME_AS_FIRST,
              doc="the first argument at the row of the greatest second one (rows with a NULL skipped)"),
-    Function("quantile", "aggregate", (NUMBER,), returns=pa.float64(),
+    Function("quantile", "aggregate", (NUMBER,), returns=pa.float64(), aliases=("median",),
              doc="quantile(level)(x): linear interpolation at level * (n - 1) (ClickHouse's reservoir "
                  "sample is exact up to 8192 values; skipidx is exact always)"),
-    Function("quantileExact", "aggregate", (NUMBER,), returns=SAME_AS_FIRST,
+    Function("quantileExact", "aggregate", (NUMBER,), returns=SAME_AS_FIRST, aliases=("medianExact",),
              doc="quantileExact(level)(x): the value at floor(level * n) of the sorted values"),
     Function("quantiles", "aggregate", (NUMBER,), doc="quantiles(l1, ...)(x): Array(Float64)"),
     Function("quantilesExact", "aggregate", (NUMBER,), doc="quantilesExact(l1, ...)(x): Array(T)"),
@@ -826,7 +876,7 @@ class Catalogue:
 CATALOGUE = Catalogue()
 for _group in (COMPARISON_FUNCTIONS, LOGICAL_FUNCTIONS, STRING_FUNCTIONS, ARITHMETIC_FUNCTIONS,
                TEXT_FUNCTIONS, DATETIME_FUNCTIONS, INTERVAL_FUNCTIONS, CONVERSION_FUNCTIONS, CONDITIONAL_FUNCTIONS,
-               HASH_FUNCTIONS, PER_ROW_FUNCTIONS,
+               HASH_FUNCTIONS, PER_ROW_FUNCTIONS, MATH_FUNCTIONS,
                AGGREGATE_FUNCTIONS):
     CATALOGUE.extend(_group)
 

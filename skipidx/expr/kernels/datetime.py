@@ -382,3 +382,41 @@ def now(tz: str | None = None) -> _dt.datetime:
 
 def today() -> _dt.date:
     return _dt.datetime.now(_dt.timezone.utc).date()
+
+
+def to_unix_timestamp(a: ArrayLike) -> pa.Array:
+    """toUnixTimestamp: seconds since the epoch (UInt32) of a DateTime[64] (its fraction
+    dropped), of a Date's midnight in UTC, or of a String read as a DateTime."""
+    a = _one(a)
+    t = a.type
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t):
+        a = parse_datetime(a, "toUnixTimestamp")
+        t = a.type
+    if pa.types.is_date(t):
+        a = a.cast(pa.date32()).cast(pa.timestamp("s"))
+    elif not pa.types.is_timestamp(t):
+        raise SkipidxError(f"toUnixTimestamp: expected a DateTime, Date or String argument, got {t}")
+    secs = pc.floor_temporal(a, unit="second").cast(pa.timestamp(a.type.unit, None) if a.type.tz else a.type)
+    v = secs.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False) // _UNIT_S[a.type.unit]
+    return pa.array(v.astype(np.uint32), pa.uint32(), mask=_mask(a))
+
+
+def to_monday(a: ArrayLike) -> pa.Array:
+    """toMonday: the Date of the Monday of the value's week (in its zone)."""
+    d = to_date(_temporal(a, "toMonday"))
+    days = d.cast(pa.int32()).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    # 1970-01-01 was a Thursday: (days + 3) % 7 is the weekday with Monday = 0
+    start = np.maximum(days - (days + 3) % 7, 0)     # clamped to the Date range as ClickHouse does
+    return pa.array(start.astype(np.int32), pa.int32(), mask=_mask(d)).cast(pa.date32())
+
+
+def start_of_minutes(a: ArrayLike, k: int, name: str) -> pa.Array:
+    """toStartOfFiveMinutes / TenMinutes / FifteenMinutes: the DateTime floored to k minutes
+    of the epoch (ClickHouse floors the instant, not the local clock: in a +05:45 zone
+    toStartOfTenMinutes gives hh:55), its zone kept."""
+    a = _one(a)
+    if not pa.types.is_timestamp(a.type):
+        raise SkipidxError(f"Illegal argument of type {a.type} for function {name} (a DateTime is required)")
+    tz = a.type.tz
+    utc = a.cast(pa.timestamp(a.type.unit))
+    return pc.floor_temporal(utc, multiple=k, unit="minute").cast(pa.timestamp("s")).cast(pa.timestamp("s", tz))

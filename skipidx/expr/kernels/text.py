@@ -282,8 +282,50 @@ def split_by_char(sep, a: ArrayLike) -> pa.Array:
         raise SkipidxError("splitByChar: the separator must be exactly one character")
     b = _bin(a)
     if _valid_utf8(b):
-        return pc.split_pattern(b.cast(pa.string()), pattern=sp.decode("latin-1") if sp < b"\x80" else sp.decode())
-    return pc.split_pattern(b, pattern=sp)
+        out = pc.split_pattern(b.cast(pa.string()), pattern=sp.decode("latin-1") if sp < b"\x80" else sp.decode())
+    else:
+        out = pc.split_pattern(b, pattern=sp)
+    # Array(String): the items are never NULL
+    return out.cast(pa.list_(pa.field("item", out.type.value_type, nullable=False)))
+
+
+def reverse(a: ArrayLike) -> pa.Array:
+    """reverse(s): the bytes in reverse order (as ClickHouse; reverseUTF8 keeps code points)."""
+    return _as_string(pc.binary_reverse(_bin(a)))
+
+
+def repeat(a: ArrayLike, n) -> pa.Array:
+    """repeat(s, n): s n times (n < 0 gives '')."""
+    b = _bin(a)
+    k = n if isinstance(n, int) else pc.max_element_wise(n, pa.scalar(0, n.type)).cast(pa.int64())
+    if isinstance(k, int):
+        k = max(k, 0)
+    return _as_string(pc.binary_repeat(b, k))
+
+
+def array_string_concat(a: ArrayLike, sep=b"") -> pa.Array:
+    """arrayStringConcat(arr[, sep]): the items' text joined by sep (NULL items skipped)."""
+    from skipidx.expr.kernels.convert import to_string
+
+    x = a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
+    values = x.values
+    vt = values.type
+    if not (pa.types.is_string(vt) or pa.types.is_large_string(vt) or pa.types.is_binary(vt)):
+        values = to_string(values)
+    lst = pa.ListArray.from_arrays(x.offsets, _bin(values), mask=x.is_null() if x.null_count else None)
+    return _as_string(pc.binary_join(_drop_null_items(lst), _const_bytes(sep)))
+
+
+def _drop_null_items(lst: pa.ListArray) -> pa.ListArray:
+    flat = lst.flatten()
+    if not flat.null_count:
+        return lst
+    parents = pc.list_parent_indices(lst)
+    keep = flat.is_valid()
+    vals = flat.filter(keep)
+    counts = np.bincount(np.asarray(parents.filter(keep)), minlength=len(lst))
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+    return pa.ListArray.from_arrays(pa.array(offsets), vals, mask=lst.is_null())
 
 
 def empty(a: ArrayLike) -> pa.Array:

@@ -1,0 +1,108 @@
+"""Functions a ClickHouse user of the demos types, through the engine against chDB:
+for each expression the output column name, the values and the ClickHouse type
+(the result's types and toTypeName) equal chDB's on the same table. Rounding
+(round/floor/ceil/trunc at any scale, integer wrap-around), abs, greatest/least,
+toUnixTimestamp, toMonday, toStartOf{Five,Ten,Fifteen}Minutes (a +05:45 zone),
+reverse, repeat, arrayStringConcat, median, canonical column names of trim/ltrim/
+rtrim/date_diff, and Array(String) results."""
+from __future__ import annotations
+
+import pytest
+
+import skipidx
+from skipidx.apps.research import chdb_session as chdb_oracle
+from skipidx.engine.formats import write_table
+
+pytestmark = pytest.mark.chdb
+
+DDL = ("CREATE TABLE {t} (id UInt32, s String, n Nullable(Int32), ts DateTime, tz DateTime('Asia/Kathmandu'), "
+       "d Date, f Float64, i8 Int8, u8 UInt8, i64 Int64, f32 Float32, arr Array(String), nums Array(UInt16)) "
+       "ENGINE = MergeTree ORDER BY id")
+ROWS = ("INSERT INTO {t} VALUES "
+        "(1, 'hello', 5, '2020-03-04 05:06:07', 1704669479, '2020-01-31', 1.5, -128, 255, "
+        "-9223372036854775808, 2.5, ['a', 'b'], [1, 2]), "
+        "(2, 'abc', NULL, '2024-01-07 23:59:59', 1711843200, '2024-02-29', -2.25, 125, 125, 125, -0.5, "
+        "[], []), "
+        "(3, '  x ', -3, '1970-01-02 00:00:00', 43200, '1970-01-01', 0.125, -125, 0, -1, 1e10, "
+        "['', 'c'], [65535]), "
+        "(4, 'абв', 7, '2100-12-31 23:00:00', 2147483647, '2149-01-06', 1e20, 7, 5, 9223372036854775807, "
+        "3.5, ['x'], [0, 7])")
+
+EXPRESSIONS = [
+    "round(f)", "round(f, 1)", "round(u8, -3)", "floor(i64, -1)", "ceil(i64, -1)", "trunc(i64, -2)", "round(f, -1)", "round(f32)", "round(i8, -1)", "round(u8, -1)", "round(u8, -2)",
+    "round(i64, -1)", "round(id, -3)", "round(n, -1)", "round(f, 2)", "floor(f)", "floor(f, 1)", "floor(i8, -1)",
+    "floor(u8, -1)", "ceil(f)", "ceil(f, 2)", "ceil(i8, -1)", "ceil(u8, -1)", "trunc(f)", "trunc(i8, -1)",
+    "truncate(f, 1)", "ceiling(f32)", "abs(i8)", "abs(i64)", "abs(n)", "abs(f)", "abs(u8)", "abs(f32)",
+    "greatest(id, 2)", "greatest(i8, u8)", "least(f, id)", "greatest(n, 0)", "least(s, 'b')",
+    "greatest(d, toDate('2020-02-01'))", "least(n, NULL)",
+    "toUnixTimestamp(ts)", "toUnixTimestamp(tz)", "toUnixTimestamp(d)", "toMonday(d)", "toMonday(ts)", "toMonday(tz)",
+    "toStartOfFiveMinutes(ts)", "toStartOfTenMinutes(tz)", "toStartOfFifteenMinutes(tz)", "toStartOfFiveMinute(tz)",
+    "if(id = 4, reverse('xy'), reverse(s))", "repeat(s, 2)", "repeat(s, id)", "arrayStringConcat(arr, ',')", "arrayStringConcat(arr)",
+    "arrayStringConcat(nums, '-')", "splitByChar(',', s)",
+    "trim(s)", "ltrim(s)", "rtrim(s)", "date_diff('day', d, toDate(ts))", "timestampDiff('hour', ts, ts + INTERVAL 1 DAY)",
+]
+
+AGGREGATES = ["median(f)", "median(id)", "medianExact(id)", "round(avg(f), 1)", "round(sum(f32))"]
+
+
+@pytest.fixture(scope="module")
+def tables():
+    db = skipidx.connect()
+    db.sql(DDL.format(t="t"))
+    db.sql(ROWS.format(t="t"))
+    name = chdb_oracle.scratch_database("sw")
+    chdb_oracle.query(DDL.format(t=f"{name}.t"))
+    chdb_oracle.query(ROWS.format(t=f"{name}.t"))
+    yield db, name
+    db.close()
+
+
+def _both(tables, q: str) -> tuple[str, str]:
+    db, name = tables
+    r = db.sql(q.format(t="t"))
+    ours = write_table(r.to_arrow(), "TSVWithNames", types=r.types).decode()
+    head, _, rest = ours.partition("\n")
+    types = "\t".join(t.replace("\\", "\\\\").replace("'", "\\'") for t in r.types)
+    ours = f"{head}\n{types}\n{rest}"
+    theirs = chdb_oracle.query(q.format(t=f"{name}.t"), "TSVWithNamesAndTypes").bytes().decode()
+    return ours, theirs
+
+
+@pytest.mark.parametrize("expr", EXPRESSIONS, ids=EXPRESSIONS)
+def test_function_matches_clickhouse(tables, expr):
+    ours, theirs = _both(tables, f"SELECT {expr}, toTypeName({expr}) FROM {{t}} ORDER BY id")
+    assert ours == theirs, f"{expr}:\nours   {ours!r}\ntheirs {theirs!r}"
+
+
+@pytest.mark.parametrize("expr", AGGREGATES, ids=AGGREGATES)
+def test_aggregate_matches_clickhouse(tables, expr):
+    ours, theirs = _both(tables, f"SELECT {expr} FROM {{t}}")
+    assert ours == theirs, f"{expr}:\nours   {ours!r}\ntheirs {theirs!r}"
+
+
+CONSTANTS = [
+    "SELECT round(2.5), round(3.5), round(-2.5), round(0.125, 2), round(1.005, 2), round(123, -1), round(125, -1)",
+    "SELECT round(-125, -1), round(toUInt8(255), -1), floor(-2.5), ceil(-2.5), floor(1.23456, 3), abs(-3)",
+    "SELECT greatest(1, 2.5), greatest(1, NULL), least('a', 'b'), greatest(toUInt8(1), toInt8(-1))",
+    "SELECT toUnixTimestamp('2020-01-01 00:00:00'), toUnixTimestamp(toDateTime64('2020-01-01 00:00:00.5', 3))",
+    "SELECT reverse('abc'), repeat('ab', 3), repeat('ab', 0), arrayStringConcat(['a', 'b'], ', ')",
+    "SELECT trim('  a  '), trimBoth(' a'), ltrim(' a'), rtrim('a ')",
+]
+
+
+@pytest.mark.parametrize("q", CONSTANTS, ids=[f"const{i}" for i in range(len(CONSTANTS))])
+def test_constants_match_clickhouse(tables, q):
+    ours, theirs = _both(tables, q)
+    assert ours == theirs, f"{q}:\nours   {ours!r}\ntheirs {theirs!r}"
+
+
+@pytest.mark.parametrize("sql,msg", [
+    ("SELECT toStartOfFiveMinutes(d) FROM t", "DateTime is required"),
+    ("SELECT round(f, id) FROM t", "must be a constant"),
+    ("SELECT round(s) FROM t", "illegal type String"),
+    ("SELECT abs(s) FROM t", "illegal type String"),
+])
+def test_errors(tables, sql, msg):
+    db, _ = tables
+    with pytest.raises(skipidx.SkipidxError, match=msg):
+        db.sql(sql).fetchall()
