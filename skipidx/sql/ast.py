@@ -24,9 +24,12 @@ Conventions:
 """
 from __future__ import annotations
 
+import dataclasses as _dataclasses
 import math
 import re
+import sys
 from dataclasses import dataclass, field
+from types import FunctionType as _FunctionType
 from typing import Callable, ClassVar, NamedTuple, TypeVar, Union
 
 T = TypeVar("T")
@@ -45,6 +48,40 @@ NOPOS = Pos(0, 0)
 
 def _pos_field() -> Pos:
     return field(default=NOPOS, compare=False, repr=False, kw_only=True)  # type: ignore[return-value]
+
+
+# Every node class is ``dataclass(frozen=True)``, which writes the source of six methods
+# per class and compiles each with exec: ~300 compiles, most of this module's import.
+# ``_node`` applies that same decorator, but a source it passes to exec that is exactly one
+# of those in the generated module _ast_codes.py (``python -m skipidx.sql._generate``, for
+# this Python version) is not compiled again: its code is taken from there. Any other source
+# (another Python, a changed class) is compiled as usual.
+try:
+    from skipidx.sql._ast_codes import CODES as _CODES, PYTHON as _CODES_PYTHON
+except ImportError:
+    _CODES, _CODES_PYTHON = {}, None
+if _CODES_PYTHON != tuple(sys.version_info[:2]):
+    _CODES = {}
+
+
+def _exec_precompiled(source, globals=None, locals=None):  # type: ignore[no-untyped-def]
+    code = _CODES.get(source) if type(source) is str and globals is not None and locals is not None else None
+    if code is None:
+        return exec(source, globals, locals)
+    # what executing the source does: it defines the function __create_fn__
+    locals["__create_fn__"] = _FunctionType(code, globals)
+    return None
+
+
+def _node(cls: type[T]) -> type[T]:
+    """``dataclass(frozen=True)(cls)``, its methods' code precompiled (see above)."""
+    if not _CODES:
+        return dataclass(frozen=True)(cls)
+    _dataclasses.exec = _exec_precompiled   # type: ignore[attr-defined]  # shadows the builtin there
+    try:
+        return dataclass(frozen=True)(cls)
+    finally:
+        del _dataclasses.exec   # type: ignore[attr-defined]
 
 
 class Node:
@@ -203,7 +240,7 @@ def _wrap(node: Expr, min_level: int) -> str:
 LiteralValue = Union[bytes, int, float, bool, None]
 
 
-@dataclass(frozen=True)
+@_node
 class Literal(Expr):
     """A constant. `kind` is 'string' (value: bytes), 'int' (int), 'float' (float),
     'bool' (bool) or 'null' (None)."""
@@ -234,7 +271,7 @@ class Literal(Expr):
         return text, (LEVEL_UNARY if text.startswith("-") else LEVEL_ATOM)
 
 
-@dataclass(frozen=True)
+@_node
 class ArrayLiteral(Expr):
     """``[a, b, ...]`` (items are any expressions)."""
 
@@ -245,7 +282,7 @@ class ArrayLiteral(Expr):
         return "[" + ", ".join(_wrap(i, LEVEL_OR) for i in self.items) + "]", LEVEL_ATOM
 
 
-@dataclass(frozen=True)
+@_node
 class TupleLiteral(Expr):
     """``(a, b, ...)``, ``(a,)`` or ``()`` (items are any expressions)."""
 
@@ -259,7 +296,7 @@ class TupleLiteral(Expr):
         return "(" + inner + ")", LEVEL_ATOM
 
 
-@dataclass(frozen=True)
+@_node
 class Column(Expr):
     """A column reference, optionally qualified by a table name (``t.col``)."""
 
@@ -274,7 +311,7 @@ class Column(Expr):
         return text, LEVEL_ATOM
 
 
-@dataclass(frozen=True)
+@_node
 class Param(Expr):
     """A query parameter ``{name:Type}`` (ClickHouse's placeholder): bound to a
     value of `type_name` before binding (:mod:`skipidx.sql.params`); with the
@@ -288,7 +325,7 @@ class Param(Expr):
         return "{" + self.name + ":" + self.type_name + "}", LEVEL_ATOM
 
 
-@dataclass(frozen=True)
+@_node
 class Star(Expr):
     """``*``: a whole-row select item, or the argument of ``count(*)``."""
 
@@ -298,7 +335,7 @@ class Star(Expr):
         return "*", LEVEL_ATOM
 
 
-@dataclass(frozen=True)
+@_node
 class FunctionCall(Expr):
     """``name(args)``; any name parses (the binder checks it). ``count(*)`` has
     args ``(Star(),)``; ``count(DISTINCT x)`` has ``distinct=True``."""
@@ -325,7 +362,7 @@ ADDITIVE_OPS = frozenset({"+", "-"})
 MULTIPLICATIVE_OPS = frozenset({"*", "/", "%"})
 
 
-@dataclass(frozen=True)
+@_node
 class BinaryOp(Expr):
     """Comparison or arithmetic: `op` is one of ``= != < <= > >= + - * / %``."""
 
@@ -347,7 +384,7 @@ class BinaryOp(Expr):
         return f"{_wrap(self.left, level)} {self.op} {_wrap(self.right, level + 1)}", level
 
 
-@dataclass(frozen=True)
+@_node
 class BoolOp(Expr):
     """``a AND b AND ...`` or ``a OR b OR ...``: `op` is 'and' or 'or', two or more `args`."""
 
@@ -363,7 +400,7 @@ class BoolOp(Expr):
         return sep.join(_wrap(a, level + 1) for a in self.args), level
 
 
-@dataclass(frozen=True)
+@_node
 class UnaryOp(Expr):
     """``NOT x`` (op 'not') or ``-x`` (op 'neg')."""
 
@@ -383,7 +420,7 @@ class UnaryOp(Expr):
         return "-" + text, LEVEL_UNARY
 
 
-@dataclass(frozen=True)
+@_node
 class Like(Expr):
     """``expr [NOT] LIKE pattern`` / ``expr [NOT] ILIKE pattern``."""
 
@@ -398,7 +435,7 @@ class Like(Expr):
         return f"{_wrap(self.expr, LEVEL_COMPARISON)} {op} {_wrap(self.pattern, LEVEL_ADDITIVE)}", LEVEL_COMPARISON
 
 
-@dataclass(frozen=True)
+@_node
 class InList(Expr):
     """``expr [NOT] IN (item, ...)``; the items are written as is (``x IN ((1, 2))``
     has one item, the tuple ``(1, 2)``)."""
@@ -416,7 +453,7 @@ class InList(Expr):
         return f"{_wrap(self.expr, LEVEL_COMPARISON)} {op} ({items})", LEVEL_COMPARISON
 
 
-@dataclass(frozen=True)
+@_node
 class Subquery(Expr):
     """``(SELECT ...)``: the list of ``x [NOT] IN (SELECT ...)`` (the engine runs it
     first and the IN takes its values), or a derived table ``FROM (SELECT ...)``."""
@@ -432,7 +469,7 @@ class Subquery(Expr):
         return f"({self.query.to_sql()})" + (f" AS {quote_identifier(self.alias)}" if self.alias else "")
 
 
-@dataclass(frozen=True)
+@_node
 class IsNull(Expr):
     """``expr IS [NOT] NULL``."""
 
@@ -445,7 +482,7 @@ class IsNull(Expr):
         return f"{_wrap(self.expr, LEVEL_PREDICATE)} {op}", LEVEL_PREDICATE
 
 
-@dataclass(frozen=True)
+@_node
 class Between(Expr):
     """``expr [NOT] BETWEEN low AND high`` (inclusive bounds)."""
 
@@ -467,7 +504,7 @@ class Between(Expr):
 # ---------------------------------------------------------------- pieces of statements
 
 
-@dataclass(frozen=True)
+@_node
 class TableRef(Node):
     """The name of a table, where it was written; `param` names the query
     parameter ``{param:Identifier}`` written in its place (then `name` is '');
@@ -486,7 +523,7 @@ class TableRef(Node):
         return quote_identifier(self.name)
 
 
-@dataclass(frozen=True)
+@_node
 class TableFunction(Node):
     """A table function in FROM: ``file('data/*.csv', CSVWithNames)``,
     ``numbers(10)``. Arguments are expressions as written (a bare name such as
@@ -500,7 +537,7 @@ class TableFunction(Node):
         return f"{quote_identifier(self.name)}({', '.join(a.to_sql() for a in self.args)})"
 
 
-@dataclass(frozen=True)
+@_node
 class TypeExpr(Node):
     """A column type as written: ``String`` is ``TypeExpr('String', ())``,
     ``Nullable(String)`` is ``TypeExpr('Nullable', (TypeExpr('String', ()),))``;
@@ -517,7 +554,7 @@ class TypeExpr(Node):
         return f"{quote_identifier(self.name)}({', '.join(a.to_sql() for a in self.args)})"
 
 
-@dataclass(frozen=True)
+@_node
 class EnumValue(Node):
     """One ``'name' = number`` argument of an Enum type."""
 
@@ -529,7 +566,7 @@ class EnumValue(Node):
         return f"{self.name.to_sql()} = {self.value.to_sql()}"
 
 
-@dataclass(frozen=True)
+@_node
 class CodecSpec(Node):
     """One codec of a ``CODEC(...)`` list as written: ``ZSTD(3)`` is
     ``CodecSpec('ZSTD', (Literal(3),))``, ``LZ4`` is ``CodecSpec('LZ4', ())``.
@@ -545,7 +582,7 @@ class CodecSpec(Node):
         return f"{quote_identifier(self.name)}({', '.join(a.to_sql() for a in self.args)})"
 
 
-@dataclass(frozen=True)
+@_node
 class ColumnDef(Node):
     """``name Type [NULL | NOT NULL] [DEFAULT expr] [CODEC(codec, ...)]`` in CREATE
     TABLE or ALTER ... ADD COLUMN; `codec` is empty when no CODEC clause is written,
@@ -570,7 +607,7 @@ class ColumnDef(Node):
         return text
 
 
-@dataclass(frozen=True)
+@_node
 class KeywordArg(Node):
     """``name = value``: an index-type argument (``n = 4``), a SETTINGS entry or an
     EXPLAIN option. `value` is a literal (string values are bytes), or in a
@@ -584,7 +621,7 @@ class KeywordArg(Node):
         return f"{quote_identifier(self.name)} = {self.value.to_sql()}"
 
 
-@dataclass(frozen=True)
+@_node
 class IndexClause(Node):
     """``INDEX name expr TYPE type_name(args, key = value, ...) [GRANULARITY n]``.
 
@@ -614,7 +651,7 @@ class IndexClause(Node):
         return text
 
 
-@dataclass(frozen=True)
+@_node
 class SelectItem(Node):
     """One item of a SELECT list: an expression (or :class:`Star`) and its alias."""
 
@@ -627,7 +664,7 @@ class SelectItem(Node):
         return text if self.alias is None else f"{text} AS {quote_identifier(self.alias)}"
 
 
-@dataclass(frozen=True)
+@_node
 class OrderItem(Node):
     """``expr [ASC|DESC] [NULLS FIRST|LAST]``; `nulls_first` is None when not written
     (the executor applies ClickHouse's default)."""
@@ -651,7 +688,7 @@ def _table_sql(t: TableRef) -> str:
     return t.to_sql()
 
 
-@dataclass(frozen=True)
+@_node
 class CreateTable(Statement):
     """``CREATE TABLE [IF NOT EXISTS] t (columns..., indexes...) [ENGINE = e[()]]
     [ORDER BY key] [SETTINGS k = v, ...]``.
@@ -707,7 +744,7 @@ class CreateTable(Statement):
         return text
 
 
-@dataclass(frozen=True)
+@_node
 class DropTable(Statement):
     """``DROP TABLE [IF EXISTS] t``."""
 
@@ -723,7 +760,7 @@ def _columns_sql(columns: tuple[str, ...] | None) -> str:
     return "" if columns is None else " (" + ", ".join(quote_identifier(c) for c in columns) + ")"
 
 
-@dataclass(frozen=True)
+@_node
 class InsertValues(Statement):
     """``INSERT INTO t [(cols)] VALUES (...), (...)``; each row is a tuple of
     expressions (the binder evaluates them as constants)."""
@@ -744,7 +781,7 @@ def _settings_sql(settings: tuple[KeywordArg, ...]) -> str:
     return " SETTINGS " + ", ".join(s.to_sql() for s in settings) if settings else ""
 
 
-@dataclass(frozen=True)
+@_node
 class InsertSelect(Statement):
     """``INSERT INTO t [(cols)] [SETTINGS ...] SELECT ...``: the query's rows, all or none."""
 
@@ -763,7 +800,7 @@ class InsertSelect(Statement):
 INFILE_FORMATS = ("Parquet", "CSV", "CSVWithNames", "JSONEachRow")
 
 
-@dataclass(frozen=True)
+@_node
 class InsertFile(Statement):
     """``INSERT INTO t [(cols)] FROM INFILE 'path' [FORMAT f]``; `format` is one of
     :data:`INFILE_FORMATS` or None (the reader infers it from the file name)."""
@@ -780,7 +817,7 @@ class InsertFile(Statement):
         return text if self.format is None else f"{text} FORMAT {self.format}"
 
 
-@dataclass(frozen=True)
+@_node
 class AlterAddIndex(Statement):
     """``ALTER TABLE t ADD INDEX [IF NOT EXISTS] name expr TYPE ... [GRANULARITY n]``."""
 
@@ -796,7 +833,7 @@ class AlterAddIndex(Statement):
         return f"ALTER TABLE {_table_sql(self.table)} ADD {clause}"
 
 
-@dataclass(frozen=True)
+@_node
 class AlterDropIndex(Statement):
     """``ALTER TABLE t DROP INDEX [IF EXISTS] name``."""
 
@@ -810,7 +847,7 @@ class AlterDropIndex(Statement):
                 + ("IF EXISTS " if self.if_exists else "") + quote_identifier(self.name))
 
 
-@dataclass(frozen=True)
+@_node
 class AlterMaterializeIndex(Statement):
     """``ALTER TABLE t MATERIALIZE INDEX name``: build the index for existing parts."""
 
@@ -822,7 +859,7 @@ class AlterMaterializeIndex(Statement):
         return f"ALTER TABLE {_table_sql(self.table)} MATERIALIZE INDEX {quote_identifier(self.name)}"
 
 
-@dataclass(frozen=True)
+@_node
 class _OnTable(Statement):
     """A statement whose only operand is a table: ``_SQL`` with ``{}`` for the table."""
 
@@ -834,7 +871,7 @@ class _OnTable(Statement):
         return self._SQL.format(_table_sql(self.table))
 
 
-@dataclass(frozen=True)
+@_node
 class AlterRefresh(_OnTable):
     """``ALTER TABLE t REFRESH``: an external table indexes its new data files and
     drops the sidecars of removed or changed ones."""
@@ -842,7 +879,7 @@ class AlterRefresh(_OnTable):
     _SQL = "ALTER TABLE {} REFRESH"
 
 
-@dataclass(frozen=True)
+@_node
 class Optimize(Statement):
     """``OPTIMIZE TABLE t [FINAL]``: merge parts."""
 
@@ -854,7 +891,7 @@ class Optimize(Statement):
         return f"OPTIMIZE TABLE {_table_sql(self.table)}" + (" FINAL" if self.final else "")
 
 
-@dataclass(frozen=True)
+@_node
 class Select(Statement):
     """``SELECT [DISTINCT] items [FROM t] [WHERE e] [GROUP BY ...] [HAVING e]
     [ORDER BY ...] [LIMIT n [OFFSET m]]``; ``LIMIT m, n`` reads as offset m, limit n.
@@ -919,7 +956,7 @@ class Select(Statement):
         return text
 
 
-@dataclass(frozen=True)
+@_node
 class Explain(Statement):
     """``EXPLAIN [PLAN] [indexes = 0|1] SELECT ...`` (PLAN is ClickHouse's default kind)."""
 
@@ -931,7 +968,7 @@ class Explain(Statement):
         return "EXPLAIN " + ("indexes = 1 " if self.indexes else "") + self.select.to_sql()
 
 
-@dataclass(frozen=True)
+@_node
 class Truncate(Statement):
     """``TRUNCATE [TABLE] [IF EXISTS] t``: remove every row, keep the table."""
 
@@ -943,7 +980,7 @@ class Truncate(Statement):
         return "TRUNCATE TABLE " + ("IF EXISTS " if self.if_exists else "") + _table_sql(self.table)
 
 
-@dataclass(frozen=True)
+@_node
 class AlterAddColumn(Statement):
     """``ALTER TABLE t ADD COLUMN [IF NOT EXISTS] c Type [DEFAULT e] [AFTER x | FIRST]``."""
 
@@ -964,7 +1001,7 @@ class AlterAddColumn(Statement):
         return text
 
 
-@dataclass(frozen=True)
+@_node
 class AlterDropColumn(Statement):
     """``ALTER TABLE t DROP COLUMN [IF EXISTS] c``."""
 
@@ -978,7 +1015,7 @@ class AlterDropColumn(Statement):
                 + quote_identifier(self.name))
 
 
-@dataclass(frozen=True)
+@_node
 class AlterModifySetting(Statement):
     """``ALTER TABLE t MODIFY SETTING k = v, ...``."""
 
@@ -990,7 +1027,7 @@ class AlterModifySetting(Statement):
         return f"ALTER TABLE {_table_sql(self.table)} MODIFY SETTING " + ", ".join(s.to_sql() for s in self.settings)
 
 
-@dataclass(frozen=True)
+@_node
 class Alter(Statement):
     """``ALTER TABLE t cmd, cmd, ...`` with two or more commands (one command
     parses as its own statement node). Each command is an Alter* statement
@@ -1005,7 +1042,7 @@ class Alter(Statement):
         return prefix + ", ".join(c.to_sql()[len(prefix):] for c in self.commands)
 
 
-@dataclass(frozen=True)
+@_node
 class AlterAttachParts(_OnTable):
     """``ALTER TABLE t ATTACH PARTS``: repair -- a damaged table state is
     rebuilt from its backup copy and the parts' manifests."""
@@ -1013,14 +1050,14 @@ class AlterAttachParts(_OnTable):
     _SQL = "ALTER TABLE {} ATTACH PARTS"
 
 
-@dataclass(frozen=True)
+@_node
 class ShowParts(_OnTable):
     """``SHOW PARTS [FROM] t``: one row per active part (as system.parts)."""
 
     _SQL = "SHOW PARTS FROM {}"
 
 
-@dataclass(frozen=True)
+@_node
 class ShowMerges(Statement):
     """``SHOW MERGES [FROM t]``: the merges running now (as system.merges)."""
 
@@ -1036,21 +1073,21 @@ ALTER_COMMANDS = (AlterAddIndex, AlterDropIndex, AlterMaterializeIndex, AlterAdd
                   AlterModifySetting, AlterRefresh, AlterAttachParts)
 
 
-@dataclass(frozen=True)
+@_node
 class ShowCreate(_OnTable):
     """``SHOW CREATE [TABLE] t``."""
 
     _SQL = "SHOW CREATE TABLE {}"
 
 
-@dataclass(frozen=True)
+@_node
 class ExistsTable(_OnTable):
     """``EXISTS [TABLE] t``: one row, column `result` (UInt8), 1 if the table exists."""
 
     _SQL = "EXISTS TABLE {}"
 
 
-@dataclass(frozen=True)
+@_node
 class SetStatement(Statement):
     """``SET k = v, ...``: session settings of the database connection."""
 
@@ -1061,7 +1098,7 @@ class SetStatement(Statement):
         return "SET " + ", ".join(s.to_sql() for s in self.settings)
 
 
-@dataclass(frozen=True)
+@_node
 class ShowTables(Statement):
     """``SHOW TABLES [FROM db]``."""
 
@@ -1072,7 +1109,7 @@ class ShowTables(Statement):
         return "SHOW TABLES" + (f" FROM {quote_identifier(self.database)}" if self.database is not None else "")
 
 
-@dataclass(frozen=True)
+@_node
 class Describe(_OnTable):
     """``DESCRIBE [TABLE] t`` / ``DESC t``."""
 
