@@ -146,15 +146,30 @@ def coerce_constant(value: Any, target: pa.DataType, node: Any = None, what: str
         raise _err(f"illegal types of arguments (Date, {ch_name(literal_type(value))}){what}", node)
     elif pa.types.is_timestamp(t):
         if isinstance(value, bytes):
-            return dates.truncate_to_unit(parse_datetime(value, node), t.unit)
+            # a text is the column's local clock time (ClickHouse reads it in the column's zone)
+            return dates.truncate_to_unit(_local_to_utc(parse_datetime(value, node), t.tz), t.unit)
         if isinstance(value, int) and not isinstance(value, bool):
             return value   # seconds since the epoch; range-checked by the caller
         if isinstance(value, _dt.datetime):
             return value.replace(tzinfo=None) if value.tzinfo is None else value
         if isinstance(value, _dt.date):
-            return _dt.datetime(value.year, value.month, value.day)   # a Date compares as its midnight
+            # a Date compares as its midnight, in the column's zone
+            return _local_to_utc(_dt.datetime(value.year, value.month, value.day), t.tz)
         raise _err(f"illegal types of arguments (DateTime, {ch_name(literal_type(value))}){what}", node)
     raise _err(f"cannot compare {ch_name(t)} with {value!r}{what}", node)
+
+
+def _local_to_utc(local: _dt.datetime, tz: str | None) -> _dt.datetime:
+    """A naive clock time in zone `tz` as the naive UTC time of that instant (unchanged without a zone)."""
+    if not tz or tz.upper() in ("UTC", "GMT", "ETC/UTC"):
+        return local
+    from zoneinfo import ZoneInfo
+
+    try:
+        zone = ZoneInfo(tz)
+    except (KeyError, ValueError):
+        return local
+    return local.replace(tzinfo=zone).astimezone(_dt.timezone.utc).replace(tzinfo=None)
 
 
 def _datetime_of_seconds(s: int) -> _dt.datetime:
