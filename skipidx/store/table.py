@@ -57,12 +57,16 @@ def as_batches(data: Any, max_rows: int) -> Iterator[pa.Table]:
         def _flatten(it):
             for x in it:
                 if isinstance(x, pa.Table):
-                    yield from x.to_batches()
+                    out = x.to_batches()
                 elif isinstance(x, pa.RecordBatch):
-                    yield x
+                    out = [x]
                 else:
                     raise SkipidxError(f"an insert iterator yielded a {type(x).__name__}, "
                                        "expected pyarrow Tables or RecordBatches")
+                x = None   # no reference kept here once a batch is handed on
+                out.reverse()
+                while out:
+                    yield out.pop()
         reader = _flatten(data)
     else:
         raise SkipidxError(
@@ -89,12 +93,18 @@ def as_batches(data: Any, max_rows: int) -> Iterator[pa.Table]:
         rows += b.num_rows
         while rows >= max_rows:
             t = pa.Table.from_batches(pending)
-            yield t.slice(0, max_rows)
             rest = t.slice(max_rows)
             pending = rest.to_batches() if rest.num_rows else []
             rows = rest.num_rows
+            # this frame keeps no reference to a yielded chunk: its memory is freed as soon
+            # as the caller is done with it, so the next chunk is read into the same pages
+            out = [t.slice(0, max_rows)]
+            t = rest = b = None
+            yield out.pop()
     if pending:
-        yield pa.Table.from_batches(pending)
+        out = [pa.Table.from_batches(pending)]
+        del pending
+        yield out.pop()
 
 
 class Table:
@@ -240,6 +250,7 @@ class Table:
                 total += chunk.num_rows
                 if pool is None:
                     staged.append(_prepare_and_build(self.path, meta, chunk, self.keyring, 1))
+                    del chunk   # freed before the next chunk is read, which then reuses its pages
                     continue
                 # a worker conforms and sorts its chunk too: the reading thread
                 # only reads, so the insert scales with the workers

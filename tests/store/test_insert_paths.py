@@ -89,3 +89,29 @@ def test_parquet_import_imports_no_pandas(tmp_path):
     before, after, rows = out.stdout.split(maxsplit=2)
     assert before == "False" and after == "False", out.stdout
     assert rows.strip() == f"[({n}, datetime.datetime(1970, 1, 1, 2, 4, 58))]"
+
+
+@pytest.mark.parametrize("kind", ["iterator", "reader"])
+def test_as_batches_keeps_no_reference_to_a_yielded_chunk(kind):
+    """A streamed insert's chunk is freed as soon as its part is written (the next chunk
+    is read into the same pages; peak memory is one chunk, not two)."""
+    from skipidx.store.table import as_batches
+
+    def batches():
+        for i in range(6):
+            yield pa.record_batch({"x": pa.array(range(i * 500, i * 500 + 500), pa.int64())})
+
+    src = batches() if kind == "iterator" else pa.RecordBatchReader.from_batches(
+        pa.schema([("x", pa.int64())]), batches())
+    gen = as_batches(src, 1000)
+    seen = []
+    for _ in range(3):
+        chunk = next(gen)
+        seen.extend(chunk.column("x").to_pylist())
+        held = pa.total_allocated_bytes()
+        size = chunk.nbytes
+        del chunk
+        assert held - pa.total_allocated_bytes() >= size   # nothing else kept it
+    assert seen == list(range(3000))
+    assert next(gen, None) is None
+
