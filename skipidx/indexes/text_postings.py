@@ -855,28 +855,38 @@ def _grow(buf, need):
     return out
 
 
-@njit(cache=True)
-def _advance(i, tok_blobs, tbos, pbos, blk, tp, pp, cur, cur_len, cnt, ck, ppos, hw, live):
+@njit(inline="always", cache=True)
+def _advance(i, tbf, tbb, tbof, tbob, pbof, pbb, nbk, blk, tp, pp, cur, cur_len, cnt, ck, ppos, hw, live):
     """Decode source i's next token into cur[i] (front coding within its block): its row
-    count, posting kind/bytes and posting position; live[i] = False past its last token."""
-    tb = tok_blobs[i]
-    tbo = tbos[i]
-    nb = tbo.shape[0] - 1
+    count, posting kind/bytes and posting position; live[i] = False past its last token.
+    The sources' arrays are flat (see `pack`): source i's token blob is tbf[tbb[i]:], its
+    block offsets tbof[tbob[i]:] (relative to its blob), its posting blob pbf[pbb[i]:] with
+    block offsets pbof[tbob[i]:]; tp/pp/ppos are absolute positions. No array is made or
+    taken from a list here: each would cost a reference count update per token."""
+    nb = nbk[i]
     p = tp[i]
     b = blk[i]
     if b >= nb:
         live[i] = False
         return
-    if p >= tbo[b + 1]:
+    ob = tbob[i]
+    if p >= tbb[i] + tbof[ob + b + 1]:
         b += 1
         if b >= nb:
             blk[i] = b
             live[i] = False
             return
         blk[i] = b
-        p = tbo[b]
-        pp[i] = pbos[i][b]
-    p, ln, c, k = _read_entry(tb, p, cur[i])
+        p = tbb[i] + tbof[ob + b]
+        pp[i] = pbb[i] + pbof[ob + b]
+    pre, p = _vget(tbf, p)
+    sl, p = _vget(tbf, p)
+    for q in range(sl):
+        cur[i, pre + q] = tbf[p + q]
+    p += sl
+    c, p = _vget(tbf, p)
+    k, p = _vget(tbf, p)
+    ln = pre + sl
     cur_len[i] = ln
     cnt[i] = c
     ck[i] = k
@@ -889,39 +899,6 @@ def _advance(i, tok_blobs, tbos, pbos, blk, tp, pp, cur, cur_len, cnt, ck, ppos,
         if q < ln:
             w |= np.uint64(cur[i, q])
     hw[i] = w
-
-
-@njit(inline="always", cache=True)
-def _cur_less(cur, cur_len, hw, a, b):
-    if hw[a] != hw[b]:
-        return hw[a] < hw[b]
-    la = cur_len[a]
-    lb = cur_len[b]
-    m = la if la < lb else lb
-    for q in range(8, m):
-        if cur[a, q] != cur[b, q]:
-            return cur[a, q] < cur[b, q]
-    return la < lb
-
-
-@njit(inline="always", cache=True)
-def _cur_equal(cur, cur_len, hw, a, b):
-    if hw[a] != hw[b] or cur_len[a] != cur_len[b]:
-        return False
-    for q in range(8, cur_len[a]):
-        if cur[a, q] != cur[b, q]:
-            return False
-    return True
-
-
-@njit(cache=True)
-def _unpack(packed):
-    """The arrays of `packed` = (flat, offsets): flat[offsets[i]:offsets[i + 1]] for each i."""
-    flat, offs = packed
-    out = [flat[offs[0]:offs[1]]]
-    for i in range(1, offs.shape[0] - 1):
-        out.append(flat[offs[i]:offs[i + 1]])
-    return out
 
 
 def pack(xs: list) -> tuple:
@@ -944,11 +921,9 @@ def merge_encoded(tok_blobs_p, tbos_p, post_blobs_p, pbos_p, row_maps_p, shifts,
     Returns (tok_blob, tbo, post_blob, pbo, first_at, first_len, n_tokens): block j's
     first token is tok_blob[first_at[j]:+first_len[j]]. The per-source arrays come
     packed (see `pack`)."""
-    tok_blobs, tbos, post_blobs = _unpack(tok_blobs_p), _unpack(tbos_p), _unpack(post_blobs_p)
-    pbos, row_maps = _unpack(pbos_p), _unpack(row_maps_p)
-    k = len(tok_blobs)
+    k = shifts.shape[0]
     none = np.zeros(0, dtype=np.uint8)
-    return _merge_range(tok_blobs, tbos, post_blobs, pbos, row_maps, shifts, max_token, n_rows, block_size,
+    return _merge_range(tok_blobs_p, tbos_p, post_blobs_p, pbos_p, row_maps_p, shifts, max_token, n_rows, block_size,
                         np.zeros(k, dtype=np.int64), np.full(k, -1, dtype=np.int64), none, False, none, False)[:7]
 
 
@@ -984,10 +959,8 @@ def merge_encoded_range(tok_blobs_p, tbos_p, post_blobs_p, pbos_p, row_maps_p, s
     no block cut: every token but the first is front-coded against the one before it
     (recut_blocks cuts the blocks once the ranges' token counts are known). Returns
     (tok_blob, post_blob, n_tokens, last token). The per-source arrays come packed (see `pack`)."""
-    tok_blobs, tbos, post_blobs = _unpack(tok_blobs_p), _unpack(tbos_p), _unpack(post_blobs_p)
-    pbos, row_maps = _unpack(pbos_p), _unpack(row_maps_p)
     tb, _tbo, pb, _pbo, _fa, _fl, n, last = _merge_range(
-        tok_blobs, tbos, post_blobs, pbos, row_maps, shifts, max_token, n_rows, 1 << 62, start_blk, end_blk,
+        tok_blobs_p, tbos_p, post_blobs_p, pbos_p, row_maps_p, shifts, max_token, n_rows, 1 << 62, start_blk, end_blk,
         lo, has_lo, hi, has_hi)
     return tb, pb, n, last
 
@@ -1085,7 +1058,7 @@ def _bitmap_delta_bytes(blob, q, end):
 
 
 @njit(cache=True)
-def _concat_plan(post_blobs, ppos, ck, cnt, shifts, sel, ns, f0, q0, lastrow):
+def _concat_plan(pbf, ppos, ck, cnt, shifts, sel, ns, f0, q0, lastrow):
     """The posting of rows that are the sources sel[:ns]'s postings (each shifted by its
     shifts[i]) one after the other, rows increasing: (bytes, kind, rows), as
     encode_dictionary would choose them; f0/q0/lastrow: each source's shifted first row,
@@ -1095,7 +1068,7 @@ def _concat_plan(post_blobs, ppos, ck, cnt, shifts, sel, ns, f0, q0, lastrow):
     lb_bits = 0
     for s in range(ns):
         i = sel[s]
-        blob = post_blobs[i]
+        blob = pbf
         p = ppos[i]
         nb = ck[i] >> 1
         kd = ck[i] & 1
@@ -1121,21 +1094,21 @@ def _concat_plan(post_blobs, ppos, ck, cnt, shifts, sel, ns, f0, q0, lastrow):
         for s in range(ns):
             i = sel[s]
             if ck[i] & 1:
-                d += _bitmap_delta_bytes(post_blobs[i], q0[s], ppos[i] + (ck[i] >> 1)) - (cnt[i] - 1)
+                d += _bitmap_delta_bytes(pbf, q0[s], ppos[i] + (ck[i] >> 1)) - (cnt[i] - 1)
         if bm < d:
             return bm, 1, m
     return d, 0, m
 
 
 @njit(cache=True)
-def _concat_write(post_blobs, ppos, ck, sel, ns, f0, q0, lastrow, kind, pout, wp):
+def _concat_write(pbf, ppos, ck, sel, ns, f0, q0, lastrow, kind, pout, wp):
     """Write the posting _concat_plan planned at pout[wp:]; the next position."""
     r_first = f0[0]
     wp = _vput(pout, wp, r_first)
     if kind == 0:
         for s in range(ns):
             i = sel[s]
-            blob = post_blobs[i]
+            blob = pbf
             end = ppos[i] + (ck[i] >> 1)
             if s > 0:
                 wp = _vput(pout, wp, f0[s] - lastrow[s - 1])
@@ -1167,7 +1140,7 @@ def _concat_write(post_blobs, ppos, ck, sel, ns, f0, q0, lastrow, kind, pout, wp
         pout[wp + q] = 0
     for s in range(ns):
         i = sel[s]
-        blob = post_blobs[i]
+        blob = pbf
         end = ppos[i] + (ck[i] >> 1)
         off = f0[s] - r_first
         if ck[i] & 1:
@@ -1194,9 +1167,17 @@ def _concat_write(post_blobs, ppos, ck, sel, ns, f0, q0, lastrow, kind, pout, wp
 
 
 @njit(cache=True, nogil=True)
-def _merge_range(tok_blobs, tbos, post_blobs, pbos, row_maps, shifts, max_token, n_rows, block_size,
+def _merge_range(tok_blobs_p, tbos_p, post_blobs_p, pbos_p, row_maps_p, shifts, max_token, n_rows, block_size,
                  start_blk, end_blk, lo, has_lo, hi, has_hi):
-    k = len(tok_blobs)
+    tbf, tbb = tok_blobs_p
+    tbof, tbob = tbos_p
+    pbf, pbb = post_blobs_p
+    pbof, _pbob = pbos_p
+    rmf, rmb = row_maps_p
+    k = shifts.shape[0]
+    nbk = np.empty(k, dtype=np.int64)
+    for i in range(k):
+        nbk[i] = tbob[i + 1] - tbob[i] - 1
     cur = np.zeros((k, max(max_token, 8)), dtype=np.uint8)
     cur_len = np.zeros(k, dtype=np.int64)
     cnt = np.zeros(k, dtype=np.int64)
@@ -1212,18 +1193,19 @@ def _merge_range(tok_blobs, tbos, post_blobs, pbos, row_maps, shifts, max_token,
     for i in range(k):
         b0 = start_blk[i]
         blk[i] = b0
-        if b0 >= tbos[i].shape[0] - 1:
+        nbi = nbk[i]
+        if b0 >= nbi:
             live[i] = False
             continue
-        tp[i] = tbos[i][b0]
-        pp[i] = pbos[i][b0]
-        nbi = tbos[i].shape[0] - 1
+        ob = tbob[i]
+        tp[i] = tbb[i] + tbof[ob + b0]
+        pp[i] = pbb[i] + pbof[ob + b0]
         e0 = nbi if end_blk[i] < 0 or end_blk[i] + 1 > nbi else end_blk[i] + 1
-        tot_t += tbos[i][e0] - tbos[i][b0]
-        tot_p += pbos[i][e0] - pbos[i][b0]
-        _advance(i, tok_blobs, tbos, pbos, blk, tp, pp, cur, cur_len, cnt, ck, ppos, hw, live)
+        tot_t += tbof[ob + e0] - tbof[ob + b0]
+        tot_p += pbof[ob + e0] - pbof[ob + b0]
+        _advance(i, tbf, tbb, tbof, tbob, pbof, pbb, nbk, blk, tp, pp, cur, cur_len, cnt, ck, ppos, hw, live)
         while has_lo and live[i] and _cur_cmp_key(cur, cur_len, i, lo) < 0:
-            _advance(i, tok_blobs, tbos, pbos, blk, tp, pp, cur, cur_len, cnt, ck, ppos, hw, live)
+            _advance(i, tbf, tbb, tbof, tbob, pbof, pbb, nbk, blk, tp, pp, cur, cur_len, cnt, ck, ppos, hw, live)
     tout = np.empty(max(tot_t + 64, 64), dtype=np.uint8)
     pout = np.empty(max(tot_p + 64, 64), dtype=np.uint8)
     tbo = np.zeros(16, dtype=np.int64)
@@ -1249,16 +1231,51 @@ def _merge_range(tok_blobs, tbos, post_blobs, pbos, row_maps, shifts, max_token,
     wp = 0
     nb = 0
     while True:
+        # The per-token steps are written out here, not called: a call (inlined or not)
+        # updates the reference count of every array it takes, twice, which cost the
+        # merge more than its own work.
         best = -1
         for i in range(k):
-            if live[i] and (best < 0 or _cur_less(cur, cur_len, hw, i, best)):
-                best = i
-        if best < 0 or (has_hi and _cur_cmp_key(cur, cur_len, best, hi) >= 0):
+            if live[i]:
+                if best < 0 or hw[i] < hw[best]:
+                    best = i
+                elif hw[i] == hw[best]:
+                    # the same first 8 bytes: the rest decides
+                    la = cur_len[i]
+                    lb = cur_len[best]
+                    less = la < lb
+                    for q in range(8, la if la < lb else lb):
+                        if cur[i, q] != cur[best, q]:
+                            less = cur[i, q] < cur[best, q]
+                            break
+                    if less:
+                        best = i
+        if best < 0:
             break
+        if has_hi:
+            la = cur_len[best]
+            lb = hi.shape[0]
+            ge = la >= lb
+            for q in range(la if la < lb else lb):
+                if cur[best, q] != hi[q]:
+                    ge = cur[best, q] > hi[q]
+                    break
+            if ge:
+                break
         nsame = 0
         for i in range(k):
-            same[i] = live[i] and (i == best or _cur_equal(cur, cur_len, hw, i, best))
-            if same[i]:
+            sm = False
+            if live[i]:
+                if i == best:
+                    sm = True
+                elif hw[i] == hw[best] and cur_len[i] == cur_len[best]:
+                    sm = True
+                    for q in range(8, cur_len[i]):
+                        if cur[i, q] != cur[best, q]:
+                            sm = False
+                            break
+            same[i] = sm
+            if sm:
                 nsame += 1
         copy = nsame == 1 and shifts[best] >= 0
         concat = False
@@ -1276,11 +1293,11 @@ def _merge_range(tok_blobs, tbos, post_blobs, pbos, row_maps, shifts, max_token,
                     sel[ns] = i
                     ns += 1
         if concat:
-            c, kind, m = _concat_plan(post_blobs, ppos, ck, cnt, shifts, sel, ns, f0, q0, lastrow)
+            c, kind, m = _concat_plan(pbf, ppos, ck, cnt, shifts, sel, ns, f0, q0, lastrow)
         elif copy:
             # one source, rows shifted: its posting's bytes after the first row stay
             src_p = ppos[best]
-            r0_old, src_q = _vget(post_blobs[best], src_p)
+            r0_old, src_q = _vget(pbf, src_p)
             r0_new = r0_old + shifts[best]
             tail = (ck[best] >> 1) - (src_q - src_p)
             c = _vlen(r0_new) + tail
@@ -1292,10 +1309,10 @@ def _merge_range(tok_blobs, tbos, post_blobs, pbos, row_maps, shifts, max_token,
             for i in range(k):
                 if same[i]:
                     s0 = m
-                    m = _decode_posting_into(post_blobs[i], ppos[i], ck[i] >> 1, ck[i] & 1, cnt[i], rows, m)
-                    rm = row_maps[i]
+                    m = _decode_posting_into(pbf, ppos[i], ck[i] >> 1, ck[i] & 1, cnt[i], rows, m)
+                    rb = rmb[i]
                     for q in range(s0, m):
-                        rows[q] = rm[rows[q]]
+                        rows[q] = rmf[rb + rows[q]]
             ok = True
             for q in range(1, m):
                 if rows[q] <= rows[q - 1]:
@@ -1326,8 +1343,11 @@ def _merge_range(tok_blobs, tbos, post_blobs, pbos, row_maps, shifts, max_token,
             lim = ln if ln < prev_len else prev_len
             while pre < lim and prev[pre] == cur[best, pre]:
                 pre += 1
-        tout = _grow(tout, w + 40 + ln)
-        pout = _grow(pout, wp + c + 16)
+        # (the test first: a call that returns the array updates its reference count)
+        if w + 40 + ln > tout.shape[0]:
+            tout = _grow(tout, w + 40 + ln)
+        if wp + c + 16 > pout.shape[0]:
+            pout = _grow(pout, wp + c + 16)
         w = _vput(tout, w, pre)
         w = _vput(tout, w, ln - pre)
         if t % block_size == 0:
@@ -1340,12 +1360,11 @@ def _merge_range(tok_blobs, tbos, post_blobs, pbos, row_maps, shifts, max_token,
         w = _vput(tout, w, m)
         w = _vput(tout, w, c * 2 + kind)
         if concat:
-            wp = _concat_write(post_blobs, ppos, ck, sel, ns, f0, q0, lastrow, kind, pout, wp)
+            wp = _concat_write(pbf, ppos, ck, sel, ns, f0, q0, lastrow, kind, pout, wp)
         elif copy:
             wp = _vput(pout, wp, r0_new)
-            sb = post_blobs[best]
             for q in range(tail):
-                pout[wp + q] = sb[src_q + q]
+                pout[wp + q] = pbf[src_q + q]
             wp += tail
         elif kind == 0:
             wp = _vput(pout, wp, rows[0])
@@ -1365,9 +1384,41 @@ def _merge_range(tok_blobs, tbos, post_blobs, pbos, row_maps, shifts, max_token,
             prev[q] = cur[best, q]
         prev_len = ln
         t += 1
+        # _advance of each source that held the token
         for i in range(k):
-            if same[i]:
-                _advance(i, tok_blobs, tbos, pbos, blk, tp, pp, cur, cur_len, cnt, ck, ppos, hw, live)
+            if not same[i]:
+                continue
+            p = tp[i]
+            b = blk[i]
+            ob = tbob[i]
+            if p >= tbb[i] + tbof[ob + b + 1]:
+                b += 1
+                blk[i] = b
+                if b >= nbk[i]:
+                    live[i] = False
+                    continue
+                p = tbb[i] + tbof[ob + b]
+                pp[i] = pbb[i] + pbof[ob + b]
+            pre, p = _vget(tbf, p)
+            sl, p = _vget(tbf, p)
+            for q in range(sl):
+                cur[i, pre + q] = tbf[p + q]
+            p += sl
+            c_, p = _vget(tbf, p)
+            k_, p = _vget(tbf, p)
+            ln = pre + sl
+            cur_len[i] = ln
+            cnt[i] = c_
+            ck[i] = k_
+            ppos[i] = pp[i]
+            pp[i] += k_ >> 1
+            tp[i] = p
+            hwi = np.uint64(0)
+            for q in range(8):
+                hwi = hwi << np.uint64(8)
+                if q < ln:
+                    hwi |= np.uint64(cur[i, q])
+            hw[i] = hwi
     tbo[nb] = w
     pbo[nb] = wp
     # views, not copies: the blobs are most of the buffers (a copy page-faults them again)
