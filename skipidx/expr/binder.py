@@ -159,6 +159,10 @@ def coerce_constant(value: Any, target: pa.DataType, node: Any = None, what: str
     raise _err(f"cannot compare {ch_name(t)} with {value!r}{what}", node)
 
 
+def _temporal(t: pa.DataType) -> bool:
+    return pa.types.is_date(t) or pa.types.is_timestamp(t)
+
+
 def _local_to_utc(local: _dt.datetime, tz: str | None) -> _dt.datetime:
     """A naive clock time in zone `tz` as the naive UTC time of that instant (unchanged without a zone)."""
     if not tz or tz.upper() in ("UTC", "GMT", "ETC/UTC"):
@@ -707,6 +711,10 @@ class Binder:
         lt, rt = value_type(left.type), value_type(right.type)
         if pa.types.is_interval(rt) or pa.types.is_interval(lt):
             return self._date_interval(func, left, right, node)
+        if any(isinstance(x, BConst) and x.value is None for x in (left, right)):
+            return BConst(None, pa.null(), True)
+        if func in ("plus", "minus") and _temporal(lt) and is_int(rt) or func == "plus" and is_int(lt) and _temporal(rt):
+            return self._date_plus_int(func, left, right, node)
         for side, t in ((left, lt), (right, rt)):
             if isinstance(side, BConst) and side.value is None:
                 return BConst(None, pa.null(), True)
@@ -728,6 +736,20 @@ class Binder:
         # `x % 0` is no bind error: ClickHouse raises "Division by zero" only when it computes
         # an integer row (none when WHERE keeps no row); a float x % 0 is nan
         return BCall(func, (left, right), rtype, left.nullable or right.nullable, node.to_sql() if node else "")
+
+    def _date_plus_int(self, func: str, left: BExpr, right: BExpr, node: Any) -> BExpr:
+        """Date +- n is n days, DateTime[64] +- n is n seconds (ClickHouse's addDays / addSeconds)."""
+        if not _temporal(value_type(left.type)):
+            left, right = right, left
+        if isinstance(right, BConst) and right.value is None:
+            return BConst(None, pa.null(), True)
+        unit = "Days" if pa.types.is_date(value_type(left.type)) else "Seconds"
+        fn = CATALOGUE[("add" if func == "plus" else "subtract") + unit]
+        call = BCall(fn.name, (left, right), value_type(left.type), left.nullable or right.nullable,
+                     node.to_sql() if node else "")
+        if isinstance(left, BConst) and isinstance(right, BConst):
+            return _fold_call(fn, call, node=node)
+        return call
 
     def _date_interval(self, func: str, left: BExpr, right: BExpr, node: Any) -> BExpr:
         if pa.types.is_interval(left.type) and func == "plus":

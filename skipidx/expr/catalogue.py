@@ -463,6 +463,26 @@ DATETIME_FUNCTIONS = [
              doc="d + INTERVAL n unit (the binder makes it from plus/minus)"),
 ]
 
+def _add_units_type(ts: list[pa.DataType], unit: str) -> tuple[pa.DataType, None]:
+    """A Date plus a sub-day unit is a DateTime; anything else keeps its type."""
+    t = value_type(ts[0])
+    if pa.types.is_date(t) and unit in ("second", "minute", "hour"):
+        return pa.timestamp("s"), None
+    return t, None
+
+
+def _add_units(verb: str, unit: str) -> Function:
+    sign = 1 if verb == "add" else -1
+    return Function(f"{verb}{unit.capitalize()}s", "typed", (_TEMPORAL, INTEGER),
+                    typed=lambda ts, cs: _add_units_type(ts, unit), scalar_args=(1,),
+                    kernel=lambda a, n: _dt_k("add_units")(a, n, unit, sign),
+                    doc=f"{'plus' if sign > 0 else 'minus'} n {unit}s (Date/DateTime {'+' if sign > 0 else '-'} n "
+                        f"is {verb}{'Days' if unit == 'day' else 'Seconds'})")
+
+
+ADD_UNITS_FUNCTIONS = [_add_units(verb, unit) for verb in ("add", "subtract")
+                       for unit in ("second", "minute", "hour", "day", "week", "month", "quarter", "year")]
+
 _INTERVAL_UNITS = ("Nanosecond", "Microsecond", "Millisecond", "Second", "Minute", "Hour", "Day", "Week", "Month",
                    "Quarter", "Year")
 INTERVAL_FUNCTIONS = [
@@ -875,7 +895,7 @@ class Catalogue:
 
 CATALOGUE = Catalogue()
 for _group in (COMPARISON_FUNCTIONS, LOGICAL_FUNCTIONS, STRING_FUNCTIONS, ARITHMETIC_FUNCTIONS,
-               TEXT_FUNCTIONS, DATETIME_FUNCTIONS, INTERVAL_FUNCTIONS, CONVERSION_FUNCTIONS, CONDITIONAL_FUNCTIONS,
+               TEXT_FUNCTIONS, DATETIME_FUNCTIONS, INTERVAL_FUNCTIONS, ADD_UNITS_FUNCTIONS, CONVERSION_FUNCTIONS, CONDITIONAL_FUNCTIONS,
                HASH_FUNCTIONS, PER_ROW_FUNCTIONS, MATH_FUNCTIONS,
                AGGREGATE_FUNCTIONS):
     CATALOGUE.extend(_group)

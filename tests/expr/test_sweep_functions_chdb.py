@@ -3,7 +3,7 @@ for each expression the output column name, the values and the ClickHouse type
 (the result's types and toTypeName) equal chDB's on the same table. Rounding
 (round/floor/ceil/trunc at any scale, integer wrap-around), abs, greatest/least,
 toUnixTimestamp, toMonday, toStartOf{Five,Ten,Fifteen}Minutes (a +05:45 zone),
-reverse, repeat, arrayStringConcat, median, canonical column names of trim/ltrim/
+reverse, repeat, arrayStringConcat, median, Date/DateTime +- n and add*/subtract*, canonical column names of trim/ltrim/
 rtrim/date_diff, and Array(String) results."""
 from __future__ import annotations
 
@@ -39,6 +39,9 @@ EXPRESSIONS = [
     "toStartOfFiveMinutes(ts)", "toStartOfTenMinutes(tz)", "toStartOfFifteenMinutes(tz)", "toStartOfFiveMinute(tz)",
     "if(id = 4, reverse('xy'), reverse(s))", "repeat(s, 2)", "repeat(s, id)", "arrayStringConcat(arr, ',')", "arrayStringConcat(arr)",
     "arrayStringConcat(nums, '-')", "splitByChar(',', s)",
+    "ts + 3600", "d + 3", "3 + d", "ts - id", "d - id", "tz + 1", "addDays(d, 3)", "addMonths(d, id)",
+    "subtractHours(ts, id)", "addYears(ts, 1)", "addWeeks(d, -1)", "addHours(d, 5)", "addSeconds(tz, id * 10)",
+    "subtractQuarters(d, 1)", "addMinutes(ts, n)",
     "trim(s)", "ltrim(s)", "rtrim(s)", "date_diff('day', d, toDate(ts))", "timestampDiff('hour', ts, ts + INTERVAL 1 DAY)",
 ]
 
@@ -87,6 +90,9 @@ CONSTANTS = [
     "SELECT toUnixTimestamp('2020-01-01 00:00:00'), toUnixTimestamp(toDateTime64('2020-01-01 00:00:00.5', 3))",
     "SELECT reverse('abc'), repeat('ab', 3), repeat('ab', 0), arrayStringConcat(['a', 'b'], ', ')",
     "SELECT trim('  a  '), trimBoth(' a'), ltrim(' a'), rtrim('a ')",
+    "SELECT toDate('2024-01-01') + NULL, toDate('2024-01-01') - 65536, toDateTime('1970-01-01 00:00:00') - 1",
+    "SELECT toDateTime64('2024-01-01 00:00:00', 3) + 1, addDays(toDate('2024-01-01'), 3), "
+    "subtractMinutes(toDateTime64('2024-01-01 00:00:00.5', 3), 2), addYears(toDateTime('2024-02-29 10:00:00'), 1)",
 ]
 
 

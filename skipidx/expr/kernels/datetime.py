@@ -337,16 +337,21 @@ def _add_interval(a: ArrayLike, unit: str, n: int) -> pa.Array:
             delta = n * (_UNIT_S[tu] // sub)
         else:
             delta = n * step * _UNIT_S[tu]
-        return pc.add(x.cast(pa.int64()), delta).cast(pa.timestamp(tu, x.type.tz))
+        return pc.add(x.cast(pa.int64()), _int64(delta)).cast(pa.timestamp(tu, x.type.tz))
     if unit in ("day", "week"):
         days = n * (7 if unit == "week" else 1)
         if pa.types.is_date(x.type):
-            return pc.add(x.cast(pa.int32()), days).cast(pa.date32())
-        return pc.add(x.cast(pa.int64()), days * 86400 * _UNIT_S[x.type.unit]).cast(x.type)
+            return pc.add(x.cast(pa.int32()).cast(pa.int64()), _int64(days)).cast(pa.int32()).cast(pa.date32())
+        return pc.add(x.cast(pa.int64()), _int64(days * 86400 * _UNIT_S[x.type.unit])).cast(x.type)
     if unit in ("month", "quarter", "year"):
         months = n * {"month": 1, "quarter": 3, "year": 12}[unit]
         return _add_months(x, months)
     raise SkipidxError(f"unknown interval unit {unit!r}")
+
+
+def _int64(v):
+    """A step (a Python int, or per row a numpy array) as pyarrow.compute takes it."""
+    return pa.array(v, pa.int64()) if isinstance(v, np.ndarray) else v
 
 
 def _add_months(x: pa.Array, months: int) -> pa.Array:
@@ -420,3 +425,19 @@ def start_of_minutes(a: ArrayLike, k: int, name: str) -> pa.Array:
     tz = a.type.tz
     utc = a.cast(pa.timestamp(a.type.unit))
     return pc.floor_temporal(utc, multiple=k, unit="minute").cast(pa.timestamp("s")).cast(pa.timestamp("s", tz))
+
+
+def add_units(a: ArrayLike, n, unit: str, sign: int = 1) -> pa.Array:
+    """addSeconds .. addYears / subtract* (and Date/DateTime +- an integer): `n` (a Python int
+    or an integer column) units added, with add_interval's wrap-around and saturation."""
+    if isinstance(n, int):
+        return add_interval(a, unit, sign * n)
+    x = _one(a)
+    k = _one(n)
+    if not pa.types.is_integer(k.type):
+        raise SkipidxError(f"the number of {unit}s must be an integer, got {k.type}")
+    steps = k.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64) * sign
+    out = add_interval(x, unit, steps)
+    if k.null_count:
+        out = pc.if_else(k.is_valid(), out, pa.scalar(None, out.type))
+    return out
