@@ -159,6 +159,12 @@ def coerce_constant(value: Any, target: pa.DataType, node: Any = None, what: str
     raise _err(f"cannot compare {ch_name(t)} with {value!r}{what}", node)
 
 
+def _epoch_seconds(v: _dt.datetime) -> float:
+    if v.tzinfo is None:
+        v = v.replace(tzinfo=_dt.timezone.utc)
+    return v.timestamp()
+
+
 def _temporal(t: pa.DataType) -> bool:
     return pa.types.is_date(t) or pa.types.is_timestamp(t)
 
@@ -679,6 +685,11 @@ class Binder:
             # as 16 bytes each, halves swapped: ClickHouse orders UUIDs by their last 8 bytes first
             av, bv = (x.bytes if isinstance(x, _uuid.UUID) else coerce_constant(x, pa.uuid(), node) for x in (av, bv))
             av, bv = av[8:] + av[:8], bv[8:] + bv[:8]
+        # a DateTime compares with a number as its seconds since the epoch (now() > 0)
+        if isinstance(av, _dt.datetime) and isinstance(bv, (int, float)):
+            av = _epoch_seconds(av)
+        elif isinstance(bv, _dt.datetime) and isinstance(av, (int, float)):
+            bv = _epoch_seconds(bv)
         if type(av) is not type(bv) and not (isinstance(av, (int, float)) and isinstance(bv, (int, float))):
             if isinstance(av, bytes) and isinstance(bv, (int, float)):
                 av = coerce_constant(av, literal_type(bv), node)
@@ -968,7 +979,11 @@ class Binder:
         """toTypeName(x): the ClickHouse type of x, a constant."""
         self._check_arity(fn, n)
         a = _typed_array_literal(self._expr(n.args[0], agg), fn.arg_type(0), n.args[0])
-        return BConst(type_name_of(a).encode(), pa.string())
+        name = BConst(type_name_of(a).encode(), pa.string())
+        if contains_agg(a):
+            # toTypeName(sum(x)) keeps the query an aggregate: one row per group, not per row
+            return BCall(fn.name, (a, name), pa.string(), False, n.to_sql())
+        return name
 
     def _check_arity(self, fn: Function, n: A.FunctionCall) -> None:
         lo, hi = fn.arity()

@@ -643,7 +643,9 @@ CONVERSION_FUNCTIONS = [
                kernel=(lambda mode: lambda a: _conv_uuid(a, mode))(mode))
       for suffix, mode, nullable in (("", "raise", "propagate"), ("OrZero", "zero", "propagate"),
                                      ("OrNull", "null", "always"))),
-    Function("toTypeName", "type_of", (ANY,), returns=_STR, constant=True, doc="the argument's ClickHouse type"),
+    Function("toTypeName", "type_of", (ANY,), returns=_STR, constant=True, kernel=lambda a, name: name,
+             doc="the argument's ClickHouse type (a constant; over an aggregate, the binder adds it as a "
+                 "second argument so the call stays per group)"),
     Function("CAST", "typed", (ANY, CONST_STRING), typed=_cast_type, kernel=_cast_kernel,
              aliases=("_CAST",)),
 ]

@@ -45,7 +45,7 @@ EXPRESSIONS = [
     "trim(s)", "ltrim(s)", "rtrim(s)", "date_diff('day', d, toDate(ts))", "timestampDiff('hour', ts, ts + INTERVAL 1 DAY)",
 ]
 
-AGGREGATES = ["median(f)", "median(id)", "medianExact(id)", "round(avg(f), 1)", "round(sum(f32))"]
+AGGREGATES = ["toTypeName(count())", "toTypeName(groupArray(id)), count()", "toTypeName(avg(n))", "median(f)", "median(id)", "medianExact(id)", "round(avg(f), 1)", "round(sum(f32))"]
 
 
 @pytest.fixture(scope="module")
@@ -90,6 +90,8 @@ CONSTANTS = [
     "SELECT toUnixTimestamp('2020-01-01 00:00:00'), toUnixTimestamp(toDateTime64('2020-01-01 00:00:00.5', 3))",
     "SELECT reverse('abc'), repeat('ab', 3), repeat('ab', 0), arrayStringConcat(['a', 'b'], ', ')",
     "SELECT trim('  a  '), trimBoth(' a'), ltrim(' a'), rtrim('a ')",
+    "SELECT now() > 0, now() > 1000000, toDateTime('2020-01-01 00:00:00') = 1577836800, "
+    "1577836800 = toDateTime('2020-01-01 00:00:00', 'Asia/Tokyo') + 32400",
     "SELECT toDate('2024-01-01') + NULL, toDate('2024-01-01') - 65536, toDateTime('1970-01-01 00:00:00') - 1",
     "SELECT toDateTime64('2024-01-01 00:00:00', 3) + 1, addDays(toDate('2024-01-01'), 3), "
     "subtractMinutes(toDateTime64('2024-01-01 00:00:00.5', 3), 2), addYears(toDateTime('2024-02-29 10:00:00'), 1)",
