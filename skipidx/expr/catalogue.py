@@ -448,6 +448,9 @@ DATETIME_FUNCTIONS = [
     Function("toUnixTimestamp", "scalar", (_TO_DATE_SRC,), returns=pa.uint32(), kernel=_dt_k("to_unix_timestamp"),
              doc="seconds since the epoch"),
     Function("toMonday", "scalar", (_TEMPORAL,), returns=_DATE, kernel=_dt_k("to_monday")),
+    Function("formatDateTime", "scalar", (_TEMPORAL, CONST_STRING, CONST_STRING), returns=_STR, min_args=2,
+             kernel=_dt_k("format_datetime"), validate=lambda f: _dt_k("format_pieces")(f),
+             aliases=("DATE_FORMAT",), doc="the value's text by ClickHouse's (MySQL-style) %-specifiers"),
     *(Function(f"toStartOf{word}Minutes", "typed", (_TEMPORAL,), typed=lambda ts, cs: _same_zone_seconds(ts),
                kernel=(lambda k, nm: lambda a: _dt_k("start_of_minutes")(a, k, nm))(k, f"toStartOf{word}Minutes"),
                aliases=(f"toStartOf{word}Minute",) if word == "Five" else ())

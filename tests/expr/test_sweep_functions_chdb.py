@@ -42,6 +42,9 @@ EXPRESSIONS = [
     "ts + 3600", "d + 3", "3 + d", "ts - id", "d - id", "tz + 1", "addDays(d, 3)", "addMonths(d, id)",
     "subtractHours(ts, id)", "addYears(ts, 1)", "addWeeks(d, -1)", "addHours(d, 5)", "addSeconds(tz, id * 10)",
     "subtractQuarters(d, 1)", "addMinutes(ts, n)",
+    "formatDateTime(ts, '%Y-%m-%d %H:%i:%S')", "formatDateTime(d, '%F %T')", "DATE_FORMAT(ts, '%d/%m')",
+    "formatDateTime(tz, '%F %T %z %a %b %M %e %Q %p %r %R %j %V %u %w %W %y %C %D %G %h %k %l %c %s %f %%')",
+    "formatDateTime(ts, '%F %T', 'Asia/Tokyo')", "formatDateTime(d, '%F %T', 'America/New_York')",
     "trim(s)", "ltrim(s)", "rtrim(s)", "date_diff('day', d, toDate(ts))", "timestampDiff('hour', ts, ts + INTERVAL 1 DAY)",
 ]
 
@@ -92,6 +95,8 @@ CONSTANTS = [
     "SELECT trim('  a  '), trimBoth(' a'), ltrim(' a'), rtrim('a ')",
     "SELECT now() > 0, now() > 1000000, toDateTime('2020-01-01 00:00:00') = 1577836800, "
     "1577836800 = toDateTime('2020-01-01 00:00:00', 'Asia/Tokyo') + 32400",
+    "SELECT formatDateTime(toDateTime64('2024-01-07 03:04:05.123', 3), '%T %f'), "
+    "formatDateTime(toDateTime64('2024-01-07 03:04:05.123456', 6, 'Asia/Tokyo'), '%F %T.%f %z')",
     "SELECT toDate('2024-01-01') + NULL, toDate('2024-01-01') - 65536, toDateTime('1970-01-01 00:00:00') - 1",
     "SELECT toDateTime64('2024-01-01 00:00:00', 3) + 1, addDays(toDate('2024-01-01'), 3), "
     "subtractMinutes(toDateTime64('2024-01-01 00:00:00.5', 3), 2), addYears(toDateTime('2024-02-29 10:00:00'), 1)",
@@ -106,6 +111,8 @@ def test_constants_match_clickhouse(tables, q):
 
 @pytest.mark.parametrize("sql,msg", [
     ("SELECT toStartOfFiveMinutes(d) FROM t", "DateTime is required"),
+    ("SELECT formatDateTime(ts, '%E') FROM t", "unsupported specifier '%E'"),
+    ("SELECT formatDateTime(ts, s) FROM t", "must be a constant"),
     ("SELECT round(f, id) FROM t", "must be a constant"),
     ("SELECT round(s) FROM t", "illegal type String"),
     ("SELECT abs(s) FROM t", "illegal type String"),

@@ -441,3 +441,81 @@ def add_units(a: ArrayLike, n, unit: str, sign: int = 1) -> pa.Array:
     if k.null_count:
         out = pc.if_else(k.is_valid(), out, pa.scalar(None, out.type))
     return out
+
+
+#: formatDateTime's specifiers (ClickHouse's MySQL-style set) as Arrow strftime text; those
+#: Arrow has no spelling for (%e unpadded, %Q quarter, %f microseconds) are computed
+_FORMAT_SPECS = {
+    "a": "%a", "b": "%b", "c": "%m", "C": "%C", "d": "%d", "D": "%m/%d/%y", "F": "%Y-%m-%d", "G": "%G",
+    "h": "%I", "H": "%H", "i": "%M", "I": "%I", "j": "%j", "k": "%H", "l": "%I", "m": "%m", "M": "%B",
+    "p": "%p", "r": "%I:%M %p", "R": "%H:%M", "s": "%S", "S": "%S", "T": "%H:%M:%S", "u": "%u", "V": "%V",
+    "w": "%w", "W": "%A", "y": "%y", "Y": "%Y", "z": "%z", "n": "\n", "t": "\t", "%": "%%",
+}
+_FORMAT_COMPUTED = ("e", "Q", "f")
+
+
+def format_pieces(fmt: bytes | str) -> list[tuple[str, str]]:
+    """A formatDateTime format as pieces: ("strftime", Arrow format) or ("computed", letter);
+    SkipidxError for a specifier ClickHouse does not know."""
+    f = fmt.decode("utf-8", "replace") if isinstance(fmt, bytes) else fmt
+    out: list[tuple[str, str]] = []
+    buf = []
+    i = 0
+    while i < len(f):
+        ch = f[i]
+        if ch != "%":
+            buf.append("%%" if ch == "%" else ch)
+            i += 1
+            continue
+        if i + 1 >= len(f):
+            raise SkipidxError(f"the format {f!r} ends with '%'")
+        spec = f[i + 1]
+        if spec in _FORMAT_COMPUTED:
+            if buf:
+                out.append(("strftime", "".join(buf)))
+                buf = []
+            out.append(("computed", spec))
+        elif spec in _FORMAT_SPECS:
+            buf.append(_FORMAT_SPECS[spec])
+        else:
+            raise SkipidxError(f"the format {f!r} has an unsupported specifier '%{spec}'")
+        i += 2
+    if buf:
+        out.append(("strftime", "".join(buf)))
+    return out
+
+
+def format_datetime(a: ArrayLike, fmt, tz=None) -> pa.Array:
+    """formatDateTime(t, format[, zone]): the Date/DateTime's text by ClickHouse's specifiers."""
+    x = _temporal(a, "formatDateTime")
+    if isinstance(tz, bytes):
+        tz = tz.decode()
+    frac = None
+    if pa.types.is_timestamp(x.type) and x.type.unit != "s":
+        per = _UNIT_S[x.type.unit]
+        ticks = x.cast(pa.timestamp(x.type.unit)).cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
+        frac = (ticks % per) * (10**6 // per) if per <= 10**6 else (ticks % per) // (per // 10**6)
+    zone = tz or (x.type.tz if pa.types.is_timestamp(x.type) else None) or "UTC"
+    if pa.types.is_date(x.type):
+        secs = x.cast(pa.date32()).cast(pa.timestamp("s")).cast(pa.timestamp("s", "UTC"))
+        if tz:
+            secs = pc.assume_timezone(x.cast(pa.date32()).cast(pa.timestamp("s")), timezone=tz)
+    else:
+        t = x.type
+        utc = x.cast(pa.timestamp(t.unit))
+        secs = pc.floor_temporal(utc, unit="second").cast(pa.timestamp("s")).cast(pa.timestamp("s", zone))
+    pieces = []
+    for kind, v in format_pieces(fmt):
+        if kind == "strftime":
+            pieces.append(pc.strftime(secs, format=v))
+        elif v == "e":
+            pieces.append(pc.day(secs).cast(pa.string()))
+        elif v == "Q":
+            pieces.append(pc.quarter(secs).cast(pa.string()))
+        else:   # f: microseconds, six digits
+            us = np.zeros(len(secs), np.int64) if frac is None else frac
+            pieces.append(pc.utf8_lpad(pa.array(us.astype(np.int64)).cast(pa.string()), width=6, padding="0"))
+    if not pieces:
+        return pa.array([""] * len(x), pa.string(), mask=_mask(x))
+    out = pieces[0] if len(pieces) == 1 else pc.binary_join_element_wise(*pieces, "")
+    return out if not x.null_count else pc.if_else(x.is_valid(), out, pa.scalar(None, pa.string()))
