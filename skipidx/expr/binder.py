@@ -726,6 +726,14 @@ class Binder:
             return BConst(None, pa.null(), True)
         if func in ("plus", "minus") and _temporal(lt) and is_int(rt) or func == "plus" and is_int(lt) and _temporal(rt):
             return self._date_plus_int(func, left, right, node)
+        if func == "minus" and _temporal(lt) and _temporal(rt) and (
+                (pa.types.is_date(lt) and pa.types.is_date(rt))
+                or (pa.types.is_timestamp(lt) and pa.types.is_timestamp(rt) and lt.unit == rt.unit == "s")):
+            # Date - Date in days, DateTime - DateTime in seconds (Int32)
+            fn = CATALOGUE["minusTemporal"]
+            call = BCall(fn.name, (left, right), pa.int32(), left.nullable or right.nullable,
+                         node.to_sql() if node else "")
+            return _fold_call(fn, call, node=node) if isinstance(left, BConst) and isinstance(right, BConst) else call
         for side, t in ((left, lt), (right, rt)):
             if isinstance(side, BConst) and side.value is None:
                 return BConst(None, pa.null(), True)

@@ -78,6 +78,7 @@ CONST_STRING = ArgType("const String", is_string, const=True)
 CONST_ARRAY_STRING = ArgType("const Array(String)", _any, const=True)
 CONST_TOKENS = ArgType("const String or Array(String)", _any, const=True)   # a String is split into tokens
 CONST_LIST = ArgType("const tuple", _any, const=True)
+_CONST_INT = ArgType("const Integer", is_int, const=True)
 
 _BOOL = pa.uint8()                 # ClickHouse's predicate result type (UInt8)
 
@@ -356,6 +357,12 @@ TEXT_FUNCTIONS = [
              aliases=("rtrim",), output_name=_canonical_name("trimRight")),
     Function("reverse", "scalar", (STRING,), returns=_STR, kernel=_text_k("reverse"),
              doc="the bytes in reverse order"),
+    Function("countSubstrings", "scalar", (STRING, CONST_STRING), returns=_U64, kernel=_text_k("count_substrings")),
+    Function("splitByString", "scalar", (CONST_STRING, STRING), returns=pa.list_(pa.field("item", _STR, nullable=False)),
+             kernel=_text_k("split_by_string")),
+    *(Function(f"{side}{'UTF8' if utf8 else ''}", "scalar", (STRING, _CONST_INT), returns=_STR,
+               kernel=(lambda r, u: lambda a, n: _text_k("left_right")(a, n, r, u))(side == "right", utf8))
+      for side in ("left", "right") for utf8 in (False, True)),
     Function("repeat", "scalar", (STRING, INTEGER), returns=_STR, kernel=_text_k("repeat"), scalar_args=(1,)),
     Function("arrayStringConcat", "scalar", (_ARRAY, CONST_STRING), returns=_STR, min_args=1,
              kernel=_text_k("array_string_concat"), doc="the items' text joined by a separator"),
@@ -448,6 +455,13 @@ DATETIME_FUNCTIONS = [
     Function("toUnixTimestamp", "scalar", (_TO_DATE_SRC,), returns=pa.uint32(), kernel=_dt_k("to_unix_timestamp"),
              doc="seconds since the epoch"),
     Function("toMonday", "scalar", (_TEMPORAL,), returns=_DATE, kernel=_dt_k("to_monday")),
+    Function("toLastDayOfMonth", "scalar", (_TEMPORAL,), returns=_DATE, kernel=_dt_k("to_last_day_of_month"),
+             aliases=("LAST_DAY",)),
+    Function("toISOWeek", "scalar", (_TEMPORAL,), returns=pa.uint8(), kernel=_dt_k("iso_part", "week")),
+    Function("toISOYear", "scalar", (_TEMPORAL,), returns=pa.uint16(), kernel=_dt_k("iso_part", "year")),
+    Function("minusTemporal", "typed", (_TEMPORAL, _TEMPORAL), typed=lambda ts, cs: (pa.int32(), None),
+             kernel=lambda a, b: _dt_k("minus_temporal")(a, b),
+             doc="Date - Date (days), DateTime - DateTime (seconds): Int32 (the binder makes it from minus)"),
     Function("formatDateTime", "scalar", (_TEMPORAL, CONST_STRING, CONST_STRING), returns=_STR, min_args=2,
              kernel=_dt_k("format_datetime"), validate=lambda f: _dt_k("format_pieces")(f),
              aliases=("DATE_FORMAT",), doc="the value's text by ClickHouse's (MySQL-style) %-specifiers"),
@@ -576,7 +590,6 @@ def _to_datetime(on_error: str, precision: bool, best_effort: bool = False) -> C
     return k
 
 
-_CONST_INT = ArgType("const Integer", is_int, const=True)
 
 
 def _datetimes() -> list[Function]:
@@ -722,7 +735,19 @@ def _rounding(name: str, mode: str, *aliases: str) -> Function:
                     doc=f"{mode} at a number of decimal places (negative: tens, hundreds...)")
 
 
+_F64 = pa.float64()
+
+
+def _float_fn(name: str, arity: int, *aliases: str) -> Function:
+    return Function(name, "scalar", (NUMBER,) * arity, returns=_F64, aliases=aliases,
+                    kernel=lambda *a: _num_k("float_fn")(name if name != "ln" else "log", *a))
+
+
 MATH_FUNCTIONS = [
+    _float_fn("sqrt", 1), _float_fn("exp", 1), _float_fn("log", 1, "ln"), _float_fn("log2", 1),
+    _float_fn("log10", 1), _float_fn("pow", 2, "power"),
+    Function("pi", "scalar", (), returns=_F64, fold=lambda: 3.141592653589793, kernel=lambda: 3.141592653589793),
+    Function("e", "scalar", (), returns=_F64, fold=lambda: 2.718281828459045, kernel=lambda: 2.718281828459045),
     _rounding("round", "round"),
     _rounding("floor", "floor"),
     _rounding("ceil", "ceil", "ceiling"),

@@ -45,10 +45,15 @@ EXPRESSIONS = [
     "formatDateTime(ts, '%Y-%m-%d %H:%i:%S')", "formatDateTime(d, '%F %T')", "DATE_FORMAT(ts, '%d/%m')",
     "formatDateTime(tz, '%F %T %z %a %b %M %e %Q %p %r %R %j %V %u %w %W %y %C %D %G %h %k %l %c %s %f %%')",
     "formatDateTime(ts, '%F %T', 'Asia/Tokyo')", "formatDateTime(d, '%F %T', 'America/New_York')",
+    "ts - toDateTime('2020-01-01 00:00:00')", "d - toDate('2020-01-01')", "tz - ts", "toDate(ts) - d",
+    "sqrt(f)", "sqrt(i8)", "exp(f32)", "log(f)", "ln(u8)", "log2(id)", "log10(n)", "pow(id, 2)", "power(f, 0.5)",
+    "toISOWeek(d)", "toISOYear(d)", "toISOWeek(tz)", "toLastDayOfMonth(d)", "toLastDayOfMonth(tz)",
+    "countSubstrings(s, 'l')", "splitByString('b', s)", "left(s, 2)", "right(s, 2)", "leftUTF8(s, -1)", "rightUTF8(s, -2)",
+    "leftUTF8(s, 2)", "rightUTF8(s, 1)",
     "trim(s)", "ltrim(s)", "rtrim(s)", "date_diff('day', d, toDate(ts))", "timestampDiff('hour', ts, ts + INTERVAL 1 DAY)",
 ]
 
-AGGREGATES = ["toTypeName(count())", "toTypeName(groupArray(id)), count()", "toTypeName(avg(n))", "median(f)", "median(id)", "medianExact(id)", "round(avg(f), 1)", "round(sum(f32))"]
+AGGREGATES = ["max(ts) - min(ts)", "toDate(max(ts)) - toDate(min(d))", "toTypeName(count())", "toTypeName(groupArray(id)), count()", "toTypeName(avg(n))", "median(f)", "median(id)", "medianExact(id)", "round(avg(f), 1)", "round(sum(f32))"]
 
 
 @pytest.fixture(scope="module")
@@ -97,6 +102,11 @@ CONSTANTS = [
     "1577836800 = toDateTime('2020-01-01 00:00:00', 'Asia/Tokyo') + 32400",
     "SELECT formatDateTime(toDateTime64('2024-01-07 03:04:05.123', 3), '%T %f'), "
     "formatDateTime(toDateTime64('2024-01-07 03:04:05.123456', 6, 'Asia/Tokyo'), '%F %T.%f %z')",
+    "SELECT sqrt(-1), log(0), log(-1), pow(2, -1), exp(1), log(NULL), pi() > 3, e() < 3",
+    "SELECT countSubstrings('aaaa', 'aa'), countSubstrings('abc', ''), splitByString(', ', ''), "
+    "splitByString('ab', 'cabab'), left('abc', 5), left('abc', -1), right('abc', -1), right('abc', 0), leftUTF8('абв', 2), rightUTF8('абв', -1)",
+    "SELECT toDate('2024-01-02') - toDate('2024-01-01'), toDateTime('2024-01-01 00:00:00') - "
+    "toDateTime('2024-01-02 00:00:00'), toLastDayOfMonth(toDate('2024-12-05')), toISOWeek(toDate('2024-12-30'))",
     "SELECT toDate('2024-01-01') + NULL, toDate('2024-01-01') - 65536, toDateTime('1970-01-01 00:00:00') - 1",
     "SELECT toDateTime64('2024-01-01 00:00:00', 3) + 1, addDays(toDate('2024-01-01'), 3), "
     "subtractMinutes(toDateTime64('2024-01-01 00:00:00.5', 3), 2), addYears(toDateTime('2024-02-29 10:00:00'), 1)",

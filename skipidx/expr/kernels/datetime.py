@@ -519,3 +519,33 @@ def format_datetime(a: ArrayLike, fmt, tz=None) -> pa.Array:
         return pa.array([""] * len(x), pa.string(), mask=_mask(x))
     out = pieces[0] if len(pieces) == 1 else pc.binary_join_element_wise(*pieces, "")
     return out if not x.null_count else pc.if_else(x.is_valid(), out, pa.scalar(None, pa.string()))
+
+
+def minus_temporal(a: ArrayLike, b: ArrayLike) -> pa.Array:
+    """Date - Date (days) and DateTime - DateTime (seconds) as ClickHouse's Int32 (wrapping)."""
+    x, y = _one(a), _one(b)
+    if pa.types.is_date(x.type) and pa.types.is_date(y.type):
+        xv, yv = (v.cast(pa.date32()).cast(pa.int32()).cast(pa.int64()) for v in (x, y))
+    elif pa.types.is_timestamp(x.type) and pa.types.is_timestamp(y.type):
+        xv, yv = (v.cast(pa.timestamp(v.type.unit)).cast(pa.timestamp("s"), safe=False).cast(pa.int64()) for v in (x, y))
+    else:
+        raise SkipidxError(f"Illegal types {x.type} and {y.type} of arguments of function minus")
+    d = pc.subtract(xv, yv)
+    mask = d.is_null().to_numpy(zero_copy_only=False) if d.null_count else None
+    v = d.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64).astype(np.int32)
+    return pa.array(v, pa.int32(), mask=mask)
+
+
+def to_last_day_of_month(a: ArrayLike) -> pa.Array:
+    d = to_date(_temporal(a, "toLastDayOfMonth"))
+    first = pc.floor_temporal(d, unit="month")
+    nxt = _add_months(first, 1)
+    days = pc.subtract(nxt.cast(pa.int32()), 1)
+    return days.cast(pa.int32()).cast(pa.date32())
+
+
+def iso_part(a: ArrayLike, which: str) -> pa.Array:
+    x = _temporal(a, "toISOWeek" if which == "week" else "toISOYear")
+    if pa.types.is_timestamp(x.type) and x.type.tz:
+        x = pc.local_timestamp(x)
+    return pc.iso_week(x).cast(pa.uint8()) if which == "week" else pc.iso_year(x).cast(pa.uint16())

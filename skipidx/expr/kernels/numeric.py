@@ -96,3 +96,21 @@ def abs_(a) -> pa.Array:
     if pa.types.is_floating(t):
         return pa.array(np.abs(x), t, mask=mask)
     return a
+
+
+def _floats(a) -> tuple[np.ndarray, np.ndarray | None]:
+    a = one_array(a)
+    mask = np.asarray(a.is_null(), dtype=bool) if a.null_count else None
+    return np.asarray(a.cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False), dtype=np.float64), mask
+
+
+def float_fn(name: str, *args) -> pa.Array:
+    """sqrt, exp, log (ln), log2, log10, pow of numbers as Float64 (nan / inf as IEEE gives them)."""
+    vals = [_floats(a) for a in args]
+    masks = [m for _, m in vals if m is not None]
+    mask = np.logical_or.reduce(masks) if masks else None
+    xs = [v for v, _ in vals]
+    with np.errstate(all="ignore"):
+        out = {"sqrt": np.sqrt, "exp": np.exp, "log": np.log, "log2": np.log2, "log10": np.log10,
+               "pow": np.power}[name](*xs)
+    return pa.array(np.asarray(out, dtype=np.float64), pa.float64(), mask=mask)

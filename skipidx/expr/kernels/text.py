@@ -394,3 +394,47 @@ def array_length(a: ArrayLike) -> pa.Array:
     if isinstance(a, pa.ChunkedArray):
         a = a.combine_chunks() if a.num_chunks != 1 else a.chunk(0)
     return pc.list_value_length(a).cast(pa.uint64())
+
+
+def count_substrings(a: ArrayLike, needle) -> pa.Array:
+    """countSubstrings(s, needle): non-overlapping occurrences (0 for an empty needle)."""
+    b = _bin(a)
+    nd = _const_bytes(needle)
+    if not nd:
+        return pa.array(np.zeros(len(b), np.uint64), pa.uint64(), mask=_null_mask(b))
+    return pc.count_substring(b, pattern=nd).cast(pa.uint64())
+
+
+def split_by_string(sep, a: ArrayLike) -> pa.Array:
+    """splitByString(sep, s): Array(String); an empty separator splits into bytes is not
+    ClickHouse's code points, so it is refused."""
+    sp = _const_bytes(sep)
+    if not sp:
+        raise SkipidxError("splitByString: an empty separator is not supported")
+    out = pc.split_pattern(_bin(a), pattern=sp)
+    values = _as_string(out.values)
+    lst = pa.ListArray.from_arrays(out.offsets, values, mask=out.is_null() if out.null_count else None)
+    return lst.cast(pa.list_(pa.field("item", values.type, nullable=False)))
+
+
+def left_right(a: ArrayLike, n, right: bool, utf8: bool) -> pa.Array:
+    """left/right(s, n) (bytes) and leftUTF8/rightUTF8 (code points): the first / last n;
+    a negative n drops that many from the other end."""
+    if not isinstance(n, int):
+        raise SkipidxError("the length must be a constant integer")
+    if utf8:
+        s = _bin(a).cast(pa.string())
+        sl = pc.utf8_slice_codeunits
+    else:
+        s = _bin(a)
+        sl = pc.binary_slice
+    big = 1 << 62
+    if not right:
+        out = sl(s, start=0, stop=n)
+    elif n > 0:
+        out = sl(s, start=-n, stop=big)
+    elif n == 0:
+        out = sl(s, start=0, stop=0)
+    else:
+        out = sl(s, start=-n, stop=big)
+    return _as_string(out) if not utf8 else out
