@@ -482,7 +482,13 @@ def _build_threads() -> int:
         n = int(os.environ.get("SKIPIDX_BUILD_THREADS", "0"))
     except ValueError:
         n = 0
-    return max(1, n or (os.cpu_count() or 1))
+    if n:
+        return max(1, n)
+    # the cores this process may run on (its affinity): with one, threads and key ranges
+    # only add work
+    from skipidx.core.threads import available_cores
+
+    return available_cores()
 
 
 def _run(fn, items, threads: int) -> list:

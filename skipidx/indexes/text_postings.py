@@ -983,10 +983,25 @@ def recut_blocks(tok_blob, n, t0, block_size, prev, has_prev, max_token):
     w = 0
     pp = 0
     nb = 0
+    seg = 0   # entries from here to the current one are copied as they are, in one piece
     for t in range(n):
         s0 = p
-        p, ln, c, kk = _read_entry(tok_blob, p, cur)
-        if (t0 + t) % block_size == 0:
+        # _read_entry written out (a call updates its arrays' reference counts per token)
+        pre, p = _vget(tok_blob, p)
+        sl, p = _vget(tok_blob, p)
+        for q in range(sl):
+            cur[pre + q] = tok_blob[p + q]
+        p += sl
+        c, p = _vget(tok_blob, p)
+        kk, p = _vget(tok_blob, p)
+        ln = pre + sl
+        starts = (t0 + t) % block_size == 0
+        if starts or t == 0:
+            if s0 > seg:
+                out[w:w + s0 - seg] = tok_blob[seg:s0]
+                w += s0 - seg
+            seg = p
+        if starts:
             tbo[nb] = w
             pbo[nb] = pp
             w = _vput(out, w, 0)
@@ -1012,11 +1027,10 @@ def recut_blocks(tok_blob, n, t0, block_size, prev, has_prev, max_token):
                 w += 1
             w = _vput(out, w, c)
             w = _vput(out, w, kk)
-        else:
-            for q in range(s0, p):
-                out[w] = tok_blob[q]
-                w += 1
         pp += kk >> 1
+    if p > seg:
+        out[w:w + p - seg] = tok_blob[seg:p]
+        w += p - seg
     return out[:w], tbo, pbo, first_at, first_len
 
 

@@ -226,3 +226,29 @@ def test_concatenated_posting_form_at_the_bound():
     agg.use_merged(srcs, [np.arange(0, 1000, dtype=np.int64), np.arange(1000, 2000, dtype=np.int64)])
     agg.add(vals, zs, zl, 0)
     assert agg.finish().to_arrow("p").equals(want.to_arrow("p"), check_metadata=True)
+
+
+def test_one_core_builds_and_merges_in_one_pass(monkeypatch):
+    """A process allowed one core (its CPU affinity) takes one thread: no slices on threads,
+    no key ranges in the merge (they only add work there)."""
+    import os
+
+    monkeypatch.delenv("SKIPIDX_BUILD_THREADS", raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    monkeypatch.setattr(T, "MERGE_RANGE_BLOCKS", 1)
+
+    def ranges(*a):
+        raise AssertionError("key ranges with one core")
+
+    monkeypatch.setattr(T, "_merge_encoded_ranges", ranges)
+    idx = _index("splitByNonAlpha")
+    agg = idx.aggregator()
+    assert agg.threads == 1
+    vals = _values(400, 2)
+    zs, zl = np.array([0, 200]), np.array([200, 200])
+    want = idx.aggregator(1).build(vals, zs, zl).to_arrow("p")
+    srcs = [idx.granules_from_arrow(idx.aggregator(1).build(vals.slice(a, 200), np.array([0]),
+                                                            np.array([200])).to_arrow("p")) for a in (0, 200)]
+    agg.use_merged(srcs, [np.arange(0, 200, dtype=np.int64), np.arange(200, 400, dtype=np.int64)])
+    agg.add(vals, zs, zl, 0)
+    assert agg.finish().to_arrow("p").equals(want, check_metadata=True)
