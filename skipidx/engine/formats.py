@@ -150,8 +150,12 @@ def _replace_all(s: pa.Array, pairs) -> pa.Array:
 def _json_string(s: pa.Array) -> pa.Array:
     s = _replace_all(s, _JSON_ESC)
     if pc.any(pc.match_substring_regex(s, "[\\x00-\\x1f]")).as_py():
-        s = pa.array([None if v is None else v.translate(_JSON_CTRL) for v in s.to_pylist()], pa.string())
-    return pc.binary_join_element_wise('"', s, '"', "")
+        if pa.types.is_binary(s.type):
+            s = pa.array([None if v is None else v.decode("utf-8", "surrogateescape").translate(_JSON_CTRL)
+                          .encode("utf-8", "surrogateescape") for v in s.to_pylist()], pa.binary())
+        else:
+            s = pa.array([None if v is None else v.translate(_JSON_CTRL) for v in s.to_pylist()], pa.string())
+    return pc.binary_join_element_wise(_lit('"', s), s, _lit('"', s), _lit("", s))
 
 
 def _plain(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -169,9 +173,48 @@ def _stringish(t: pa.DataType) -> bool:
 def _as_str(arr: pa.Array) -> pa.Array:
     if pa.types.is_string(arr.type):
         return arr
-    # String columns hold bytes: invalid UTF-8 passes through as written
-    return pa.array([None if v is None else v.decode("utf-8", "surrogateescape") for v in arr.to_pylist()],
-                    pa.string())
+    # String columns hold bytes: invalid UTF-8 stays binary and passes through as written
+    # (the writers join it as bytes and write it back with surrogateescape)
+    try:
+        return arr.cast(pa.string())
+    except pa.ArrowInvalid:
+        return arr.cast(pa.binary())
+
+
+def _lit(v: str, like: pa.Array) -> pa.Scalar:
+    """A literal text as a scalar of `like`'s type (string, or binary for invalid UTF-8)."""
+    return pa.scalar(v.encode("utf-8") if pa.types.is_binary(like.type) else v, like.type)
+
+
+def _join(parts: list[Any], *tail: str) -> list[str]:
+    """Row texts: the parts (literal strs or text arrays) joined per row, as Python strs
+    (a binary part -- a String that is not UTF-8 -- is joined as bytes and decoded with
+    surrogateescape, which the writer undoes)."""
+    arrays = [p for p in parts if not isinstance(p, str)]
+    if not any(pa.types.is_binary(a.type) for a in arrays):
+        try:
+            return pc.binary_join_element_wise(*parts, *tail).to_pylist()
+        except (pa.ArrowInvalid, UnicodeDecodeError):
+            pass     # a text that is not UTF-8 (an array's items): joined as bytes below
+    conv = [p.encode("utf-8") if isinstance(p, str) else _bytes_view(p) for p in parts]
+    rows = pc.binary_join_element_wise(*conv, *(t.encode("utf-8") for t in tail)).to_pylist()
+    return [r.decode("utf-8", "surrogateescape") for r in rows]
+
+
+def _bytes_view(a: pa.Array) -> pa.Array:
+    return a.view(pa.binary()) if pa.types.is_string(a.type) else a.cast(pa.binary())
+
+
+def _pylist(arr: pa.Array) -> list[str]:
+    if pa.types.is_string(arr.type):
+        try:
+            return arr.to_pylist()
+        except UnicodeDecodeError:
+            arr = arr.view(pa.binary())
+    vals = arr.to_pylist()
+    if pa.types.is_binary(arr.type):
+        return [None if v is None else v.decode("utf-8", "surrogateescape") for v in vals]
+    return vals
 
 
 def _timestamp_text(arr: pa.Array) -> pa.Array:
@@ -182,6 +225,8 @@ def _timestamp_text(arr: pa.Array) -> pa.Array:
 def _json_elements(values: pa.Array) -> pa.Array:
     """JSON text of array elements (non-finite floats and NULL as null)."""
     s = _text(values, "json")
+    if pa.types.is_binary(s.type):
+        s = s.view(pa.string())     # items that are not UTF-8: bytes as they are (as quoted_texts gives them)
     return s.fill_null("null") if s.null_count else s
 
 
@@ -216,6 +261,9 @@ def _text(arr: pa.Array | pa.ChunkedArray, mode: str) -> pa.Array:
         s = _as_str(arr if not pa.types.is_fixed_size_binary(t) else arr.cast(pa.binary()))
         if mode == "tsv":
             return _replace_all(s, _TSV_ESC)
+        if mode == "csv":
+            return pc.binary_join_element_wise(_lit('"', s), pc.replace_substring(s, '"', '""'), _lit('"', s),
+                                               _lit("", s))
     else:
         try:
             s = pc.cast(arr, pa.string())
@@ -231,7 +279,7 @@ def _text(arr: pa.Array | pa.ChunkedArray, mode: str) -> pa.Array:
 def column_texts(arr: pa.Array | pa.ChunkedArray, mode: str, null: str) -> pa.Array:
     """The column's text in `mode` with NULL written as `null`, no nulls left."""
     s = _text(arr, mode)
-    return s.fill_null(scalar(null, s.type)) if s.null_count else s
+    return s.fill_null(_lit(null, s)) if s.null_count else s
 
 
 # ---------------------------------------------------------------------------
@@ -242,8 +290,8 @@ def _lines(cols: list[pa.Array], sep: str) -> list[str]:
     if not cols:
         return []
     if len(cols) == 1:
-        return cols[0].to_pylist()
-    return pc.binary_join_element_wise(*cols, scalar(sep, cols[0].type)).to_pylist()
+        return _pylist(cols[0])
+    return _join(cols, sep)
 
 
 def _json_name(n: str) -> str:
@@ -301,7 +349,7 @@ class _JSONEachRow(_Writer):
         if not parts:
             self.w("{}\n" * t.num_rows)
             return
-        lines = pc.binary_join_element_wise(*parts, "}", "").to_pylist()
+        lines = _join(parts, "}", "")
         self.w("\n".join(lines) + "\n")
 
 
@@ -318,7 +366,7 @@ class _JSON(_Writer):
         for i, (n, c) in enumerate(zip(self.names, t.columns)):
             parts.append(("\t\t{\n" if i == 0 else ",\n") + "\t\t\t" + _json_name(n) + ": ")
             parts.append(column_texts(c, "json", "null"))
-        lines = pc.binary_join_element_wise(*parts, "\n\t\t}", "").to_pylist() if parts \
+        lines = _join(parts, "\n\t\t}", "") if parts \
             else ["\t\t{\n\t\t}"] * t.num_rows
         self.w((",\n" if self.rows else "") + ",\n".join(lines))
         self.rows += t.num_rows
@@ -439,7 +487,7 @@ class _Pretty(_Writer):
 
 
 def _cells(t: pa.Table) -> list[list[str]]:
-    cols = [column_texts(c, "raw", NULL_PRETTY).to_pylist() for c in t.columns]
+    cols = [_pylist(column_texts(c, "raw", NULL_PRETTY)) for c in t.columns]
     return [list(r) for r in zip(*cols)] if cols else []
 
 
@@ -540,7 +588,7 @@ class _Vertical(_Writer):
     def batch(self, t: pa.Table) -> None:
         if not t.num_rows:
             return
-        cols = [column_texts(c, "raw", NULL_PRETTY).to_pylist() for c in t.columns]
+        cols = [_pylist(column_texts(c, "raw", NULL_PRETTY)) for c in t.columns]
         buf = []
         for j in range(t.num_rows):
             self.rows += 1

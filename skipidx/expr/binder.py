@@ -1299,6 +1299,9 @@ def _fold_call(fn: Function, call: BCall, node: Any = None) -> BConst:
         raise _err(f"{fn.name}: {e.message}", node) from None
     if isinstance(v, str):
         v = v.encode("utf-8")   # String constants are bytes in the bound tree
+    elif isinstance(v, bytes) and pa.types.is_string(call.type):
+        # a String that is not UTF-8 (reverse('абв')): held as binary, as such a literal is
+        return BConst(v, pa.binary(), call.nullable)
     # a folded Nullable call stays Nullable: toTypeName(toInt32OrNull('5')) is Nullable(Int32)
     return BConst(v, call.type, call.nullable or v is None)
 
