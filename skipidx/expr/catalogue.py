@@ -746,6 +746,10 @@ def _float_fn(name: str, arity: int, *aliases: str) -> Function:
 MATH_FUNCTIONS = [
     _float_fn("sqrt", 1), _float_fn("exp", 1), _float_fn("log", 1, "ln"), _float_fn("log2", 1),
     _float_fn("log10", 1), _float_fn("pow", 2, "power"),
+    *(Function(name, "scalar", (NUMBER,), returns=_STR, kernel=(lambda k: lambda a: _num_k("readable")(a, k))(kind),
+               doc=f"the number with a {kind} unit, two decimals")
+      for name, kind in (("formatReadableSize", "size"), ("formatReadableDecimalSize", "decimal"),
+                         ("formatReadableQuantity", "quantity"))),
     Function("pi", "scalar", (), returns=_F64, fold=lambda: 3.141592653589793, kernel=lambda: 3.141592653589793),
     Function("e", "scalar", (), returns=_F64, fold=lambda: 2.718281828459045, kernel=lambda: 2.718281828459045),
     _rounding("round", "round"),

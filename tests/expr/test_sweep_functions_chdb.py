@@ -50,6 +50,8 @@ EXPRESSIONS = [
     "toISOWeek(d)", "toISOYear(d)", "toISOWeek(tz)", "toLastDayOfMonth(d)", "toLastDayOfMonth(tz)",
     "countSubstrings(s, 'l')", "splitByString('b', s)", "left(s, 2)", "right(s, 2)", "leftUTF8(s, -1)", "rightUTF8(s, -2)",
     "leftUTF8(s, 2)", "rightUTF8(s, 1)",
+    "formatReadableSize(f)", "formatReadableQuantity(i64)", "formatReadableDecimalSize(u8)",
+    "formatReadableSize(n)", "formatReadableQuantity(f32)",
     "trim(s)", "ltrim(s)", "rtrim(s)", "date_diff('day', d, toDate(ts))", "timestampDiff('hour', ts, ts + INTERVAL 1 DAY)",
 ]
 
@@ -107,6 +109,8 @@ CONSTANTS = [
     "splitByString('ab', 'cabab'), left('abc', 5), left('abc', -1), right('abc', -1), right('abc', 0), leftUTF8('абв', 2), rightUTF8('абв', -1)",
     "SELECT toDate('2024-01-02') - toDate('2024-01-01'), toDateTime('2024-01-01 00:00:00') - "
     "toDateTime('2024-01-02 00:00:00'), toLastDayOfMonth(toDate('2024-12-05')), toISOWeek(toDate('2024-12-30'))",
+    "SELECT x, formatReadableSize(x), formatReadableQuantity(x), formatReadableDecimalSize(x) FROM values("
+    "'x Float64', (0), (1), (1023), (1024), (1536), (-2048), (1e15), (1e30), (999.999), (0.5), (nan), (inf), (1e40))",
     "SELECT toDate('2024-01-01') + NULL, toDate('2024-01-01') - 65536, toDateTime('1970-01-01 00:00:00') - 1",
     "SELECT toDateTime64('2024-01-01 00:00:00', 3) + 1, addDays(toDate('2024-01-01'), 3), "
     "subtractMinutes(toDateTime64('2024-01-01 00:00:00.5', 3), 2), addYears(toDateTime('2024-02-29 10:00:00'), 1)",

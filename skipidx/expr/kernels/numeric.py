@@ -101,7 +101,9 @@ def abs_(a) -> pa.Array:
 def _floats(a) -> tuple[np.ndarray, np.ndarray | None]:
     a = one_array(a)
     mask = np.asarray(a.is_null(), dtype=bool) if a.null_count else None
-    return np.asarray(a.cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False), dtype=np.float64), mask
+    # a 64-bit integer beyond 2^53 is rounded to the nearest double, as ClickHouse converts it
+    return np.asarray(a.cast(pa.float64(), safe=False).fill_null(0.0).to_numpy(zero_copy_only=False),
+                      dtype=np.float64), mask
 
 
 def float_fn(name: str, *args) -> pa.Array:
@@ -114,3 +116,36 @@ def float_fn(name: str, *args) -> pa.Array:
         out = {"sqrt": np.sqrt, "exp": np.exp, "log": np.log, "log2": np.log2, "log10": np.log10,
                "pow": np.power}[name](*xs)
     return pa.array(np.asarray(out, dtype=np.float64), pa.float64(), mask=mask)
+
+
+_READABLE = {
+    "size": (1024.0, ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB"], " "),
+    "decimal": (1000.0, ["B", "KB", "MB", "GB", "TB", "PB", "EB", "ZB", "YB"], " "),
+    "quantity": (1000.0, ["", "thousand", "million", "billion", "trillion", "quadrillion", "quintillion",
+                          "sextillion", "septillion", "octillion", "nonillion", "decillion", "undecillion",
+                          "duodecillion", "tredecillion", "quattuordecillion", "quindecillion", "sexdecillion",
+                          "septendecillion", "octodecillion", "novemdecillion", "vigintillion"], " "),
+}
+
+
+def readable(a, kind: str) -> pa.Array:
+    """formatReadableSize / formatReadableDecimalSize / formatReadableQuantity: the number divided
+    down while it is at least the base (to the last unit), printed %.2f with its unit."""
+    base, units, sep = _READABLE[kind]
+    x, mask = _floats(a)
+    v = x.copy()
+    idx = np.zeros(len(v), np.int64)
+    with np.errstate(invalid="ignore"):
+        for _ in range(len(units) - 1):
+            big = np.abs(v) >= base
+            if not big.any():
+                break
+            v = np.where(big, v / base, v)
+            idx += big
+    with np.errstate(invalid="ignore", over="ignore"):
+        # two decimals, halves away from zero (0.125 -> 0.13), as ClickHouse rounds them
+        r = np.where(np.isfinite(v) & (np.abs(v) < 1e15), np.sign(v) * np.floor(np.abs(v) * 100 + 0.5) / 100, v)
+    nums = np.char.mod("%.2f", r) if len(r) else np.array([], dtype=str)
+    unit = np.array(units, dtype=object)[idx]
+    text = [n if not u else f"{n}{sep}{u}" for n, u in zip(nums.tolist(), unit.tolist())]
+    return pa.array(text, pa.string(), mask=mask)
