@@ -354,27 +354,28 @@ def test_cli_query_imports_no_numba(logs_db):
 
 
 #: Imported on first use by the library (skipidx.core.lazy): a small indexed count() reads
-#: parts through pyarrow._parquet and calls no pyarrow.compute function.
-LAZY_PYARROW = ("pyarrow.compute", "pyarrow.parquet", "pyarrow.fs", "pyarrow.dataset")
+#: parts through pyarrow._parquet and calls no pyarrow.compute function; the SQL is parsed
+#: by skipidx.sql._lalr over the generated tables (Lark only generates them).
+LAZY_PYARROW = ("pyarrow.compute", "pyarrow.parquet", "pyarrow.fs", "pyarrow.dataset", "lark")
 
 
 @pytest.mark.parametrize("query", [q for q, _ in NUMBA_FREE_QUERIES[:4]])
-def test_small_count_imports_no_pyarrow_compute_or_parquet(logs_db, query):
+def test_small_count_imports_no_pyarrow_compute_parquet_or_lark(logs_db, query):
     got = _run(f"""
         import sys
         import skipidx
         RESULT = [[str(v) for v in r] for r in skipidx.connect({logs_db!r}).sql({query!r}).fetchall()]
-        RESULT = [RESULT, sorted(m for m in sys.modules if m.startswith("pyarrow"))]
+        RESULT = [RESULT, sorted(m for m in sys.modules if m.startswith(("pyarrow", "lark")))]
     """)
     assert not set(got["result"][1]) & set(LAZY_PYARROW), (query, got["result"][1])
     with skipidx.connect(logs_db) as db:
         assert got["result"][0] == [[str(v) for v in r] for r in db.sql(query).fetchall()]
 
 
-def test_cli_count_imports_no_pyarrow_compute_or_parquet(logs_db):
+def test_cli_count_imports_no_pyarrow_compute_parquet_or_lark(logs_db):
     code = ("import sys, runpy; sys.argv = ['skipidx', 'sql', %r, %r, '--format', 'TSV']\n"
             "try:\n    runpy.run_module('skipidx', run_name='__main__')\n"
-            "finally:\n    print(sorted(m for m in sys.modules if m.startswith('pyarrow')), file=sys.stderr)"
+            "finally:\n    print(sorted(m for m in sys.modules if m.startswith(('pyarrow', 'lark'))), file=sys.stderr)"
             % (logs_db, "SELECT count() FROM logs WHERE hasToken(msg, 'kraken')"))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr

@@ -1,4 +1,4 @@
-"""Parser of the skipidx SQL dialect: a hand-written lexer feeding Lark's LALR(1) parser.
+"""Parser of the skipidx SQL dialect: a hand-written lexer feeding an LALR(1) parser.
 
 Public API::
 
@@ -17,7 +17,12 @@ terminal regexes; and the lexer asks the LALR parser which terminals its
 current state accepts, so a word is a keyword only where that keyword may
 stand (``type``, ``index``, ``format``, ``if`` stay usable as names).
 
-The AST is built during parsing by Lark's inline transformer (no tree, no
+The LALR tables are Lark's, generated from grammar.lark into _lalr_tables.py
+(``python -m skipidx.sql._generate``); a small driver of our own (_lalr.py) runs
+them, doing what Lark's LALR parser does, so that a process parsing SQL does not
+import Lark. Lark parses (built from the grammar) when the tables are stale.
+
+The AST is built during parsing by inline callbacks, one per rule (no tree, no
 recursion), so long ``OR`` chains or long VALUES lists cost no stack; nesting
 depth (NOT NOT ..., f(f(...)), a + a + ...; not mere parentheses) is capped at
 :data:`MAX_EXPRESSION_DEPTH` so that the binder's recursive walks stay safe.
@@ -50,14 +55,10 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Iterator
 
-from lark import Lark, Token, Transformer
-from lark.exceptions import UnexpectedInput, UnexpectedToken
-from lark.grammar import Rule
-from lark.lexer import Lexer
-from lark.parsers.lalr_analysis import IntParseTable, Reduce, Shift
-from lark.parsers.lalr_parser import LALR_Parser, _Parser
+import sys
 
 from skipidx.core.errors import ParseError
+from skipidx.sql._lalr import Token, UnexpectedToken
 from skipidx.sql import ast as A
 from skipidx.sql.ast import Pos
 
@@ -162,7 +163,7 @@ class _Lines:
 
 
 class SqlToken(Token):
-    """A Lark token that also carries its decoded value (`decoded`): bytes for
+    """A token that also carries its decoded value (`decoded`): bytes for
     STRING, str for IDENT, int for INT, float for FLOAT."""
 
     __slots__ = ("decoded",)
@@ -322,8 +323,8 @@ def _scan_param(text: str, i: int) -> tuple[str, int, int, Any]:
     return "param", i, m.end(), (m.group(1), m.group(2))
 
 
-class SqlLexer(Lexer):
-    """Lark lexer (interface 2): scans with :func:`_scan` and classifies words by
+class SqlLexer:
+    """The lexer (Lark's lexer interface 2): scans with :func:`_scan` and classifies words by
     the terminals the parser's current state accepts."""
 
     __future_interface__ = 2
@@ -398,6 +399,16 @@ def _opens_clause(text: str, word: str, end: int) -> bool:
         return True
 
 
+def _lark_errors() -> tuple[type, type] | None:
+    """Lark's (UnexpectedToken, UnexpectedInput) when Lark is parsing (the tables are stale,
+    or a test compares), else None: the driver raises only its own UnexpectedToken."""
+    if "lark.exceptions" not in sys.modules:
+        return None
+    from lark.exceptions import UnexpectedInput as LarkInput, UnexpectedToken as LarkToken
+
+    return LarkToken, LarkInput
+
+
 def _really_accepts(parser_state: Any, terminal: str) -> bool:
     """Whether the parser, in its current state, can shift `terminal` (after reductions)."""
     quiet = copy.copy(parser_state.parse_conf)
@@ -406,8 +417,11 @@ def _really_accepts(parser_state: Any, terminal: str) -> bool:
     trial.parse_conf = quiet
     try:
         trial.feed_token(Token(terminal, ""))
-    except UnexpectedToken:
-        return False
+    except Exception as e:
+        lark = _lark_errors()
+        if isinstance(e, UnexpectedToken) or (lark is not None and isinstance(e, lark[0])):
+            return False
+        raise
     return True
 
 
@@ -533,8 +547,8 @@ _BINARY_OPS = {"EQ": "=", "NE": "!=", "LT": "<", "LE": "<=", "GT": ">", "GE": ">
                "PLUS": "+", "MINUS": "-", "STAR": "*", "SLASH": "/", "PERCENT": "%"}
 
 
-class _AstBuilder(Transformer):
-    """Lark inline callbacks, one per grammar rule/alias; children include tokens
+class _AstBuilder:
+    """Inline callbacks, one per grammar rule/alias (a method named as it); children include tokens
     (keywords and punctuation are kept so every node knows where it starts)."""
 
     # -- helpers
@@ -1189,43 +1203,37 @@ def _check_unique(items: list[tuple[str, Any]], what: str) -> None:
 # ---------------------------------------------------------------- Lark parser and errors
 
 _parser_lock = threading.Lock()
-_parser_obj: Lark | None = None
+_parser_obj: Any = None   # what parses: .parse(text, start=...)
+_lark_lexer_cls: Any = None
 
 
-def _build_from_grammar() -> Lark:
-    """The parser built from grammar.lark (computes the LALR tables: ~1 s)."""
+def _lark_lexer() -> type:
+    """SqlLexer as a Lark Lexer subclass (Lark requires one), made when Lark is first used."""
+    global _lark_lexer_cls
+    if _lark_lexer_cls is None:
+        from lark.lexer import Lexer
+
+        _lark_lexer_cls = type("SqlLexer", (SqlLexer, Lexer), {"__module__": __name__})
+    return _lark_lexer_cls
+
+
+def _build_from_grammar() -> Any:
+    """Lark's parser built from grammar.lark (computes the LALR tables: ~1 s)."""
+    from lark import Lark
+
     grammar = (Path(__file__).with_name("grammar.lark")).read_text(encoding="utf-8")
     return Lark(
         grammar,
         parser="lalr",
-        lexer=SqlLexer,
+        lexer=_lark_lexer(),
         start=["start", "expr_only"],
         transformer=_AstBuilder(),
         maybe_placeholders=True,
     )
 
 
-class _TablesParser(LALR_Parser):
-    """Lark's LALR parser, its table read as Lark's own deserialize reads it but with each
-    reduce action's rule (a memo reference) looked up directly: Lark builds a namespace
-    dict for each of the ~6400 actions, a third of a new process's parser load."""
-
-    @classmethod
-    def deserialize(cls, data, memo, callbacks, debug=False):
-        tokens = data["tokens"]
-        states = {state: {tokens[tok]: ((Shift, arg) if action != 1
-                                        else (Reduce, memo[arg["@"]] if "@" in arg else Rule.deserialize(arg, memo)))
-                          for tok, (action, arg) in actions.items()}
-                  for state, actions in data["states"].items()}
-        inst = cls.__new__(cls)
-        inst._parse_table = IntParseTable(states, data["start_states"], data["end_states"])
-        inst.parser = _Parser(inst._parse_table, callbacks, debug)
-        return inst
-
-
-def _load_tables() -> Lark | None:
-    """The parser from the generated tables module (_lalr_tables.py: Python literals, no
-    pickle), or None when that module is missing or was generated from another grammar."""
+def _current_tables() -> Any:
+    """The generated tables module, or None when it is missing or was generated from another grammar."""
     import hashlib
 
     try:
@@ -1235,18 +1243,60 @@ def _load_tables() -> Lark | None:
     grammar = Path(__file__).with_name("grammar.lark").read_text(encoding="utf-8")
     if T.GRAMMAR_SHA256 != hashlib.sha256(grammar.encode("utf-8")).hexdigest():
         return None
+    return T
+
+
+def _load_driver() -> Any:
+    """Our LALR driver (skipidx.sql._lalr) over the generated tables, or None when they are stale."""
+    from skipidx.sql import _lalr
+
+    T = _current_tables()
+    if T is None:
+        return None
+    return _lalr.Parser(_lalr.Tables(T.DATA, T.MEMO), _AstBuilder(), SqlLexer(None))
+
+
+def _load_tables() -> Any:
+    """Lark's parser loaded from the generated tables (what parsed before the driver; kept
+    to check the driver against), or None when they are stale."""
+    from lark import Lark
+    from lark.grammar import Rule
+    from lark.parsers.lalr_analysis import IntParseTable, Reduce, Shift
+    from lark.parsers.lalr_parser import LALR_Parser, _Parser
+
+    class _TablesParser(LALR_Parser):
+        """Lark's LALR parser, each reduce action's rule (a memo reference) looked up directly."""
+
+        @classmethod
+        def deserialize(cls, data, memo, callbacks, debug=False):  # type: ignore[no-untyped-def]
+            tokens = data["tokens"]
+            states = {state: {tokens[tok]: ((Shift, arg) if action != 1
+                                            else (Reduce, memo[arg["@"]] if "@" in arg
+                                                  else Rule.deserialize(arg, memo)))
+                              for tok, (action, arg) in actions.items()}
+                      for state, actions in data["states"].items()}
+            inst = cls.__new__(cls)
+            inst._parse_table = IntParseTable(states, data["start_states"], data["end_states"])
+            inst.parser = _Parser(inst._parse_table, callbacks, debug)
+            return inst
+
+    T = _current_tables()
+    if T is None:
+        return None
+    lexer = _lark_lexer()
     data = dict(T.DATA)
-    data["options"] = {**data["options"], "lexer": SqlLexer}
-    data["parser"] = {**data["parser"], "lexer_conf": {**data["parser"]["lexer_conf"], "lexer_type": SqlLexer}}
+    data["options"] = {**data["options"], "lexer": lexer}
+    data["parser"] = {**data["parser"], "lexer_conf": {**data["parser"]["lexer_conf"], "lexer_type": lexer}}
     return Lark._load_from_dict(data, T.MEMO, transformer=_AstBuilder(), _plugins={"LALR_Parser": _TablesParser})
 
 
-def _lark() -> Lark:
+def _lark() -> Any:
+    """The process's parser: the driver over the generated tables, else Lark from the grammar."""
     global _parser_obj
     if _parser_obj is None:
         with _parser_lock:
             if _parser_obj is None:
-                _parser_obj = _load_tables() or _build_from_grammar()
+                _parser_obj = _load_driver() or _build_from_grammar()
     return _parser_obj
 
 
@@ -1287,13 +1337,17 @@ def describe_expected(terminals: set[str] | frozenset[str]) -> tuple[str, ...]:
     return tuple(head + [_DISPLAY.get(t, t) for t in ordered + words + tail])
 
 
-def _syntax_error(e: UnexpectedToken, text: str) -> ParseError:
+def _syntax_error(e: Any, text: str) -> ParseError:
+    """The ParseError of an UnexpectedToken (the driver's or Lark's)."""
     tok = e.token
     try:
         # The LALR state's lookahead set can be wider than what may really follow;
         # `accepts` replays each candidate on a copy of the parser.
         candidates = set(e.accepts or ()) or set(e.expected)
-    except UnexpectedInput:
+    except Exception as err:
+        lark = _lark_errors()
+        if not (isinstance(err, UnexpectedToken) or (lark is not None and isinstance(err, lark[1]))):
+            raise
         candidates = set(e.expected)
     if tok.type in ("NOT_AN_ALIAS", "RESTRICTED_ALIAS"):
         candidates.discard("IDENT")  # a name fits there, but not this one (see _classify_word)
@@ -1341,13 +1395,16 @@ def _run(text: Any, start: str) -> Any:
     _local.ctx = _Ctx()
     try:
         return parser.parse(text, start=start)
-    except UnexpectedToken as e:
-        raise _syntax_error(e, text) from None
-    except UnexpectedInput as e:  # the custom lexer raises no other kind; kept for safety
-        raise ParseError(f"syntax error: {e}", line=getattr(e, "line", 1) or 1,
-                         column=getattr(e, "column", 1) or 1) from None
     except RecursionError:
         raise ParseError("statement is nested too deeply", line=1, column=1) from None
+    except Exception as e:
+        lark = _lark_errors()
+        if isinstance(e, UnexpectedToken) or (lark is not None and isinstance(e, lark[0])):
+            raise _syntax_error(e, text) from None
+        if lark is not None and isinstance(e, lark[1]):  # Lark's lexer-less errors: none expected; kept for safety
+            raise ParseError(f"syntax error: {e}", line=getattr(e, "line", 1) or 1,
+                             column=getattr(e, "column", 1) or 1) from None
+        raise
     finally:
         _local.ctx = None
 
