@@ -111,6 +111,11 @@ CONSTANTS = [
     "toDateTime('2024-01-02 00:00:00'), toLastDayOfMonth(toDate('2024-12-05')), toISOWeek(toDate('2024-12-30'))",
     "SELECT x, formatReadableSize(x), formatReadableQuantity(x), formatReadableDecimalSize(x) FROM values("
     "'x Float64', (0), (1), (1023), (1024), (1536), (-2048), (1e15), (1e30), (999.999), (0.5), (nan), (inf), (1e40))",
+    *(f"SELECT toDateTime('{v}'), CAST('{v}' AS DateTime), toDateTime64('{v}', 3), toDateTime('{v}', 'Asia/Tokyo'), "
+      f"toDateTimeOrNull('{v}'), toDateTimeOrZero('{v}'), toDateTime64('{v}', 3, 'Asia/Tokyo')"
+      for v in ("2024-01-07T03:04:05", "2024-01-07 03:04:05.678", "2024-01-07", "2024-1-7 3:04:05", "2024-01-07 03:04",
+                "2024-01-07 03:04:05Z", "2024-01-07T03:04:05.5Z", "2024-01-07 03:04:05+01:00", "1704596645")),
+    "SELECT toDateTimeOrNull('2021-02-30 00:00:00'), toDateTimeOrNull('bad'), toDateTimeOrZero('123456789')",
     "SELECT toDate('2024-01-01') + NULL, toDate('2024-01-01') - 65536, toDateTime('1970-01-01 00:00:00') - 1",
     "SELECT toDateTime64('2024-01-01 00:00:00', 3) + 1, addDays(toDate('2024-01-01'), 3), "
     "subtractMinutes(toDateTime64('2024-01-01 00:00:00.5', 3), 2), addYears(toDateTime('2024-02-29 10:00:00'), 1)",
@@ -125,6 +130,7 @@ def test_constants_match_clickhouse(tables, q):
 
 @pytest.mark.parametrize("sql,msg", [
     ("SELECT toStartOfFiveMinutes(d) FROM t", "DateTime is required"),
+    ("SELECT toDateTime('2021-02-30 00:00:00')", "cannot parse"),
     ("SELECT formatDateTime(ts, '%E') FROM t", "unsupported specifier '%E'"),
     ("SELECT formatDateTime(ts, s) FROM t", "must be a constant"),
     ("SELECT round(f, id) FROM t", "must be a constant"),

@@ -143,10 +143,17 @@ def to_datetime(a: ArrayLike, tz: str | None = None, precision: int | None = Non
         ticks = np.trunc(np.nan_to_num(v) * _UNIT_S[unit]).astype(np.int64)
         return pa.array(ticks, pa.int64(), mask=_mask(a)).cast(pa.timestamp(unit)).cast(target)
     if pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_large_string(t):
-        naive = parse_datetime(a, name, unit=unit)
+        # toDateTime / CAST / toDateTime64 read a text as parseDateTimeBestEffort does ('T',
+        # a fraction, no seconds, one-digit fields, Z or an offset; the day checked against
+        # the month), as ClickHouse 26.9 does; only the OrNull/OrZero forms are strict
+        naive = parse_datetime(a, name, unit=unit, best_effort=True)
         if tz:
-            naive = pc.assume_timezone(naive, timezone=tz, ambiguous="earliest", nonexistent="earliest")
-        return _retick(naive.cast(pa.timestamp(unit)), unit, precision).cast(target)
+            s = a.cast(pa.string()) if not pa.types.is_string(t) else a
+            zoned = pc.match_substring_regex(
+                s, pattern=r"(:\d{2}(\.\d+)?\s*(Z|[+-]\d{2}(:?\d{2})?)|^\s*\d{9,10})\s*$").fill_null(False)
+            local = pc.assume_timezone(naive, timezone=tz, ambiguous="earliest", nonexistent="earliest")
+            naive = pc.if_else(zoned, naive.cast(pa.timestamp(naive.type.unit, tz)), local)
+        return _retick(naive.cast(pa.timestamp(unit, tz) if tz else pa.timestamp(unit)), unit, precision).cast(target)
     raise SkipidxError(f"{name}: cannot convert {t}")
 
 
@@ -179,8 +186,8 @@ def parse_datetime(a: ArrayLike, name: str, *, date_only: bool = False, unit: st
     s = a.cast(pa.string()) if not pa.types.is_string(a.type) else a
     if best_effort or date_only:
         pattern = _ISO
-    else:   # toDateTime: two-digit fields, seconds required, a fraction only for DateTime64
-        pattern = (r"^\s*(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})(?: (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
+    else:   # toDateTimeOrNull/OrZero: two-digit fields, seconds required, a fraction only for DateTime64
+        pattern = (r"^\s*(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})(?:[ T](?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
                    + (r"(?:\.(?P<f>\d{1,9}))?" if unit != "s" else r"(?P<f>)") + r")?(?P<z>)\s*$")
     parts = pc.extract_regex(s, pattern=pattern)
     ok = pc.is_valid(parts)
@@ -193,8 +200,11 @@ def parse_datetime(a: ArrayLike, name: str, *, date_only: bool = False, unit: st
         f = pc.if_else(pc.equal(pc.utf8_length(pc.fill_null(f, "")), 0), None, f)
         return pc.fill_null(pc.cast(f, pa.int64(), safe=False), default).to_numpy(zero_copy_only=False)
 
-    if best_effort:
-        digits = pc.match_substring_regex(s, pattern=r"^\s*\d{9,10}\s*$").fill_null(False).to_numpy(zero_copy_only=False)
+    if best_effort or not date_only:
+        # a text of digits is seconds since the epoch: 9-10 of them for the best-effort forms,
+        # any number (no blanks) for toDateTimeOrNull/OrZero, as ClickHouse reads them
+        pat = r"^\s*\d{9,10}\s*$" if best_effort else r"^\d{1,10}$"
+        digits = pc.match_substring_regex(s, pattern=pat).fill_null(False).to_numpy(zero_copy_only=False)
     else:
         digits = np.zeros(n, bool)
     y, mo, d = field(0, 1970), field(1, 1), field(2, 1)
@@ -227,7 +237,7 @@ def parse_datetime(a: ArrayLike, name: str, *, date_only: bool = False, unit: st
             good &= d <= _days_from_civil(ny, nm, np.ones_like(nm)) - _days_from_civil(y, mo, np.ones_like(mo))
         days = np.where(good, _days_from_civil(y, mo, d), 0)
     secs = days * 86400 + hh * 3600 + mi * 60 + ss - offset_s
-    if best_effort and digits.any():
+    if digits.any():
         epoch = pc.fill_null(pc.cast(pc.if_else(pa.array(digits), pc.utf8_trim_whitespace(s), None), pa.int64(),
                                      safe=False), 0).to_numpy(zero_copy_only=False)
         secs = np.where(digits, epoch, secs)
