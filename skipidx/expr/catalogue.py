@@ -417,6 +417,23 @@ def _dt_k(name: str, *fixed: Any) -> Callable[..., Any]:
     return (lambda *a: fn(*a, *fixed)) if fixed else fn
 
 
+def _start_of_interval_type(ts: list[pa.DataType], cs: list[Any]) -> tuple[pa.DataType, None]:
+    iv = cs[1]
+    if not (isinstance(iv, tuple) and len(iv) == 2 and isinstance(iv[0], str)):
+        raise _bind_error("toStartOfInterval: the second argument must be INTERVAL n unit")
+    unit = iv[0]
+    if unit in ("week", "month", "quarter", "year"):
+        return _DATE, None
+    if unit not in ("second", "minute", "hour", "day"):
+        raise _bind_error(f"toStartOfInterval: unsupported interval unit {unit}")
+    t = value_type(ts[0])
+    if pa.types.is_date(t):
+        if unit != "day":
+            raise _bind_error(f"toStartOfInterval: illegal interval kind {unit} for a Date")
+        return pa.timestamp("s"), None
+    return pa.timestamp("s", t.tz if pa.types.is_timestamp(t) else None), None
+
+
 def _same_zone_seconds(ts: list[pa.DataType]) -> tuple[pa.DataType, None]:
     t = ts[0]
     return pa.timestamp("s", t.tz if pa.types.is_timestamp(t) else None), None
@@ -455,6 +472,9 @@ DATETIME_FUNCTIONS = [
     Function("toUnixTimestamp", "scalar", (_TO_DATE_SRC,), returns=pa.uint32(), kernel=_dt_k("to_unix_timestamp"),
              doc="seconds since the epoch"),
     Function("toMonday", "scalar", (_TEMPORAL,), returns=_DATE, kernel=_dt_k("to_monday")),
+    Function("toStartOfInterval", "typed", (_TEMPORAL, CONST_LIST), typed=lambda ts, cs: _start_of_interval_type(ts, cs),
+             kernel=lambda a, iv: _dt_k("start_of_interval")(a, *iv),
+             doc="toStartOfInterval(t, INTERVAL n unit): the start of t's interval of n units"),
     Function("toLastDayOfMonth", "scalar", (_TEMPORAL,), returns=_DATE, kernel=_dt_k("to_last_day_of_month"),
              aliases=("LAST_DAY",)),
     Function("toISOWeek", "scalar", (_TEMPORAL,), returns=pa.uint8(), kernel=_dt_k("iso_part", "week")),

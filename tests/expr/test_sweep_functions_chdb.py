@@ -52,6 +52,11 @@ EXPRESSIONS = [
     "leftUTF8(s, 2)", "rightUTF8(s, 1)",
     "formatReadableSize(f)", "formatReadableQuantity(i64)", "formatReadableDecimalSize(u8)",
     "formatReadableSize(n)", "formatReadableQuantity(f32)",
+    "toStartOfInterval(ts, INTERVAL 15 MINUTE)", "toStartOfInterval(tz, INTERVAL 7 MINUTE)",
+    "toStartOfInterval(tz, INTERVAL 5 HOUR)", "toStartOfInterval(ts, INTERVAL 30 SECOND)",
+    "toStartOfInterval(tz, INTERVAL 3 DAY)", "toStartOfInterval(ts, INTERVAL 2 WEEK)",
+    "toStartOfInterval(tz, INTERVAL 2 MONTH)", "toStartOfInterval(ts, INTERVAL 1 QUARTER)",
+    "toStartOfInterval(d, INTERVAL 2 YEAR)", "toStartOfInterval(d, INTERVAL 3 DAY)",
     "trim(s)", "ltrim(s)", "rtrim(s)", "date_diff('day', d, toDate(ts))", "timestampDiff('hour', ts, ts + INTERVAL 1 DAY)",
 ]
 
@@ -116,6 +121,11 @@ CONSTANTS = [
       for v in ("2024-01-07T03:04:05", "2024-01-07 03:04:05.678", "2024-01-07", "2024-1-7 3:04:05", "2024-01-07 03:04",
                 "2024-01-07 03:04:05Z", "2024-01-07T03:04:05.5Z", "2024-01-07 03:04:05+01:00", "1704596645")),
     "SELECT toDateTimeOrNull('2021-02-30 00:00:00'), toDateTimeOrNull('bad'), toDateTimeOrZero('123456789')",
+    *(f"SELECT t, toStartOfInterval(t, INTERVAL 7 MINUTE), toStartOfInterval(t, INTERVAL 5 HOUR), "
+      f"toStartOfInterval(t, INTERVAL 1 HOUR), toStartOfInterval(t, INTERVAL 3 DAY), toStartOfInterval(t, INTERVAL 1 WEEK), "
+      f"toStartOfInterval(t, INTERVAL 2 YEAR), toStartOfInterval(toDate(t), INTERVAL 3 DAY) FROM (SELECT toDateTime(x, "
+      f"'{zone}') AS t FROM values('x UInt32', (1704648779), (86399), (1000000000), (1710054000), (1730613600)))"
+      for zone in ("UTC", "Asia/Kathmandu", "America/New_York")),
     "SELECT toDate('2024-01-01') + NULL, toDate('2024-01-01') - 65536, toDateTime('1970-01-01 00:00:00') - 1",
     "SELECT toDateTime64('2024-01-01 00:00:00', 3) + 1, addDays(toDate('2024-01-01'), 3), "
     "subtractMinutes(toDateTime64('2024-01-01 00:00:00.5', 3), 2), addYears(toDateTime('2024-02-29 10:00:00'), 1)",
@@ -130,6 +140,7 @@ def test_constants_match_clickhouse(tables, q):
 
 @pytest.mark.parametrize("sql,msg", [
     ("SELECT toStartOfFiveMinutes(d) FROM t", "DateTime is required"),
+    ("SELECT toStartOfInterval(d, INTERVAL 1 HOUR) FROM t", "illegal interval kind hour for a Date"),
     ("SELECT toDateTime('2021-02-30 00:00:00')", "cannot parse"),
     ("SELECT formatDateTime(ts, '%E') FROM t", "unsupported specifier '%E'"),
     ("SELECT formatDateTime(ts, s) FROM t", "must be a constant"),

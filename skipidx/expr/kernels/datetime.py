@@ -559,3 +559,74 @@ def iso_part(a: ArrayLike, which: str) -> pa.Array:
     if pa.types.is_timestamp(x.type) and x.type.tz:
         x = pc.local_timestamp(x)
     return pc.iso_week(x).cast(pa.uint8()) if which == "week" else pc.iso_year(x).cast(pa.uint16())
+
+
+def start_of_interval(a: ArrayLike, unit: str, n: int) -> pa.Array:
+    """toStartOfInterval(t, INTERVAL n unit): seconds and minutes floored on the epoch, hours
+    within the local day, days on the local day number, weeks from Monday 1970-01-05, months,
+    quarters and years on their count (Date results); never before the epoch."""
+    x = _one(a)
+    if n <= 0:
+        raise SkipidxError("toStartOfInterval: the interval must be positive")
+    if unit in ("week", "month", "quarter", "year"):
+        d = to_date(_temporal(x, "toStartOfInterval"))
+        days = d.cast(pa.int32()).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+        if unit == "week":
+            weeks = np.floor_divide(days - 4, 7)
+            out = np.maximum((weeks - np.mod(weeks, n)) * 7 + 4, 0)
+        else:
+            y = pc.year(d).cast(pa.int64()).fill_null(1970).to_numpy(zero_copy_only=False)
+            m = pc.month(d).cast(pa.int64()).fill_null(1).to_numpy(zero_copy_only=False)
+            if unit == "year":
+                ny, nm = y - np.mod(y, n), np.ones_like(m)
+            else:
+                k = n * (3 if unit == "quarter" else 1)
+                months = (y - 1970) * 12 + (m - 1)
+                months = months - np.mod(months, k)
+                ny, nm = 1970 + np.floor_divide(months, 12), np.mod(months, 12) + 1
+            out = np.maximum(_days_from_civil(ny, nm, np.ones_like(nm)), 0)
+        return pa.array(out.astype(np.int32), pa.int32(), mask=_mask(d)).cast(pa.date32())
+    if pa.types.is_date(x.type):
+        if unit != "day":
+            raise SkipidxError(f"toStartOfInterval: illegal interval kind {unit} for a Date")
+        days = x.cast(pa.date32()).cast(pa.int32()).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+        out = np.minimum((days - np.mod(days, n)) * 86400, 2**32 - 1)    # DateTime saturates
+        return pa.array(out, pa.int64(), mask=_mask(x)).cast(pa.timestamp("s"))
+    if not pa.types.is_timestamp(x.type):
+        raise SkipidxError(f"toStartOfInterval: expected a Date or DateTime argument, got {x.type}")
+    tz = x.type.tz
+    secs = pc.floor_temporal(x.cast(pa.timestamp(x.type.unit)), unit="second").cast(pa.timestamp("s")) \
+        .cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
+    if unit in ("second", "minute"):
+        step = n * (60 if unit == "minute" else 1)
+        out = secs - np.mod(secs, step)
+    elif unit == "hour":
+        local = (pc.local_timestamp(x) if tz else x).cast(pa.timestamp(x.type.unit))
+        lsec = pc.floor_temporal(local, unit="second").cast(pa.timestamp("s")).cast(pa.int64()) \
+            .fill_null(0).to_numpy(zero_copy_only=False)
+        sod = np.mod(lsec, 86400)
+        hod = sod // 3600
+        # the local clock's floored hour, back to an instant (a DST change within the day counts)
+        floored = pa.array(lsec - sod + (hod - np.mod(hod, n)) * 3600, pa.int64()).cast(pa.timestamp("s"))
+        if tz:
+            floored = pc.assume_timezone(floored, timezone=tz, ambiguous="earliest", nonexistent="earliest")
+        out = floored.cast(pa.timestamp("s", tz) if tz else pa.timestamp("s")).cast(pa.int64()).to_numpy(
+            zero_copy_only=False)
+    elif unit == "day":
+        d = to_date(x)
+        days = d.cast(pa.int32()).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+
+        def midnight(day_numbers: np.ndarray) -> np.ndarray:
+            mid = pa.array(day_numbers * 86400, pa.int64()).cast(pa.timestamp("s"))
+            if tz:
+                mid = pc.assume_timezone(mid, timezone=tz, ambiguous="earliest", nonexistent="earliest")
+            return mid.cast(pa.timestamp("s", tz) if tz else pa.timestamp("s")).cast(pa.int64()).to_numpy(
+                zero_copy_only=False)
+        out = midnight(days - np.mod(days, n))
+        # an interval starting before the epoch gives the first local midnight after it (as ClickHouse)
+        if np.any(out < 0):
+            out = np.where(out < 0, midnight(np.ones_like(days)), out)
+    else:
+        raise SkipidxError(f"toStartOfInterval: unsupported interval unit {unit!r}")
+    out = np.maximum(out, 0)
+    return pa.array(out, pa.int64(), mask=_mask(x)).cast(pa.timestamp("s")).cast(pa.timestamp("s", tz))
