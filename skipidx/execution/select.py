@@ -382,18 +382,20 @@ def _order(table: pa.Table, key_arrays: list[pa.Array], items: list[OrderItem]) 
 # the select
 # ---------------------------------------------------------------------------
 
-def output_array(e: BExpr, table: pa.Table) -> pa.Array:
+def output_array(e: BExpr, table: pa.Table, per_row: dict | None = None) -> pa.Array:
     """A select item's values; predicates are ClickHouse UInt8 (0/1), not Arrow booleans."""
     if isinstance(e, BConst) and e.value is None and pa.types.is_null(e.type):
         return pa.nulls(table.num_rows, pa.null())    # ClickHouse's Nullable(Nothing)
-    v = _plain(evaluate(e, table))
+    v = _plain(evaluate(e, table, per_row))
     if pa.types.is_boolean(v.type) and not pa.types.is_boolean(e.type):
         v = v.cast(pa.uint8())
     return v
 
 
-def _project(bs: BoundSelect, chunk: pa.Table) -> pa.Table:
-    cols = [output_array(it.expr, chunk) for it in bs.items]
+def _project(bs: BoundSelect, chunk: pa.Table, per_row: dict | None = None) -> pa.Table:
+    # one per-row memo for the chunk: SELECT rand() AS r ... ORDER BY r sorts by the values it outputs
+    per_row = {} if per_row is None else per_row
+    cols = [output_array(it.expr, chunk, per_row) for it in bs.items]
     return pa.Table.from_arrays(cols, names=[it.name for it in bs.items]) if cols else chunk
 
 
@@ -688,8 +690,9 @@ def run_select(bs: BoundSelect, chunks: Iterable[pa.Table], sort_key: list[str] 
     for ch in chunks:
         if ch.num_rows == 0:
             continue
-        p = _project(bs, ch)
-        keys = [_plain(evaluate(o.expr, ch)) for o in bs.order_by]
+        per_row: dict = {}
+        p = _project(bs, ch, per_row)
+        keys = [_plain(evaluate(o.expr, ch, per_row)) for o in bs.order_by]
         for j, k in enumerate(keys):
             p = p.append_column(f"__key{j}", k)
         if plan is not None and plan.desc:   # the scan position: ties in stream order

@@ -115,14 +115,17 @@ def _const_array(value: Any, typ: pa.DataType, n: int) -> pa.Array:
     return pa.repeat(pa.scalar(value, typ), n)
 
 
-def evaluate(e: BExpr, table: pa.Table) -> pa.Array:
+def evaluate(e: BExpr, table: pa.Table, per_row: dict[str, pa.Array] | None = None) -> pa.Array:
     """The value of `e` for every row of `table` (an Array of ``table.num_rows``).
 
     Columns of `table` may be Arrow dictionaries (read so by the scan, see
     ``Part.read(dictionary=...)``): a subtree reading one such column alone is
     evaluated on the dictionary values, anything else sees decoded values.
     """
-    per_row: dict[str, pa.Array] = {}    # identical per-row calls share their values, as in ClickHouse
+    # identical per-row calls (rand()...) share their values, as ClickHouse's common subexpressions:
+    # within `e`, and across the calls that pass the same `per_row` for the same rows
+    if per_row is None:
+        per_row = {}
     if any(pa.types.is_dictionary(t) for t in table.schema.types):
         return _evaluate_dict(e, table, {}, per_row)
     return _evaluate(e, table, per_row=per_row)

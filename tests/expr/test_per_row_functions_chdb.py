@@ -112,3 +112,21 @@ def test_errors_as_clickhouse_raises_them(chdb, db, sql, msg):
         db.sql(sql)
     with pytest.raises(Exception):
         chdb.query(sql.replace("CREATE TABLE bad", f"CREATE TABLE {chdb.scratch_database('pr')}.bad"))
+
+
+def test_order_by_an_alias_sorts_by_the_values_output(db):
+    """One value per row per call for the whole SELECT of a chunk: the ORDER BY key and the
+    output column are the same values, and identical calls across items share them."""
+    r = [x[0] for x in db.sql("SELECT rand() AS r FROM numbers(50) ORDER BY r").fetchall()]
+    assert r == sorted(r)
+    r = [x[0] for x in db.sql("SELECT rand64() AS r FROM numbers(50) ORDER BY r DESC LIMIT 7").fetchall()]
+    assert r == sorted(r, reverse=True)
+    rows = db.sql("SELECT rand() AS r, r + 0 = r, rand() = r, rand(1) = r FROM numbers(20)").fetchall()
+    assert all(row[1:] == (1, 1, 0) for row in rows)
+
+
+def test_order_by_alias_over_a_table(db):
+    db.sql("CREATE TABLE o (x UInt32) ENGINE = MergeTree ORDER BY x SETTINGS index_granularity = 10")
+    db.sql("INSERT INTO o SELECT number FROM numbers(100)")
+    r = [x[1] for x in db.sql("SELECT x, randCanonical() AS r FROM o ORDER BY r LIMIT 20").fetchall()]
+    assert r == sorted(r) and len(r) == 20
