@@ -357,6 +357,9 @@ TEXT_FUNCTIONS = [
              aliases=("rtrim",), output_name=_canonical_name("trimRight")),
     Function("reverse", "scalar", (STRING,), returns=_STR, kernel=_text_k("reverse"),
              doc="the bytes in reverse order"),
+    Function("hex", "scalar", (ArgType("String, FixedString or integer", lambda t: is_string(t) or is_int(t)
+                                       or pa.types.is_fixed_size_binary(t)),), returns=_STR, kernel=_text_k("hex_")),
+    Function("unhex", "scalar", (STRING,), returns=_STR, kernel=_text_k("unhex")),
     Function("countSubstrings", "scalar", (STRING, CONST_STRING), returns=_U64, kernel=_text_k("count_substrings")),
     Function("splitByString", "scalar", (CONST_STRING, STRING), returns=pa.list_(pa.field("item", _STR, nullable=False)),
              kernel=_text_k("split_by_string")),

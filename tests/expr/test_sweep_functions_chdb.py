@@ -57,6 +57,7 @@ EXPRESSIONS = [
     "toStartOfInterval(tz, INTERVAL 3 DAY)", "toStartOfInterval(ts, INTERVAL 2 WEEK)",
     "toStartOfInterval(tz, INTERVAL 2 MONTH)", "toStartOfInterval(ts, INTERVAL 1 QUARTER)",
     "toStartOfInterval(d, INTERVAL 2 YEAR)", "toStartOfInterval(d, INTERVAL 3 DAY)",
+    "hex(s)", "hex(id)", "hex(i8)", "hex(i64)", "hex(n)", "unhex(hex(s))", "hex(cityHash64(s))", "unhex('4A4b')",
     "trim(s)", "ltrim(s)", "rtrim(s)", "date_diff('day', d, toDate(ts))", "timestampDiff('hour', ts, ts + INTERVAL 1 DAY)",
 ]
 
@@ -126,6 +127,8 @@ CONSTANTS = [
       f"toStartOfInterval(t, INTERVAL 2 YEAR), toStartOfInterval(toDate(t), INTERVAL 3 DAY) FROM (SELECT toDateTime(x, "
       f"'{zone}') AS t FROM values('x UInt32', (1704648779), (86399), (1000000000), (1710054000), (1730613600)))"
       for zone in ("UTC", "Asia/Kathmandu", "America/New_York")),
+    "SELECT hex('abc'), hex(''), hex(255), hex(256), hex(toInt8(-1)), hex(toUInt64(0)), unhex('616263'), "
+    "hex(unhex('6')), hex(unhex('41a')), hex(CAST('ab' AS FixedString(3))), hex(NULL), hex(toUInt16(1))",
     "SELECT toDate('2024-01-01') + NULL, toDate('2024-01-01') - 65536, toDateTime('1970-01-01 00:00:00') - 1",
     "SELECT toDateTime64('2024-01-01 00:00:00', 3) + 1, addDays(toDate('2024-01-01'), 3), "
     "subtractMinutes(toDateTime64('2024-01-01 00:00:00.5', 3), 2), addYears(toDateTime('2024-02-29 10:00:00'), 1)",

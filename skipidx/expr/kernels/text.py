@@ -438,3 +438,70 @@ def left_right(a: ArrayLike, n, right: bool, utf8: bool) -> pa.Array:
     else:
         out = sl(s, start=-n, stop=big)
     return _as_string(out) if not utf8 else out
+
+
+_HEX_DIGITS = np.frombuffer(b"0123456789ABCDEF", np.uint8)
+
+
+def _hex_of_rows(data: np.ndarray, offs: np.ndarray, mask: np.ndarray | None) -> pa.Array:
+    """Upper-case hex text of each row's bytes (rows given by data[offs[i]:offs[i+1]])."""
+    lo, hi = int(offs[0]), int(offs[-1])
+    d = data[lo:hi]
+    out = np.empty(2 * d.size, np.uint8)
+    out[0::2] = _HEX_DIGITS[d >> 4]
+    out[1::2] = _HEX_DIGITS[d & 15]
+    new_offs = ((offs - lo) * 2).astype(np.int32)
+    n = offs.size - 1
+    validity = pa.array(~mask).buffers()[1] if mask is not None else None
+    return pa.Array.from_buffers(pa.string(), n, [validity, pa.py_buffer(new_offs.tobytes()), pa.py_buffer(out.tobytes())],
+                                 null_count=int(mask.sum()) if mask is not None else 0)
+
+
+def hex_(a: ArrayLike) -> pa.Array:
+    """hex(x): a String's (FixedString's) bytes, or an integer's big-endian bytes without leading
+    zero bytes (at least one; a negative one as its type's two's complement), upper-case."""
+    x = a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
+    if pa.types.is_dictionary(x.type):
+        x = x.dictionary_decode()
+    t = x.type
+    if pa.types.is_integer(t):
+        mask = _null_mask(x)
+        u = np.asarray(x.fill_null(0).to_numpy(zero_copy_only=False)).astype(
+            np.dtype(f"u{t.bit_width // 8}")).astype(np.uint64)
+        mat = u.astype(">u8").view(np.uint8).reshape(-1, 8)
+        nz = mat != 0
+        lead = np.where(nz.any(axis=1), nz.argmax(axis=1), 7)
+        keep = np.arange(8)[None, :] >= lead[:, None]
+        offs = np.concatenate([[0], np.cumsum(8 - lead)]).astype(np.int64)
+        return _hex_of_rows(mat[keep], offs, mask)
+    b = _bin(x)
+    data, offs = _data_offsets(b)
+    return _hex_of_rows(data, offs, _null_mask(b))
+
+
+_NIBBLE = np.zeros(256, np.uint8)
+for _i, _c in enumerate(b"0123456789ABCDEF"):
+    _NIBBLE[_c] = _i
+for _i, _c in enumerate(b"abcdef"):
+    _NIBBLE[_c] = 10 + _i
+
+
+def unhex(a: ArrayLike) -> pa.Array:
+    """unhex(s): the bytes of a hex text (an odd length reads as if a '0' led it)."""
+    b = _bin(a)
+    data, offs = _data_offsets(b)
+    lo = int(offs[0])
+    nib = _NIBBLE[data[lo:int(offs[-1])]]
+    rel = offs - lo
+    lengths = np.diff(rel)
+    odd = (lengths % 2) == 1
+    if odd.any():
+        nib = np.insert(nib, rel[:-1][odd], 0)
+        rel = rel + np.concatenate([[0], np.cumsum(odd)])
+    out = ((nib[0::2] << 4) | nib[1::2]).astype(np.uint8)
+    mask = _null_mask(b)
+    validity = pa.array(~mask).buffers()[1] if mask is not None else None
+    res = pa.Array.from_buffers(_BIN, len(b), [validity, pa.py_buffer((rel // 2).astype(np.int32).tobytes()),
+                                               pa.py_buffer(out.tobytes())],
+                                null_count=int(mask.sum()) if mask is not None else 0)
+    return _as_string(res)
