@@ -115,7 +115,8 @@ def _read_filtered(part: Any, batch: list[tuple[int, int]], columns: list[str], 
     if not columns:
         # (a file with deleted rows, ENGINE = Iceberg, counts the rows still live)
         n = part.live_rows(batch) if part.deleted_rows else rows_in_ranges(part, batch)
-        return zero_column_table(n), n, 0
+        mask = where_mask(where, zero_column_table(n))   # a WHERE of no column: rand() % 2 = 0
+        return zero_column_table(n if mask is None else mask.true_count), n, 0
     as_dict = (_where_columns(where) if DICTIONARY_READS and part.dictionary_columns
                and sum(e - s for s, e in batch) >= part.dictionary_min_granules
                else ())

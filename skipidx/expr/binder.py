@@ -40,7 +40,7 @@ from skipidx.core.hints import did_you_mean
 from skipidx.core.types import is_uuid, parse_uuid_texts
 from skipidx.expr.bound import BAgg, BCall, BColumn, BConst, BExpr, BFolded
 from skipidx.expr.select import BoundSelect, OrderItem, OutputItem
-from skipidx.expr.visitors import contains_agg, source_column
+from skipidx.expr.visitors import BoundVisitor, contains_agg, source_column, visit
 from skipidx.expr import dates
 from skipidx.expr.evaluate import evaluate
 from skipidx.expr.catalogue import CATALOGUE, CONST_ARRAY_STRING, CONST_TOKENS, Function, TUPLE_FUNC as _TUPLE_FUNC
@@ -435,6 +435,31 @@ def _typed_array_literal(a: BExpr, spec: Any, node: Any) -> BExpr:
 # ---------------------------------------------------------------------------
 # the binder
 # ---------------------------------------------------------------------------
+
+class _PerRowCalls(BoundVisitor[frozenset]):
+    """The per-row calls (rand(), generateUUIDv4()) of an expression, keyed as the
+    evaluator shares their values (skipidx.expr.evaluate)."""
+
+    def visit_column(self, e: BColumn) -> frozenset:
+        return frozenset()
+
+    def visit_const(self, e: BConst) -> frozenset:
+        return frozenset()
+
+    def visit_call(self, e: BCall, args: list[frozenset]) -> frozenset:
+        fn = CATALOGUE.get(e.func)
+        own = frozenset((repr((e.func, e.args)),)) if fn is not None and fn.per_row else frozenset()
+        return own.union(*args)
+
+    def visit_folded(self, e: BFolded, source: frozenset | None) -> frozenset:
+        return source or frozenset()
+
+    def visit_agg(self, e: BAgg, arg: frozenset | None) -> frozenset:
+        return arg or frozenset()
+
+
+_PER_ROW_CALLS = _PerRowCalls()
+
 
 class Binder:
     """Binds expressions and SELECTs against one table's metadata (or none, for SELECT without FROM)."""
@@ -1221,6 +1246,15 @@ class Binder:
         elif s.having is not None:
             where = self._and_filters(where, having)
             having = None
+        if where is not None and s.where is not None:
+            shown = [i.expr for i in items] + group_by + [o.expr for o in order_by] + [having]
+            shown_calls = frozenset().union(*(visit(e, _PER_ROW_CALLS) for e in shown if e is not None))
+            if visit(where, _PER_ROW_CALLS) & shown_calls:
+                # the scan evaluates the WHERE and the SELECT list apart: the rows kept would
+                # show new random values, not the ones the WHERE tested
+                raise _err("a per-row random value (rand(), generateUUIDv4(), ...) used both in WHERE and in "
+                           "the SELECT list, GROUP BY or ORDER BY is not supported: filter on it in a "
+                           "subquery, or use it in one place only", s.where)
         limit = s.limit
         offset = s.offset or 0
         return BoundSelect(self.meta.name if self.meta is not None else "", items, where, group_by, order_by,

@@ -130,3 +130,32 @@ def test_order_by_alias_over_a_table(db):
     db.sql("INSERT INTO o SELECT number FROM numbers(100)")
     r = [x[1] for x in db.sql("SELECT x, randCanonical() AS r FROM o ORDER BY r LIMIT 20").fetchall()]
     assert r == sorted(r) and len(r) == 20
+
+
+def test_a_where_of_per_row_values_filters_each_row(db):
+    """A WHERE that reads no column (count() reads none) still filters row by row."""
+    db.sql("CREATE TABLE w (id UInt64) ENGINE = MergeTree ORDER BY id SETTINGS index_granularity = 128")
+    db.sql("INSERT INTO w SELECT number FROM numbers(4000)")
+    assert db.sql("SELECT count() FROM w WHERE randCanonical() < 0").fetchall() == [(0,)]
+    assert db.sql("SELECT count() FROM w WHERE randCanonical() < 1").fetchall() == [(4000,)]
+    (n,), = db.sql("SELECT count() FROM w WHERE rand() % 2 = 0").fetchall()
+    assert 1500 < n < 2500, f"about half the rows pass rand() % 2 = 0, not {n}"
+    assert len(db.sql("SELECT 1 FROM w WHERE rand64() % 4 = 0").fetchall()) < 1500
+
+
+@pytest.mark.parametrize("q", [
+    "SELECT rand() AS r FROM w WHERE r % 2 = 0",
+    "SELECT id FROM w WHERE rand() % 2 = 0 ORDER BY rand()",
+    "SELECT generateUUIDv4() AS u, count() FROM w WHERE u != toUUID('00000000-0000-0000-0000-000000000000') GROUP BY u",
+])
+def test_a_per_row_value_both_filtered_and_shown_is_refused(db, q):
+    """The WHERE and the SELECT list are evaluated apart, so the rows kept would show new
+    values: refused with a caret at the WHERE rather than answered wrong."""
+    db.sql("CREATE TABLE w (id UInt64) ENGINE = MergeTree ORDER BY id")
+    db.sql("INSERT INTO w SELECT number FROM numbers(10)")
+    with pytest.raises(skipidx.SkipidxError, match="used both in WHERE") as e:
+        db.sql(q)
+    assert "^" in str(e.value)
+    sub = "SELECT r FROM (SELECT rand() AS r FROM w) WHERE r % 2 = 0"
+    assert all(r % 2 == 0 for (r,) in db.sql(sub).fetchall()), "the subquery form filters the values it shows"
+    assert len(db.sql("SELECT rand(1) AS r FROM w WHERE rand(2) % 2 = 0 OR 1").fetchall()) == 10
