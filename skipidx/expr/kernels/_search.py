@@ -151,14 +151,14 @@ def _scan_kernel(offsets, data, needle, fold, is_token, p1, p2, p3, k1, k2, k3, 
     """
     n = offsets.shape[0] - 1
     m = needle.shape[0]
-    last = offsets[n] - m          # last start position a match may have
+    last = np.int64(offsets[n]) - m          # last start position a match may have
     a1 = needle[p1]
     a2 = needle[p2]
     a3 = needle[p3]
     one = np.uint64(1)
     mul = np.uint64(0x03F79D71B4CB0A89)
     sh = np.uint64(58)
-    s = offsets[0]
+    s = np.int64(offsets[0])
     r = 0                          # row cursor: offsets[r] <= candidate < offsets[r+1]
     while s <= last:
         if s + 63 <= last:
@@ -174,7 +174,7 @@ def _scan_kernel(offsets, data, needle, fold, is_token, p1, p2, p3, k1, k2, k3, 
             c = s + ctz[(low * mul) >> sh]
             while offsets[r + 1] <= c:
                 r += 1
-            row_end = offsets[r + 1]
+            row_end = np.int64(offsets[r + 1])
             skip = out[r] or c + m > row_end
             if not skip:
                 j = 0
@@ -199,8 +199,9 @@ def _scan_kernel(offsets, data, needle, fold, is_token, p1, p2, p3, k1, k2, k3, 
 
 
 def _as_offsets(offsets: np.ndarray) -> np.ndarray:
+    """Arrow's int32 or int64 offsets as they are (the kernels are compiled for both); others as int64."""
     o = np.asarray(offsets)
-    return o if o.dtype == np.int64 else o.astype(np.int64)
+    return o if o.dtype == np.int64 or o.dtype == np.int32 else o.astype(np.int64)
 
 
 @njit(cache=True, nogil=True)

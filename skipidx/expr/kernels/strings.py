@@ -76,7 +76,7 @@ def _contains(chunk: pa.Array, needle: bytes) -> pa.Array:
     """
     if not needle:
         return _const_bool(chunk, True)
-    offsets, data = _offsets_data(_binary_view(chunk))
+    offsets, data = _offsets_data(_binary_view(chunk), native=True)
     return _bool_result(_search.contains_rows(offsets, data, needle), chunk)
 
 
@@ -85,7 +85,7 @@ def _has_token_impl(arr: ArrayLike, needle: bytes, case_insensitive: bool) -> Ar
         if not needle:
             # ClickHouse: hasToken(s, '') is 0 for every non-NULL s (also for s = '').
             return _const_bool(chunk, False)
-        offsets, data = _offsets_data(_binary_view(chunk))
+        offsets, data = _offsets_data(_binary_view(chunk), native=True)
         return _bool_result(_search.token_rows(offsets, data, needle, case_insensitive), chunk)
 
     return _map_chunks(arr, _string_fn(one))
@@ -337,7 +337,7 @@ def multi_search_any(arr: ArrayLike, needles: Sequence[bytes | str]) -> ArrayLik
     def one(chunk: pa.Array) -> pa.Array:
         b = _binary_view(chunk)
         if len(nonempty) <= _MSA_PASSES_MAX:
-            offsets, data = _offsets_data(b)
+            offsets, data = _offsets_data(b, native=True)
             return _bool_result(_search.any_rows(offsets, data, ns), chunk)
         # One RE2 pass in Latin-1 (byte) mode over the escaped alternation.
         alt = b"|".join(_re2_literal(n) for n in nonempty)
