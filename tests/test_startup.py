@@ -132,55 +132,78 @@ def test_generated_parser_tables_are_current():
     assert out.returncode == 0, out.stdout + out.stderr
 
 
-def _code_shape(code):
-    """A code object's content, nested code objects included (not its file and line)."""
+_DESCRIBE_DATACLASSES = """
+import dataclasses, importlib, json, re, sys
+{block}
+import skipidx.core.dataclass_codes as D
+D._RECORD = {record}
+for m in D.MODULES:
+    importlib.import_module(m)
+
+def shape(code):
     return (code.co_name, code.co_code, code.co_names, code.co_varnames, code.co_freevars, code.co_cellvars,
             code.co_argcount, code.co_kwonlyargcount, code.co_flags,
-            tuple(_code_shape(c) if hasattr(c, "co_code") else c for c in code.co_consts))
+            tuple(shape(c) if hasattr(c, "co_code") else c for c in code.co_consts))
 
-
-def test_ast_nodes_equal_the_dataclasses_compiled_at_import():
-    """skipidx.sql.ast's node classes, built with the precompiled method codes (_ast_codes.py),
-    are what ``dataclass(frozen=True)`` builds compiling every method (a fresh copy of ast.py that
-    finds no codes): same fields, parameters and methods; on this Python no method was compiled."""
-    import dataclasses
-    import importlib.util
-
-    from skipidx.sql import _ast_codes, ast as A
-
-    assert _ast_codes.PYTHON == tuple(sys.version_info[:2]), "regenerate: python -m skipidx.sql._generate"
-    spec = importlib.util.spec_from_file_location("skipidx.sql._ast_plain_copy", A.__file__)
-    plain = importlib.util.module_from_spec(spec)
-    saved = sys.modules.get("skipidx.sql._ast_codes")
-    sys.modules["skipidx.sql._ast_codes"] = None
-    sys.modules[spec.name] = plain
-    try:
-        spec.loader.exec_module(plain)
-    finally:
-        sys.modules["skipidx.sql._ast_codes"] = saved
-        sys.modules.pop(spec.name, None)
-    assert "exec" not in vars(dataclasses)   # the decorator's stand-in is gone again
-    classes = [n for n, c in vars(A).items() if isinstance(c, type) and dataclasses.is_dataclass(c)
-               and c.__module__ == A.__name__]
-    assert len(classes) >= 50
-    attrs = ("name", "type", "default", "default_factory", "init", "repr", "hash", "compare", "kw_only",
-             "metadata", "_field_type")
-    for name in classes:
-        ours, theirs = getattr(A, name), getattr(plain, name)
-        assert [[getattr(f, a) for a in attrs] for f in dataclasses.fields(ours)] == \
-            [[getattr(f, a) for a in attrs] for f in dataclasses.fields(theirs)], name
-        assert repr(ours.__dataclass_params__) == repr(theirs.__dataclass_params__), name
-        assert ours.__match_args__ == theirs.__match_args__ and sorted(vars(ours)) == sorted(vars(theirs)), name
+attrs = ("name", "type", "default", "default_factory", "init", "repr", "hash", "compare", "kw_only", "metadata")
+out, files = {{}}, set()
+for mname, mod in sorted(sys.modules.items()):
+    if not mname.startswith("skipidx") or mod is None:
+        continue
+    for name, c in sorted(vars(mod).items()):
+        if not (isinstance(c, type) and dataclasses.is_dataclass(c) and c.__module__ == mname):
+            continue
+        d = [repr([[getattr(f, a) for a in attrs] for f in dataclasses.fields(c)]), repr(c.__dataclass_params__),
+             repr(getattr(c, "__match_args__", None)), sorted(vars(c))]
         for meth in ("__init__", "__repr__", "__eq__", "__hash__", "__setattr__", "__delattr__"):
-            a, b = vars(ours).get(meth), vars(theirs).get(meth)
-            assert (a is None) == (b is None), (name, meth)
-            if a is None:
-                continue
-            a, b = getattr(a, "__wrapped__", a), getattr(b, "__wrapped__", b)   # __repr__: recursive_repr
-            assert a.__code__.co_filename == _ast_codes.__file__, (name, meth, "compiled at import")
-            assert _code_shape(a.__code__) == _code_shape(b.__code__), (name, meth)
-            assert (a.__qualname__, a.__defaults__, a.__kwdefaults__, a.__annotations__) == \
-                (b.__qualname__, b.__defaults__, b.__kwdefaults__, b.__annotations__), (name, meth)
+            f = vars(c).get(meth)
+            f = getattr(f, "__wrapped__", f)
+            if isinstance(f, type(shape)):
+                files.add(f.__code__.co_filename)
+                d.append(repr((meth, shape(f.__code__), f.__qualname__, f.__defaults__, f.__kwdefaults__,
+                               f.__annotations__)))
+        out[mname + "." + name] = [re.sub(" at 0x[0-9a-f]+", "", x) if isinstance(x, str) else x for x in d]
+print(json.dumps({{"classes": out, "compiled": D._RECORD, "files": sorted(files)}}))
+"""
+
+
+def _dataclasses_described(block: str, record: str) -> dict:
+    out = subprocess.run([sys.executable, "-c", _DESCRIBE_DATACLASSES.format(block=block, record=record)],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_dataclasses_equal_those_compiled_at_import():
+    """The dataclasses a query imports (skipidx.core.dataclass_codes.MODULES), built with the
+    precompiled method codes (_dataclass_codes.py), are what ``dataclasses.dataclass`` builds
+    compiling every method (a process that finds no codes): same fields, parameters and
+    methods (code, qualname, defaults, annotations); with the codes no method was compiled."""
+    from skipidx.core import _dataclass_codes
+
+    assert _dataclass_codes.PYTHON == tuple(sys.version_info[:2]), "regenerate: python -m skipidx.core.dataclass_codes"
+    ours = _dataclasses_described("", "[]")   # sources compiled (not found in the codes) are recorded
+    plain = _dataclasses_described("sys.modules['skipidx.core._dataclass_codes'] = None", "None")
+    assert len(ours["classes"]) >= 80 and ours["classes"] == plain["classes"]
+    assert ours["compiled"] == [] and plain["compiled"] is None
+    assert _dataclass_codes.__file__ in ours["files"] and _dataclass_codes.__file__ not in plain["files"]
+    # and a source missing from the codes is compiled as dataclasses compiles it
+    missing = _dataclasses_described("import skipidx.core._dataclass_codes as C; C.CODES.clear()", "[]")
+    assert missing["classes"] == plain["classes"] and len(missing["compiled"]) > 300
+
+
+def test_dataclass_codes_are_current():
+    out = subprocess.run([sys.executable, "-m", "skipidx.core.dataclass_codes", "--check"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_precompiled_dataclass_behaves():
+    import dataclasses
+
+    from skipidx.sql import ast as A
+
+    assert "exec" not in vars(dataclasses)   # the decorator's stand-in is gone again
     x, y = A.Literal(5, "int", pos=A.Pos(1, 2)), A.Literal(5, "int")
     assert x == y and hash(x) == hash(y) and repr(x) == "Literal(value=5, kind='int')"
     with pytest.raises(dataclasses.FrozenInstanceError):

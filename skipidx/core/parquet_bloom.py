@@ -31,7 +31,7 @@ checks every row group).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from skipidx.core.dataclass_codes import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np

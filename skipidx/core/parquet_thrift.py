@@ -2,7 +2,7 @@
 ``BloomFilterHeader``, and footers of encrypted files), and the header's encoding."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from skipidx.core.dataclass_codes import dataclass
 from typing import Mapping
 
 from skipidx.core.errors import SkipidxError

@@ -18,7 +18,7 @@ match if it holds the tokens of the literal text every match must contain.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from skipidx.core.dataclass_codes import dataclass
 from typing import Any
 
 try:  # Python >= 3.11

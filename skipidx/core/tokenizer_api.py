@@ -31,7 +31,8 @@ process.
 from __future__ import annotations
 
 import abc
-from dataclasses import dataclass, field
+from dataclasses import field
+from skipidx.core.dataclass_codes import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np

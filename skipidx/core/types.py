@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
-from dataclasses import dataclass
+from skipidx.core.dataclass_codes import dataclass
 
 import numpy as np
 import pyarrow as pa

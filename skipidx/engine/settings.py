@@ -8,7 +8,7 @@ that ClickHouse scripts run.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from skipidx.core.dataclass_codes import dataclass
 from typing import Any, Iterable, Mapping
 
 from skipidx.core.errors import BindError, SkipidxError

@@ -9,7 +9,7 @@ comparison whose constant lies outside its column's range is already folded
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from skipidx.core.dataclass_codes import dataclass
 from typing import Any, Union
 
 import pyarrow as pa

@@ -43,7 +43,8 @@ aggregates, which :mod:`skipidx.execution.aggregates` computes).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
+from skipidx.core.dataclass_codes import dataclass
 from typing import Any, Callable, Iterable
 
 import pyarrow as pa

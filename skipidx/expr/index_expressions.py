@@ -15,7 +15,7 @@ evaluated by :func:`evaluate_index_expression` with the binder and evaluator.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from skipidx.core.dataclass_codes import dataclass
 from typing import Any, Callable, Union
 
 import pyarrow as pa

@@ -1,7 +1,7 @@
 """A SELECT after binding: output items, WHERE, GROUP BY, HAVING, ORDER BY, LIMIT."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from skipidx.core.dataclass_codes import dataclass
 
 from skipidx.expr.bound import BExpr
 from skipidx.expr.visitors import columns_of

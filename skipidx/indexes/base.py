@@ -20,7 +20,8 @@ unknown type or damaged/saturated filter answers "maybe", never "no".
 from __future__ import annotations
 
 import abc
-from dataclasses import dataclass, field
+from dataclasses import field
+from skipidx.core.dataclass_codes import dataclass
 from typing import Any, ClassVar, NamedTuple
 
 import numpy as np

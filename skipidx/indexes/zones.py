@@ -29,7 +29,7 @@ damaged index is never trusted.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from skipidx.core.dataclass_codes import dataclass
 from typing import Any
 
 import numpy as np

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from skipidx.core.dataclass_codes import dataclass
 from typing import Any
 
 import numpy as np

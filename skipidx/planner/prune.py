@@ -24,7 +24,8 @@ For one query:
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import field
+from skipidx.core.dataclass_codes import dataclass
 from typing import Any, Callable, Iterable, NamedTuple
 
 import numpy as np

@@ -27,7 +27,8 @@ of three-valued rows never produce TRUE from bits that were not set.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
+from skipidx.core.dataclass_codes import dataclass
 from enum import IntEnum
 from typing import Callable, Mapping
 

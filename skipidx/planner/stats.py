@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import threading
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
+from skipidx.core.dataclass_codes import dataclass
 from typing import Any, Callable
 
 import pyarrow as pa

@@ -24,13 +24,12 @@ Conventions:
 """
 from __future__ import annotations
 
-import dataclasses as _dataclasses
 import math
 import re
-import sys
-from dataclasses import dataclass, field
-from types import FunctionType as _FunctionType
+from dataclasses import field
 from typing import Callable, ClassVar, NamedTuple, TypeVar, Union
+
+from skipidx.core.dataclass_codes import dataclass
 
 T = TypeVar("T")
 
@@ -50,38 +49,8 @@ def _pos_field() -> Pos:
     return field(default=NOPOS, compare=False, repr=False, kw_only=True)  # type: ignore[return-value]
 
 
-# Every node class is ``dataclass(frozen=True)``, which writes the source of six methods
-# per class and compiles each with exec: ~300 compiles, most of this module's import.
-# ``_node`` applies that same decorator, but a source it passes to exec that is exactly one
-# of those in the generated module _ast_codes.py (``python -m skipidx.sql._generate``, for
-# this Python version) is not compiled again: its code is taken from there. Any other source
-# (another Python, a changed class) is compiled as usual.
-try:
-    from skipidx.sql._ast_codes import CODES as _CODES, PYTHON as _CODES_PYTHON
-except ImportError:
-    _CODES, _CODES_PYTHON = {}, None
-if _CODES_PYTHON != tuple(sys.version_info[:2]):
-    _CODES = {}
-
-
-def _exec_precompiled(source, globals=None, locals=None):  # type: ignore[no-untyped-def]
-    code = _CODES.get(source) if type(source) is str and globals is not None and locals is not None else None
-    if code is None:
-        return exec(source, globals, locals)
-    # what executing the source does: it defines the function __create_fn__
-    locals["__create_fn__"] = _FunctionType(code, globals)
-    return None
-
-
-def _node(cls: type[T]) -> type[T]:
-    """``dataclass(frozen=True)(cls)``, its methods' code precompiled (see above)."""
-    if not _CODES:
-        return dataclass(frozen=True)(cls)
-    _dataclasses.exec = _exec_precompiled   # type: ignore[attr-defined]  # shadows the builtin there
-    try:
-        return dataclass(frozen=True)(cls)
-    finally:
-        del _dataclasses.exec   # type: ignore[attr-defined]
+#: Every node class is ``dataclass(frozen=True)`` (its methods' code precompiled: skipidx.core.dataclass_codes).
+_node = dataclass(frozen=True)
 
 
 class Node:

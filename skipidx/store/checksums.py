@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from skipidx.core.dataclass_codes import dataclass
 
 import xxhash
 

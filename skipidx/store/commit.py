@@ -44,7 +44,8 @@ import re
 import shutil
 import stat
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
+from skipidx.core.dataclass_codes import dataclass
 from typing import Callable, Iterable, Sequence
 
 import xxhash

@@ -18,7 +18,7 @@ import contextvars
 import glob
 import os
 import re
-from dataclasses import dataclass
+from skipidx.core.dataclass_codes import dataclass
 
 from skipidx.core.errors import SkipidxError
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
+from skipidx.core.dataclass_codes import dataclass
 from typing import Any, Iterable
 
 import pyarrow as pa
