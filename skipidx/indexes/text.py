@@ -336,15 +336,47 @@ class TextAggregator(IndexAggregator):
         """Take the postings from the merged parts' indexes (rows mapped into this part)
         instead of tokenizing the chunks; ``add`` then only counts zones and NULLs. The
         parts' encoded dictionaries are merged block by block into the encoded result."""
+        merge = self._merger(sources, row_maps)
+        # the kernel releases the GIL: it runs while the store merges the parts' rows, and
+        # ``finish`` waits for it
+        from concurrent.futures import ThreadPoolExecutor
+
+        ex = ThreadPoolExecutor(1)
+        self._merged = ("pending", ex.submit(merge))
+        ex.shutdown(wait=False)
+
+    def use_merged_later(self, load) -> None:
+        """``use_merged`` of what ``load()`` returns, (sources, row_maps), loaded on a thread
+        beside the store's read of the rows instead of before it; None from ``load``: the
+        sources cannot be used, and the chunks are tokenized (``add`` waits for the load
+        only, to know which)."""
+        from concurrent.futures import Future, ThreadPoolExecutor
+
+        loaded: Future = Future()
+
+        def run():
+            try:
+                got = load()
+            except BaseException as e:
+                loaded.set_exception(e)
+                raise
+            loaded.set_result(got is not None)
+            return None if got is None else self._merger(*got)()
+
+        ex = ThreadPoolExecutor(1)
+        self._merged = ("pending", ex.submit(run), loaded)
+        ex.shutdown(wait=False)
+
+    def _merger(self, sources: list[TextGranules], row_maps: list[np.ndarray]):
+        """The merge of `sources`' encoded dictionaries, as a function to run."""
         bs = int(self.params["dictionary_block_size"])
         srcs = [(g, np.ascontiguousarray(m, np.int64)) for g, m in zip(sources, row_maps) if g.n_tokens]
         max_token = max([int(np.diff(g.tbo).max()) for g, _ in srcs] + [8])
         n_rows = sum(int(m.shape[0]) for _, m in srcs)
 
         if not srcs:
-            self._merged = ("encoded", np.zeros(0, np.uint8), np.zeros(1, np.int64), np.zeros(0, np.uint8),
+            return lambda: ("encoded", np.zeros(0, np.uint8), np.zeros(1, np.int64), np.zeros(0, np.uint8),
                             np.zeros(1, np.int64), [], 0)
-            return
         # a source whose rows land as one run in the merged part (parts of consecutive keys)
         shifts = np.array([int(m[0]) if m.shape[0] and int(m[-1]) - int(m[0]) == m.shape[0] - 1
                            and bool(np.all(np.diff(m) == 1)) else -1 for _, m in srcs], np.int64)
@@ -363,13 +395,7 @@ class TextAggregator(IndexAggregator):
             header = [bytes(tb[a:a + b]) for a, b in zip(fa.tolist(), fl.tolist())]
             return "encoded", tb, tbo, pb, pbo, header, int(n)
 
-        # the kernel releases the GIL: it runs while the store merges the parts' rows, and
-        # ``finish`` waits for it
-        from concurrent.futures import ThreadPoolExecutor
-
-        ex = ThreadPoolExecutor(1)
-        self._merged = ("pending", ex.submit(merge))
-        ex.shutdown(wait=False)
+        return merge
 
     def add(self, values: pa.Array, zone_start: np.ndarray, zone_length: np.ndarray, row0: int) -> None:
         raw = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
@@ -377,8 +403,12 @@ class TextAggregator(IndexAggregator):
         zs, zl = zones.check_zones(len(vals), zone_start, zone_length)
         self._zl.append(zl)
         self._nc.append(null_counts(vals, zs, zl))
-        if self._merged is not None:
-            return
+        merged = self._merged
+        if merged is not None:
+            if len(merged) == 3 and not merged[2].result():
+                self._merged = None   # the sources could not be loaded: tokenized below
+            else:
+                return
         n = len(raw)
         if row0 + n >= 1 << 31:
             raise SkipidxError(f"text index: a part of {row0 + n} rows is too large (at most 2^31 - 1)")
@@ -394,9 +424,11 @@ class TextAggregator(IndexAggregator):
         nc = np.concatenate(self._nc) if self._nc else np.zeros(0, np.int64)
         merged = self._merged
         if merged is not None:
-            self._parts, self._merged = [], None
+            self._merged = None
             if merged[0] == "pending":
                 merged = merged[1].result()
+        if merged is not None:
+            self._parts = []
             _, tb, tbo, pb, pbo, header, n = merged
             return _encoded_granules(self.params, self.tokenizer, zl, nc, tb, tbo, pb, pbo, header, n)
         post = _merge(self._parts, False, self.threads)

@@ -248,7 +248,8 @@ def _use_merged_indexes(meta: TableMeta, parts: list[Part], writer: PartWriter,
     """Indexes that merge their sources' postings (the text index) instead of re-tokenizing:
     handed the sources' granules and where each source row lands. A source whose index is
     missing or damaged leaves that index to be rebuilt from the rows. The sources' index
-    files are read and checked on `threads` threads (a big dictionary's walk takes seconds)."""
+    files are read and checked on `threads` threads (a big dictionary's walk takes seconds),
+    beside the read of the rows where the aggregator takes them later (``use_merged_later``)."""
     from skipidx.core.errors import SkipidxError
 
     perm, offsets = order
@@ -257,14 +258,25 @@ def _use_merged_indexes(meta: TableMeta, parts: list[Part], writer: PartWriter,
         agg = writer.merged_index(im.name)
         if agg is None or not all(p.has_index(im.name) for p in parts):
             continue
-        try:
-            sources = _map(lambda p: p.load_index(im.name), parts, threads)
-        except SkipidxError:
-            continue
         if inv is None:
             inv = np.empty(perm.shape[0], dtype=np.int64)
             inv[perm] = np.arange(perm.shape[0], dtype=np.int64)
-        agg.use_merged(sources, [inv[offsets[j]:offsets[j + 1]] for j in range(len(parts))])
+        maps = [inv[offsets[j]:offsets[j + 1]] for j in range(len(parts))]
+
+        def load(name: str = im.name, maps: list = maps):
+            try:
+                return _map(lambda p: p.load_index(name), parts, threads), maps
+            except SkipidxError:
+                return None
+
+        later = getattr(agg, "use_merged_later", None)
+        if later is not None:
+            # loaded (and merged) on a thread while the rows are read and written
+            later(load)
+            continue
+        got = load()
+        if got is not None:
+            agg.use_merged(*got)
 
 
 def merged_chunks(meta: TableMeta, parts: list[Part], step: int,
