@@ -35,8 +35,9 @@ FORMATS = {
 _BY_EXT = {".parquet": "Parquet", ".pq": "Parquet", ".csv": "CSV",
            ".jsonl": "JSONEachRow", ".ndjson": "JSONEachRow", ".json": "JSONEachRow"}
 BLOCK_BYTES = 16 << 20
-#: Rows per block of a Parquet import.
-PARQUET_BATCH_ROWS = 64 * 1024
+#: Rows per block of a Parquet import. Smaller blocks grow (and copy) Arrow's string
+#: builders less and touch fewer fresh pages for the same rows (bench/NOTES.md).
+PARQUET_BATCH_ROWS = 16 * 1024
 
 
 def normalize_format(fmt: str | None, path: str) -> str:
