@@ -401,8 +401,11 @@ class Table:
             for p in todo:
                 yield p, self._rewrite_part(p, meta, add=im)
             return
+        # the cores are shared by the parts built at once: each build gets its share of
+        # threads (more only adds work: slices to merge, thread starts)
+        share = max(1, resolve_threads(None) // workers)
         with ThreadPoolExecutor(workers) as ex:
-            futs = [ex.submit(self._rewrite_part, p, meta, add=im) for p in todo]
+            futs = [ex.submit(self._rewrite_part, p, meta, add=im, build_threads=share) for p in todo]
             given = 0
             try:
                 for p, f in zip(todo, futs):
@@ -420,11 +423,12 @@ class Table:
                 raise
 
     def _rewrite_part(self, p: Part, meta: TableMeta, *, drop: str | None = None,
-                      add: Any = None) -> StagedPart:
+                      add: Any = None, build_threads: int | None = None) -> StagedPart:
         """A new staged part sharing `p`'s files by hard links (with their
         checksums from `p`'s manifest, so damage is never laundered into a
         fresh checksum), minus index file `drop`, plus index `add` built by
-        streaming the part's column in chunks of whole index granules."""
+        streaming the part's column in chunks of whole index granules (on `build_threads`
+        threads; None: the index type's default)."""
         man = p.manifest
         level = int(man.get("level", 0))
         name = new_part_name(level)
@@ -443,7 +447,7 @@ class Table:
             sums = {f: man["files"][f] for f in reuse}
             writer = PartWriter(staged.path, meta, name, level=level, indexes=keep + ([add] if add else []),
                                 reuse=reuse, reuse_sums=sums, reuse_layout=(man["marks"], man["row_groups"]),
-                                keyring=self.keyring, expected_rows=int(p.num_rows))
+                                keyring=self.keyring, expected_rows=int(p.num_rows), build_threads=build_threads)
             if add is not None:
                 G = meta.index_granularity
                 step = max(1, _writer.INDEX_CHUNK_ROWS // writer.chunk_multiple()) * (writer.chunk_multiple() // G)
