@@ -33,14 +33,20 @@ Figures (1M rows, answer 35, 2-core shared box, median wall / CPU, x chDB):
     | numba-free, load 5 (x5)      | 0.45 s / 0.27 | 0.79 s (1.76x) / 0.53 (1.96x) | 0.97 (2.17x) / 0.62 | 0.82 (1.84x) | 0.89 (2.00x) |
     | + fast footer, load 10 (x7)  | 0.81 s / 0.27 | 2.19 s (2.72x) / 0.76 | 1.95 (2.42x) / 0.67 | 1.97 (2.44x) | 1.95 (2.42x) |
     | same code, load 4.2-3.3 (x7) | 0.31 s / 0.33 | 0.54 s (1.75x) / 0.68 (2.06x) | 0.56 (1.81x) / 0.72 | 0.54 (1.76x) | 0.50 (1.63x) |
+    | no pyarrow.compute/parquet, no lark, precompiled dataclasses, load 2.0-1.8 (x7) | 0.28 s / 0.30 | 0.40 s (1.43x) / 0.54 (1.82x) | 0.42 (1.52x) / 0.56 | 0.38 (1.37x) | 0.36 (1.28x) |
+    | same code, next run, load 2.9-3.4 (x7) | 0.31 s / 0.27 | 0.49 s (1.59x) / 0.47 (1.74x) | 0.48 (1.56x) / 0.47 | 0.44 (1.44x) | 0.48 (1.56x) |
 
 At load 10 every skipidx process burns more CPU (0.64-0.76 s against 0.47-0.51 s by
 /usr/bin/time alone at load ~8; chDB stays at 0.25-0.28); at low load the CPU sum exceeds
-the wall time for both (threads: the scan's, and idle worker threads spinning). What is left, CPU of one process:
-numpy + pyarrow + pyarrow.compute + pyarrow.parquet imports ~0.22 s (chDB's own import
-~0.22 s), skipidx's ~100 modules ~0.10 s (51 frozen dataclasses of sql/ast alone 0.025 s,
-their generated methods compiled at import), lark + LALR tables ~0.045 s, the query
-~0.12 s (LZ4 read of 37 row groups of msg 0.03, footer check 0.018, search 0.012).
+the wall time for both (threads: the scan's, and idle worker threads spinning).
+Since the last row a query process imports neither pyarrow.compute nor pyarrow.parquet /
+pyarrow.fs (skipidx.core.lazy; parts are read through pyarrow._parquet) nor lark (the
+generated LALR tables run by skipidx.sql._lalr), and the dataclasses it imports take their
+methods' code from skipidx/core/_dataclass_codes.py instead of compiling ~420 of them.
+What is left, CPU of one process: numpy + pyarrow imports ~0.15-0.2 s (chDB's own import
+~0.22 s), skipidx's ~100 modules, the LALR tables (~6 ms) and the query (~0.12 s quiet: LZ4
+read of 37 row groups of msg, loading the four msg indexes ~13 MB, footer check, search).
+The CLI adds argparse and pyarrow._compute (its integer-to-text cast), ~0.01-0.02 s.
 """
 from __future__ import annotations
 
