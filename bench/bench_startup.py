@@ -35,6 +35,7 @@ Figures (1M rows, answer 35, 2-core shared box, median wall / CPU, x chDB):
     | same code, load 4.2-3.3 (x7) | 0.31 s / 0.33 | 0.54 s (1.75x) / 0.68 (2.06x) | 0.56 (1.81x) / 0.72 | 0.54 (1.76x) | 0.50 (1.63x) |
     | no pyarrow.compute/parquet, no lark, precompiled dataclasses, load 2.0-1.8 (x7) | 0.28 s / 0.30 | 0.40 s (1.43x) / 0.54 (1.82x) | 0.42 (1.52x) / 0.56 | 0.38 (1.37x) | 0.36 (1.28x) |
     | same code, next run, load 2.9-3.4 (x7) | 0.31 s / 0.27 | 0.49 s (1.59x) / 0.47 (1.74x) | 0.48 (1.56x) / 0.47 | 0.44 (1.44x) | 0.48 (1.56x) |
+    | same code, third run, load 1.4-1.5 (x7) | 0.26 s / 0.27 | 0.34 s (1.31x) / 0.46 (1.73x) | 0.36 (1.39x) / 0.49 | 0.33 (1.27x) | 0.34 (1.31x) |
 
 At load 10 every skipidx process burns more CPU (0.64-0.76 s against 0.47-0.51 s by
 /usr/bin/time alone at load ~8; chDB stays at 0.25-0.28); at low load the CPU sum exceeds
