@@ -22,7 +22,7 @@ from __future__ import annotations
 import abc
 from dataclasses import field
 from skipidx.core.dataclass_codes import dataclass
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, Callable, ClassVar, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -171,6 +171,14 @@ class IndexAggregator(abc.ABC):
         """Take the merged parts' granules (and where each of their rows went) instead of
         tokenizing the merged values; only asked where :attr:`merges_granules`."""
         raise AssertionError(f"{type(self).__name__} does not merge granules")
+
+    def use_merged_later(self, load: Callable[[], tuple[list[IndexGranules], list[np.ndarray]] | None]) -> None:
+        """:meth:`use_merged` of what ``load()`` returns (None: the sources cannot be used,
+        the merged rows are built from). Here at once; the text index loads on a thread
+        beside the store's read of the rows."""
+        got = load()
+        if got is not None:
+            self.use_merged(*got)
 
     @property
     def merges_granules(self) -> bool:

@@ -269,14 +269,7 @@ def _use_merged_indexes(meta: TableMeta, parts: list[Part], writer: PartWriter,
             except SkipidxError:
                 return None
 
-        later = getattr(agg, "use_merged_later", None)
-        if later is not None:
-            # loaded (and merged) on a thread while the rows are read and written
-            later(load)
-            continue
-        got = load()
-        if got is not None:
-            agg.use_merged(*got)
+        agg.use_merged_later(load)
 
 
 def merged_chunks(meta: TableMeta, parts: list[Part], step: int,

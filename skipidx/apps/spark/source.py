@@ -70,6 +70,7 @@ import json
 import os
 import secrets
 import shutil
+import time
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -587,14 +588,24 @@ class SkipidxWriter(DataSourceArrowWriter):
             names = os.listdir(self._tmp)
         except FileNotFoundError:
             return
+        mine = []
         for n in names:
             p = os.path.join(self._tmp, n)
             try:
                 with open(os.path.join(p, JOB_MARK), "rb") as fh:
-                    mine = fh.read() == self.job.encode()
+                    if fh.read() == self.job.encode():
+                        mine.append(p)
             except (FileNotFoundError, NotADirectoryError):
                 continue
-            if mine:
+        # a task still writing may add a file while its dir is removed (the rmdir then
+        # fails): remove again until the dirs are gone; the task stops at its next job check
+        for attempt in range(100):
+            mine = [p for p in mine if os.path.lexists(p)]
+            if not mine:
+                break
+            if attempt:
+                time.sleep(0.02)
+            for p in mine:
                 shutil.rmtree(p, ignore_errors=True)
 
     def _adopt(self, m: SkipidxCommitMessage) -> Any:
