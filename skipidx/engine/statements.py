@@ -85,25 +85,13 @@ def _resolve(db: Any, node: Any) -> Any:
         return dataclasses.replace(node, expr=_resolve(db, node.expr), items=_in_values(db, node))
     if isinstance(node, A.Node) and dataclasses.is_dataclass(node):
         changes = {}
-        for name in _field_names(type(node)):
+        for name in A.node_fields(type(node)):
             v = getattr(node, name)
             nv = _resolve_value(db, v)
             if nv is not v:
                 changes[name] = nv
         return dataclasses.replace(node, **changes) if changes else node
     return node
-
-
-_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
-
-
-def _field_names(cls: type) -> tuple[str, ...]:
-    """The node class's field names (dataclasses.fields() rebuilds its answer per call,
-    which dominated the walk of a WHERE with 100k terms)."""
-    names = _FIELD_NAMES.get(cls)
-    if names is None:
-        names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
-    return names
 
 
 def _resolve_value(db: Any, v: Any) -> Any:

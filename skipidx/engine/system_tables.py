@@ -217,25 +217,11 @@ def _statement_tables(stmt: A.Statement) -> tuple[str, ...]:
             for x in node:
                 walk(x)
         elif isinstance(node, A.Node):
-            for f in _node_fields(type(node)):
+            for f in A.node_fields(type(node)):
                 walk(getattr(node, f))
 
     walk(stmt)
     return tuple(out)
-
-
-_FIELDS: dict[type, tuple[str, ...]] = {}
-
-
-def _node_fields(cls: type) -> tuple[str, ...]:
-    names = _FIELDS.get(cls)
-    if names is None:
-        import dataclasses
-
-        names = tuple(f.name for f in dataclasses.fields(cls) if f.name != "pos") \
-            if dataclasses.is_dataclass(cls) else ()
-        _FIELDS[cls] = names
-    return names
 
 
 def system_meta(name: str) -> TableMeta:
@@ -492,7 +478,7 @@ def _mentions(expr_sql: str, column: str) -> bool:
         if isinstance(node, A.Column) and node.name == column:
             found.append(node)
         if isinstance(node, A.Node):
-            for f in _node_fields(type(node)):
+            for f in A.node_fields(type(node)):
                 v = getattr(node, f)
                 for x in (v if isinstance(v, tuple) else (v,)):
                     if isinstance(x, A.Node):
