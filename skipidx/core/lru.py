@@ -26,6 +26,8 @@ store.footers                512  parsed Parquet footers of part data files
 store.index_types            256  index instances reading index files, by definition and params
 store.manifests             4096  parsed part manifests, by (part dir, manifest checksum)
 store.page_dictionaries      256  decoded dictionary pages of external files' column chunks (and 64 MiB)
+store.part_dictionaries    16384  decoded dictionary pages of parts' String column chunks (and 64 MiB)
+store.part_page_layouts    16384  page layouts of parts' dictionary-read column chunks
 store.states                 256  parsed table states with the bytes they were parsed from
 store.table_meta             256  column-name set and Arrow schema per TableMeta object
 store.validated_metas         64  validated table metadata, by its canonical JSON (states share it)

@@ -27,6 +27,7 @@ from skipidx.store.encoding import dictionary_readable
 from skipidx.store.manifest import DATA_FILE, MANIFEST, PartInfo, key_stats_of, read_manifest, zones
 from skipidx.store.metadata import IndexMeta, TableMeta
 from skipidx.store.parquet_check import check_footer
+from skipidx.store.part_pages import read_dictionary_columns
 from skipidx.store.reader_pool import READERS, DataReader, read_footer, release_readers
 
 __all__ = ["Part", "normalize_ranges", "index_fingerprint", "clear_caches", "release_readers"]
@@ -447,18 +448,23 @@ class Part:
         self.require_keys(cols)
         as_dict = tuple(c for c in cols if c in dictionary and c in self.dictionary_columns
                         and dictionary_readable(schema.field(c).type)) if dictionary else ()
-        key, pf = self._data_reader(pooled=True, pre_buffer=len(rgs) >= PRE_BUFFER_MIN_ROW_GROUPS,
-                                    read_dictionary=as_dict)
-        try:
-            if use_threads is None:
-                use_threads = len(cols) > 1 and len(rgs) > 1
-            t = pf.read_row_groups(rgs, columns=cols, use_threads=use_threads)
-        except BaseException as e:
-            READERS.discard(pf, path)
-            if isinstance(e, (OSError, pa.ArrowException)):
-                raise CorruptionError(f"unreadable Parquet data: {e}", path=path) from None
-            raise
-        READERS.give(key, pf, path)
+        t = None
+        if as_dict and len(as_dict) == len(cols) and self.encryption is None:
+            key = VERIFIER._identity(path, fs)
+            t = self._read_dictionaries(path, fs, key, rgs, cols, schema)
+        if t is None:
+            key, pf = self._data_reader(pooled=True, pre_buffer=len(rgs) >= PRE_BUFFER_MIN_ROW_GROUPS,
+                                        read_dictionary=as_dict)
+            try:
+                if use_threads is None:
+                    use_threads = len(cols) > 1 and len(rgs) > 1
+                t = pf.read_row_groups(rgs, columns=cols, use_threads=use_threads)
+            except BaseException as e:
+                READERS.discard(pf, path)
+                if isinstance(e, (OSError, pa.ArrowException)):
+                    raise CorruptionError(f"unreadable Parquet data: {e}", path=path) from None
+                raise
+            READERS.give(key, pf, path)
         expect = int(sum(int(self.marks[b] - self.marks[a]) for a, b in ranges))
         if t.num_rows != expect:
             raise CorruptionError(f"read {t.num_rows} rows, the manifest says {expect}", path=path)
@@ -478,6 +484,18 @@ class Part:
             except (pa.ArrowException, ValueError) as e:
                 raise CorruptionError(f"Parquet columns do not match the table schema: {e}", path=path) from None
         return t
+
+    def _read_dictionaries(self, path: str, fs: FileSum, ident: tuple, rgs: list[int], cols: list[str],
+                           schema: pa.Schema) -> pa.Table | None:
+        """Row groups `rgs` of the dictionary-encoded String columns `cols` as Arrow
+        dictionaries, their dictionary pages decoded once per process
+        (:mod:`skipidx.store.part_pages`); None where that does not apply."""
+        fields = [schema.field(c) for c in cols]
+        got = read_dictionary_columns(path, ident, self._footer(path, fs, ident), rgs, fields)
+        if got is None:
+            return None
+        return pa.Table.from_arrays(got, schema=pa.schema(
+            [f.with_type(pa.dictionary(pa.int32(), f.type)) for f in fields]))
 
     # ---- indexes ---------------------------------------------------------
     def index_entry(self, name: str) -> dict | None:
