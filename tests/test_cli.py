@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from skipidx.apps.cli import format_table, main
 
@@ -111,3 +113,62 @@ def test_delegated_subcommands_show_their_own_help(sub):
     r = run(sub, "--help")
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith(f"usage: skipidx {sub}"), r.stdout[:200]
+
+
+_TOKENS = ["sql", "db", "SELECT 1", "", "x y", "--format", "-F", "TSV", "JSON", "--stats", "--time", "--st",
+           "--form", "-q", "--query", "-f", "--file", "q.sql", "-", "--", "-1", "-FTSV", "--format=CSV",
+           "--help", "-h", "--version", "demo", "--rows", "5"]
+#: what the parser-free path reads (most argv of these only take it)
+_COMMON = ["db", "SELECT 1", "", "TSV", "--format", "-F", "--stats", "--time"]
+
+
+def _argparse_args(argv):
+    from skipidx.apps.cli import build_parser
+
+    try:
+        return build_parser().parse_args(argv)
+    except SystemExit:
+        return None
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tokens=st.lists(st.sampled_from(_TOKENS), max_size=7) | st.lists(st.sampled_from(_COMMON), max_size=7),
+       lead=st.booleans())
+def test_sql_fast_arguments_equal_argparse(tokens, lead):
+    """The parser-free reading of `sql DBDIR SQL --format F ...` answers exactly as argparse
+    does, and leaves to argparse everything else (its errors and help included)."""
+    from skipidx.apps.cli import _sql_args
+
+    argv = (["sql"] if lead else []) + tokens
+    fast = _sql_args(argv)
+    if fast is not None:
+        ref = _argparse_args(argv)
+        assert ref is not None, argv
+        assert vars(fast) == vars(ref), argv
+
+
+@pytest.mark.parametrize("argv", [["sql", "db", "SELECT 1"], ["sql", "db", "SELECT 1", "--format", "TSV"],
+                                  ["sql", "--stats", "-F", "JSON", "db", "S", "--time"], ["sql", "db"],
+                                  ["sql", "db", "--format", "CSV", "--format", "TSV"]])
+def test_sql_fast_arguments_cover_the_common_calls(argv):
+    from skipidx.apps.cli import _sql_args
+
+    fast = _sql_args(argv)
+    assert fast is not None and vars(fast) == vars(_argparse_args(argv)), argv
+
+
+@pytest.mark.parametrize("argv", [["sql", "db", "--stats", "SELECT 1"], ["sql", "db", "--format", "-x"],
+                                  ["sql", "db", "--format"], ["sql", "db", "S", "T"], ["sql"], ["sql", "db", "--bogus"]])
+def test_sql_fast_arguments_leave_argparse_errors_to_argparse(argv):
+    from skipidx.apps.cli import _sql_args
+
+    assert _argparse_args(argv) is None and _sql_args(argv) is None, argv
+
+
+def test_top_level_help_lists_every_command():
+    r = run("--help")
+    assert r.returncode == 0, r.stderr
+    for name in ("sql", "demo", "bench", "advise", "build", "warm"):
+        assert f"    {name}" in r.stdout, (name, r.stdout)
+    r = run("sql", "--help")
+    assert r.returncode == 0 and r.stdout.startswith("usage: skipidx sql"), r.stdout[:200]

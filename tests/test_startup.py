@@ -398,13 +398,34 @@ def test_small_count_imports_no_pyarrow_compute_parquet_or_lark(logs_db, query):
 def test_cli_count_imports_no_pyarrow_compute_parquet_or_lark(logs_db):
     code = ("import sys, runpy; sys.argv = ['skipidx', 'sql', %r, %r, '--format', 'TSV']\n"
             "try:\n    runpy.run_module('skipidx', run_name='__main__')\n"
-            "finally:\n    print(sorted(m for m in sys.modules if m.startswith(('pyarrow', 'lark'))), file=sys.stderr)"
+            "finally:\n    print(sorted(m for m in sys.modules if m.startswith(('pyarrow', 'lark', 'argparse'))),"
+            " file=sys.stderr)"
             % (logs_db, "SELECT count() FROM logs WHERE hasToken(msg, 'kraken')"))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "1"
     loaded = eval(out.stderr.strip().splitlines()[-1])
     assert "pyarrow.lib" in loaded and not set(loaded) & set(LAZY_PYARROW), loaded
+    # the count is printed without pyarrow's compute kernels, its arguments read without argparse
+    assert "pyarrow._compute" not in loaded and "argparse" not in loaded, loaded
+
+
+_INT_TYPES = [pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64()]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(_INT_TYPES), st.data())
+def test_small_integer_texts_equal_arrows_cast(typ, data):
+    from skipidx.core.arrays import cast
+    from skipidx.engine.formats import SMALL_INTEGER_TEXTS, integer_texts
+
+    bits = typ.bit_width
+    lo, hi = (0, 2 ** bits - 1) if pa.types.is_unsigned_integer(typ) else (-2 ** (bits - 1), 2 ** (bits - 1) - 1)
+    vals = data.draw(st.lists(st.one_of(st.integers(lo, hi), st.sampled_from([lo, hi, 0]), st.none()),
+                              max_size=SMALL_INTEGER_TEXTS + 3))
+    arr = pa.array(vals, typ)
+    got = integer_texts(arr)
+    assert got.type == pa.string() and got.equals(cast(arr, pa.string())), vals
 
 
 def test_lazy_pyarrow_modules_stand_in_for_the_real_ones():

@@ -21,14 +21,16 @@ one-line message (set SKIPIDX_DEBUG=1 for the traceback).
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
-from typing import IO, Sequence
+from typing import IO, TYPE_CHECKING, Sequence
 
 from skipidx.apps.render import format_table, print_result, stats_footer
 from skipidx.core.errors import SkipidxError
+
+if TYPE_CHECKING:
+    import argparse
 
 __all__ = ["main", "build_parser", "format_table", "print_result", "write_result"]
 
@@ -292,6 +294,8 @@ def _version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import argparse
+
     p = argparse.ArgumentParser(prog="skipidx", description="ClickHouse-style data-skipping indexes, embedded.")
     p.add_argument("--version", action="version", version=_version(), help="print the version and exit")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -347,6 +351,55 @@ def _split_params(argv: list[str]) -> tuple[list[str], dict[str, str]]:
     return rest, params
 
 
+_SQL_FLAGS = {"--stats": "stats", "--time": "time"}
+_SQL_VALUED = {"--format": "format", "-F": "format"}
+
+
+def _sql_args(argv: list[str]) -> "argparse.Namespace | None":
+    """``build_parser().parse_args(argv)`` for the common ``sql DBDIR [SQL] [--format F] [--stats]
+    [--time]`` spellings, without building the parser (argparse and its subcommand tree cost a
+    new process several ms); None for anything else, which argparse then parses (and reports)."""
+    if not argv or argv[0] != "sql":
+        return None
+    pos: list[str] = []
+    vals = {"format": None, "stats": False, "time": False}
+    run_ended = False   # argparse reads the positionals as one run: SQL after an option is an error there
+    i = 1
+    while i < len(argv):
+        a = argv[i]
+        if a in _SQL_FLAGS:
+            vals[_SQL_FLAGS[a]] = True
+        elif a in _SQL_VALUED:
+            if i + 1 >= len(argv) or argv[i + 1].startswith("-"):
+                return None
+            i += 1
+            vals[_SQL_VALUED[a]] = argv[i]
+        elif a.startswith("-") or run_ended or len(pos) == 2:
+            return None
+        else:
+            pos.append(a)
+            run_ended = i + 1 < len(argv) and argv[i + 1].startswith("-")
+        i += 1
+    if not pos:
+        return None
+    ns = _Namespace(command="sql", dbdir=pos[0], statements=pos[1] if len(pos) > 1 else None, file=None,
+                    query=None, func=_cmd_sql, **vals)
+    return ns
+
+
+class _Namespace:
+    """What argparse.Namespace is to the commands: attributes (and equality, for the tests)."""
+
+    def __init__(self, **kw) -> None:
+        self.__dict__.update(kw)
+
+    def __eq__(self, other) -> bool:
+        return vars(self) == vars(other)
+
+    def __repr__(self) -> str:
+        return "Namespace(" + ", ".join(f"{k}={v!r}" for k, v in sorted(vars(self).items())) + ")"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -354,7 +407,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             # these subcommands own their whole argument list (including --help)
             return _delegate(*_DELEGATED[argv[0]][:2], argv[1:])
         argv, params = _split_params(argv)
-        args = build_parser().parse_args(argv)
+        args = _sql_args(argv) or build_parser().parse_args(argv)
         args.params = params
         return args.func(args)
     except SkipidxError as e:

@@ -33,7 +33,7 @@ from typing import IO, Any, Iterable, Sequence
 import pyarrow as pa
 from skipidx.core.lazy import compute as pc
 
-from skipidx.core.arrays import cast, scalar
+from skipidx.core.arrays import array_of, cast, scalar
 from skipidx.core.errors import SkipidxError
 from skipidx.expr.kernels.convert import decimal_texts, float_texts, list_texts, quoted_texts, uuid_texts
 from skipidx.core.arrays import one_array
@@ -242,7 +242,7 @@ def _text(arr: pa.Array | pa.ChunkedArray, mode: str) -> pa.Array:
     if pa.types.is_boolean(t):
         return pc.if_else(arr, "true", "false")
     if pa.types.is_integer(t):
-        return cast(arr, pa.string())
+        return integer_texts(arr)
     if pa.types.is_floating(t):
         s = float_texts(arr)
         if mode == "json":
@@ -274,6 +274,19 @@ def _text(arr: pa.Array | pa.ChunkedArray, mode: str) -> pa.Array:
     if mode == "json":
         return _json_string(s)
     return s
+
+
+#: integer columns up to this many rows are written through Python's int text
+SMALL_INTEGER_TEXTS = 64
+
+
+def integer_texts(arr: pa.Array) -> pa.Array:
+    """The decimal text of an integer array (nulls stay null), as Arrow's cast to string writes
+    it. A short one without NULLs (a count, a LIMIT 10) takes Python's ``str`` of each value:
+    the same text, without loading pyarrow's compute module in a process that prints a count."""
+    if len(arr) <= SMALL_INTEGER_TEXTS and not arr.null_count:
+        return array_of([str(v) for v in arr.to_pylist()], pa.string())
+    return cast(arr, pa.string())
 
 
 def column_texts(arr: pa.Array | pa.ChunkedArray, mode: str, null: str) -> pa.Array:
