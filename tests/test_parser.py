@@ -682,7 +682,7 @@ EXPECTED_SETS = [
     ("after_keyword_read_as_name", "SELECT a, FROM t",
      ("operator", "'('", "','", "'.'", "';'", "AS", "FORMAT", "FROM", "GROUP", "HAVING", "INTO", "LIMIT", "ORDER",
       "PREWHERE", "SETTINGS", "WHERE", "end of input")),
-    ("open_paren", "SELECT (", ("expression", "')'")),
+    ("open_paren", "SELECT (", ("expression", "')'", "SELECT")),   # a scalar subquery may start there
     ("column_type", "CREATE TABLE t (a", ("identifier",)),
     ("statement_start", "SELEC 1",
      ("';'", "ALTER", "CREATE", "DESC", "DESCRIBE", "DROP", "EXISTS", "EXPLAIN", "INSERT", "OPTIMIZE", "SELECT",

@@ -691,6 +691,94 @@ def __create_fn__():
  return __hash__
 CODES['def __create_fn__():\n def __hash__(self):\n  return hash((self.query,self.alias,))\n return __hash__'] = __create_fn__.__code__
 
+def __create_fn__(_type_query, _type_pos, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_pos, _return_type):
+ def __init__(self,query:_type_query,*,pos:_type_pos=_dflt_pos)->_return_type:
+  __dataclass_builtins_object__.__setattr__(self,'query',query)
+  __dataclass_builtins_object__.__setattr__(self,'pos',pos)
+ return __init__
+CODES["def __create_fn__(_type_query, _type_pos, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_pos, _return_type):\n def __init__(self,query:_type_query,*,pos:_type_pos=_dflt_pos)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'query',query)\n  __dataclass_builtins_object__.__setattr__(self,'pos',pos)\n return __init__"] = __create_fn__.__code__
+
+def __create_fn__():
+ def __repr__(self):
+  return self.__class__.__qualname__ + f"(query={self.query!r})"
+ return __repr__
+CODES['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(query={self.query!r})"\n return __repr__'] = __create_fn__.__code__
+
+def __create_fn__():
+ def __eq__(self,other):
+  if other.__class__ is self.__class__:
+   return (self.query,)==(other.query,)
+  return NotImplemented
+ return __eq__
+CODES['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.query,)==(other.query,)\n  return NotImplemented\n return __eq__'] = __create_fn__.__code__
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __setattr__(self,name,value):
+  if type(self) is cls or name in ('query','pos',):
+   raise FrozenInstanceError(f"cannot assign to field {name!r}")
+  super(cls, self).__setattr__(name, value)
+ return __setattr__
+CODES['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'query\',\'pos\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__'] = __create_fn__.__code__
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __delattr__(self,name):
+  if type(self) is cls or name in ('query','pos',):
+   raise FrozenInstanceError(f"cannot delete field {name!r}")
+  super(cls, self).__delattr__(name)
+ return __delattr__
+CODES['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'query\',\'pos\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__'] = __create_fn__.__code__
+
+def __create_fn__():
+ def __hash__(self):
+  return hash((self.query,))
+ return __hash__
+CODES['def __create_fn__():\n def __hash__(self):\n  return hash((self.query,))\n return __hash__'] = __create_fn__.__code__
+
+def __create_fn__(_type_value, _type_type_name, _type_name, _type_pos, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_pos, _return_type):
+ def __init__(self,value:_type_value,type_name:_type_type_name,name:_type_name,*,pos:_type_pos=_dflt_pos)->_return_type:
+  __dataclass_builtins_object__.__setattr__(self,'value',value)
+  __dataclass_builtins_object__.__setattr__(self,'type_name',type_name)
+  __dataclass_builtins_object__.__setattr__(self,'name',name)
+  __dataclass_builtins_object__.__setattr__(self,'pos',pos)
+ return __init__
+CODES["def __create_fn__(_type_value, _type_type_name, _type_name, _type_pos, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_pos, _return_type):\n def __init__(self,value:_type_value,type_name:_type_type_name,name:_type_name,*,pos:_type_pos=_dflt_pos)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'value',value)\n  __dataclass_builtins_object__.__setattr__(self,'type_name',type_name)\n  __dataclass_builtins_object__.__setattr__(self,'name',name)\n  __dataclass_builtins_object__.__setattr__(self,'pos',pos)\n return __init__"] = __create_fn__.__code__
+
+def __create_fn__():
+ def __repr__(self):
+  return self.__class__.__qualname__ + f"(value={self.value!r}, type_name={self.type_name!r}, name={self.name!r})"
+ return __repr__
+CODES['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(value={self.value!r}, type_name={self.type_name!r}, name={self.name!r})"\n return __repr__'] = __create_fn__.__code__
+
+def __create_fn__():
+ def __eq__(self,other):
+  if other.__class__ is self.__class__:
+   return (self.value,self.type_name,self.name,)==(other.value,other.type_name,other.name,)
+  return NotImplemented
+ return __eq__
+CODES['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.value,self.type_name,self.name,)==(other.value,other.type_name,other.name,)\n  return NotImplemented\n return __eq__'] = __create_fn__.__code__
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __setattr__(self,name,value):
+  if type(self) is cls or name in ('value','type_name','name','pos',):
+   raise FrozenInstanceError(f"cannot assign to field {name!r}")
+  super(cls, self).__setattr__(name, value)
+ return __setattr__
+CODES['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'value\',\'type_name\',\'name\',\'pos\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__'] = __create_fn__.__code__
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __delattr__(self,name):
+  if type(self) is cls or name in ('value','type_name','name','pos',):
+   raise FrozenInstanceError(f"cannot delete field {name!r}")
+  super(cls, self).__delattr__(name)
+ return __delattr__
+CODES['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'value\',\'type_name\',\'name\',\'pos\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__'] = __create_fn__.__code__
+
+def __create_fn__():
+ def __hash__(self):
+  return hash((self.value,self.type_name,self.name,))
+ return __hash__
+CODES['def __create_fn__():\n def __hash__(self):\n  return hash((self.value,self.type_name,self.name,))\n return __hash__'] = __create_fn__.__code__
+
 def __create_fn__(_type_expr, _type_negated, _type_pos, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_negated, _dflt_pos, _return_type):
  def __init__(self,expr:_type_expr,negated:_type_negated=_dflt_negated,*,pos:_type_pos=_dflt_pos)->_return_type:
   __dataclass_builtins_object__.__setattr__(self,'expr',expr)

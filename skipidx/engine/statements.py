@@ -59,19 +59,27 @@ def _param_value(kv: A.KeywordArg) -> Any:
 def resolve_subqueries(db: Any, s: A.Statement) -> A.Statement:
     """`s` with every ``x [NOT] IN (SELECT ...)`` replaced by the list of the subquery's
     values (run first, as ClickHouse builds the set before index analysis): the IN then
-    binds, prunes and filters as a constant IN list does."""
+    binds, prunes and filters as a constant IN list does; and every scalar subquery
+    ``(SELECT ...)`` by its one value (:class:`~skipidx.sql.ast.ScalarValue`), run once
+    before the outer query is bound, so the indexes prune on that constant. A new
+    statement object each run: a plan kept on the statement never holds an old value."""
     if not isinstance(s, (A.Select, A.Explain, A.InsertSelect, A.CreateTable)):
         return s
     if not A.memo(s, "has_subquery_in", _has_subquery_in):
         return s
-    return _resolve(db, s)
+    return _resolve(db, s, [0])
+
+
+def _is_in_subquery(node: Any) -> bool:
+    return isinstance(node, A.InList) and len(node.items) == 1 and isinstance(node.items[0], A.Subquery)
 
 
 def _has_subquery_in(node: Any) -> bool:
-    """Whether `node` holds an ``x [NOT] IN (SELECT ...)`` anywhere (what _resolve replaces)."""
+    """Whether `node` holds an ``x [NOT] IN (SELECT ...)`` or a scalar subquery anywhere
+    (what _resolve replaces)."""
     if isinstance(node, (A.Literal, A.Column)):
         return False      # leaves (a long IN list is mostly literals)
-    if isinstance(node, A.InList) and len(node.items) == 1 and isinstance(node.items[0], A.Subquery):
+    if _is_in_subquery(node) or isinstance(node, A.ScalarSubquery):
         return True
     if isinstance(node, tuple):
         return any(_has_subquery_in(x) for x in node if isinstance(x, (A.Node, tuple)))
@@ -80,26 +88,74 @@ def _has_subquery_in(node: Any) -> bool:
     return False
 
 
-def _resolve(db: Any, node: Any) -> Any:
-    if isinstance(node, A.InList) and len(node.items) == 1 and isinstance(node.items[0], A.Subquery):
-        return dataclasses.replace(node, expr=_resolve(db, node.expr), items=_in_values(db, node))
+def _resolve(db: Any, node: Any, counter: list[int]) -> Any:
+    """`node` resolved; `counter` numbers the scalar subqueries of the SELECT being walked
+    (ClickHouse names them _subquery_1, ... in the order its analyzer meets them: the
+    SELECT list first, left to right; each SELECT counts its own)."""
+    if isinstance(node, (A.Literal, A.Column)):
+        return node
+    if _is_in_subquery(node):
+        return dataclasses.replace(node, expr=_resolve(db, node.expr, counter), items=_in_values(db, node))
+    if isinstance(node, A.ScalarSubquery):
+        counter[0] += 1
+        return _scalar_value(db, node, f"_subquery_{counter[0]}")
+    if isinstance(node, A.Select):
+        counter = [0]
     if isinstance(node, A.Node) and dataclasses.is_dataclass(node):
         changes = {}
         for name in A.node_fields(type(node)):
             v = getattr(node, name)
-            nv = _resolve_value(db, v)
+            nv = _resolve_value(db, v, counter)
             if nv is not v:
                 changes[name] = nv
         return dataclasses.replace(node, **changes) if changes else node
     return node
 
 
-def _resolve_value(db: Any, v: Any) -> Any:
+def _resolve_value(db: Any, v: Any, counter: list[int]) -> Any:
     if isinstance(v, A.Node):
-        return _resolve(db, v)
+        return _resolve(db, v, counter)
     if isinstance(v, tuple) and v and any(isinstance(x, (A.Node, tuple)) for x in v):
-        items = tuple(_resolve_value(db, x) for x in v)
+        items = tuple(_resolve_value(db, x, counter) for x in v)
         return v if all(a is b for a, b in zip(items, v)) else items
+    return v
+
+
+#: ClickHouse's error code of a scalar subquery with more than one row (or an empty one
+#: of a type that cannot be Nullable).
+INCORRECT_RESULT_OF_SCALAR_SUBQUERY = 125
+
+
+def _scalar_value(db: Any, node: A.ScalarSubquery, name: str) -> A.ScalarValue:
+    """Run the scalar subquery `node` and return its value, typed as ClickHouse types it:
+    Nullable(T) where T can be inside Nullable (an empty result is then NULL), else T
+    (an empty result of such a type is an error); more than one row is an error."""
+    if not isinstance(node.query, A.Select):
+        raise _err("a scalar subquery must be a SELECT, not EXPLAIN", node)
+    table, _stats, types = _select_table(db, _resolve(db, node.query, [0]))
+    if types is None:
+        types = Result(table).types
+    if table.num_columns != 1:
+        raise _err(f"a scalar subquery returning {table.num_columns} columns (a Tuple) is not supported: "
+                   "select one column", node)
+    if table.num_rows > 1:
+        raise _err("Scalar subquery returned more than one row. (INCORRECT_RESULT_OF_SCALAR_SUBQUERY)", node)
+    t = types[0]
+    nullable_ok = not t.startswith(("Array(", "LowCardinality(", "Map(", "Tuple(", "Nullable(")) and t != "Nothing"
+    if table.num_rows == 0 and not nullable_ok and not t.startswith("Nullable("):
+        raise _err(f"Scalar subquery returned empty result of type {t} which cannot be Nullable. "
+                   "(INCORRECT_RESULT_OF_SCALAR_SUBQUERY)", node)
+    value = _python_value(table.column(0)[0].as_py()) if table.num_rows else None
+    return A.ScalarValue(value, f"Nullable({t})" if nullable_ok else t, name, pos=node.pos)
+
+
+def _python_value(v: Any) -> Any:
+    """A value of an Arrow column as the binder's constants hold it (bytes for a String,
+    tuples for arrays)."""
+    if isinstance(v, str):
+        return v.encode("utf-8", "surrogateescape")
+    if isinstance(v, list):
+        return tuple(_python_value(x) for x in v)
     return v
 
 
@@ -107,7 +163,7 @@ def _in_values(db: Any, node: A.InList) -> tuple[A.Expr, ...]:
     sub = node.items[0]
     if not isinstance(sub.query, A.Select):
         raise _err("IN takes a SELECT subquery, not EXPLAIN", sub)
-    table, _stats, _types = _select_table(db, _resolve(db, sub.query))
+    table, _stats, _types = _select_table(db, _resolve(db, sub.query, [0]))
     left = len(node.expr.items) if isinstance(node.expr, A.TupleLiteral) else 1
     if table.num_columns != left:
         raise _err(f"Number of columns in section IN doesn't match. {left} at left, {table.num_columns} at right. "

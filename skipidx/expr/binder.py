@@ -590,6 +590,11 @@ class Binder:
             return self._fold_logic(BCall("and", parts, _BOOL, x.nullable, n.to_sql()))
         if isinstance(n, A.FunctionCall):
             return self._call(n, agg)
+        if isinstance(n, A.ScalarValue):
+            return scalar_constant(n)
+        if isinstance(n, A.ScalarSubquery):
+            # the engine runs scalar subqueries before binding; elsewhere (a `where=` text) there is no engine
+            raise _err("a scalar subquery (SELECT ...) is only supported in a statement run by the database", n)
         if isinstance(n, A.ArrayLiteral):
             return BConst(self._const_list(n.items, n), pa.null())
         if isinstance(n, A.TupleLiteral):
@@ -691,7 +696,8 @@ class Binder:
                 src = source_column(left)
                 return BFolded(r, src if (src is not None and left.nullable) else None, text)
             f2, v2 = r
-            return BCall(f2, (left, BConst(v2, value_type(left.type))), _BOOL, left.nullable, text)
+            # a Nullable constant (a scalar subquery's) makes the result Nullable, as in ClickHouse
+            return BCall(f2, (left, BConst(v2, value_type(left.type))), _BOOL, left.nullable or right.nullable, text)
         lt, rt = value_type(left.type), value_type(right.type)
         if not _comparable(lt, rt):
             raise _err(f"illegal types of arguments ({ch_name(lt)}, {ch_name(rt)}) of function {func}: {text}",
@@ -724,7 +730,7 @@ class Binder:
                 raise _err(f"cannot compare {a.value!r} with {b.value!r}", node)
         ops = {"equals": av == bv, "notEquals": av != bv, "less": av < bv, "lessOrEquals": av <= bv,
                "greater": av > bv, "greaterOrEquals": av >= bv}
-        return BConst(int(ops[func]), _BOOL)
+        return BConst(int(ops[func]), _BOOL, a.nullable or b.nullable)
 
     def _in(self, subject: BExpr, items: tuple, negated: bool, node: A.InList) -> BExpr:
         values = self._const_list(items, node)
@@ -771,7 +777,8 @@ class Binder:
             except SkipidxError as e:
                 raise _err(e.message, node) from None
             val = v[0].as_py()
-            return BConst(val, v.type)
+            # Nullable stays Nullable: (SELECT count() FROM t) + 1 is Nullable(UInt64)
+            return BConst(val, v.type, left.nullable or right.nullable)
         try:
             rtype = arithmetic_result_type({"plus": "+", "minus": "-", "multiply": "*", "divide": "/",
                                             "modulo": "%"}[func], lt, rt)
@@ -1224,7 +1231,7 @@ class Binder:
                 assert e is not None
             else:
                 e = self.expr(it.expr, allow_agg=True)
-            if isinstance(e, BConst) and isinstance(e.value, tuple):
+            if isinstance(e, BConst) and isinstance(e.value, tuple) and not pa.types.is_list(e.type):
                 e = BConst(e.value, array_constant_type(e.value, it.expr), e.nullable)  # `SELECT [1, 2]`
             name = it.alias if it.alias is not None else output_name(it.expr)
             items.append(OutputItem(name, e))
@@ -1316,6 +1323,21 @@ class Binder:
             check(o.expr, node)
         if having is not None:
             check(having, s.having)
+
+
+def scalar_constant(n: A.ScalarValue) -> BConst:
+    """The constant of a scalar subquery's value, of its ClickHouse type."""
+    from skipidx.core.types import parse_type
+
+    if n.type_name == "Nullable(Nothing)":     # (SELECT NULL)
+        return BConst(None, pa.null(), True)
+    t = parse_type(n.type_name)
+    at = t.arrow_type
+    if n.value is None and pa.types.is_null(at):
+        return BConst(None, pa.null(), True)
+    if isinstance(n.value, bytes) and pa.types.is_string(at) and not _is_utf8(n.value):
+        at = pa.binary()
+    return BConst(n.value, at, bool(t.nullable) or n.value is None)
 
 
 def _evaluate_one(e: BExpr, columns: dict[str, pa.Array]) -> Any:
@@ -1521,6 +1543,8 @@ def _shortest_digits(v: float) -> tuple[str, int]:
 
 def _ch_name(e: A.Expr) -> str:
     if isinstance(e, A.Column):
+        return e.name
+    if isinstance(e, A.ScalarValue):
         return e.name
     if isinstance(e, A.Literal):
         k = e.kind

@@ -439,6 +439,48 @@ class Subquery(Expr):
 
 
 @_node
+class ScalarSubquery(Expr):
+    """``(SELECT ...)`` as a value (ClickHouse's scalar subquery): the engine runs it
+    once, before the outer query is bound, and puts a :class:`ScalarValue` in its place."""
+
+    query: Statement
+    pos: Pos = _pos_field()
+
+    def _sql_level(self) -> tuple[str, int]:
+        return f"({self.query.to_sql()})", LEVEL_ATOM
+
+
+@_node
+class ScalarValue(Expr):
+    """The value of a scalar subquery, run before binding: `value` as Python (bytes for
+    a String, a tuple for an Array, None for NULL), `type_name` its ClickHouse type
+    (``Nullable(UInt64)``) and `name` the column name ClickHouse gives it
+    (``_subquery_1``). Never parsed; rendered as the CAST of its value."""
+
+    value: object
+    type_name: str
+    name: str
+    pos: Pos = _pos_field()
+
+    def _sql_level(self) -> tuple[str, int]:
+        return f"CAST({_value_sql(self.value)} AS {self.type_name})", LEVEL_ATOM
+
+
+def _value_sql(v: object) -> str:
+    if v is None:
+        return "NULL"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, bytes):
+        return quote_string(v)
+    if isinstance(v, (int, float)):
+        return Literal(v, "int" if isinstance(v, int) else "float").to_sql()
+    if isinstance(v, tuple):
+        return "[" + ", ".join(_value_sql(x) for x in v) + "]"
+    return quote_string(str(v).encode("utf-8"))
+
+
+@_node
 class IsNull(Expr):
     """``expr IS [NOT] NULL``."""
 
@@ -1092,7 +1134,7 @@ __all__ = [
     "CreateTable", "DropTable", "InsertValues", "InsertFile", "AlterAddIndex", "AlterDropIndex",
     "AlterMaterializeIndex", "AlterRefresh", "Optimize", "Select", "Explain", "ShowTables", "Describe",
     "Param", "TableFunction", "InsertSelect", "Truncate", "AlterAddColumn", "AlterDropColumn", "AlterModifySetting",
-    "Alter", "ALTER_COMMANDS", "ShowCreate", "ExistsTable", "SetStatement",
+    "Alter", "ALTER_COMMANDS", "ShowCreate", "ExistsTable", "SetStatement", "ScalarSubquery", "ScalarValue",
     "COMPARISON_OPS", "ADDITIVE_OPS", "MULTIPLICATIVE_OPS", "INFILE_FORMATS", "KEYWORDS",
     "quote_identifier", "quote_string", "memo", "node_fields",
 ]

@@ -701,6 +701,9 @@ class _AstBuilder:
         ctx.keep.append(inner)
         return inner
 
+    def scalar_subquery(self, c: list) -> A.Expr:
+        return self._expr(A.ScalarSubquery(c[1], pos=_pos(c[0])))
+
     # -- operators
 
     def neg(self, c: list) -> A.Expr:
