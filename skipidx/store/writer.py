@@ -4,7 +4,8 @@ Granule = row group. To read k granules of a part the reader must touch O(k)
 bytes, and pyarrow reads whole row groups (it has no row-range read through
 the page index), so the data file has one row group per data granule
 (``bench/bench_store.py`` compares the layouts). Parquet's per-row-group
-statistics then double as a free min/max per granule for DuckDB and Spark.
+statistics of the ORDER BY key and the fixed-width columns then double as a
+free min/max per granule for DuckDB and Spark (:func:`statistics_columns`).
 
 Index files are Arrow IPC, not Parquet: IPC opens with no decoding, and
 ``pyarrow.ipc.open_file(path).read_all()`` reads them. A filter column sized
@@ -41,7 +42,7 @@ from skipidx.store.encoding import (
 from skipidx.store.manifest import DATA_FILE, KEY_STATS, MANIFEST, index_file_name, key_stats_from_footer, zones
 from skipidx.store.metadata import FORMAT_VERSION, IndexMeta, TableMeta
 
-__all__ = ["INDEX_CHUNK_ROWS", "PartWriter", "write_part", "build_part", "index_values"]
+__all__ = ["INDEX_CHUNK_ROWS", "PartWriter", "write_part", "build_part", "index_values", "statistics_columns"]
 
 #: Rows per chunk a part is written in (rounded to whole index granules):
 #: the rows handed to an index aggregator at once, so building a part's
@@ -54,6 +55,39 @@ def index_values(meta: IndexMeta, column: pa.Array) -> pa.Array:
     e.g. ``lower(column)``, through the registry the planner also uses for
     query constants (:mod:`skipidx.expr.index_expressions`), so both sides agree."""
     return apply_expression(meta.definition.expr_func, column)
+
+
+def _leaf_paths(name: str, t: pa.DataType) -> list[tuple[str, pa.DataType]]:
+    """(Parquet column path, Arrow leaf type) of each leaf of a column, as pyarrow's writer
+    names them (compliant nested types: ``a.list.element``)."""
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return _leaf_paths(f"{name}.list.element", t.value_type)
+    if pa.types.is_map(t):
+        return _leaf_paths(f"{name}.key_value.key", t.key_type) + _leaf_paths(f"{name}.key_value.value", t.item_type)
+    if pa.types.is_struct(t):
+        return [p for i in range(t.num_fields) for p in _leaf_paths(f"{name}.{t.field(i).name}", t.field(i).type)]
+    return [(name, t)]
+
+
+def _bytes_like(t: pa.DataType) -> bool:
+    return (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
+            or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t))
+
+
+def statistics_columns(meta: TableMeta) -> list[str]:
+    """The Parquet columns written with min/max statistics: the ORDER BY key (the
+    pruner reads its row-group statistics), every fixed-width column (a vectorized
+    min/max) and LowCardinality columns (few distinct values). Not the other String /
+    binary / FixedString columns: their min/max is a comparison per value (a few
+    percent of an insert's CPU), and a granule's min/max of free text or ids prunes
+    nothing; ClickHouse keeps no per-granule min/max of them either."""
+    out = []
+    for c in meta.columns:
+        keep = c.name in meta.order_by or c.type.low_cardinality
+        for path, t in _leaf_paths(c.name, c.type.arrow_type):
+            if keep or not _bytes_like(t):
+                out.append(path)
+    return out
 
 
 def _row_group_spans(md: pq.FileMetaData) -> list[list[int]]:
@@ -298,7 +332,7 @@ class PartWriter:
                                     compression=comp, compression_level=level or None,
                                     use_dictionary=self.dictionary_columns,
                                     column_encoding=self.column_encodings or None,
-                                    write_statistics=True, encryption_properties=enc,
+                                    write_statistics=statistics_columns(meta), encryption_properties=enc,
                                     store_schema=True, sorting_columns=sorting or None)
 
     def merged_index(self, name: str) -> object | None:

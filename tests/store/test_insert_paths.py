@@ -115,3 +115,51 @@ def test_as_batches_keeps_no_reference_to_a_yielded_chunk(kind):
     assert seen == list(range(3000))
     assert next(gen, None) is None
 
+
+
+def _data_files(db_dir: str, table: str) -> list[str]:
+    import glob
+
+    return sorted(glob.glob(os.path.join(db_dir, table, "parts", "*", "data.parquet")))
+
+
+def test_statistics_written_for_key_fixed_width_and_low_cardinality(tmp_path):
+    """Row-group min/max for the ORDER BY key (a String here), fixed-width and
+    LowCardinality columns and non-string array leaves; none for the other String,
+    FixedString and string-array columns. The rows read back unchanged."""
+    import duckdb
+
+    db = skipidx.connect(str(tmp_path / "db"))
+    db.sql("CREATE TABLE t (k String, n UInt32, f Float64, d Date, lc LowCardinality(String), s String, "
+           "fs FixedString(3), a Array(String), ai Array(UInt16), ns Nullable(String)) "
+           "ENGINE = MergeTree ORDER BY k SETTINGS index_granularity = 64")
+    n = 300
+    data = pa.table({
+        "k": [f"k{i:04d}" for i in range(n)], "n": pa.array(range(n), pa.uint32()),
+        "f": [i / 7 for i in range(n)], "d": pa.array([dt.date(2024, 1, 1) + dt.timedelta(days=i) for i in range(n)]),
+        "lc": [("x", "y", "z")[i % 3] for i in range(n)], "s": [f"msg {i * 7919 % 1000}" for i in range(n)],
+        "fs": [b"abc" if i % 2 else b"xyz" for i in range(n)], "a": [[f"t{i}", "u"] for i in range(n)],
+        "ai": [[i % 5, 9] for i in range(n)], "ns": [None if i % 4 == 0 else f"v{i}" for i in range(n)],
+    })
+    db.insert("t", data)
+    [path] = _data_files(str(tmp_path / "db"), "t")
+    md = pq.read_metadata(path)
+    assert md.num_row_groups == 5
+    with_stats = set()
+    for g in range(md.num_row_groups):
+        rg = md.row_group(g)
+        for j in range(rg.num_columns):
+            c = rg.column(j)
+            if c.statistics is not None and c.statistics.has_min_max:
+                with_stats.add(c.path_in_schema)
+    assert with_stats == {"k", "n", "f", "d", "lc", "ai.list.element"}
+    assert md.row_group(1).column(0).statistics.min == "k0064"
+    want = data.sort_by("k")
+    got = pq.read_table(path)
+    assert got.select(["k", "n", "lc", "s", "a", "ai", "ns"]).equals(
+        want.select(["k", "n", "lc", "s", "a", "ai", "ns"]).cast(got.select(["k", "n", "lc", "s", "a", "ai", "ns"]).schema))
+    rows = duckdb.sql(f"SELECT k, s, lc, ns, fs FROM '{path}' WHERE k >= 'k0290' ORDER BY k").fetchall()
+    assert rows == [(f"k{i:04d}", f"msg {i * 7919 % 1000}", ("x", "y", "z")[i % 3],
+                     None if i % 4 == 0 else f"v{i}", b"abc" if i % 2 else b"xyz") for i in range(290, 300)]
+    assert db.sql("SELECT count() FROM t WHERE k = 'k0100'").fetchall() == [(1,)]
+    assert db.sql("SELECT count() FROM t WHERE k = 'k0100'").stats.granules_selected == 1
