@@ -77,7 +77,8 @@ def _on_dictionary(e: BExpr, col: pa.ChunkedArray, name: str) -> pa.Array | None
     # the NULL value only when some row's index is NULL (a NULL-free input
     # keeps the functions on their NULL-free paths)
     has_null = any(c.indices.null_count for c in chunks)
-    values = pa.concat_arrays([c.dictionary for c in chunks] + ([pa.nulls(1, vt)] if has_null else []))
+    # the dictionaries as chunks of one column, not concatenated (a copy of every value per query)
+    values = pa.chunked_array([c.dictionary for c in chunks] + ([pa.nulls(1, vt)] if has_null else []), type=vt)
     per_value = evaluate(e, pa.table({name: values}))
     # the rows' positions in `values`: each chunk's indices moved past the
     # dictionaries before it; NULL rows point to the trailing NULL value

@@ -402,12 +402,20 @@ class _InPlan:
     """An IN list prepared for one column type: the value set, the kind, and
     for fixed-width columns the bitmap membership (None: use pc.is_in)."""
 
-    __slots__ = ("kind", "vset", "membership")
+    __slots__ = ("kind", "vset", "membership", "_vset32")
 
     def __init__(self, kind: str, vset: pa.Array, membership: _Membership | None) -> None:
         self.kind = kind
         self.vset = vset
         self.membership = membership
+        self._vset32: pa.Array | None = None
+
+    def vset32(self) -> pa.Array:
+        """The string value set as binary (32-bit offsets): a string / binary column
+        is looked up as it is, not copied into 64-bit offsets first."""
+        if self._vset32 is None:
+            self._vset32 = self.vset.cast(pa.binary())
+        return self._vset32
 
 
 def _in_plan_uncached(vals: tuple, vt: pa.DataType) -> _InPlan:
@@ -503,10 +511,16 @@ def is_in(arr: ArrayLike, values: Iterable[Any], negated: bool = False) -> Array
     plan = _in_plan(vals, vt)
     k, vset = plan.kind, plan.vset
 
+    # a string / binary column (32-bit offsets) is looked up as binary, as it is; a large one as large_binary
+    small = k == "string" and (pa.types.is_string(vt) or pa.types.is_binary(vt)) and len(vset) > 0
+    if small:
+        vset = plan.vset32()
+
     def view(chunk: pa.Array) -> pa.Array:
         if k == "string":
             col = chunk.cast(vt) if pa.types.is_dictionary(t) else chunk
-            return _binary_view(col).cast(pa.large_binary())
+            col = _binary_view(col)
+            return col if small else col.cast(pa.large_binary())
         if pa.types.is_boolean(vt):
             return chunk.cast(pa.uint8())
         return chunk
