@@ -210,6 +210,7 @@ class Catalog:
             from skipidx.store.merge import stop_merges
 
             stop_merges(target)   # this process's background merge of it, if any
+            _commit.forget_state(target)   # (no descriptor of ours left in the directory removed below)
             with _commit.WriteLock(target):
                 gone = os.path.join(self.path, f"{_DROPPED_PREFIX}{name}-{os.urandom(4).hex()}")
                 if not os.path.lexists(os.path.join(target, TABLE_MARK)):

@@ -43,7 +43,9 @@ import os
 import re
 import shutil
 import stat
+import threading
 import time
+from collections import OrderedDict
 from dataclasses import field
 from skipidx.core.dataclass_codes import dataclass
 from typing import Callable, Iterable, Sequence
@@ -186,6 +188,13 @@ _META_CACHE = LRU(64, "store.validated_metas", "validated table metadata, by its
 
 
 def _read_state_bytes(table_dir: str) -> tuple[str, bytes]:
+    path, raw, fd, _key = _read_state_fd(table_dir)
+    os.close(fd)
+    return path, raw
+
+
+def _read_state_fd(table_dir: str) -> tuple[str, bytes, int, tuple]:
+    """(path, bytes, an open descriptor of the file read, its fstat key)."""
     path = os.path.join(table_dir, STATE_FILE)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -200,27 +209,121 @@ def _read_state_bytes(table_dir: str) -> tuple[str, bytes]:
                                "links inside the database directory", path=path) from None
         raise os_error(e, path) from None
     try:
-        with open(fd, "rb", buffering=0, closefd=True) as f:
-            return path, f.read()
+        key = _stat_key(os.fstat(fd))
+        chunks = []
+        pos = 0
+        while True:
+            b = os.pread(fd, max(key[2] + 1 - pos, 1 << 16), pos)
+            if not b:
+                break
+            chunks.append(b)
+            pos += len(b)
+        return path, b"".join(chunks), fd, key
     except OSError as e:
+        os.close(fd)
         raise os_error(e, path) from None
+
+
+class _HeldStates:
+    """The last state read of each table directory, with the file it was read from held open.
+
+    While this process holds a descriptor of the file it parsed, that inode cannot
+    be freed, so no other file -- a state renamed over it by a commit of any process
+    -- can have its (device, inode): a ``stat`` of ``state.json`` showing the same
+    (device, inode, size, mtime, ctime) is that very file, unchanged (commits never
+    write in place; an outside write in place changes its times or size). A read is
+    then one ``stat`` instead of open / read / close and a compare of the bytes.
+    Bounded (the least recently used entry's descriptor is closed); the stat and the
+    compare run under the lock, so an entry is never closed between them."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._d: "OrderedDict[str, tuple[int, tuple, TableState]]" = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, path: str) -> TableState | None:
+        with self._lock:
+            hit = self._d.get(path)
+            if hit is None:
+                return None
+            try:
+                st = os.stat(path, follow_symlinks=False)
+            except OSError:
+                self._drop(path)
+                return None
+            if _stat_key(st) != hit[1]:
+                self._drop(path)
+                return None
+            self._d.move_to_end(path)
+            return hit[2]
+
+    def put(self, path: str, fd: int, key: tuple, state: TableState) -> None:
+        """Keep `state`, read from `fd` (fstat `key`); the descriptor is this cache's from now on."""
+        with self._lock:
+            self._drop(path)
+            self._d[path] = (fd, key, state)
+            while len(self._d) > self.size:
+                _, (old, _k, _s) = self._d.popitem(last=False)
+                os.close(old)
+
+    def _drop(self, path: str) -> None:
+        hit = self._d.pop(path, None)
+        if hit is not None:
+            os.close(hit[0])
+
+    def forget(self, table_dir: str | None = None) -> None:
+        """Close the descriptor held for `table_dir` (all: None), e.g. before its directory is removed."""
+        with self._lock:
+            if table_dir is None:
+                for fd, _k, _s in self._d.values():
+                    os.close(fd)
+                self._d.clear()
+            else:
+                self._drop(os.path.join(table_dir, STATE_FILE))
+
+
+def _stat_key(st: os.stat_result) -> tuple:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, stat.S_IFMT(st.st_mode))
+
+
+#: at most this many descriptors held (one per table read lately)
+_HELD = _HeldStates(64)
 
 
 def read_state(table_dir: str) -> TableState:
     """Read and validate ``state.json``; CorruptionError naming it when damaged.
 
-    The file is read on every call; the parse of bytes already parsed (and
-    validated) is reused -- a TableState is immutable."""
-    path, raw = _read_state_bytes(table_dir)
-    hit = _STATE_CACHE.get(path)
-    if hit is not None and hit[0] == raw:
-        return hit[1]
+    A state file this process read before and still holds open (:class:`_HeldStates`)
+    is known unchanged from one ``stat``; otherwise the file is read, and the parse of
+    bytes already parsed (and validated) is reused -- a TableState is immutable."""
+    path = os.path.join(table_dir, STATE_FILE)
+    held = _HELD.get(path)
+    if held is not None:
+        return held
+    path, raw, fd, key = _read_state_fd(table_dir)
     try:
-        st = _parse_state(path, raw)
-    except CorruptionError as e:
-        raise CorruptionError(f"{e.message}; {_repair_hint(table_dir)}", path=path) from None
-    _STATE_CACHE.put(path, (raw, st))
+        hit = _STATE_CACHE.get(path)
+        if hit is not None and hit[0] == raw:
+            st = hit[1]
+        else:
+            try:
+                st = _parse_state(path, raw)
+            except CorruptionError as e:
+                raise CorruptionError(f"{e.message}; {_repair_hint(table_dir)}", path=path) from None
+            _STATE_CACHE.put(path, (raw, st))
+    except BaseException:
+        os.close(fd)
+        raise
+    if key[5] == stat.S_IFREG:
+        _HELD.put(path, fd, key, st)
+    else:
+        os.close(fd)
     return st
+
+
+def forget_state(table_dir: str) -> None:
+    """Let go of the state file of `table_dir` this process holds open (its directory is being removed)."""
+    _HELD.forget(table_dir)
 
 
 def _repair_hint(table_dir: str) -> str:
@@ -230,6 +333,7 @@ def _repair_hint(table_dir: str) -> str:
 
 def clear_state_cache() -> None:
     """Forget parsed states (as a new process would)."""
+    _HELD.forget()
     _STATE_CACHE.clear()
 
 
