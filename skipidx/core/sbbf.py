@@ -38,6 +38,7 @@ size), so the filter pyarrow writes is
 """
 from __future__ import annotations
 
+import sys
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -297,6 +298,41 @@ class SBBF:
 
 # ---------------------------------------------------------- many filters
 
+def _layout(sizes: Sequence[int] | np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """(block_offset, num_blocks, total words) of a bank of filters of ``sizes[i]`` bytes (validated)."""
+    arr = np.asarray(sizes)
+    if arr.ndim != 1 or (arr.size and not np.issubdtype(arr.dtype, np.integer)):
+        raise SkipidxError(f"SBBF sizes must be a 1-D integer array, got {arr.dtype} of shape {arr.shape}")
+    sizes64 = arr.astype(np.int64)
+    bad = (sizes64 < MIN_BYTES) | (sizes64 > MAX_BYTES) | (sizes64 % BYTES_PER_BLOCK != 0)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        _check_num_bytes(int(sizes64[i]), f"size of filter {i}")
+    num_blocks = sizes64 // BYTES_PER_BLOCK
+    block_offset = np.zeros(num_blocks.shape[0], dtype=np.int64)
+    if num_blocks.shape[0]:
+        np.cumsum(num_blocks[:-1], out=block_offset[1:])
+    total = int(num_blocks.sum()) * WORDS_PER_BLOCK
+    return block_offset, num_blocks, total
+
+
+def _writable_words(data: pa.Buffer, start: int, total: int) -> np.ndarray | None:
+    """`total` uint32 words at byte `start` of `data` as a writable view of the memory
+    under it (the mutable buffer it is, or is a slice of), or None where there is no such
+    view (read-only or foreign memory, a misaligned start, a big-endian host)."""
+    if sys.byteorder != "little":
+        return None
+    base = data
+    while not base.is_mutable and base.parent is not None:
+        base = base.parent
+    if not base.is_mutable:
+        return None
+    off = data.address + start - base.address
+    if off % 4 or off < 0 or off + 4 * total > base.size:
+        return None
+    return np.frombuffer(base, dtype=np.uint32, count=total, offset=off)
+
+
 class SBBFBank:
     """Many SBBFs (e.g. one per index granule of a part) in one flat uint32 array.
 
@@ -317,19 +353,7 @@ class SBBFBank:
     @classmethod
     def from_num_bytes(cls, sizes: Sequence[int] | np.ndarray) -> "SBBFBank":
         """An empty bank with one filter of ``sizes[i]`` bytes per entry."""
-        arr = np.asarray(sizes)
-        if arr.ndim != 1 or (arr.size and not np.issubdtype(arr.dtype, np.integer)):
-            raise SkipidxError(f"SBBF sizes must be a 1-D integer array, got {arr.dtype} of shape {arr.shape}")
-        sizes64 = arr.astype(np.int64)
-        bad = (sizes64 < MIN_BYTES) | (sizes64 > MAX_BYTES) | (sizes64 % BYTES_PER_BLOCK != 0)
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            _check_num_bytes(int(sizes64[i]), f"size of filter {i}")
-        num_blocks = sizes64 // BYTES_PER_BLOCK
-        block_offset = np.zeros(num_blocks.shape[0], dtype=np.int64)
-        if num_blocks.shape[0]:
-            np.cumsum(num_blocks[:-1], out=block_offset[1:])
-        total = int(num_blocks.sum()) * WORDS_PER_BLOCK
+        block_offset, num_blocks, total = _layout(sizes)
         return cls(np.zeros(total, dtype=np.uint32), block_offset, num_blocks)
 
     @classmethod
@@ -353,11 +377,14 @@ class SBBFBank:
         return bank
 
     @classmethod
-    def from_arrow(cls, arr: pa.Array | pa.ChunkedArray) -> "SBBFBank":
+    def from_arrow(cls, arr: pa.Array | pa.ChunkedArray, copy: bool = True) -> "SBBFBank":
         """A bank from a binary Arrow array holding one bitset per element (copied).
 
         Accepts binary, large_binary and fixed_size_binary (also chunked).
-        Nulls and bitsets of invalid length raise SkipidxError.
+        Nulls and bitsets of invalid length raise SkipidxError. `copy=False`: the
+        words view the array's data buffer where it is writable memory of its own
+        (the buffer a file was read or decompressed into, or a slice of it), so
+        the bank and the array share it; a copy otherwise.
         """
         if isinstance(arr, pa.ChunkedArray):
             arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
@@ -380,6 +407,13 @@ class SBBFBank:
             data = arr.buffers()[2]
         else:
             raise SkipidxError(f"SBBF bitsets must be a binary array, got type {t}")
+        if not copy and n:
+            block_offset, num_blocks, total = _layout(sizes)   # validates every size
+            if data is None or data.size < end:
+                raise SkipidxError("SBBF bitset array: data buffer shorter than its offsets")
+            words = _writable_words(data, start, total)
+            if words is not None:
+                return cls(words, block_offset, num_blocks)
         bank = cls.from_num_bytes(sizes)  # validates every size
         if n:
             if data is None or data.size < end:

@@ -299,7 +299,7 @@ class SBBFGranules(IndexGranules):
         if expect is None or not np.array_equal(expect, sizes):
             raise zones.CorruptionError("index table: filter sizes do not match the index parameters")
         try:
-            bank = SBBFBank.from_arrow(arr)
+            bank = SBBFBank.from_arrow(arr, copy=False)   # the words stay in the buffer the file was read into
         except SkipidxError as e:
             raise zones.CorruptionError(f"index table: {e.message}") from None
         fill = to_numpy(zones.column(table, "fill_ratio", pa.float64()))

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
+from typing import Any, Callable
 from skipidx.core.dataclass_codes import dataclass
 
 import xxhash
@@ -150,6 +151,32 @@ class Verifier:
             os.close(fd)
         with self._lock:
             self._blocks(key).update(todo)
+
+    def read_verified(self, path: str, expected: FileSum, read: Callable[[str], Any]) -> Any:
+        """``read(path)`` (the whole file as a buffer: bytes, a pyarrow Buffer), its blocks
+        verified as :meth:`verify` would verify them, from the bytes read (the file is read
+        once, and what is verified is what the caller gets). Raises CorruptionError naming
+        the file; an OSError of `read` passes through."""
+        key = self._identity(path, expected)
+        data = read(path)
+        view = memoryview(data)
+        if view.nbytes != expected.size:
+            raise CorruptionError(
+                f"file size {view.nbytes} differs from the manifest's {expected.size} (truncated or damaged)",
+                path=path,
+            )
+        bs = expected.block_size
+        with self._lock:
+            done = self._blocks(key)
+            todo = [i for i in range(len(expected.blocks)) if i not in done]
+        for i in todo:
+            if xxhash.xxh3_128_hexdigest(view[i * bs:(i + 1) * bs]) != expected.blocks[i]:
+                raise CorruptionError(
+                    f"checksum mismatch in bytes [{i * bs}, {min((i + 1) * bs, expected.size)})", path=path)
+        if todo:
+            with self._lock:
+                self._blocks(key).update(todo)
+        return data
 
     def verify_spans(self, path: str, expected: FileSum, spans: list[tuple[int, int]]) -> None:
         """:meth:`verify` of each byte range [start, end) of `spans`, with one look at the

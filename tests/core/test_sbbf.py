@@ -379,6 +379,50 @@ def test_bank_arrow_round_trip():
     assert len(SBBFBank.from_arrow(pa.array([], pa.binary()))) == 0
 
 
+def _ipc_round_trip(arr: pa.Array, compression: str | None) -> tuple[pa.Buffer, pa.Array]:
+    """(the file's bytes in a buffer of their own, `arr` read back from it), as an index load reads it."""
+    sink = pa.BufferOutputStream()
+    opts = pa.ipc.IpcWriteOptions(compression=compression)
+    with pa.ipc.new_file(sink, pa.schema([("f", arr.type)]), options=opts) as w:
+        w.write_batch(pa.record_batch([arr], names=["f"]))
+    buf = pa.allocate_buffer(len(sink.getvalue()))
+    np.frombuffer(buf, np.uint8)[:] = np.frombuffer(sink.getvalue(), np.uint8)
+    return buf, pa.ipc.open_file(pa.BufferReader(buf)).get_batch(0).column(0)
+
+
+@pytest.mark.parametrize("compression", [None, "lz4", "zstd"])
+def test_bank_from_arrow_without_copy_views_the_read_buffer(compression):
+    """copy=False: the same bank, its words a writable view of the buffer the file was read
+    (or decompressed) into; a copy where the memory is not the bank's to write to."""
+    bank = SBBFBank.from_num_bytes([32, 1024, 64, 256])
+    bank.insert(np.random.default_rng(52).integers(0, 4, size=400), rand_hashes(400, 53))
+    buf, arr = _ipc_round_trip(bank.to_arrow(), compression)
+    for a in (arr, arr.slice(1, 3), arr.cast(pa.large_binary()), pa.chunked_array([arr])):
+        want = SBBFBank.from_arrow(a)
+        got = SBBFBank.from_arrow(a, copy=False)
+        assert np.array_equal(got.words, want.words) and got.words.dtype == np.uint32
+        assert np.array_equal(got.block_offset, want.block_offset)
+        assert np.array_equal(got.num_blocks, want.num_blocks)
+        probe = rand_hashes(50, 54)
+        assert got.words.flags.writeable and np.array_equal(got.check_all(probe), want.check_all(probe))
+    view = SBBFBank.from_arrow(arr, copy=False)
+    if compression is None:
+        assert np.shares_memory(view.words, np.frombuffer(buf, np.uint8))
+    assert not np.shares_memory(SBBFBank.from_arrow(arr).words, view.words)
+    # memory that is not writable (a Python bytes object) is copied, never aliased read-only
+    raw = bank.filter(0).to_bytes() + bank.filter(1).to_bytes()
+    data = pa.py_buffer(raw)
+    assert not data.is_mutable
+    frozen = pa.Array.from_buffers(pa.binary(), 2, [None, pa.py_buffer(np.array([0, 32, 1056], np.int32)), data])
+    got = SBBFBank.from_arrow(frozen, copy=False)
+    assert got.words.flags.writeable and got.filter(1) == bank.filter(1)
+    assert not np.shares_memory(got.words, np.frombuffer(data, np.uint8))
+    # sizes are validated on both paths
+    with pytest.raises(SkipidxError):
+        SBBFBank.from_arrow(_ipc_round_trip(pa.array([b"\x00" * 33]), compression)[1], copy=False)
+    assert len(SBBFBank.from_arrow(pa.array([], pa.binary()), copy=False)) == 0
+
+
 @pytest.mark.parametrize(
     "arr",
     [pa.array([b"\x00" * 32, None]), pa.array([b"\x00" * 33]), pa.array([b""]), pa.array(["x" * 32]),
@@ -388,6 +432,8 @@ def test_bank_arrow_round_trip():
 def test_bank_from_arrow_rejects(arr):
     with pytest.raises(SkipidxError):
         SBBFBank.from_arrow(arr)
+    with pytest.raises(SkipidxError):
+        SBBFBank.from_arrow(arr, copy=False)
 
 
 def test_bank_from_filters_and_fpp_estimates():
