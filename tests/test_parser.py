@@ -682,12 +682,12 @@ EXPECTED_SETS = [
     ("after_keyword_read_as_name", "SELECT a, FROM t",
      ("operator", "'('", "','", "'.'", "';'", "AS", "FORMAT", "FROM", "GROUP", "HAVING", "INTO", "LIMIT", "ORDER",
       "PREWHERE", "SETTINGS", "WHERE", "end of input")),
-    ("open_paren", "SELECT (", ("expression", "')'", "SELECT")),   # a scalar subquery may start there
+    ("open_paren", "SELECT (", ("expression", "')'", "SELECT", "WITH")),   # a scalar subquery may start there
     ("column_type", "CREATE TABLE t (a", ("identifier",)),
     ("statement_start", "SELEC 1",
      ("';'", "ALTER", "CREATE", "DESC", "DESCRIBE", "DROP", "EXISTS", "EXPLAIN", "INSERT", "OPTIMIZE", "SELECT",
-      "SET", "SHOW", "TRUNCATE", "end of input")),
-    ("insert_after_table", "INSERT INTO t 1", ("'('", "'.'", "FROM", "SELECT", "SETTINGS", "VALUES")),
+      "SET", "SHOW", "TRUNCATE", "WITH", "end of input")),
+    ("insert_after_table", "INSERT INTO t 1", ("'('", "'.'", "FROM", "SELECT", "SETTINGS", "VALUES", "WITH")),
     ("describe", "DESCRIBE 1", ("identifier", "{name:Identifier}", "TABLE")),
     ("after_is", "SELECT a FROM t WHERE a IS 1", ("NOT", "NULL")),
     # in the SELECT list `a IS 1` is `a AS is` then a stray 1, as ClickHouse reads it

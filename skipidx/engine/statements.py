@@ -65,9 +65,36 @@ def resolve_subqueries(db: Any, s: A.Statement) -> A.Statement:
     statement object each run: a plan kept on the statement never holds an old value."""
     if not isinstance(s, (A.Select, A.Explain, A.InsertSelect, A.CreateTable)):
         return s
+    from skipidx.sql.with_clause import inline_with
+
+    # (the same rewritten object for a repeated statement: its plans stay kept)
+    s = A.memo(s, "with_inlined", inline_with)
     if not A.memo(s, "has_subquery_in", _has_subquery_in):
         return s
-    return _resolve(db, s, [0])
+    return _resolve(db, s, _Scope())
+
+
+class _Scope:
+    """The SELECT being resolved: how many scalar subqueries it has numbered, and its
+    WITH aliases whose expression holds a subquery (resolved, and numbered, where the
+    query first names them -- ClickHouse numbers them there -- or at the end)."""
+
+    def __init__(self, select: A.Select | None = None) -> None:
+        self.n = 0
+        self.with_ = list(select.with_) if select is not None else []
+        self.pending = {w.name: i for i, w in enumerate(self.with_)
+                        if w.expr is not None and _has_subquery_in(w.expr)}
+
+    def use(self, db: Any, name: str) -> None:
+        i = self.pending.pop(name, None)
+        if i is not None:
+            w = self.with_[i]
+            self.with_[i] = dataclasses.replace(w, expr=_resolve(db, w.expr, self))
+
+    def finish(self, db: Any) -> tuple:
+        for name in list(self.pending):
+            self.use(db, name)
+        return tuple(self.with_)
 
 
 def _is_in_subquery(node: Any) -> bool:
@@ -88,19 +115,35 @@ def _has_subquery_in(node: Any) -> bool:
     return False
 
 
-def _resolve(db: Any, node: Any, counter: list[int]) -> Any:
+def _resolve(db: Any, node: Any, counter: "_Scope") -> Any:
     """`node` resolved; `counter` numbers the scalar subqueries of the SELECT being walked
     (ClickHouse names them _subquery_1, ... in the order its analyzer meets them: the
     SELECT list first, left to right; each SELECT counts its own)."""
-    if isinstance(node, (A.Literal, A.Column)):
+    if isinstance(node, A.Column):
+        if node.table is None and counter.pending:
+            counter.use(db, node.name)
+        return node
+    if isinstance(node, A.Literal):
         return node
     if _is_in_subquery(node):
         return dataclasses.replace(node, expr=_resolve(db, node.expr, counter), items=_in_values(db, node))
     if isinstance(node, A.ScalarSubquery):
-        counter[0] += 1
-        return _scalar_value(db, node, f"_subquery_{counter[0]}")
+        counter.n += 1
+        return _scalar_value(db, node, f"_subquery_{counter.n}")
     if isinstance(node, A.Select):
-        counter = [0]
+        scope = _Scope(node)
+        changes = {}
+        for name in A.node_fields(A.Select):
+            if name == "with_":
+                continue
+            v = getattr(node, name)
+            nv = _resolve_value(db, v, scope)
+            if nv is not v:
+                changes[name] = nv
+        with_ = scope.finish(db)
+        if any(a is not b for a, b in zip(with_, node.with_)):
+            changes["with_"] = with_
+        return dataclasses.replace(node, **changes) if changes else node
     if isinstance(node, A.Node) and dataclasses.is_dataclass(node):
         changes = {}
         for name in A.node_fields(type(node)):
@@ -112,7 +155,7 @@ def _resolve(db: Any, node: Any, counter: list[int]) -> Any:
     return node
 
 
-def _resolve_value(db: Any, v: Any, counter: list[int]) -> Any:
+def _resolve_value(db: Any, v: Any, counter: "_Scope") -> Any:
     if isinstance(v, A.Node):
         return _resolve(db, v, counter)
     if isinstance(v, tuple) and v and any(isinstance(x, (A.Node, tuple)) for x in v):
@@ -132,7 +175,7 @@ def _scalar_value(db: Any, node: A.ScalarSubquery, name: str) -> A.ScalarValue:
     (an empty result of such a type is an error); more than one row is an error."""
     if not isinstance(node.query, A.Select):
         raise _err("a scalar subquery must be a SELECT, not EXPLAIN", node)
-    table, _stats, types = _select_table(db, _resolve(db, node.query, [0]))
+    table, _stats, types = _select_table(db, _resolve(db, node.query, _Scope()))
     if types is None:
         types = Result(table).types
     if table.num_columns != 1:
@@ -163,7 +206,7 @@ def _in_values(db: Any, node: A.InList) -> tuple[A.Expr, ...]:
     sub = node.items[0]
     if not isinstance(sub.query, A.Select):
         raise _err("IN takes a SELECT subquery, not EXPLAIN", sub)
-    table, _stats, _types = _select_table(db, _resolve(db, sub.query, [0]))
+    table, _stats, _types = _select_table(db, _resolve(db, sub.query, _Scope()))
     left = len(node.expr.items) if isinstance(node.expr, A.TupleLiteral) else 1
     if table.num_columns != left:
         raise _err(f"Number of columns in section IN doesn't match. {left} at left, {table.num_columns} at right. "

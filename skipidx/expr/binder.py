@@ -491,7 +491,7 @@ class Binder:
         if c is None:
             where = f"table {self.meta.name!r}" if self.meta is not None else "a SELECT without FROM"
             known = ", ".join(self._columns) or "none"
-            hint = did_you_mean(node.name, list(self._columns) + list(getattr(self, "_aliases", {}) or {}))
+            hint = did_you_mean(node.name, list(self._columns) + list(self._alias_nodes))
             raise _err(f"unknown column {node.name!r} in {where}{hint}; columns: {known}", node)
         return self._table_column(c)
 
@@ -526,7 +526,9 @@ class Binder:
         return e
 
     def _collect_aliases(self, s: A.Select) -> None:
-        for it in s.items:
+        # WITH expr AS name: an alias the query may use, as a SELECT-list one (not output)
+        with_items = [A.SelectItem(w.expr, w.name, pos=w.pos) for w in s.with_ if w.expr is not None]
+        for it in with_items + list(s.items):
             if it.alias is None:
                 continue
             prev = self._alias_nodes.get(it.alias)

@@ -140,7 +140,7 @@ KEYWORDS = frozenset(
     ADD ALTER AND AS ASC BETWEEN BY CREATE DESC DESCRIBE DISTINCT DROP ENGINE EXISTS EXPLAIN
     FALSE FINAL FIRST FORMAT FROM GRANULARITY GROUP HAVING IF ILIKE IN INDEX INFILE INSERT INTO
     IS LAST LIKE LIMIT MATERIALIZE NOT NULL NULLS OFFSET OPTIMIZE OR ORDER PLAN REFRESH SELECT SETTINGS SHOW
-    TABLE TABLES TRUE TYPE VALUES WHERE INF INFINITY NAN
+    TABLE TABLES TRUE TYPE VALUES WHERE INF INFINITY NAN WITH
     AFTER COLUMN DEFAULT KEY MODIFY OUTFILE PREWHERE PRIMARY SET SETTING TRUNCATE
     """.split()
 )
@@ -903,6 +903,23 @@ class Optimize(Statement):
 
 
 @_node
+class WithItem(Node):
+    """One item of ClickHouse's ``WITH``: ``expr AS name`` (`expr` set: an alias the
+    query may use, as a SELECT-list alias that is not output) or ``name AS (SELECT ...)``
+    (`query` set: a common table expression, a table name for the query)."""
+
+    name: str
+    expr: Expr | None = None
+    query: "Statement | None" = None
+    pos: Pos = _pos_field()
+
+    def to_sql(self) -> str:
+        if self.query is not None:
+            return f"{quote_identifier(self.name)} AS ({self.query.to_sql()})"
+        return f"{_wrap(self.expr, LEVEL_OR)} AS {quote_identifier(self.name)}"
+
+
+@_node
 class Select(Statement):
     """``SELECT [DISTINCT] items [FROM t] [WHERE e] [GROUP BY ...] [HAVING e]
     [ORDER BY ...] [LIMIT n [OFFSET m]]``; ``LIMIT m, n`` reads as offset m, limit n.
@@ -929,6 +946,8 @@ class Select(Statement):
     #: ``FROM (SELECT ...) [AS alias]``: a derived table (or ``FROM (EXPLAIN ...)``)
     subquery: "Subquery | None" = None
     pos: Pos = _pos_field()
+    #: ``WITH ...`` before SELECT: aliases and common table expressions, in written order
+    with_: tuple[WithItem, ...] = ()
 
     def settings_dict(self) -> dict[str, Literal | Param]:
         """SETTINGS as a dict (name -> literal)."""
@@ -936,6 +955,8 @@ class Select(Statement):
 
     def to_sql(self) -> str:
         text = "SELECT " + ("DISTINCT " if self.distinct else "") + ", ".join(i.to_sql() for i in self.items)
+        if self.with_:
+            text = "WITH " + ", ".join(w.to_sql() for w in self.with_) + " " + text
         if self.table is not None:
             text += f" FROM {_table_sql(self.table)}"
         elif self.table_function is not None:
@@ -1134,7 +1155,7 @@ __all__ = [
     "CreateTable", "DropTable", "InsertValues", "InsertFile", "AlterAddIndex", "AlterDropIndex",
     "AlterMaterializeIndex", "AlterRefresh", "Optimize", "Select", "Explain", "ShowTables", "Describe",
     "Param", "TableFunction", "InsertSelect", "Truncate", "AlterAddColumn", "AlterDropColumn", "AlterModifySetting",
-    "Alter", "ALTER_COMMANDS", "ShowCreate", "ExistsTable", "SetStatement", "ScalarSubquery", "ScalarValue",
+    "Alter", "ALTER_COMMANDS", "ShowCreate", "ExistsTable", "SetStatement", "ScalarSubquery", "ScalarValue", "WithItem",
     "COMPARISON_OPS", "ADDITIVE_OPS", "MULTIPLICATIVE_OPS", "INFILE_FORMATS", "KEYWORDS",
     "quote_identifier", "quote_string", "memo", "node_fields",
 ]

@@ -86,7 +86,7 @@ _KEYWORD_TERMINALS = {
     TABLE TABLES TRUE TYPE VALUES WHERE
     AFTER COLUMN DEFAULT KEY MODIFY OUTFILE PREWHERE PRIMARY SET SETTING TRUNCATE
     CAST CASE WHEN THEN ELSE END INTERVAL
-    ATTACH PARTS MERGES PARTITION
+    ATTACH PARTS MERGES PARTITION WITH
     """.split()
 }
 # The logical operators are keywords wherever they stand: read as names, a
@@ -773,7 +773,7 @@ class _AstBuilder:
     def _opt(self, c: list) -> Any:
         return c[0]
 
-    opt_from = opt_prewhere = opt_where = opt_group = opt_having = opt_order = opt_limit = _opt
+    opt_from = opt_prewhere = opt_where = opt_group = opt_having = opt_order = opt_limit = opt_with = _opt
     opt_engine = opt_settings = _opt
 
     # -- SELECT
@@ -840,7 +840,23 @@ class _AstBuilder:
         _limit, m, _comma, n = c  # ClickHouse's LIMIT offset, count
         return _Clause("limit", (n, m), _pos(c[0]))
 
+    def with_item(self, c: list) -> A.WithItem:
+        expr, _as, name = c
+        return A.WithItem(name.decoded, expr, pos=_pos(expr))
+
+    def with_cte(self, c: list) -> A.WithItem:
+        name, query = c[0], c[3]
+        if not isinstance(name, A.Column) or name.table is not None:
+            raise _error("a common table expression is named by one identifier: WITH name AS (SELECT ...)", name)
+        return A.WithItem(name.name, None, query, pos=_pos(name))
+
+    def with_clause(self, c: list) -> _Clause:
+        items = tuple(x for x in c if isinstance(x, A.WithItem))
+        _check_unique([(i.name, i) for i in items], "WITH name")
+        return _Clause("with", items, _pos(c[0]))
+
     def select(self, c: list) -> A.Select:
+        with_, c = c[0], c[1:]
         cl = _clauses(c)
         limit, offset = cl["limit"].value if "limit" in cl else (None, None)
         return A.Select(
@@ -857,7 +873,8 @@ class _AstBuilder:
             limit=limit,
             offset=offset,
             distinct=c[1] is not None,
-            pos=_pos(c[0]),
+            with_=with_.value if with_ is not None else (),
+            pos=_pos(c[0]) if with_ is None else with_.pos,
         )
 
     def outfile_clause(self, c: list) -> _Clause:
