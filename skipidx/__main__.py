@@ -1,4 +1,4 @@
 """``python -m skipidx ...`` is the ``skipidx`` command."""
-from skipidx.apps.cli import main
+from skipidx.apps.cli import run
 
-raise SystemExit(main())
+run()

@@ -172,3 +172,15 @@ def test_top_level_help_lists_every_command():
         assert f"    {name}" in r.stdout, (name, r.stdout)
     r = run("sql", "--help")
     assert r.returncode == 0 and r.stdout.startswith("usage: skipidx sql"), r.stdout[:200]
+
+
+def test_program_exits_with_mains_code_and_flushed_output(tmp_path):
+    """`python -m skipidx` (cli.run): main()'s exit code, every row written, errors on stderr."""
+    db = str(tmp_path / "db")
+    r = subprocess.run([sys.executable, "-m", "skipidx", "sql", db, "SELECT number FROM numbers(50000)"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == [str(i) for i in range(50000)]
+    r = subprocess.run([sys.executable, "-m", "skipidx", "sql", db, "SELECT 1 +"], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 1 and r.stderr.startswith("error: ") and r.stdout == "", r.stderr

@@ -32,7 +32,7 @@ from skipidx.core.errors import SkipidxError
 if TYPE_CHECKING:
     import argparse
 
-__all__ = ["main", "build_parser", "format_table", "print_result", "write_result"]
+__all__ = ["main", "run", "build_parser", "format_table", "print_result", "write_result"]
 
 _FORMAT_HELP = ("output format (ClickHouse's names): TabSeparated/TSV, TabSeparatedWithNames, CSV, "
                 "CSVWithNames, JSONEachRow, JSON, Pretty, PrettyCompact, Vertical, Markdown, Parquet; "
@@ -430,5 +430,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
+def run() -> None:
+    """The ``skipidx`` program (``python -m skipidx``, the installed command): :func:`main`,
+    then the exit, with the process's objects left to the operating system: ``gc.freeze()``
+    keeps the interpreter's last collections from walking and freeing every module's objects
+    on the way out (atexit handlers, thread joins and the flush of stdout/stderr still run).
+    Only here, where the process ends: in-process callers of main() keep their collector."""
+    code = main()
+    import gc
+
+    gc.freeze()
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()
