@@ -125,9 +125,23 @@ def _read_filtered(part: Any, batch: list[tuple[int, int]], columns: list[str], 
             and (prewhere is None or all(c in _where_columns(prewhere) for c in columns))):
         # count() over known rows (sorted row numbers): the columns are read as below, the
         # batch's count comes from the rows without a mask of the batch
+        pages = part.string_pages(columns[0], batch) if len(columns) == 1 and part.string_pages else None
+        if pages is not None:
+            # a String column's pages decompressed and their values walked, no Arrow strings built
+            return (zero_column_table(_batch_count(part, batch, known)), sum(p.rows for ps in pages for p in ps),
+                    _bytes(part, columns, sum(e - s for s, e in batch)))
         t = part.read(columns, batch, dictionary=as_dict, **kw) if as_dict else part.read(columns, batch, **kw)
         return (t.select([]).slice(0, _batch_count(part, batch, known)), t.num_rows,
                 _bytes(part, columns, sum(e - s for s, e in batch)))
+    if known is None and not keep and len(columns) == 1 and part.string_pages and (prewhere is None or prewhere is where):
+        tree = page_predicate(where, columns[0])
+        pages = part.string_pages(columns[0], batch) if tree is not None else None
+        if pages is not None:
+            # count() of a substring / token search over one String column: the search runs
+            # over the decompressed PLAIN pages, no Arrow strings built
+            flat = [p for ps in pages for p in ps]
+            return (zero_column_table(_page_count(tree, flat)), sum(p.rows for p in flat),
+                    _bytes(part, columns, sum(e - s for s, e in batch)))
     known = None if known is None else _batch_rows(part, batch, known)
     needles = required_substrings(where) if part.needle_column is not None and known is None else None
     if needles and part.needle_column(needles) is not None:
@@ -170,6 +184,69 @@ def _read_filtered(part: Any, batch: list[tuple[int, int]], columns: list[str], 
 
 #: bound WHERE -> its required substrings (the same bound tree serves every job of a query)
 _NEEDLES: dict = {}
+#: bound WHERE -> its page predicate (as _NEEDLES)
+_PAGE_PREDICATES: dict = {}
+
+
+def page_predicate(where: BExpr | None, column: str) -> tuple | None:
+    """`where` as a tree that :func:`_page_count` evaluates over a String column's PLAIN
+    pages, or None: ANDs and ORs of ``hasToken(column, 't')`` and ``column LIKE '%s%'``
+    (no other wildcard), every leaf on `column`. A NULL row makes every leaf NULL, so it
+    never counts. Leaves: ("token" | "sub", needle); nodes: ("and" | "or", [children])."""
+    if where is None:
+        return None
+    key = (id(where), column)
+    hit = _PAGE_PREDICATES.get(key)
+    if hit is not None and hit[0] is where:
+        return hit[1]
+    from skipidx.expr.bound import BCall, BColumn, BConst
+    from skipidx.expr.kernels.strings import _like_substring, check_token_needle
+
+    def walk(e: BExpr) -> tuple | None:
+        if not isinstance(e, BCall):
+            return None
+        if e.func in ("and", "or") and len(e.args) >= 2:
+            kids = [walk(x) for x in e.args]
+            return None if any(k is None for k in kids) else (e.func, kids)
+        if e.func not in ("hasToken", "like") or len(e.args) != 2:
+            return None
+        a, b = e.args
+        if not (isinstance(a, BColumn) and a.name == column and isinstance(b, BConst)
+                and isinstance(b.value, (bytes, str)) and (pa.types.is_string(a.type) or pa.types.is_binary(a.type))):
+            return None
+        v = b.value.encode() if isinstance(b.value, str) else b.value
+        try:
+            if e.func == "hasToken":
+                return ("token", check_token_needle(v))
+            sub = _like_substring(v)
+        except (SkipidxError, ValueError):
+            return None      # (the per-row evaluation reports it)
+        return None if sub is None else ("sub", sub)
+
+    tree = walk(where)
+    if len(_PAGE_PREDICATES) > 256:
+        _PAGE_PREDICATES.clear()
+    _PAGE_PREDICATES[key] = (where, tree)
+    return tree
+
+
+def _page_mask(tree: tuple, pages: list) -> list[np.ndarray]:
+    """Per page, per non-NULL value: whether `tree` holds."""
+    from skipidx.expr.kernels._search import pages_rows
+
+    kind, arg = tree
+    if kind in ("token", "sub"):
+        return pages_rows([(p.bounds, p.data) for p in pages], arg, kind == "token", gap=4)
+    parts = [_page_mask(k, pages) for k in arg]
+    out = parts[0]
+    for other in parts[1:]:
+        out = [(x & y) if kind == "and" else (x | y) for x, y in zip(out, other)]
+    return out
+
+
+def _page_count(tree: tuple, pages: list) -> int:
+    """How many rows of `pages` pass `tree` (the masks cover the non-NULL values only)."""
+    return int(sum(int(np.count_nonzero(m)) for m in _page_mask(tree, pages)))
 _NEEDLE_FUNCS = ("hasToken", "like", "startsWith", "endsWith", "equals")
 
 

@@ -652,6 +652,8 @@ class ExternalFile:
     #: a granule (row group) is large: reading a WHERE's dictionary-encoded String column as
     #: an Arrow dictionary (the filter then runs on the distinct values) pays from one on
     dictionary_min_granules = 1
+    #: String pages read in place (Part.string_pages): parts only
+    string_pages = None
 
     @property
     def dictionary_columns(self) -> frozenset:

@@ -37,7 +37,7 @@ import pyarrow.parquet as pq
 from skipidx.core.errors import SkipidxError
 from skipidx.core.parquet_thrift import _Reader, _T_LIST, _T_STOP, varint, zigzag_varint
 
-__all__ = ["PageLayout", "chunk_layout", "footer_schema_elements", "matching_rows", "decode_pages", "write_footer",
+__all__ = ["PageLayout", "StringPage", "string_pages", "chunk_layout", "footer_schema_elements", "matching_rows", "decode_pages", "write_footer",
            "dictionary_pages", "dictionary_page", "plain_dictionary", "dictionary_indices"]
 
 _PHYSICAL = {"BOOLEAN": 0, "INT32": 1, "INT64": 2, "INT96": 3, "FLOAT": 4, "DOUBLE": 5, "BYTE_ARRAY": 6,
@@ -79,7 +79,12 @@ class PageLayout:
     levels_rle: bool = True
 
 
-def _pread(fd: int, n: int, off: int) -> bytes:
+def _pread(fd: int | pa.Buffer, n: int, off: int) -> bytes:
+    """`n` bytes at `off` of a file descriptor or of a buffer holding the whole file (a memory map)."""
+    if isinstance(fd, pa.Buffer):
+        if off < 0 or n < 0 or off + n > fd.size:
+            raise SkipidxError(f"short read: {n} bytes at {off} beyond {fd.size}")
+        return fd.slice(off, n).to_pybytes()
     out = os.pread(fd, n, off)
     if len(out) != n:
         raise SkipidxError(f"short read: {len(out)} of {n} bytes at {off}")
@@ -90,9 +95,10 @@ def _pread(fd: int, n: int, off: int) -> bytes:
 _HEADER_WINDOW = 4096
 
 
-def chunk_layout(fd: int, cc: pq.ColumnChunkMetaData, num_rows: int, where: str = "<file>") -> PageLayout:
+def chunk_layout(fd: int | pa.Buffer, cc: pq.ColumnChunkMetaData, num_rows: int, where: str = "<file>") -> PageLayout:
     """Walk the page headers of column chunk `cc` (of a row group of `num_rows` rows) through
-    `fd`; SkipidxError if it is not a flat chunk this module can read."""
+    `fd` (or a buffer of the whole file); SkipidxError if it is not a flat chunk this module
+    can read."""
     if cc.compression not in _CODECS:
         raise SkipidxError(f"codec {cc.compression} not handled")
     start = cc.dictionary_page_offset if cc.has_dictionary_page and cc.dictionary_page_offset is not None \
@@ -521,3 +527,80 @@ def dictionary_indices(fd: int, layout: PageLayout, pages: np.ndarray, max_def: 
         return idx, None
     return idx, np.concatenate([np.ones(len(x), dtype=bool) if v is None else v
                                 for x, v in zip(idx_parts, valid_parts)])
+
+
+# ---- PLAIN String pages walked in place: value bounds, no Arrow array -------------------
+#: codecs whose pages :func:`string_pages` decompresses (pyarrow names the raw LZ4 block
+#: format, Parquet's LZ4_RAW, 'LZ4'; Hadoop-framed LZ4 reads as 'UNKNOWN' there)
+_PAGE_CODEC = dict(_ARROW_CODEC, LZ4="lz4_raw")
+
+
+@dataclass(frozen=True)
+class StringPage:
+    """One decompressed PLAIN BYTE_ARRAY data page: the `valid` rows' values are
+    ``data[bounds[i]:bounds[i + 1] - 4]`` (the 4-byte length of the next value between
+    them: the search kernels' ``gap``), in row order."""
+
+    data: np.ndarray                # uint8: the decompressed page (levels included)
+    bounds: np.ndarray              # int64, one more than the values
+    valid: np.ndarray | None        # per row: not NULL (None: no NULL in the page)
+    rows: int
+
+
+def string_pages(file: pa.Buffer, layout: PageLayout, max_def: int) -> list[StringPage]:
+    """The data pages of a flat BYTE_ARRAY chunk (`layout`, in `file`: the whole file's
+    bytes, a memory map), decompressed and walked: each value's bounds, nothing copied.
+    SkipidxError on anything but PLAIN pages (a dictionary page, another encoding),
+    `max_def` > 1, a codec Arrow lacks, or pages whose values do not add up exactly."""
+    from skipidx.core._kernels.rle import plain_bounds
+
+    if layout.physical != "BYTE_ARRAY" or max_def > 1 or layout.dict_span is not None:
+        raise SkipidxError("not a flat PLAIN BYTE_ARRAY chunk")
+    if layout.codec != "UNCOMPRESSED" and layout.codec not in _PAGE_CODEC:
+        raise SkipidxError(f"codec {layout.codec} not handled")
+    if not layout.levels_rle or bool((layout.encoding != 0).any()):
+        raise SkipidxError("pages not PLAIN")
+    codec = None if layout.codec == "UNCOMPRESSED" else _codec_of(layout.codec)
+    out = []
+    for i in range(layout.offsets.shape[0]):
+        off, hl, rows, usize = (int(layout.offsets[i]), int(layout.header_lengths[i]), int(layout.rows[i]),
+                                int(layout.uncompressed[i]))
+        body = file.slice(off + hl, int(layout.lengths[i]) - hl)
+        pos = 0
+        defs = None
+        if int(layout.kinds[i]) == _DATA_PAGE_V2:
+            lv = int(layout.levels[i])
+            vbody = body.slice(lv)
+            data = vbody if codec is None or not layout.compressed[i] else codec.decompress(vbody, usize - lv)
+            if max_def:
+                defs = _rle_hybrid(body.slice(0, lv).to_pybytes(), 0, lv, 1, rows)
+        else:
+            data = body if codec is None else codec.decompress(body, usize)
+            if max_def:
+                head = data.slice(0, 4).to_pybytes()
+                if len(head) < 4:
+                    raise SkipidxError("page without its levels")
+                ln = int.from_bytes(head, "little")
+                defs = _rle_hybrid(data.slice(0, 4 + ln).to_pybytes(), 4, 4 + ln, 1, rows)
+                pos = 4 + ln
+        buf = np.frombuffer(data, dtype=np.uint8)
+        valid = None
+        n = rows
+        if defs is not None:
+            if int(defs.max(initial=0)) > 1:
+                raise SkipidxError("bad definition levels")
+            n = int(np.count_nonzero(defs))
+            if n != rows:
+                valid = defs.astype(bool)
+        bounds = np.empty(n + 1, dtype=np.int64)
+        if plain_bounds(buf, pos, n, bounds) != buf.shape[0]:
+            raise SkipidxError("PLAIN values do not fill the page")
+        out.append(StringPage(buf, bounds, valid, rows))
+    return out
+
+
+def _codec_of(name: str) -> pa.Codec:
+    c = _CODEC_CACHE.get(("page", name))
+    if c is None:
+        c = _CODEC_CACHE[("page", name)] = pa.Codec(_PAGE_CODEC[name])
+    return c

@@ -40,6 +40,9 @@ _FOOTERS = LRU(512, "store.footers", "parsed Parquet footers of part data files,
 #: otherwise be paid for every part loaded.
 _UTF8_CHECKED = LRU(4096, "store.checked_strings",
                     "row groups of data files whose String columns were found valid UTF-8, by file and column")
+_PAGE_LAYOUTS = LRU(64, "store.string_page_layouts",
+                    "page headers of String column chunks of data files (read in place by string_pages), "
+                    "by file and column")
 _INDEX_TYPES = LRU(256, "store.index_types", "index instances for reading index files, by definition and params")
 
 #: Reads of at least this many row groups use pyarrow's pre-buffering (the
@@ -391,7 +394,7 @@ class Part:
                 buf = mm.read_buffer()    # zero-copy: keeps the mapping alive
             return DataReader(pa.BufferReader(buf), metadata=md, pre_buffer=pre_buffer,
                               read_dictionary=list(read_dictionary) or None,
-                              decryption_properties=self._decryption())
+                              decryption_properties=self._decryption(), buffer=buf)
         except (OSError, pa.ArrowException, ValueError) as e:   # ValueError: undecodable names
             raise CorruptionError(f"cannot open Parquet file: {type(e).__name__}", path=path) from None
 
@@ -501,6 +504,69 @@ class Part:
             return None
         return pa.Table.from_arrays(got, schema=pa.schema(
             [f.with_type(pa.dictionary(pa.int32(), f.type)) for f in fields]))
+
+    def string_pages(self, column: str, mark_ranges: Sequence[tuple[int, int]]) -> list | None:
+        """String column `column` over granules `mark_ranges`, read without building Arrow
+        strings: the data pages decompressed and their values' bounds walked
+        (:func:`skipidx.store.parquet_pages.string_pages`), one list of
+        :class:`~skipidx.store.parquet_pages.StringPage` per range, checksums verified
+        as :meth:`read` does. None where this reader does not apply (the caller then
+        uses :meth:`read`): encryption, a dictionary-encoded or non-PLAIN chunk, a
+        type that is not a flat String/binary, row groups whose UTF-8 :meth:`read` has
+        not yet checked in this process (it checks them), anything that does not add up.
+        """
+        from skipidx.store import parquet_pages as pp
+
+        names, schema = _meta_derived(self.meta)
+        if column not in names or self.encryption is not None or column in self.dictionary_columns:
+            return None
+        typ = schema.field(column).type
+        if not (pa.types.is_string(typ) or pa.types.is_binary(typ)):
+            return None
+        ranges = normalize_ranges(mark_ranges, self.n_granules)
+        if not ranges:
+            return None
+        path = os.path.join(self.path, DATA_FILE)
+        fs = self._filesum(DATA_FILE)
+        ident = VERIFIER._identity(path, fs)
+        rgs = [g for a, b in ranges for g in range(a, b)]
+        if pa.types.is_string(typ):
+            done = _UTF8_CHECKED.get((ident, column))
+            if done is None or done.shape[0] != self.n_granules or not done[rgs].all():
+                return None
+        spans = self.manifest["row_groups"]
+        VERIFIER.verify_spans(path, fs, [(spans[a][0], spans[b - 1][1]) for a, b in ranges])
+        key, pf = self._data_reader(pooled=True)
+        try:
+            buf = pf.buffer
+            md = pf.metadata
+            if buf is None:
+                return None
+            layouts = _PAGE_LAYOUTS.get((ident, column))
+            if layouts is None:
+                layouts = {}
+                _PAGE_LAYOUTS.put((ident, column), layouts)
+            j = next((k for k in range(md.num_columns) if md.schema.column(k).path == column), -1)
+            if j < 0 or md.schema.column(j).max_repetition_level:
+                return None
+            max_def = md.schema.column(j).max_definition_level
+            out = []
+            for a, b in ranges:
+                pages = []
+                for g in range(a, b):
+                    lay = layouts.get(g)
+                    if lay is None:
+                        rg = md.row_group(g)
+                        lay = layouts[g] = pp.chunk_layout(buf, rg.column(j), rg.num_rows, path)
+                    pages.extend(pp.string_pages(buf, lay, max_def))
+                if sum(p.rows for p in pages) != int(self.marks[b] - self.marks[a]):
+                    return None
+                out.append(pages)
+            return out
+        except (SkipidxError, pa.ArrowException, OSError, ValueError, IndexError):
+            return None
+        finally:
+            READERS.give(key, pf, path)
 
     # ---- indexes ---------------------------------------------------------
     def index_entry(self, name: str) -> dict | None:

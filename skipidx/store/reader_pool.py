@@ -34,12 +34,15 @@ class DataReader:
     ``close(force=True)`` closes it, as ParquetFile does for such a source.
     """
 
-    __slots__ = ("reader", "_paths")
+    __slots__ = ("reader", "_paths", "buffer")
 
     def __init__(self, source: pa.BufferReader, *, metadata: FileMetaData | None = None, pre_buffer: bool = True,
                  read_dictionary: list[str] | None = None,
-                 decryption_properties: FileDecryptionProperties | None = None) -> None:
+                 decryption_properties: FileDecryptionProperties | None = None,
+                 buffer: pa.Buffer | None = None) -> None:
         self.reader = _open(source, metadata, pre_buffer, read_dictionary, decryption_properties)
+        #: the whole file's bytes `source` reads (a memory map), for page-level reads; None: unknown
+        self.buffer = buffer
         # ParquetFile's column selection: a name selects the leaf columns under it ('a' -> 'a.b', 'a.c.d')
         paths: dict[str, list[int]] = {}
         for i, path in enumerate(self.reader.column_paths):

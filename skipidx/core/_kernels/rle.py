@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["plain_byte_array", "rle_hybrid"]
+__all__ = ["plain_byte_array", "plain_bounds", "rle_hybrid"]
 
 
 @njit(cache=True, nogil=True)
@@ -94,3 +94,26 @@ def plain_byte_array(data, n, offsets, out):
         p += ln
         offsets[i + 1] = o
     return o
+
+
+@njit(cache=True, nogil=True)
+def plain_bounds(data, pos, n, bounds):
+    """Walk `n` PLAIN BYTE_ARRAY values (each a 4-byte little-endian length, then the
+    bytes) in `data` (uint8) from `pos`, copying nothing: ``bounds[i]`` is where value
+    i's bytes start and ``bounds[n]`` is 4 past the last value's end, so value i is
+    ``data[bounds[i]:bounds[i + 1] - 4]``. Returns the position after the last value, or
+    -1 where a length runs past the data."""
+    end = data.shape[0]
+    p = np.int64(pos)
+    for i in range(n):
+        if p + 4 > end:
+            return -1
+        ln = (np.int64(data[p]) | (np.int64(data[p + 1]) << 8) | (np.int64(data[p + 2]) << 16)
+              | (np.int64(data[p + 3]) << 24))
+        p += 4
+        bounds[i] = p
+        if ln > end - p:
+            return -1
+        p += ln
+    bounds[n] = p + 4
+    return p

@@ -38,9 +38,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from skipidx.core.lazy import njit, use_numpy_path
+from skipidx.core.lazy import njit, numba_loaded, use_numpy_path
 
-__all__ = ["contains_rows", "token_rows", "any_rows", "TOKEN_BYTE", "ASCII_LOWER"]
+__all__ = ["contains_rows", "token_rows", "any_rows", "pages_rows", "TOKEN_BYTE", "ASCII_LOWER"]
 
 
 def _token_byte_table() -> np.ndarray:
@@ -134,7 +134,7 @@ _CTZ = _ctz_table()
 
 
 @njit(cache=True, nogil=True)
-def _scan_kernel(offsets, data, needle, fold, is_token, p1, p2, p3, k1, k2, k3, three, token, ctz, out):
+def _scan_kernel(offsets, data, needle, fold, is_token, p1, p2, p3, k1, k2, k3, three, token, ctz, gap, out):
     """Set out[r] for every row r holding `needle` (a token of it if `token`).
 
     `needle` is folded by `fold` already; a candidate start s has
@@ -148,10 +148,13 @@ def _scan_kernel(offsets, data, needle, fold, is_token, p1, p2, p3, k1, k2, k3, 
     forward-only cursor and verified. A frequent needle thus costs one mask
     per block and one visit per candidate, with no restart of the block
     filter after each hit.
+
+    `gap`: row r ends `gap` bytes before ``offsets[r + 1]`` (0 for Arrow's offsets; 4 for
+    the values of a PLAIN Parquet page, each followed by the next one's length).
     """
     n = offsets.shape[0] - 1
     m = needle.shape[0]
-    last = np.int64(offsets[n]) - m          # last start position a match may have
+    last = np.int64(offsets[n]) - gap - m    # last start position a match may have
     a1 = needle[p1]
     a2 = needle[p2]
     a3 = needle[p3]
@@ -174,7 +177,8 @@ def _scan_kernel(offsets, data, needle, fold, is_token, p1, p2, p3, k1, k2, k3, 
             c = s + ctz[(low * mul) >> sh]
             while offsets[r + 1] <= c:
                 r += 1
-            row_end = np.int64(offsets[r + 1])
+            row_next = np.int64(offsets[r + 1])
+            row_end = row_next - gap
             skip = out[r] or c + m > row_end
             if not skip:
                 j = 0
@@ -191,10 +195,10 @@ def _scan_kernel(offsets, data, needle, fold, is_token, p1, p2, p3, k1, k2, k3, 
             if skip:
                 # the row is answered (by this or an earlier needle), or the needle would run
                 # into the next row (so would every later start in this row): go on at the next row
-                if row_end >= nxt:
-                    nxt = row_end
+                if row_next >= nxt:
+                    nxt = row_next
                     break
-                bits &= ~((one << np.uint64(row_end - s)) - one)
+                bits &= ~((one << np.uint64(row_next - s)) - one)
         s = nxt
 
 
@@ -279,12 +283,12 @@ _NP_BLOCK = 1 << 17
 
 
 def _search_np(o: np.ndarray, data: np.ndarray, nd: np.ndarray, fold: np.ndarray, token: bool,
-               out: np.ndarray, block: int = _NP_BLOCK) -> None:
+               out: np.ndarray, block: int = _NP_BLOCK, gap: int = 0) -> None:
     """`_scan_kernel`'s answer in whole-buffer numpy: the starts holding the needle's two
     rarest bytes (ranked on a sample, as `_anchors` does) at their places, found block by
     block, narrowed by its other bytes rarest first, mapped to their rows, kept if the needle
     ends inside the row (and, for hasToken, has a separator or the row's edge on each side)."""
-    lo, hi = int(o[0]), int(o[-1])
+    lo, hi = int(o[0]), int(o[-1]) - gap
     m = nd.shape[0]
     seg = data[lo:hi] if fold is _IDENTITY else fold[data[lo:hi]]
     n = hi - lo - m + 1
@@ -312,7 +316,7 @@ def _search_np(o: np.ndarray, data: np.ndarray, nd: np.ndarray, fold: np.ndarray
         return
     c = cand + lo
     r = np.searchsorted(o, c, side="right") - 1
-    row_end = o[r + 1]
+    row_end = o[r + 1] - gap
     ok = c + m <= row_end
     if token:
         before = np.zeros(c.shape[0], dtype=np.bool_)
@@ -326,53 +330,54 @@ def _search_np(o: np.ndarray, data: np.ndarray, nd: np.ndarray, fold: np.ndarray
 
 
 def _search(offsets: np.ndarray, data: np.ndarray, needle: bytes, case_insensitive: bool,
-            token: bool, out: np.ndarray) -> None:
+            token: bool, out: np.ndarray, gap: int = 0) -> None:
     o = offsets
-    lo, hi = int(o[0]), int(o[-1])
+    lo, hi = int(o[0]), int(o[-1]) - gap
     m = len(needle)
     if hi - lo < m or len(o) < 2:
         return
     fold = ASCII_LOWER if case_insensitive else _IDENTITY
     nd = fold[np.frombuffer(needle, dtype=np.uint8)]
     if use_numpy_path(hi - lo):   # a new process scanning a few granules need not load numba
-        _search_np(o, data, nd, fold, token, out)
+        _search_np(o, data, nd, fold, token, out, gap=gap)
         return
     p1, p2, p3, three = _anchors(data, lo, hi, nd, case_insensitive)
     k1, k2, k3 = (np.uint8(0x20 if case_insensitive and _IS_LOWER_LETTER[nd[p]] else 0) for p in (p1, p2, p3))
-    _scan_kernel(o, data, nd, fold, TOKEN_BYTE, p1, p2, p3, k1, k2, k3, three, token, _CTZ, out)
+    _scan_kernel(o, data, nd, fold, TOKEN_BYTE, p1, p2, p3, k1, k2, k3, three, token, _CTZ, np.int64(gap), out)
 
 
-def _check(offsets: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _check(offsets: np.ndarray, data: np.ndarray, gap: int = 0) -> tuple[np.ndarray, np.ndarray]:
     o = _as_offsets(offsets)
     d = np.asarray(data)
     if d.dtype != np.uint8:
         raise TypeError(f"data must be a uint8 array, got {d.dtype}")
     if len(o) == 0:
         raise ValueError("offsets must hold len(rows) + 1 values")
-    if len(o) > 1 and int(o[-1]) > len(d):
+    if gap < 0 or (len(o) > 1 and int(o[-1]) - gap > len(d)):
         raise ValueError(f"offsets end at {int(o[-1])} beyond the data buffer ({len(d)} bytes)")
     return o, d
 
 
 def contains_rows(offsets: np.ndarray, data: np.ndarray, needle: bytes,
-                  case_insensitive: bool = False) -> np.ndarray:
+                  case_insensitive: bool = False, gap: int = 0) -> np.ndarray:
     """Per row: does `needle` occur in it as a byte substring (``needle in row``)?
 
     The empty needle is in every row (also the empty one). With
     `case_insensitive`, ASCII letters fold ('K' == 'k'); other bytes compare
-    exactly (no Unicode folding: that is ILIKE's RE2 path, not this).
+    exactly (no Unicode folding: that is ILIKE's RE2 path, not this). `gap`: row r is
+    ``data[offsets[r]:offsets[r + 1] - gap]`` (the values of a PLAIN Parquet page: 4).
     """
-    o, d = _check(offsets, data)
+    o, d = _check(offsets, data, gap)
     needle = bytes(needle)
     if not needle:
         return np.ones(len(o) - 1, dtype=np.bool_)
     out = np.zeros(len(o) - 1, dtype=np.bool_)
-    _search(o, d, needle, case_insensitive, False, out)
+    _search(o, d, needle, case_insensitive, False, out, gap)
     return out
 
 
 def token_rows(offsets: np.ndarray, data: np.ndarray, needle: bytes,
-               case_insensitive: bool = False) -> np.ndarray:
+               case_insensitive: bool = False, gap: int = 0) -> np.ndarray:
     """Per row: ClickHouse ``hasToken(row, needle)`` (``hasTokenCaseInsensitive`` if asked).
 
     True iff some occurrence of `needle` has the row's start or a separator
@@ -380,16 +385,16 @@ def token_rows(offsets: np.ndarray, data: np.ndarray, needle: bytes,
     bytes outside [0-9A-Za-z], bytes >= 0x80 are token bytes. Every occurrence
     is tried ('aabc abc' holds 'abc'). Folding is ASCII only. The empty needle
     matches no row; a needle holding a separator raises ValueError (ClickHouse
-    refuses it; the caller reports it in its own words).
+    refuses it; the caller reports it in its own words). `gap`: as contains_rows'.
     """
-    o, d = _check(offsets, data)
+    o, d = _check(offsets, data, gap)
     needle = bytes(needle)
     out = np.zeros(len(o) - 1, dtype=np.bool_)
     if not needle:
         return out
     if not TOKEN_BYTE[np.frombuffer(needle, dtype=np.uint8)].all():
         raise ValueError("hasToken needle must not contain separator bytes")
-    _search(o, d, needle, case_insensitive, True, out)
+    _search(o, d, needle, case_insensitive, True, out, gap)
     return out
 
 
@@ -413,3 +418,37 @@ def any_rows(offsets: np.ndarray, data: np.ndarray, needles: Sequence[bytes]) ->
     for x in ns:
         _search(o, d, x, False, False, out)
     return out
+
+
+def pages_rows(pages: Sequence[tuple[np.ndarray, np.ndarray]], needle: bytes, token: bool,
+               gap: int = 0) -> list[np.ndarray]:
+    """:func:`token_rows` (`token`) or :func:`contains_rows` of each ``(offsets, data)``
+    of `pages` (with `gap`), the anchors chosen once, on the first page's bytes (they
+    decide speed only): one call per Parquet page would otherwise sample each page."""
+    needle = bytes(needle)
+    checked = [_check(o, d, gap) for o, d in pages]
+    outs = [np.zeros(len(o) - 1, dtype=np.bool_) for o, _ in checked]
+    if not needle:
+        if not token:
+            for x in outs:
+                x[:] = True
+        return outs
+    nd = np.frombuffer(needle, dtype=np.uint8)
+    if token and not TOKEN_BYTE[nd].all():
+        raise ValueError("hasToken needle must not contain separator bytes")
+    m = len(needle)
+    if not numba_loaded() or len(pages) < 2:
+        for (o, d), out in zip(checked, outs):
+            _search(o, d, needle, False, token, out, gap)
+        return outs
+    anchors = None
+    for (o, d), out in zip(checked, outs):
+        lo, hi = int(o[0]), int(o[-1]) - gap
+        if len(o) < 2 or hi - lo < m:
+            continue
+        if anchors is None:
+            anchors = _anchors(d, lo, hi, nd, False)
+        p1, p2, p3, three = anchors
+        z = np.uint8(0)
+        _scan_kernel(o, d, nd, _IDENTITY, TOKEN_BYTE, p1, p2, p3, z, z, z, three, token, _CTZ, np.int64(gap), out)
+    return outs
