@@ -192,6 +192,25 @@ class ParserState:
         return out
 
 
+class _States(dict):
+    """state -> {terminal or rule name: (_SHIFT, state) | (_REDUCE, Rule)}, each state's
+    actions decoded from the generated table when the parser first reaches it (a statement
+    visits a few dozen of the ~700 states; decoding all of them was most of the driver's set-up)."""
+
+    __slots__ = ("_raw", "_tokens", "_rules")
+
+    def __init__(self, raw: dict, tokens: list, rules: dict) -> None:
+        super().__init__()
+        self._raw, self._tokens, self._rules = raw, tokens, rules
+
+    def __missing__(self, state: int) -> dict:
+        tokens, rules = self._tokens, self._rules
+        acts = {tokens[tok]: ((_SHIFT, arg) if action == 0 else (_REDUCE, rules[arg["@"]]))
+                for tok, (action, arg) in self._raw[state].items()}
+        self[state] = acts
+        return acts
+
+
 class Tables:
     """The parse table and rules of the generated tables module (Lark's serialized form)."""
 
@@ -206,9 +225,7 @@ class Tables:
                             r["alias"] or r["options"]["template_source"] or r["origin"]["name"])
                 rules[i] = rule
                 self.rule_defs.append((rule, r))
-        self.states = {state: {tokens[tok]: ((_SHIFT, arg) if action == 0 else (_REDUCE, rules[arg["@"]]))
-                               for tok, (action, arg) in actions.items()}
-                       for state, actions in table["states"].items()}
+        self.states = _States(table["states"], tokens, rules)
         self.start_states: dict[str, int] = table["start_states"]
         self.end_states: dict[str, int] = table["end_states"]
 
