@@ -11,12 +11,74 @@ from skipidx.core.errors import SkipidxError
 from skipidx.core.types import cast_to, sort_key_table
 from skipidx.store.metadata import TableMeta
 
-__all__ = ["conform", "sort_rows", "non_decreasing"]
+__all__ = ["conform", "sort_rows", "non_decreasing", "dictionary_passthrough_columns", "DICT_PASS_MAX_ENTRIES"]
+
+#: A LowCardinality column's Arrow dictionary is written as it is only up to this many
+#: entries (its whole dictionary becomes each row group's dictionary page).
+DICT_PASS_MAX_ENTRIES = 1024
 
 
-def conform(meta: TableMeta, data: pa.Table) -> pa.Table:
+def dictionary_passthrough_columns(meta: TableMeta) -> list[str]:
+    """LowCardinality(String) columns that an insert may hand to the Parquet writer as
+    Arrow dictionaries (read so from a Parquet file: no strings are built, and the writer
+    puts the dictionary once per row group and the indices as they are instead of hashing
+    every value). Not a column of the ORDER BY key or read by an index (their code takes
+    plain strings), nor in a table with encrypted columns."""
+    if meta.encryption is not None:
+        return []
+    used = set(meta.order_by)
+    for im in meta.indexes:
+        d = im.definition
+        used.add(d.column)
+        if d.expression is not None:
+            used.update(d.expression_columns)
+    return [c.name for c in meta.columns if c.type.low_cardinality and pa.types.is_string(c.type.arrow_type)
+            and c.name not in used]
+
+
+def _dictionary_kept(c, col: pa.ChunkedArray | pa.Array, granule_rows: int) -> pa.ChunkedArray | None:
+    """`col` (a dictionary<int32, string> column of LowCardinality column `c`) with one
+    dictionary for all its chunks, when it can be written as it is; else None (decoded).
+
+    Parquet's dictionary page of a row group is then the whole Arrow dictionary, so it is
+    kept only when that is what the data holds: at most :data:`DICT_PASS_MAX_ENTRIES`
+    entries, every one of them used by the first and by the middle granule, no NULL
+    among them (and no NULL row in a non-Nullable column: the cast reports it)."""
+    t = col.type
+    if not (pa.types.is_dictionary(t) and t.index_type == pa.int32() and pa.types.is_string(t.value_type)):
+        return None
+    if isinstance(col, pa.Array):
+        col = pa.chunked_array([col])
+    if col.null_count and not c.type.nullable:
+        return None
+    chunks = [ch for ch in col.chunks if len(ch)]
+    if not chunks:
+        return None
+    first = chunks[0].dictionary
+    if any(ch.dictionary is not first and not ch.dictionary.equals(first) for ch in chunks[1:]):
+        col = pa.table({"c": col}).unify_dictionaries().column(0)
+        chunks = [ch for ch in col.chunks if len(ch)]
+        first = chunks[0].dictionary
+    if len(first) > DICT_PASS_MAX_ENTRIES or first.null_count:
+        return None
+    n = len(col)
+    g = max(1, min(granule_rows, n))
+    for s0 in sorted({0, ((n // g) // 2) * g}):
+        idx = col.slice(s0, g)
+        idx = pa.chunked_array([ch.indices for ch in idx.chunks], type=pa.int32())
+        if pc.count_distinct(idx, mode="only_valid").as_py() != len(first):
+            return None
+    return col
+
+
+def conform(meta: TableMeta, data: pa.Table, dictionary: list[str] | tuple[str, ...] = ()) -> pa.Table:
     """Check `data`'s columns against the table and cast every column to its
-    declared type (range-checked). SkipidxError names the column."""
+    declared type (range-checked). SkipidxError names the column.
+
+    `dictionary`: LowCardinality(String) columns (:func:`dictionary_passthrough_columns`)
+    kept as Arrow dictionaries where they arrive as such and fit (:func:`_dictionary_kept`);
+    the result's schema then says so for them. Every other column, and these where they do
+    not fit, are cast to the declared type as always."""
     names = data.column_names
     if len(set(names)) != len(names):
         dup = sorted({n for n in names if names.count(n) > 1})
@@ -31,8 +93,17 @@ def conform(meta: TableMeta, data: pa.Table) -> pa.Table:
         if extra:
             parts.append(f"unknown columns: {', '.join(extra)}")
         raise SkipidxError(f"table {meta.name!r}: " + "; ".join(parts) + f" (table columns: {', '.join(want)})")
-    arrays = [_cast_column(c, data.column(c.name)) for c in meta.columns]
-    return pa.Table.from_arrays(arrays, schema=meta.arrow_schema())
+    schema = meta.arrow_schema()
+    arrays = []
+    for i, c in enumerate(meta.columns):
+        col = data.column(c.name)
+        kept = _dictionary_kept(c, col, meta.index_granularity) if c.name in dictionary else None
+        if kept is None:
+            arrays.append(_cast_column(c, col))
+        else:
+            arrays.append(kept)
+            schema = schema.set(i, schema.field(i).with_type(kept.type))
+    return pa.Table.from_arrays(arrays, schema=schema)
 
 
 def _cast_column(c, col: pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:

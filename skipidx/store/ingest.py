@@ -85,6 +85,8 @@ def _defaults_for_nulls(meta: TableMeta, batch: pa.RecordBatch | pa.Table) -> pa
             cols.append(c)
             continue
         if c.null_count and not ctype.nullable and not pa.types.is_null(c.type):
+            if pa.types.is_dictionary(c.type):
+                c = c.cast(c.type.value_type)
             c = pc.fill_null(c, _default(c.type))
         cols.append(c)
     return pa.Table.from_arrays(cols, names=t.column_names)
@@ -144,10 +146,48 @@ def _parquet(path: str, meta: TableMeta) -> Iterator[pa.Table]:
     # of a stream grew into fresh pages the kernel had to zero (~15 % of a plain
     # INSERT's CPU); malloc keeps and reuses them. What pq.ParquetFile opens, with a pool.
     reader = pq.ParquetReader(memory_pool=pa.system_memory_pool())
-    reader.open(path, pre_buffer=False, buffer_size=1 << 20, arrow_extensions_enabled=True)
+    reader.open(path, pre_buffer=False, buffer_size=1 << 20, arrow_extensions_enabled=True,
+                read_dictionary=_dictionary_reads(path, meta) or None)
     for rg in range(reader.metadata.num_row_groups):
         for b in reader.iter_batches(PARQUET_BATCH_ROWS, [rg], use_threads=False):
             yield _defaults_for_nulls(meta, b)
+
+
+#: A source column chunk whose dictionary page is larger than this is read decoded (its
+#: dictionary is too large to be written as it is; see conform.DICT_PASS_MAX_ENTRIES).
+DICT_READ_MAX_PAGE = 64 << 10
+
+
+def _dictionary_reads(path: str, meta: TableMeta) -> list[str]:
+    """The LowCardinality columns read as Arrow dictionaries from Parquet file `path`
+    (:func:`skipidx.store.conform.dictionary_passthrough_columns`): String columns of the
+    file whose first row group has them dictionary-encoded with a small dictionary page."""
+    import pyarrow.parquet as pq
+
+    from skipidx.store.conform import dictionary_passthrough_columns
+
+    names = dictionary_passthrough_columns(meta)
+    if not names:
+        return []
+    try:
+        pf = pq.ParquetFile(path)
+        md, schema = pf.metadata, pf.schema_arrow
+    except (pa.ArrowException, OSError, ValueError):
+        return []
+    if md.num_row_groups == 0:
+        return []
+    rg = md.row_group(0)
+    leaf = {rg.column(j).path_in_schema: rg.column(j) for j in range(rg.num_columns)}
+    out = []
+    for n in names:
+        i = schema.get_field_index(n)
+        cc = leaf.get(n)
+        if i < 0 or cc is None or not pa.types.is_string(schema.field(i).type) or not cc.has_dictionary_page:
+            continue
+        if cc.dictionary_page_offset is None or not 0 < cc.data_page_offset - cc.dictionary_page_offset <= DICT_READ_MAX_PAGE:
+            continue
+        out.append(n)
+    return out
 
 
 def detect_csv_header(path: str, names: list[str], delimiter: str = ",") -> bool:

@@ -19,7 +19,7 @@ from skipidx.store import commit as _commit
 from skipidx.store.commit import ConflictError, StagedPart, TableState, commit_parts, new_part_name
 from skipidx.store.metadata import TableMeta, make_index_meta
 from skipidx.store import writer as _writer
-from skipidx.store.conform import conform, sort_rows
+from skipidx.store.conform import conform, dictionary_passthrough_columns, sort_rows
 from skipidx.store.manifest import DATA_FILE, index_file_name
 from skipidx.store.part import Part
 from skipidx.store.snapshot import TableSnapshot
@@ -502,7 +502,7 @@ def _prepare_and_build(table_dir: str, meta: TableMeta, chunk: pa.Table, keyring
                        threads: int) -> StagedPart:
     """One insert chunk checked, cast, sorted and written as a staged part
     (`threads`: the writer's and index builds' threads)."""
-    prepared = sort_rows(meta, conform(meta, chunk))
+    prepared = sort_rows(meta, conform(meta, chunk, dictionary_passthrough_columns(meta)))
     del chunk
     return build_part(table_dir, meta, prepared, prepare=False, keyring=keyring, build_threads=threads,
                       threads=threads)

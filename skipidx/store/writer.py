@@ -328,12 +328,32 @@ class PartWriter:
             for c, kid in self._enc[1].items():
                 by_key.setdefault(kid, []).append(c)
             enc = parquet_encryption(self.keyring.kms, self._enc[0], by_key)
-        self._pw = pq.ParquetWriter(self._data_path, meta.arrow_schema(),
+        schema = meta.arrow_schema()
+        if sample is not None and enc is None:
+            # LowCardinality columns that arrive as Arrow dictionaries are written as they
+            # are (conform.dictionary_passthrough_columns); the other chunks are made alike
+            for i, c in enumerate(meta.columns):
+                t = sample.schema.field(c.name).type
+                if c.type.low_cardinality and pa.types.is_dictionary(t):
+                    schema = schema.set(i, schema.field(i).with_type(t))
+        #: the Arrow schema the Parquet writer takes (every chunk is cast to it)
+        self._write_schema = schema
+        stored = meta.arrow_schema()
+        own_schema = not schema.equals(stored)
+        self._pw = pq.ParquetWriter(self._data_path, schema,
                                     compression=comp, compression_level=level or None,
                                     use_dictionary=self.dictionary_columns,
                                     column_encoding=self.column_encodings or None,
                                     write_statistics=statistics_columns(meta), encryption_properties=enc,
-                                    store_schema=True, sorting_columns=sorting or None)
+                                    store_schema=not own_schema, sorting_columns=sorting or None)
+        if own_schema:
+            # the file's stored Arrow schema is the table's (plain strings), as pyarrow
+            # would store it: readers get the same columns whatever was handed to the writer
+            import base64
+
+            kv = {k.decode(): v.decode() for k, v in (stored.metadata or {}).items()}
+            kv["ARROW:schema"] = base64.b64encode(stored.serialize().to_pybytes()).decode()
+            self._pw.add_key_value_metadata(kv)
 
     def merged_index(self, name: str) -> object | None:
         """The aggregator of index `name` when it can take merged postings instead of
@@ -376,6 +396,8 @@ class PartWriter:
             self._last = True
         if self._writes_data and self._pw is None:
             self._open_data(chunk)
+        if self._writes_data and not chunk.schema.equals(self._write_schema, check_metadata=False):
+            chunk = _to_schema(chunk, self._write_schema)
         # the data file and each index are independent writes of the same
         # rows (Parquet encoding and the index kernels release the GIL)
         jobs = ([lambda: self._pw.write_table(chunk, row_group_size=self.G)] if self._writes_data else [])
@@ -543,6 +565,25 @@ class PartWriter:
         fsync_dir(self.dir)
         crash_point("part:manifest_written")
         return manifest
+
+
+def _to_schema(chunk: pa.Table, schema: pa.Schema) -> pa.Table:
+    """`chunk` with each column of another type than `schema` says cast to it (a
+    LowCardinality column decoded, or dictionary-encoded, as the part's first chunk had it)."""
+    from skipidx.core.lazy import compute as pc
+
+    cols = []
+    for f in schema:
+        col = chunk.column(f.name)
+        if col.type != f.type:
+            if pa.types.is_dictionary(f.type):
+                col = pc.dictionary_encode(col.cast(f.type.value_type))
+                if col.type != f.type:
+                    col = col.cast(f.type)
+            else:
+                col = col.cast(f.type)
+        cols.append(col)
+    return pa.Table.from_arrays(cols, schema=schema)
 
 
 def write_part(part_dir: str, meta: TableMeta, data: pa.Table | None, part_name: str, *, level: int = 0,
