@@ -377,6 +377,43 @@ def exact_num_blocks(ndv: np.ndarray, fpp: float) -> np.ndarray:
     return out.reshape(np.shape(ndv))
 
 
+def exact_sizes_hold(ndv: np.ndarray | Sequence[int], fpp: float, nbytes: np.ndarray | Sequence[int]) -> bool:
+    """``np.array_equal(num_bytes(ndv, fpp, "exact"), nbytes)``, checked rather than solved
+    (a stored index's filter sizes, on every load): each distinct (ndv, size) is tried at its
+    size and at one block less. The estimate only grows as blocks shrink, so the exact rule's
+    count is the one that passes where one block less fails (or is one block), or the cap
+    where even the cap fails: two estimates per distinct ndv instead of a search."""
+    nd, nb = np.asarray(ndv), np.asarray(nbytes)
+    if (nd.shape != nb.shape or nd.ndim != 1 or not np.issubdtype(nd.dtype, np.integer)
+            or not np.issubdtype(nb.dtype, np.integer) or (nd.size and int(nd.min()) < 0)
+            or isinstance(fpp, bool) or not isinstance(fpp, (int, float, np.floating)) or not 0.0 < float(fpp) < 1.0):
+        return nd.shape == nb.shape and np.array_equal(num_bytes(nd, fpp, "exact"), nb)   # its checks and errors
+    if not nd.size:
+        return True
+    nd, nb = nd.astype(np.int64), nb.astype(np.int64)
+    max_blocks = MAX_BYTES // BYTES_PER_BLOCK
+    if ((nb % BYTES_PER_BLOCK) != 0).any() or (nb < BYTES_PER_BLOCK).any() or (nb > MAX_BYTES).any():
+        return False
+    blocks = nb // BYTES_PER_BLOCK
+    zero = nd == 0
+    if (blocks[zero] != 1).any():
+        return False
+    d, b = nd[~zero], blocks[~zero]
+    if not d.size:
+        return True
+    order = np.lexsort((b, d))
+    d, b = d[order], b[order]
+    first = np.concatenate(([True], d[1:] != d[:-1]))
+    if (b[1:][~first[1:]] != b[:-1][~first[1:]]).any():
+        return False   # one ndv, two sizes: at most one is the rule's
+    d, b = d[first].astype(np.float64), b[first]
+    ok = _fpp_passes(b.astype(np.float64), d, float(fpp))
+    if (b[~ok] != max_blocks).any():
+        return False
+    below = ok & (b > 1)
+    return not below.any() or not _fpp_passes((b[below] - 1).astype(np.float64), d[below], float(fpp)).any()
+
+
 def num_bytes(ndv: np.ndarray | Sequence[int], fpp: float, rule: str = "parquet") -> np.ndarray:
     """Filter bytes for every ``ndv[i]`` under `rule` (one of :data:`RULES`), vectorized
     over zones; ndv 0 gives one block. int64 array of the shape of `ndv`."""

@@ -295,8 +295,7 @@ class SBBFGranules(IndexGranules):
             raise zones.CorruptionError("index table: ndv partly missing")
         if ndv is not None:
             ndv = ndv.astype(np.int64)
-        expect = _expected_sizes(params, ndv, len(arr))
-        if expect is None or not np.array_equal(expect, sizes):
+        if not _sizes_hold(params, ndv, sizes):
             raise zones.CorruptionError("index table: filter sizes do not match the index parameters")
         try:
             bank = SBBFBank.from_arrow(arr, copy=False)   # the words stay in the buffer the file was read into
@@ -325,6 +324,16 @@ def _same_params(built: dict[str, Any], declared: dict[str, Any]) -> bool:
     if "size_rule" in built:
         return False
     return built == {k: v for k, v in declared.items() if k != "size_rule"}
+
+
+def _sizes_hold(params: dict[str, Any], ndv: np.ndarray | None, sizes: np.ndarray) -> bool:
+    """The stored filter sizes are those the params give (for the ndv recorded)."""
+    if params.get("sizing") != "fixed" and size_rule(params) == "exact" and ndv is not None:
+        fpp = params.get("fpp")
+        if isinstance(fpp, float) and 0 < fpp < 1:
+            return sizing.exact_sizes_hold(ndv, fpp, sizes)
+    expect = _expected_sizes(params, ndv, len(sizes))
+    return expect is not None and np.array_equal(expect, sizes)
 
 
 def _expected_sizes(params: dict[str, Any], ndv: np.ndarray | None, n: int) -> np.ndarray | None:

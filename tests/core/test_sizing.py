@@ -5,8 +5,11 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from skipidx.core import sizing
+from skipidx.core.errors import SkipidxError
 
 
 def _java(ndv: int, fpp: float) -> int:
@@ -64,3 +67,42 @@ def test_one_vocabulary_and_the_public_names():
     assert sizing.num_bytes([0], 0.01, "parquet").tolist() == [32] and sizing.num_bytes([0], 0.01, "exact").tolist() == [32]
     with pytest.raises(Exception, match="unknown SBBF sizing"):
         sizing.num_bytes([1], 0.01, "guava")
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.one_of(st.integers(0, 3000), st.integers(0, 10**9), st.sampled_from([0, 1, 8192, 2**40])),
+                min_size=1, max_size=40),
+       st.sampled_from([0.3, 0.05, 0.01, 0.005, 1e-4]), st.data())
+def test_exact_sizes_hold_is_equality_with_the_rule(ndv, fpp, data):
+    """The stored-size check answers exactly np.array_equal(num_bytes(ndv, fpp, "exact"), sizes):
+    true for the rule's sizes, false for any one of them a block off (or another ndv's size)."""
+    nd = np.array(ndv, dtype=np.int64)
+    want = sizing.num_bytes(nd, fpp, "exact")
+    assert sizing.exact_sizes_hold(nd, fpp, want)
+    assert sizing.exact_sizes_hold(nd.astype(np.uint64), fpp, want.astype(np.int32))
+    i = data.draw(st.integers(0, len(nd) - 1))
+    for delta in (-32, 32, -64, 4096):
+        bad = want.copy()
+        bad[i] += delta
+        assert sizing.exact_sizes_hold(nd, fpp, bad) == np.array_equal(sizing.num_bytes(nd, fpp, "exact"), bad)
+        assert not sizing.exact_sizes_hold(nd, fpp, bad)
+    bad = want.copy()
+    bad[i] = 33
+    assert not sizing.exact_sizes_hold(nd, fpp, bad)
+    assert not sizing.exact_sizes_hold(nd, fpp, want[:-1])
+
+
+def test_exact_sizes_hold_at_the_cap_and_for_repeated_ndv():
+    nd = np.array([2**40, 5, 5, 0], dtype=np.int64)
+    want = sizing.num_bytes(nd, 1e-4, "exact")
+    assert want[0] == sizing.MAX_BYTES and want[3] == 32
+    assert sizing.exact_sizes_hold(nd, 1e-4, want)
+    lower = want.copy()
+    lower[0] -= 32
+    assert not sizing.exact_sizes_hold(nd, 1e-4, lower)
+    split = want.copy()
+    split[2] += 32
+    assert not sizing.exact_sizes_hold(nd, 1e-4, split)
+    assert sizing.exact_sizes_hold(np.zeros(0, np.int64), 0.01, np.zeros(0, np.int64))
+    with pytest.raises(SkipidxError):
+        sizing.exact_sizes_hold(np.array([-1.5]), 0.01, np.array([32]))
