@@ -32,7 +32,7 @@ from typing import Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
+from skipidx.core.lazy import parquet as pq
 
 from skipidx.core.errors import SkipidxError
 from skipidx.core.parquet_thrift import _Reader, _T_LIST, _T_STOP, varint, zigzag_varint
