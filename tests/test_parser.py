@@ -671,16 +671,17 @@ def test_error(text: str, fragment: str, line: int, column: int) -> None:
 
 
 EXPECTED_SETS = [
+    # '[' and '.' after an operand: arr[i] and t.N
     ("after_where_expression", "SELECT a FROM t WHERE x = 1 GROPU BY a",
-     ("operator", "';'", "FORMAT", "GROUP", "HAVING", "INTO", "LIMIT", "ORDER", "SETTINGS", "end of input")),
+     ("operator", "'['", "'.'", "';'", "FORMAT", "GROUP", "HAVING", "INTO", "LIMIT", "ORDER", "SETTINGS", "end of input")),
     ("after_select_item", "SELECT a 1",
-     ("operator", "identifier", "'('", "','", "'.'", "';'", "AS", "FORMAT", "FROM", "GROUP", "HAVING", "INTO",
+     ("operator", "identifier", "'('", "'['", "','", "'.'", "';'", "AS", "FORMAT", "FROM", "GROUP", "HAVING", "INTO",
       "LIMIT", "ORDER", "PREWHERE", "SETTINGS", "WHERE", "end of input")),
     ("after_implicit_alias", "SELECT a FORM t",
      ("','", "';'", "FORMAT", "FROM", "GROUP", "HAVING", "INTO", "LIMIT", "ORDER", "PREWHERE", "SETTINGS", "WHERE",
       "end of input")),
     ("after_keyword_read_as_name", "SELECT a, FROM t",
-     ("operator", "'('", "','", "'.'", "';'", "AS", "FORMAT", "FROM", "GROUP", "HAVING", "INTO", "LIMIT", "ORDER",
+     ("operator", "'('", "'['", "','", "'.'", "';'", "AS", "FORMAT", "FROM", "GROUP", "HAVING", "INTO", "LIMIT", "ORDER",
       "PREWHERE", "SETTINGS", "WHERE", "end of input")),
     ("open_paren", "SELECT (", ("expression", "')'", "SELECT", "WITH")),   # a scalar subquery may start there
     ("column_type", "CREATE TABLE t (a", ("identifier",)),

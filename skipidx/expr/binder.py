@@ -1027,6 +1027,27 @@ class Binder:
             return BCall(fn.name, (a, name), pa.string(), False, n.to_sql())
         return name
 
+    def _bind_tuple_element(self, fn: Function, n: A.FunctionCall, agg: bool) -> BExpr:
+        """tupleElement(t, N) / t.N over a tuple written in the query (``(a, b)``, ``tuple(a, b)``):
+        its N-th element (negative N counts from the end), as ClickHouse."""
+        self._check_arity(fn, n)
+        t, k = n.args
+        if isinstance(t, A.TupleLiteral):
+            items = t.items
+        elif isinstance(t, A.FunctionCall) and t.name.lower() == TUPLE_FUNC and not t.distinct:
+            items = t.args
+        else:
+            a = self._expr(t, agg)
+            raise _err(f"first argument for function tupleElement must be Tuple; actual {type_name_of(a)} "
+                       "(skipidx has tuples only as written in the query)", t)
+        c = self._expr(k, False)
+        if not isinstance(c, BConst) or isinstance(c.value, bool) or not isinstance(c.value, int):
+            raise _err("second argument to tupleElement must be a constant Int or UInt", k)
+        i = c.value
+        if not (1 <= i <= len(items) or -len(items) <= i <= -1):
+            raise _err(f"Tuple doesn't have element with index '{i}' (ARGUMENT_OUT_OF_BOUND)", k)
+        return self._expr(items[i - 1 if i > 0 else i], agg)
+
     def _check_arity(self, fn: Function, n: A.FunctionCall) -> None:
         lo, hi = fn.arity()
         k = len(n.args)

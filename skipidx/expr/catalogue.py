@@ -180,7 +180,7 @@ class Function:
 
 #: The binder's rules (skipidx.expr.binder.Binder._bind_<rule>).
 RULES = ("scalar", "comparison", "logical", "not", "null_test", "membership", "search", "string_map",
-         "arithmetic", "negate", "aggregate", "typed", "conditional", "interval", "type_of")
+         "arithmetic", "negate", "aggregate", "typed", "conditional", "interval", "type_of", "tuple_element")
 
 
 def _cmp(op: str) -> Callable[..., Any]:
@@ -381,9 +381,31 @@ TEXT_FUNCTIONS = [
     Function("arrayJoin", "typed", (_ARRAY,), typed=lambda ts, cs: (ts[0].value_type, ts[0].value_field.nullable),
              kernel=lambda a: _array_join_elsewhere(),
              doc="one row per element; the SELECT runner expands the rows (skipidx.execution.select)"),
+    Function("arrayElement", "typed", (_ARRAY, INTEGER), typed=lambda ts, cs: _array_element_type(ts, cs),
+             kernel=lambda a, i: _array_element(a, i),
+             doc="arr[i]: 1-based, negative from the end; out of range, the element type's default"),
+    # constant: the binder replaces the call by the element's own expression (no row kernel)
+    Function("tupleElement", "tuple_element", (ANY, _CONST_INT), constant=True,
+             doc="t.N: the N-th element (negative: from the end) of a tuple written in the query"),
     Function("empty", "scalar", (STRING,), kernel=_text_k("empty")),
     Function("notEmpty", "scalar", (STRING,), kernel=_text_k("not_empty")),
 ]
+
+
+def _array_element_type(ts: list[pa.DataType], cs: list[Any]) -> tuple[pa.DataType, bool | None]:
+    from skipidx.core.errors import SkipidxError
+
+    if cs[0] is None and cs[1] is not None and not isinstance(cs[1], bool) and cs[1] == 0:
+        # ClickHouse refuses a constant 0 over a column (a constant array reads the default)
+        raise SkipidxError("Array indices are 1-based (ZERO_ARRAY_OR_TUPLE_INDEX)")
+    t = ts[0]
+    return t.value_type, (True if t.value_field.nullable else None)
+
+
+def _array_element(a: Any, i: Any) -> Any:
+    from skipidx.expr.kernels.arrays import array_element
+
+    return array_element(a, i)
 
 
 def _array_join_elsewhere() -> Any:

@@ -701,6 +701,23 @@ class _AstBuilder:
         ctx.keep.append(inner)
         return inner
 
+    def subscript(self, c: list) -> A.Expr:
+        # arr[i] is ClickHouse's arrayElement(arr, i) (its column name too)
+        x, lsqb, i, _ = c
+        return self._expr(A.FunctionCall("arrayElement", (x, i), pos=_pos(lsqb)), x, i)
+
+    def _tuple_index(self, x: A.Expr, dot: Token, n: Token) -> A.Expr:
+        k = A.Literal(n.decoded, "int", pos=_pos(n))
+        return self._expr(A.FunctionCall("tupleElement", (x, k), pos=_pos(dot)), x)
+
+    def tuple_index(self, c: list) -> A.Expr:
+        x, dot, n = c
+        return self._tuple_index(x, dot, n)
+
+    def column_tuple_index(self, c: list) -> A.Expr:
+        name, dot, n = c
+        return self._tuple_index(self._expr(A.Column(name.decoded, pos=_pos(name))), dot, n)
+
     def scalar_subquery(self, c: list) -> A.Expr:
         return self._expr(A.ScalarSubquery(c[1], pos=_pos(c[0])))
 
