@@ -16,7 +16,9 @@ table against :func:`caches`):
 =========================  =====  ===========================================================
 name                       bound  holds
 =========================  =====  ===========================================================
+expr.constant_hashes         256  xxh64 of the String constants of IN lists / comparisons
 expr.in_plans                256  prepared IN-list membership plans, by (values, value type)
+expr.stable_dictionaries   16384  value hashes of dictionaries the store keeps (and 96 MiB with them)
 indexes.sbbf_conditions     1024  bound SBBF conditions, by (subject, tokenizer, type, seed, atom)
 store.checked_strings       4096  row groups whose String columns were found UTF-8, by file, column
 store.external_files        4096  marks, schema and Bloom columns of external data files

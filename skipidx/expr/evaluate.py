@@ -15,6 +15,7 @@ import pyarrow as pa
 from skipidx.core.lazy import compute as pc
 
 from skipidx.core.arrays import from_numpy
+from skipidx.core.lru import LRU
 from skipidx.expr import kernels as F
 from skipidx.expr.catalogue import CATALOGUE, as_bool
 from skipidx.expr.bound import BAgg, BCall, BColumn, BConst, BExpr, BFolded
@@ -77,9 +78,12 @@ def _on_dictionary(e: BExpr, col: pa.ChunkedArray, name: str) -> pa.Array | None
     # the NULL value only when some row's index is NULL (a NULL-free input
     # keeps the functions on their NULL-free paths)
     has_null = any(c.indices.null_count for c in chunks)
-    # the dictionaries as chunks of one column, not concatenated (a copy of every value per query)
-    values = pa.chunked_array([c.dictionary for c in chunks] + ([pa.nulls(1, vt)] if has_null else []), type=vt)
-    per_value = evaluate(e, pa.table({name: values}))
+    fast = _membership_on_hashes(e, chunks, name, total)
+    if fast is None:
+        # the dictionaries as chunks of one column, not concatenated (a copy of every value per query)
+        values = pa.chunked_array([c.dictionary for c in chunks] + ([pa.nulls(1, vt)] if has_null else []),
+                                  type=vt)
+        per_value = evaluate(e, pa.table({name: values}))
     # the rows' positions in `values`: each chunk's indices moved past the
     # dictionaries before it; NULL rows point to the trailing NULL value
     pos = np.empty(n, dtype=np.int32)
@@ -100,7 +104,113 @@ def _on_dictionary(e: BExpr, col: pa.ChunkedArray, name: str) -> pa.Array | None
                     out[np.asarray(ind.is_null(), dtype=np.bool_)] = total
         row += m
         base += size
+    if fast is not None:
+        # (the gather in numpy: the answers have no NULL but the NULL rows')
+        got = fast[np.minimum(pos, total - 1)] if total else np.zeros(n, dtype=np.bool_)
+        if has_null:
+            return pa.array(got, type=pa.bool_(), mask=pos == total)
+        return from_numpy(got)
     return _plain(pc.take(per_value, from_numpy(pos)))
+
+
+#: 64-bit hashes of the values of dictionaries the store decodes once and hands out again
+#: (store/part_pages.py), by their buffers (the array is held, so the addresses stay its own)
+_STABLE_DICTIONARIES = LRU(16384, "expr.stable_dictionaries",
+                           "xxh64 of the values of dictionaries the store keeps, by their buffers (and 96 MiB "
+                           "with the dictionaries)", max_bytes=96 << 20)
+#: the hashes of the constants of a membership test, by the constants
+_NEEDLE_HASHES = LRU(256, "expr.constant_hashes",
+                     "xxh64 of the String constants of IN lists / comparisons, by the constants")
+#: membership tests over stable dictionaries: equality with constants, or (NOT) IN a constant list
+_MEMBERSHIP = {"in": False, "equals": False, "notIn": True, "notEquals": True}
+
+
+def _dictionary_key(dic: pa.Array) -> tuple:
+    b = dic.buffers()
+    return (dic.type, len(dic), dic.offset, b[1].address if b[1] is not None else 0,
+            b[2].address if len(b) > 2 and b[2] is not None else 0)
+
+
+def register_stable_dictionary(dic: pa.Array) -> None:
+    """Note that `dic` (a String / Binary dictionary without NULLs) will be handed out again
+    as the dictionary of later reads: its values' hashes are kept, and a membership test over
+    it (``x IN (...)``, ``x = c``) compares hashes first and the bytes only where they match."""
+    from skipidx.core.hashing import xxh64_array
+
+    if dic.null_count or not (pa.types.is_string(dic.type) or pa.types.is_binary(dic.type)):
+        return
+    h = xxh64_array(dic.view(pa.binary()) if pa.types.is_string(dic.type) else dic)
+    b = dic.buffers()
+    offsets = np.frombuffer(b[1], dtype=np.int32, count=dic.offset + len(dic) + 1)[dic.offset:]
+    data = memoryview(b[2]) if b[2] is not None else memoryview(b"")
+    _STABLE_DICTIONARIES.put(_dictionary_key(dic), (dic, h, offsets, data), h.nbytes + dic.nbytes)
+
+
+#: at most this many values whose hash matches a constant's are compared byte by byte here
+#: (more: a hash collision storm or a huge list; the general evaluation answers)
+MEMBERSHIP_MAX_CANDIDATES = 256
+
+
+def _membership_on_hashes(e: BExpr, chunks: list, name: str, total: int) -> np.ndarray | None:
+    """`e` on every dictionary value (bool per value of the chunks' dictionaries, in order)
+    for _on_dictionary, when `e` is a byte-equality membership test of the column against
+    String constants (``x IN (...)``, ``x NOT IN``, ``x = c``, ``x != c``) and every
+    dictionary is stable (:func:`register_stable_dictionary`): a value whose hash is no
+    constant's hash is no constant; the few whose hash matches are compared byte by byte.
+    No Arrow kernel runs (each costs more than this whole test on a few dictionaries).
+    None where this does not apply."""
+    if not (isinstance(e, BCall) and e.func in _MEMBERSHIP and len(e.args) == 2):
+        return None
+    col, const = e.args
+    if e.func in ("equals", "notEquals") and isinstance(col, BConst):
+        col, const = const, col
+    if not (isinstance(col, BColumn) and col.name == name and isinstance(const, BConst)
+            and (pa.types.is_string(col.type) or pa.types.is_binary(col.type))):
+        return None
+    consts = const.value if e.func in ("in", "notIn") else (const.value,)
+    if not isinstance(consts, (tuple, list)) or not consts:
+        return None
+    needles = []
+    for v in consts:
+        if isinstance(v, bytes):
+            needles.append(v)
+        elif v is not None or e.func in ("equals", "notEquals"):
+            return None     # (x = NULL is NULL on every row; a NULL in an IN list matches nothing)
+    entries = []
+    for c in chunks:
+        hit = _STABLE_DICTIONARIES.get(_dictionary_key(c.dictionary))
+        if hit is None:
+            return None
+        entries.append(hit)
+    key = tuple(needles)
+    want = _NEEDLE_HASHES.get(key)
+    if want is None:
+        from skipidx.core.hashing import xxh64_array
+
+        want = (xxh64_array(pa.array(needles, pa.binary())) if needles else np.empty(0, np.uint64),
+                frozenset(needles))
+        _NEEDLE_HASHES.put(key, want)
+    hashes, needle_set = want
+    h = entries[0][1] if len(entries) == 1 else np.concatenate([x[1] for x in entries])
+    hit_mask = np.zeros(h.shape[0], dtype=np.bool_)
+    for n in hashes:
+        hit_mask |= h == n
+    cand = np.flatnonzero(hit_mask)
+    if cand.shape[0] > MEMBERSHIP_MAX_CANDIDATES:
+        return None
+    negated = _MEMBERSHIP[e.func]
+    out = np.full(total, negated, dtype=np.bool_)
+    if cand.shape[0]:
+        ends = np.cumsum([x[1].shape[0] for x in entries]).tolist()
+        j = 0
+        for i in cand.tolist():
+            while i >= ends[j]:
+                j += 1
+            _dic, _h, offsets, data = entries[j]
+            k = i - (ends[j - 1] if j else 0)
+            a, b = int(offsets[k]), int(offsets[k + 1])
+            out[i] = (data[a:b].tobytes() in needle_set) != negated
+    return out
 
 
 def _const_array(value: Any, typ: pa.DataType, n: int) -> pa.Array:

@@ -85,6 +85,7 @@ def read_dictionary_columns(path: str, ident: tuple, md: FileMetaData, rgs: Sequ
     group); None where this path does not apply -- read with pyarrow then."""
     if not numba_loaded():
         return None     # (the kernels would load numba: a first small query reads with pyarrow)
+    from skipidx.expr.evaluate import register_stable_dictionary
     from skipidx.store import parquet_pages as pp
 
     leaves = _leaves(md, path, ident)
@@ -114,6 +115,7 @@ def read_dictionary_columns(path: str, ident: tuple, md: FileMetaData, rgs: Sequ
                     if dic is None or len(dic) != lay.dict_values:
                         return None     # not UTF-8 (pyarrow's read and its check report it)
                     _DICTIONARIES.put(key, dic, dic.nbytes)
+                    register_stable_dictionary(dic)
                 idx, valid = pp.dictionary_indices(fd, lay, np.arange(lay.offsets.shape[0]), max_def, len(dic))
                 if valid is not None and not f.nullable:
                     return None

@@ -161,3 +161,56 @@ def test_damaged_page_is_not_an_answer(tmp_path):
     except SkipidxError:
         got = None
     assert got is None
+
+
+MEMBERSHIP_WHERES = ["s IN ('alpha1', 'beta2', 'tail7')", "s NOT IN ('alpha1', 'beta2')", "s = 'gamma3'",
+                     "s != 'gamma3'", "NOT (s IN ('alpha1'))", "s IN ('alpha1', NULL)", "s NOT IN ('alpha1', NULL)",
+                     "(s IN ('alpha1')) IS NULL", "s IN ('none of them', 'nor this')", "k IN ('', 'ünïcødé ✓')",
+                     "k = ''", "'délta' = k", "u IN ('u1', 'u2', 'u3') AND s != 'alpha1'",
+                     "s = 'gamma3' OR k = 'tail'"]
+
+
+def _answers(db, wheres):
+    return [(db.sql(f"SELECT count(), sum(id) FROM t WHERE {w}").fetchall(),
+             db.sql(f"SELECT id FROM t WHERE {w} ORDER BY id LIMIT 30").fetchall()) for w in wheres]
+
+
+def test_membership_over_stable_dictionaries_equals_the_general_evaluation(db, monkeypatch):
+    from skipidx.expr import evaluate as E
+
+    calls = []
+    real = E._membership_on_hashes
+    monkeypatch.setattr(E, "_membership_on_hashes", lambda *a: calls.append(1) or real(*a))
+    for _ in range(2):
+        fast = _answers(db, MEMBERSHIP_WHERES)
+    assert sum(1 for _ in calls), "the membership path did not run"
+    monkeypatch.setattr(E, "_membership_on_hashes", lambda *a: None)
+    assert fast == _answers(db, MEMBERSHIP_WHERES)
+
+
+def test_membership_with_colliding_hashes_compares_the_bytes(db, monkeypatch):
+    """Every value's and every constant's hash made one: each value is then compared byte by byte."""
+    from skipidx.core import hashing
+    from skipidx.expr import evaluate as E
+
+    monkeypatch.setattr(E, "_membership_on_hashes", lambda *a: None)
+    want = _answers(db, MEMBERSHIP_WHERES)
+    monkeypatch.undo()
+    _answers(db, MEMBERSHIP_WHERES)        # the dictionaries read (and registered)
+    stable = E._STABLE_DICTIONARIES
+    assert len(stable), "no dictionary was registered"
+    saved = dict(stable._d)
+    hits = []
+    try:
+        for k, (dic, h, offs, data) in saved.items():
+            stable._d[k] = (dic, np.full_like(h, 42), offs, data)
+        E._NEEDLE_HASHES.clear()
+        monkeypatch.setattr(hashing, "xxh64_array", lambda a, seed=0: np.full(len(a), 42, dtype=np.uint64))
+        real = E._membership_on_hashes
+        monkeypatch.setattr(E, "_membership_on_hashes", lambda *a: (lambda r: hits.append(r is not None) or r)(
+            real(*a)))
+        assert _answers(db, MEMBERSHIP_WHERES) == want
+        assert any(hits)
+    finally:
+        stable._d.update(saved)
+        E._NEEDLE_HASHES.clear()
