@@ -50,7 +50,7 @@ def _pages_of(buf: pa.Buffer) -> tuple[list[list], pa.Table]:
     out = []
     for g in range(md.num_row_groups):
         lay = pp.chunk_layout(buf, md.row_group(g).column(0), md.row_group(g).num_rows)
-        out.append(pp.string_pages(buf, lay, max_def))
+        out.append(list(pp.string_pages(buf, lay, max_def)))
     return out, pf.read()
 
 
@@ -131,7 +131,7 @@ def test_dictionary_chunks_are_refused():
     md = pq.ParquetFile(pa.BufferReader(buf)).metadata
     lay = pp.chunk_layout(buf, md.row_group(0).column(0), md.row_group(0).num_rows)
     with pytest.raises(SkipidxError):
-        pp.string_pages(buf, lay, 0)
+        list(pp.string_pages(buf, lay, 0))
 
 
 def test_damaged_page_is_refused():
@@ -143,10 +143,10 @@ def test_damaged_page_is_refused():
     pos = int(lay.offsets[0]) + int(lay.header_lengths[0])
     raw[pos:pos + 4] = (10 ** 6).to_bytes(4, "little")     # the first value's length runs past the page
     with pytest.raises(SkipidxError):
-        pp.string_pages(pa.py_buffer(bytes(raw)), lay, 0)
+        list(pp.string_pages(pa.py_buffer(bytes(raw)), lay, 0))
     raw[pos:pos + 4] = (len(values[0]) - 1).to_bytes(4, "little")   # the values no longer fill the page
     with pytest.raises(SkipidxError):
-        pp.string_pages(pa.py_buffer(bytes(raw)), lay, 0)
+        list(pp.string_pages(pa.py_buffer(bytes(raw)), lay, 0))
 
 
 def _counts(db, where: str, direct: int = 0) -> list[int]:

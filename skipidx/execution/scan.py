@@ -125,22 +125,21 @@ def _read_filtered(part: Any, batch: list[tuple[int, int]], columns: list[str], 
             and (prewhere is None or all(c in _where_columns(prewhere) for c in columns))):
         # count() over known rows (sorted row numbers): the columns are read as below, the
         # batch's count comes from the rows without a mask of the batch
-        pages = part.string_pages(columns[0], batch) if len(columns) == 1 and part.string_pages else None
-        if pages is not None:
+        rows = part.string_pages(columns[0], batch, _page_rows) if len(columns) == 1 and part.string_pages else None
+        if rows is not None:
             # a String column's pages decompressed and their values walked, no Arrow strings built
-            return (zero_column_table(_batch_count(part, batch, known)), sum(p.rows for ps in pages for p in ps),
+            return (zero_column_table(_batch_count(part, batch, known)), sum(sum(r) for r in rows),
                     _bytes(part, columns, sum(e - s for s, e in batch)))
         t = part.read(columns, batch, dictionary=as_dict, **kw) if as_dict else part.read(columns, batch, **kw)
         return (t.select([]).slice(0, _batch_count(part, batch, known)), t.num_rows,
                 _bytes(part, columns, sum(e - s for s, e in batch)))
     if known is None and not keep and len(columns) == 1 and part.string_pages and (prewhere is None or prewhere is where):
         tree = page_predicate(where, columns[0])
-        pages = part.string_pages(columns[0], batch) if tree is not None else None
-        if pages is not None:
+        got = part.string_pages(columns[0], batch, _PageCount(tree)) if tree is not None else None
+        if got is not None:
             # count() of a substring / token search over one String column: the search runs
             # over the decompressed PLAIN pages, no Arrow strings built
-            flat = [p for ps in pages for p in ps]
-            return (zero_column_table(_page_count(tree, flat)), sum(p.rows for p in flat),
+            return (zero_column_table(sum(c for r in got for c, _ in r)), sum(n for r in got for _, n in r),
                     _bytes(part, columns, sum(e - s for s, e in batch)))
     known = None if known is None else _batch_rows(part, batch, known)
     needles = required_substrings(where) if part.needle_column is not None and known is None else None
@@ -189,7 +188,7 @@ _PAGE_PREDICATES: dict = {}
 
 
 def page_predicate(where: BExpr | None, column: str) -> tuple | None:
-    """`where` as a tree that :func:`_page_count` evaluates over a String column's PLAIN
+    """`where` as a tree that :class:`_PageCount` evaluates over a String column's PLAIN
     pages, or None: ANDs and ORs of ``hasToken(column, 't')`` and ``column LIKE '%s%'``
     (no other wildcard), every leaf on `column`. A NULL row makes every leaf NULL, so it
     never counts. Leaves: ("token" | "sub", needle); nodes: ("and" | "or", [children])."""
@@ -230,23 +229,36 @@ def page_predicate(where: BExpr | None, column: str) -> tuple | None:
     return tree
 
 
-def _page_mask(tree: tuple, pages: list) -> list[np.ndarray]:
-    """Per page, per non-NULL value: whether `tree` holds."""
-    from skipidx.expr.kernels._search import pages_rows
-
-    kind, arg = tree
-    if kind in ("token", "sub"):
-        return pages_rows([(p.bounds, p.data) for p in pages], arg, kind == "token", gap=4)
-    parts = [_page_mask(k, pages) for k in arg]
-    out = parts[0]
-    for other in parts[1:]:
-        out = [(x & y) if kind == "and" else (x | y) for x, y in zip(out, other)]
-    return out
+def _page_rows(page: Any) -> int:
+    return page.rows
 
 
-def _page_count(tree: tuple, pages: list) -> int:
-    """How many rows of `pages` pass `tree` (the masks cover the non-NULL values only)."""
-    return int(sum(int(np.count_nonzero(m)) for m in _page_mask(tree, pages)))
+class _PageCount:
+    """Per page: (rows passing `tree`, rows); each leaf's searcher keeps its anchors
+    from page to page. The masks cover the non-NULL values only (a NULL row never passes)."""
+
+    def __init__(self, tree: tuple) -> None:
+        from skipidx.expr.kernels._search import PageSearch
+
+        def build(t: tuple) -> tuple:
+            kind, arg = t
+            if kind in ("token", "sub"):
+                return ("leaf", PageSearch(arg, kind == "token", gap=4))
+            return (kind, [build(k) for k in arg])
+
+        self.tree = build(tree)
+
+    def _mask(self, t: tuple, page: Any) -> np.ndarray:
+        kind, arg = t
+        if kind == "leaf":
+            return arg(page.bounds, page.data)
+        out = self._mask(arg[0], page)
+        for k in arg[1:]:
+            out = (out & self._mask(k, page)) if kind == "and" else (out | self._mask(k, page))
+        return out
+
+    def __call__(self, page: Any) -> tuple[int, int]:
+        return int(np.count_nonzero(self._mask(self.tree, page))), page.rows
 _NEEDLE_FUNCS = ("hasToken", "like", "startsWith", "endsWith", "equals")
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -547,11 +547,13 @@ class StringPage:
     rows: int
 
 
-def string_pages(file: pa.Buffer, layout: PageLayout, max_def: int) -> list[StringPage]:
+def string_pages(file: pa.Buffer, layout: PageLayout, max_def: int) -> Iterator[StringPage]:
     """The data pages of a flat BYTE_ARRAY chunk (`layout`, in `file`: the whole file's
-    bytes, a memory map), decompressed and walked: each value's bounds, nothing copied.
-    SkipidxError on anything but PLAIN pages (a dictionary page, another encoding),
-    `max_def` > 1, a codec Arrow lacks, or pages whose values do not add up exactly."""
+    bytes, a memory map), decompressed and walked one after the other: each value's
+    bounds, nothing copied (a caller that drops each page before taking the next lets
+    the next one reuse its memory). SkipidxError on anything but PLAIN pages (a
+    dictionary page, another encoding), `max_def` > 1, a codec Arrow lacks, or pages
+    whose values do not add up exactly."""
     from skipidx.core._kernels.rle import plain_bounds
 
     if layout.physical != "BYTE_ARRAY" or max_def > 1 or layout.dict_span is not None:
@@ -561,7 +563,6 @@ def string_pages(file: pa.Buffer, layout: PageLayout, max_def: int) -> list[Stri
     if not layout.levels_rle or bool((layout.encoding != 0).any()):
         raise SkipidxError("pages not PLAIN")
     codec = None if layout.codec == "UNCOMPRESSED" else _codec_of(layout.codec)
-    out = []
     for i in range(layout.offsets.shape[0]):
         off, hl, rows, usize = (int(layout.offsets[i]), int(layout.header_lengths[i]), int(layout.rows[i]),
                                 int(layout.uncompressed[i]))
@@ -595,8 +596,7 @@ def string_pages(file: pa.Buffer, layout: PageLayout, max_def: int) -> list[Stri
         bounds = np.empty(n + 1, dtype=np.int64)
         if plain_bounds(buf, pos, n, bounds) != buf.shape[0]:
             raise SkipidxError("PLAIN values do not fill the page")
-        out.append(StringPage(buf, bounds, valid, rows))
-    return out
+        yield StringPage(buf, bounds, valid, rows)
 
 
 def _codec_of(name: str) -> pa.Codec:

@@ -505,12 +505,14 @@ class Part:
         return pa.Table.from_arrays(got, schema=pa.schema(
             [f.with_type(pa.dictionary(pa.int32(), f.type)) for f in fields]))
 
-    def string_pages(self, column: str, mark_ranges: Sequence[tuple[int, int]]) -> list | None:
+    def string_pages(self, column: str, mark_ranges: Sequence[tuple[int, int]],
+                     visit: Callable[[object], object] | None = None) -> list | None:
         """String column `column` over granules `mark_ranges`, read without building Arrow
         strings: the data pages decompressed and their values' bounds walked
-        (:func:`skipidx.store.parquet_pages.string_pages`), one list of
-        :class:`~skipidx.store.parquet_pages.StringPage` per range, checksums verified
-        as :meth:`read` does. None where this reader does not apply (the caller then
+        (:func:`skipidx.store.parquet_pages.string_pages`), one list per range of each
+        :class:`~skipidx.store.parquet_pages.StringPage` or, with `visit`, of
+        ``visit(page)`` (each page dropped before the next is decompressed, so its memory
+        is reused), checksums verified as :meth:`read` does. None where this reader does not apply (the caller then
         uses :meth:`read`): encryption, a dictionary-encoded or non-PLAIN chunk, a
         type that is not a flat String/binary, row groups whose UTF-8 :meth:`read` has
         not yet checked in this process (it checks them), anything that does not add up.
@@ -552,16 +554,19 @@ class Part:
             max_def = md.schema.column(j).max_definition_level
             out = []
             for a, b in ranges:
-                pages = []
+                got = []
+                rows = 0
                 for g in range(a, b):
                     lay = layouts.get(g)
                     if lay is None:
                         rg = md.row_group(g)
                         lay = layouts[g] = pp.chunk_layout(buf, rg.column(j), rg.num_rows, path)
-                    pages.extend(pp.string_pages(buf, lay, max_def))
-                if sum(p.rows for p in pages) != int(self.marks[b] - self.marks[a]):
+                    for page in pp.string_pages(buf, lay, max_def):
+                        rows += page.rows
+                        got.append(page if visit is None else visit(page))
+                if rows != int(self.marks[b] - self.marks[a]):
                     return None
-                out.append(pages)
+                out.append(got)
             return out
         except (SkipidxError, pa.ArrowException, OSError, ValueError, IndexError):
             return None

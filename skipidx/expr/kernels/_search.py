@@ -40,7 +40,7 @@ from collections.abc import Sequence
 import numpy as np
 from skipidx.core.lazy import njit, numba_loaded, use_numpy_path
 
-__all__ = ["contains_rows", "token_rows", "any_rows", "pages_rows", "TOKEN_BYTE", "ASCII_LOWER"]
+__all__ = ["contains_rows", "token_rows", "any_rows", "pages_rows", "PageSearch", "TOKEN_BYTE", "ASCII_LOWER"]
 
 
 def _token_byte_table() -> np.ndarray:
@@ -420,35 +420,48 @@ def any_rows(offsets: np.ndarray, data: np.ndarray, needles: Sequence[bytes]) ->
     return out
 
 
+class PageSearch:
+    """:func:`token_rows` (`token`) or :func:`contains_rows` of one ``(offsets, data)``
+    after another (the pages of a Parquet column, `gap` as contains_rows'), the anchors
+    chosen once, on the first page's bytes (they decide speed only): sampling every
+    page would cost more than searching a small one."""
+
+    __slots__ = ("needle", "nd", "token", "gap", "anchors")
+
+    def __init__(self, needle: bytes, token: bool, gap: int = 0) -> None:
+        self.needle = bytes(needle)
+        self.nd = np.frombuffer(self.needle, dtype=np.uint8)
+        if token and self.needle and not TOKEN_BYTE[self.nd].all():
+            raise ValueError("hasToken needle must not contain separator bytes")
+        self.token = token
+        self.gap = gap
+        self.anchors: tuple | None = None
+
+    def __call__(self, offsets: np.ndarray, data: np.ndarray) -> np.ndarray:
+        o, d = _check(offsets, data, self.gap)
+        out = np.zeros(len(o) - 1, dtype=np.bool_)
+        m = len(self.needle)
+        if not m:
+            if not self.token:
+                out[:] = True
+            return out
+        lo, hi = int(o[0]), int(o[-1]) - self.gap
+        if len(o) < 2 or hi - lo < m:
+            return out
+        if not numba_loaded():
+            _search(o, d, self.needle, False, self.token, out, self.gap)
+            return out
+        if self.anchors is None:
+            self.anchors = _anchors(d, lo, hi, self.nd, False)
+        p1, p2, p3, three = self.anchors
+        z = np.uint8(0)
+        _scan_kernel(o, d, self.nd, _IDENTITY, TOKEN_BYTE, p1, p2, p3, z, z, z, three, self.token, _CTZ,
+                     np.int64(self.gap), out)
+        return out
+
+
 def pages_rows(pages: Sequence[tuple[np.ndarray, np.ndarray]], needle: bytes, token: bool,
                gap: int = 0) -> list[np.ndarray]:
-    """:func:`token_rows` (`token`) or :func:`contains_rows` of each ``(offsets, data)``
-    of `pages` (with `gap`), the anchors chosen once, on the first page's bytes (they
-    decide speed only): one call per Parquet page would otherwise sample each page."""
-    needle = bytes(needle)
-    checked = [_check(o, d, gap) for o, d in pages]
-    outs = [np.zeros(len(o) - 1, dtype=np.bool_) for o, _ in checked]
-    if not needle:
-        if not token:
-            for x in outs:
-                x[:] = True
-        return outs
-    nd = np.frombuffer(needle, dtype=np.uint8)
-    if token and not TOKEN_BYTE[nd].all():
-        raise ValueError("hasToken needle must not contain separator bytes")
-    m = len(needle)
-    if not numba_loaded() or len(pages) < 2:
-        for (o, d), out in zip(checked, outs):
-            _search(o, d, needle, False, token, out, gap)
-        return outs
-    anchors = None
-    for (o, d), out in zip(checked, outs):
-        lo, hi = int(o[0]), int(o[-1]) - gap
-        if len(o) < 2 or hi - lo < m:
-            continue
-        if anchors is None:
-            anchors = _anchors(d, lo, hi, nd, False)
-        p1, p2, p3, three = anchors
-        z = np.uint8(0)
-        _scan_kernel(o, d, nd, _IDENTITY, TOKEN_BYTE, p1, p2, p3, z, z, z, three, token, _CTZ, np.int64(gap), out)
-    return outs
+    """:class:`PageSearch` over each ``(offsets, data)`` of `pages`."""
+    search = PageSearch(needle, token, gap)
+    return [search(o, d) for o, d in pages]
