@@ -67,18 +67,26 @@ sys.path.insert(0, os.path.dirname(__file__))
 QUERY = "SELECT count() FROM logs WHERE hasToken(msg, 'kraken')"
 
 
-def _env(numba_cache: str | None) -> dict[str, str]:
+def _env(numba_cache: str | None, tree: str | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "NUMBA_CACHE_DIR")}
     if numba_cache is not None:
         env["NUMBA_CACHE_DIR"] = numba_cache
+    if tree is not None:   # another checkout's skipidx ahead of the installed one
+        env["PYTHONPATH"] = tree
     return env
+
+
+#: where the timed processes start: a directory without a skipidx package, so that the one
+#: they import is the installed one (or --baseline-tree's), never the current directory's
+_CWD: list[str | None] = [None]
 
 
 def _timed(cmd: list[str], env: dict[str, str], expect: str) -> tuple[float, float]:
     """(wall seconds, CPU seconds) of one process; its output must hold `expect`."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    # from a directory without a skipidx package: the one imported is the installed one (or --baseline-tree's)
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, cwd=_CWD[0])
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if out.returncode != 0 or expect not in out.stdout:
@@ -131,11 +139,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--dir", default=None)
     ap.add_argument("--reuse", action="store_true", help="with --dir: reuse the databases an earlier run left")
+    ap.add_argument("--baseline-tree", default=None, metavar="DIR",
+                    help="also time API/CLI warm with skipidx imported from DIR (a checkout of another commit, "
+                         "on PYTHONPATH), interleaved with the rest")
     args = ap.parse_args(argv)
     work = args.dir or tempfile.mkdtemp(prefix="skipidx-startup-")
     os.makedirs(work, exist_ok=True)
     try:
         sk, chdir, answer = _load(args.rows, args.seed, work, args.reuse and args.dir is not None)
+        _CWD[0] = work
         expect = str(answer)
         py = sys.executable
         api = f"import skipidx; print(skipidx.connect({sk!r}).sql({QUERY!r}).fetchall()[0][0])"
@@ -147,6 +159,10 @@ def main(argv: list[str] | None = None) -> int:
             "skipidx CLI cold": ([py, "-m", "skipidx", "sql", sk, QUERY, "--format", "TSV"], "cold"),
             "skipidx API cold": ([py, "-c", api], "cold"),
         }
+        base = os.path.abspath(args.baseline_tree) if args.baseline_tree else None
+        if base:
+            variants["baseline API warm"] = ([py, "-c", api], "warm")
+            variants["baseline CLI warm"] = ([py, "-m", "skipidx", "sql", sk, QUERY, "--format", "TSV"], "warm")
         warm_cache = os.path.join(work, "numba-warm")
         os.makedirs(warm_cache, exist_ok=True)
         # what `make` leaves: a cache filled by `skipidx warm` alone (not by this query)
@@ -160,6 +176,9 @@ def main(argv: list[str] | None = None) -> int:
         _timed(variants["skipidx API warm"][0], _env(warm_cache), expect)
         _timed(variants["skipidx CLI warm"][0], _env(warm_cache), expect)
         _timed(variants["chDB"][0], _env(None), expect)
+        if base:
+            for name in ("baseline API warm", "baseline CLI warm"):
+                _timed(variants[name][0], _env(warm_cache, base), expect)
         wall: dict[str, list[float]] = {k: [] for k in variants}
         cpu: dict[str, list[float]] = {k: [] for k in variants}
         load0 = os.getloadavg()[0]
@@ -168,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
                 cold = tempfile.mkdtemp(prefix="numba-cold-") if cache == "cold" else None
                 try:
                     dirs = {"cold": cold, "warm": warm_cache, "make": make_cache, None: None}
-                    w, c = _timed(cmd, _env(dirs[cache]), expect)
+                    w, c = _timed(cmd, _env(dirs[cache], base if name.startswith("baseline") else None), expect)
                 finally:
                     if cold:
                         shutil.rmtree(cold, ignore_errors=True)

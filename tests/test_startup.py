@@ -656,6 +656,50 @@ def test_fast_footer_decoder_equals_the_reader(parquet_footer, data):
             assert got is not None
 
 
+def _project(value, spec):
+    """The fields of `spec` (store/parquet_check._FOOTER_SPEC) of a decoded footer value."""
+    if spec is None or not isinstance(value, dict):
+        return value
+    out = {}
+    for k, v in value.items():
+        if k in spec:
+            sub = spec[k]
+            out[k] = [_project(e, sub) for e in v] if isinstance(v, list) and sub is not None else _project(v, sub)
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_footer_fields_are_the_fast_decoders_fields(parquet_footer, data):
+    """`footer_fields` (what check_footer decodes) gives exactly fast_struct's values of the
+    fields the checks read, and None exactly where fast_struct is None (then the reader runs
+    for the error): on real footers, damaged ones and random bytes."""
+    from skipidx.core.parquet_thrift import fast_struct
+    from skipidx.store.parquet_check import _FOOTER_SPEC, footer_fields
+
+    buf = bytearray(parquet_footer)
+    kind = data.draw(st.sampled_from(["real", "flip", "flip", "cut", "insert", "random"]))
+    if kind == "flip":
+        for _ in range(data.draw(st.integers(1, 4))):
+            buf[data.draw(st.integers(0, len(buf) - 1))] = data.draw(st.integers(0, 255))
+    elif kind == "cut":
+        buf = buf[:data.draw(st.integers(0, len(buf)))]
+    elif kind == "insert":
+        i = data.draw(st.integers(0, len(buf)))
+        buf[i:i] = data.draw(st.binary(min_size=1, max_size=6))
+    elif kind == "random":
+        buf = bytearray(data.draw(st.binary(max_size=200)))
+    buf = bytes(buf)
+    full = fast_struct(buf)
+    got = footer_fields(buf)
+    if full is None:
+        assert got is None
+    else:
+        assert got == _project(full, _FOOTER_SPEC)
+        if kind == "real":
+            assert got[4] and got[4][0][1][0][3][1] is not None
+
+
 def test_numpy_paths_have_an_allowance():
     """The numpy stand-ins serve a process's first ~64 MiB (no numba for a few small queries);
     then, and whenever numba is loaded, the kernels answer."""

@@ -17,7 +17,9 @@ import os
 
 from skipidx.core.errors import CorruptionError, SkipidxError
 from skipidx.core.parquet_bloom import _Reader
-from skipidx.core.parquet_thrift import fast_struct
+from skipidx.core.parquet_thrift import (_MAX_DEPTH, _T_BINARY, _T_BYTE, _T_DOUBLE, _T_FALSE, _T_I16, _T_I32,
+                                         _T_I64, _T_LIST, _T_MAP, _T_SET, _T_STOP, _T_STRUCT, _T_TRUE, _T_UUID,
+                                         fast_struct)
 
 __all__ = ["check_footer", "check_footer_bytes"]
 
@@ -78,10 +80,239 @@ def _leaf_levels(schema: list, where: str) -> list[tuple[int, int, object]]:
     return out
 
 
+#: The fields of FileMetaData the checks below read, as a decoding spec: field id -> None
+#: (the value, whole) or a spec of the struct it holds (a list field: of each struct element).
+_SCHEMA_ELEMENT = {_SE_TYPE: None, _SE_REPETITION: None, _SE_NAME: None, _SE_NUM_CHILDREN: None}
+_SIZE_STATS = {_SS_REP_HIST: None, _SS_DEF_HIST: None}
+_COLUMN_CHUNK = {_CC_META: {_CMD_TYPE: None, _CMD_SIZE_STATS: _SIZE_STATS}, _CC_CRYPTO: None}
+_FOOTER_SPEC = {_FMD_SCHEMA: _SCHEMA_ELEMENT, _FMD_ROW_GROUPS: {_RG_COLUMNS: _COLUMN_CHUNK}, _FMD_ENCRYPTION: None}
+
+
+class _Odd(Exception):
+    pass
+
+
+_SKIP: dict = {}
+
+
+def footer_fields(buf: bytes) -> dict | None:
+    """``fast_struct(buf)`` with only the fields of :data:`_FOOTER_SPEC` (the same values,
+    the same dict/list shapes), or None exactly where fast_struct is None. Every other field
+    is walked with the same checks and not built: statistics, encodings, paths and offsets
+    are most of a footer's bytes and none of the checks' business."""
+    end = len(buf)
+    pos = 0
+
+    def uvarint(max_bytes: int) -> int:
+        nonlocal pos
+        p = pos
+        v = 0
+        shift = 0
+        for _ in range(max_bytes):
+            if p >= end:
+                raise _Odd
+            b = buf[p]
+            p += 1
+            v |= (b & 0x7F) << shift
+            if b < 0x80:
+                pos = p
+                return v
+            shift += 7
+        raise _Odd
+
+    def struct(depth: int, spec: dict | None) -> dict:
+        # fast_struct's struct(), the same header checks; `spec`: None keeps every field,
+        # _SKIP none (a skipped struct), a dict its fields (each kept whole or by its spec)
+        nonlocal pos
+        out: dict = {}
+        last = 0
+        while True:
+            if pos >= end:
+                raise _Odd
+            b = buf[pos]
+            pos += 1
+            t = b & 0x0F
+            if t == _T_STOP:
+                return out
+            if b >> 4:
+                fid = last + (b >> 4)
+            else:
+                u = uvarint(3)
+                if u >> 16:
+                    raise _Odd
+                fid = (u >> 1) ^ -(u & 1)
+            last = fid
+            if spec is None:
+                out[fid] = value(t, depth, None)
+                continue
+            if spec is not _SKIP and fid in spec:
+                sub = spec[fid]
+                if sub is not None and t == _T_STRUCT:
+                    if depth > _MAX_DEPTH:   # value(t, depth)'s check before its struct(depth + 1)
+                        raise _Odd
+                    out[fid] = struct(depth + 1, sub)
+                else:
+                    out[fid] = value(t, depth, sub if t == _T_LIST or t == _T_SET else None)
+            elif (t == _T_I32 or t == _T_I64 or t == _T_I16) and depth <= _MAX_DEPTH:
+                # skip(t) inline: a varint of at most 10 bytes, at most 64 bits
+                p = pos
+                lim = p + 10 if p + 10 < end else end
+                while p < lim and buf[p] >= 0x80:
+                    p += 1
+                if p >= lim or (p - pos == 9 and buf[p] >= 2):
+                    raise _Odd
+                pos = p + 1
+            elif t == _T_BINARY and depth <= _MAX_DEPTH:
+                n = uvarint(5)   # skip(t) inline
+                if pos + n > end:
+                    raise _Odd
+                pos += n
+            else:
+                skip(t, depth)
+
+    def value(t: int, depth: int, elem: dict | None):
+        # fast_struct's value(); `elem`: the spec of a list's struct elements
+        nonlocal pos
+        if depth > _MAX_DEPTH:
+            raise _Odd
+        if t == _T_I32 or t == _T_I64 or t == _T_I16:
+            u = uvarint(10)
+            if u >> 64:
+                raise _Odd
+            return (u >> 1) ^ -(u & 1)
+        if t == _T_BINARY:
+            n = uvarint(5)
+            p = pos
+            if p + n > end:
+                raise _Odd
+            pos = p + n
+            return buf[p:p + n]
+        if t == _T_STRUCT:
+            return struct(depth + 1, elem)
+        if t == _T_LIST or t == _T_SET:
+            if pos >= end:
+                raise _Odd
+            h = buf[pos]
+            pos += 1
+            size, et = h >> 4, h & 0x0F
+            if size == 15:
+                size = uvarint(5)
+            if size > end - pos:
+                raise _Odd
+            if et == _T_TRUE or et == _T_FALSE:
+                p = pos
+                pos = p + size
+                return [buf[p + i] == 1 for i in range(size)]
+            if elem is not None and et == _T_STRUCT:
+                if depth + 1 > _MAX_DEPTH:   # value(et, depth + 1)'s check before its struct(depth + 2)
+                    raise _Odd
+                return [struct(depth + 2, elem) for _ in range(size)]
+            return [value(et, depth + 1, None) for _ in range(size)]
+        if t == _T_TRUE or t == _T_FALSE:
+            return t == _T_TRUE
+        if t == _T_BYTE or t == _T_DOUBLE or t == _T_UUID:
+            n = 1 if t == _T_BYTE else 8 if t == _T_DOUBLE else 16
+            p = pos
+            if p + n > end:
+                raise _Odd
+            pos = p + n
+            return buf[p] if t == _T_BYTE else buf[p:p + n]
+        if t == _T_MAP:
+            size = uvarint(5)
+            if not size:
+                return {}
+            if pos >= end:
+                raise _Odd
+            kv = buf[pos]
+            pos += 1
+            if 2 * size > end - pos:
+                raise _Odd
+            out = {}
+            for _ in range(size):
+                k = value(kv >> 4, depth + 1, None)
+                if isinstance(k, (dict, list)):
+                    raise _Odd
+                out[k] = value(kv & 0x0F, depth + 1, None)
+            return out
+        raise _Odd
+
+    def skip(t: int, depth: int) -> None:
+        # value() without the value: the same checks, nothing built
+        nonlocal pos
+        if depth > _MAX_DEPTH:
+            raise _Odd
+        if t == _T_I32 or t == _T_I64 or t == _T_I16:
+            p = pos
+            lim = p + 10 if p + 10 < end else end
+            while p < lim and buf[p] >= 0x80:
+                p += 1
+            if p >= lim or (p - pos == 9 and buf[p] >= 2):
+                raise _Odd
+            pos = p + 1
+        elif t == _T_BINARY:
+            n = uvarint(5)
+            if pos + n > end:
+                raise _Odd
+            pos += n
+        elif t == _T_STRUCT:
+            struct(depth + 1, _SKIP)
+        elif t == _T_LIST or t == _T_SET:
+            if pos >= end:
+                raise _Odd
+            h = buf[pos]
+            pos += 1
+            size, et = h >> 4, h & 0x0F
+            if size == 15:
+                size = uvarint(5)
+            if size > end - pos:
+                raise _Odd
+            if et == _T_TRUE or et == _T_FALSE:
+                pos += size
+            elif et == _T_BINARY and depth + 1 <= _MAX_DEPTH:
+                for _ in range(size):   # skip(et) inline: paths and statistics lists
+                    n = uvarint(5)
+                    if pos + n > end:
+                        raise _Odd
+                    pos += n
+            else:
+                for _ in range(size):
+                    skip(et, depth + 1)
+        elif t == _T_TRUE or t == _T_FALSE:
+            pass
+        elif t == _T_BYTE or t == _T_DOUBLE or t == _T_UUID:
+            n = 1 if t == _T_BYTE else 8 if t == _T_DOUBLE else 16
+            if pos + n > end:
+                raise _Odd
+            pos += n
+        elif t == _T_MAP:
+            size = uvarint(5)
+            if not size:
+                return
+            if pos >= end:
+                raise _Odd
+            kv = buf[pos]
+            pos += 1
+            if 2 * size > end - pos:
+                raise _Odd
+            kt = kv >> 4
+            for _ in range(size):
+                skip(kt, depth + 1)
+                if kt == _T_STRUCT or kt == _T_MAP or kt == _T_LIST or kt == _T_SET:
+                    raise _Odd   # fast_struct: a dict or list key
+                skip(kv & 0x0F, depth + 1)
+        else:
+            raise _Odd
+
+    try:
+        return struct(0, _FOOTER_SPEC)
+    except Exception:   # _Odd, or whatever else fast_struct would also give up on
+        return None
+
+
 def check_footer_bytes(footer: bytes, where: str) -> None:
     """Raise CorruptionError(where) for a footer pyarrow's accessors would abort on."""
     try:
-        fmd = fast_struct(footer)
+        fmd = footer_fields(footer)
         if fmd is None:   # the reader's own error (or, should the two ever differ, its answer)
             fmd = _Reader(footer, 0, where, "FileMetaData").struct()
     except SkipidxError as e:
