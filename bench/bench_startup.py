@@ -147,7 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     os.makedirs(work, exist_ok=True)
     try:
         sk, chdir, answer = _load(args.rows, args.seed, work, args.reuse and args.dir is not None)
-        _CWD[0] = work
+        _CWD[0] = os.path.join(work, "cwd")   # empty: not even the database directory named skipidx
+        os.makedirs(_CWD[0], exist_ok=True)
         expect = str(answer)
         py = sys.executable
         api = f"import skipidx; print(skipidx.connect({sk!r}).sql({QUERY!r}).fetchall()[0][0])"

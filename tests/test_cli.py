@@ -184,3 +184,18 @@ def test_program_exits_with_mains_code_and_flushed_output(tmp_path):
     r = subprocess.run([sys.executable, "-m", "skipidx", "sql", db, "SELECT 1 +"], capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 1 and r.stderr.startswith("error: ") and r.stdout == "", r.stderr
+
+
+@pytest.mark.parametrize("preset", [None, "3"])
+def test_program_runs_blas_single_threaded_unless_told(tmp_path, preset):
+    """`python -m skipidx` sets OPENBLAS_NUM_THREADS=1 before numpy loads (skipidx does no BLAS
+    work; OpenBLAS's idle threads would spin); a value the caller set is kept."""
+    code = ("import os, runpy, sys\nsys.argv = ['skipidx', 'sql', %r, 'SELECT 1']\n"
+            "try:\n    runpy.run_module('skipidx', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+            "print(os.environ.get('OPENBLAS_NUM_THREADS'), file=sys.stderr)" % str(tmp_path / "db"))
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if preset:
+        env["OPENBLAS_NUM_THREADS"] = preset
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0 and r.stdout == "1\n", r.stderr
+    assert r.stderr.strip().splitlines()[-1] == (preset or "1")
