@@ -673,16 +673,17 @@ def test_error(text: str, fragment: str, line: int, column: int) -> None:
 EXPECTED_SETS = [
     # '[' and '.' after an operand: arr[i] and t.N
     ("after_where_expression", "SELECT a FROM t WHERE x = 1 GROPU BY a",
-     ("operator", "'['", "'.'", "';'", "FORMAT", "GROUP", "HAVING", "INTO", "LIMIT", "ORDER", "SETTINGS", "end of input")),
+     ("operator", "'['", "'.'", "';'", "FORMAT", "GROUP", "HAVING", "INTO", "LIMIT", "ORDER", "SETTINGS", "UNION",
+      "end of input")),
     ("after_select_item", "SELECT a 1",
      ("operator", "identifier", "'('", "'['", "','", "'.'", "';'", "AS", "FORMAT", "FROM", "GROUP", "HAVING", "INTO",
-      "LIMIT", "ORDER", "PREWHERE", "SETTINGS", "WHERE", "end of input")),
+      "LIMIT", "ORDER", "PREWHERE", "SETTINGS", "UNION", "WHERE", "end of input")),
     ("after_implicit_alias", "SELECT a FORM t",
-     ("','", "';'", "FORMAT", "FROM", "GROUP", "HAVING", "INTO", "LIMIT", "ORDER", "PREWHERE", "SETTINGS", "WHERE",
-      "end of input")),
+     ("','", "';'", "FORMAT", "FROM", "GROUP", "HAVING", "INTO", "LIMIT", "ORDER", "PREWHERE", "SETTINGS", "UNION",
+      "WHERE", "end of input")),
     ("after_keyword_read_as_name", "SELECT a, FROM t",
      ("operator", "'('", "'['", "','", "'.'", "';'", "AS", "FORMAT", "FROM", "GROUP", "HAVING", "INTO", "LIMIT", "ORDER",
-      "PREWHERE", "SETTINGS", "WHERE", "end of input")),
+      "PREWHERE", "SETTINGS", "UNION", "WHERE", "end of input")),
     ("open_paren", "SELECT (", ("expression", "')'", "SELECT", "WITH")),   # a scalar subquery may start there
     ("column_type", "CREATE TABLE t (a", ("identifier",)),
     ("statement_start", "SELEC 1",
@@ -693,8 +694,8 @@ EXPECTED_SETS = [
     ("after_is", "SELECT a FROM t WHERE a IS 1", ("NOT", "NULL")),
     # in the SELECT list `a IS 1` is `a AS is` then a stray 1, as ClickHouse reads it
     ("after_is_alias", "SELECT a IS 1",
-     ("','", "';'", "FORMAT", "FROM", "GROUP", "HAVING", "INTO", "LIMIT", "ORDER", "PREWHERE", "SETTINGS", "WHERE",
-      "end of input")),
+     ("','", "';'", "FORMAT", "FROM", "GROUP", "HAVING", "INTO", "LIMIT", "ORDER", "PREWHERE", "SETTINGS", "UNION",
+      "WHERE", "end of input")),
     ("in_needs_list", "SELECT a IN 1", ("'('", "'['", "query parameter")),
 ]
 

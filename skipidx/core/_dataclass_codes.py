@@ -1746,6 +1746,52 @@ def __create_fn__():
  return __hash__
 CODES['def __create_fn__():\n def __hash__(self):\n  return hash((self.items,self.table,self.where,self.group_by,self.having,self.order_by,self.limit,self.offset,self.distinct,self.table_function,self.prewhere,self.settings,self.format,self.outfile,self.subquery,self.with_,))\n return __hash__'] = __create_fn__.__code__
 
+def __create_fn__(_type_queries, _type_distinct, _type_format, _type_outfile, _type_pos, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_distinct, _dflt_format, _dflt_outfile, _dflt_pos, _return_type):
+ def __init__(self,queries:_type_queries,distinct:_type_distinct=_dflt_distinct,format:_type_format=_dflt_format,outfile:_type_outfile=_dflt_outfile,*,pos:_type_pos=_dflt_pos)->_return_type:
+  __dataclass_builtins_object__.__setattr__(self,'queries',queries)
+  __dataclass_builtins_object__.__setattr__(self,'distinct',distinct)
+  __dataclass_builtins_object__.__setattr__(self,'format',format)
+  __dataclass_builtins_object__.__setattr__(self,'outfile',outfile)
+  __dataclass_builtins_object__.__setattr__(self,'pos',pos)
+ return __init__
+CODES["def __create_fn__(_type_queries, _type_distinct, _type_format, _type_outfile, _type_pos, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_distinct, _dflt_format, _dflt_outfile, _dflt_pos, _return_type):\n def __init__(self,queries:_type_queries,distinct:_type_distinct=_dflt_distinct,format:_type_format=_dflt_format,outfile:_type_outfile=_dflt_outfile,*,pos:_type_pos=_dflt_pos)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'queries',queries)\n  __dataclass_builtins_object__.__setattr__(self,'distinct',distinct)\n  __dataclass_builtins_object__.__setattr__(self,'format',format)\n  __dataclass_builtins_object__.__setattr__(self,'outfile',outfile)\n  __dataclass_builtins_object__.__setattr__(self,'pos',pos)\n return __init__"] = __create_fn__.__code__
+
+def __create_fn__():
+ def __repr__(self):
+  return self.__class__.__qualname__ + f"(queries={self.queries!r}, distinct={self.distinct!r}, format={self.format!r}, outfile={self.outfile!r})"
+ return __repr__
+CODES['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(queries={self.queries!r}, distinct={self.distinct!r}, format={self.format!r}, outfile={self.outfile!r})"\n return __repr__'] = __create_fn__.__code__
+
+def __create_fn__():
+ def __eq__(self,other):
+  if other.__class__ is self.__class__:
+   return (self.queries,self.distinct,self.format,self.outfile,)==(other.queries,other.distinct,other.format,other.outfile,)
+  return NotImplemented
+ return __eq__
+CODES['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.queries,self.distinct,self.format,self.outfile,)==(other.queries,other.distinct,other.format,other.outfile,)\n  return NotImplemented\n return __eq__'] = __create_fn__.__code__
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __setattr__(self,name,value):
+  if type(self) is cls or name in ('queries','distinct','format','outfile','pos',):
+   raise FrozenInstanceError(f"cannot assign to field {name!r}")
+  super(cls, self).__setattr__(name, value)
+ return __setattr__
+CODES['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'queries\',\'distinct\',\'format\',\'outfile\',\'pos\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__'] = __create_fn__.__code__
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __delattr__(self,name):
+  if type(self) is cls or name in ('queries','distinct','format','outfile','pos',):
+   raise FrozenInstanceError(f"cannot delete field {name!r}")
+  super(cls, self).__delattr__(name)
+ return __delattr__
+CODES['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'queries\',\'distinct\',\'format\',\'outfile\',\'pos\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__'] = __create_fn__.__code__
+
+def __create_fn__():
+ def __hash__(self):
+  return hash((self.queries,self.distinct,self.format,self.outfile,))
+ return __hash__
+CODES['def __create_fn__():\n def __hash__(self):\n  return hash((self.queries,self.distinct,self.format,self.outfile,))\n return __hash__'] = __create_fn__.__code__
+
 def __create_fn__(_type_select, _type_indexes, _type_pos, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_indexes, _dflt_pos, _return_type):
  def __init__(self,select:_type_select,indexes:_type_indexes=_dflt_indexes,*,pos:_type_pos=_dflt_pos)->_return_type:
   __dataclass_builtins_object__.__setattr__(self,'select',select)

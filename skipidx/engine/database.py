@@ -593,6 +593,10 @@ class Database(Closing):
 
         from skipidx.engine.system_tables import is_system, local_ref
 
+        if isinstance(s.select, A.Union):
+            from skipidx.engine.explain_sources import explain_union_lines
+
+            return Result(pa.table({"explain": pa.array(explain_union_lines(self, s.select, s.indexes), pa.string())}))
         if s.select.table is not None and is_system(local_ref(s.select.table)):
             return self._explain_system(s.select)
         if s.select.table_function is not None or s.select.subquery is not None:

@@ -18,7 +18,7 @@ from typing import Any
 from skipidx.core.errors import BindError
 from skipidx.sql import ast as A
 
-__all__ = ["explain_source_lines"]
+__all__ = ["explain_source_lines", "explain_union_lines"]
 
 _STEPS = {"numbers": "ReadFromSystemNumbers", "values": "ReadFromStorage", "file": "ReadFromFile"}
 
@@ -36,6 +36,9 @@ def _source_meta(db: Any, q: A.Select, indexes: bool) -> tuple[Any, list[str], s
         return table_function_meta(tf), [], f"{step} ({call})"
     if q.subquery is not None:
         sub = q.subquery
+        if isinstance(sub.query, A.Union):
+            inner_lines, (names, types) = _union_lines(db, sub.query, indexes)
+            return _columns_meta(sub, names, types), inner_lines, f"ReadFromSubquery ({sub.alias or '_subquery'})"
         if not isinstance(sub.query, A.Select):
             pos = sub.pos
             raise BindError("EXPLAIN of FROM (EXPLAIN ...) is not supported",
@@ -51,17 +54,56 @@ def _source_meta(db: Any, q: A.Select, indexes: bool) -> tuple[Any, list[str], s
         return snap.meta, [], ""
 
 
+def _bound_columns(bs: Any) -> tuple[list[str], list[str]]:
+    """(output names, ClickHouse types) of a bound SELECT."""
+    from skipidx.engine.formats import ch_type_name
+
+    types = []
+    for it in bs.items:
+        e = it.expr
+        types.append(getattr(e, "ch_type", "") or ch_type_name(e.type, bool(getattr(e, "nullable", False))))
+    return [it.name for it in bs.items], types
+
+
+def _union_lines(db: Any, u: A.Union, indexes: bool) -> tuple[list[str], tuple[list[str], list[str]]]:
+    """(EXPLAIN lines, (names, ClickHouse types)) of a UNION: each query's plan under ``Union``."""
+    from skipidx.engine.union import union_columns
+
+    lines = ["Union" + (" (DISTINCT)" if u.distinct else "")]
+    parts = []
+    for q in u.queries:
+        if isinstance(q, A.Union):
+            inner, cols = _union_lines(db, q, indexes)
+        else:
+            inner, bs = _plan_lines(db, q, indexes)
+            cols = _bound_columns(bs)
+        lines.extend("  " + x for x in inner)
+        parts.append(cols)
+    return lines, union_columns(u, parts)
+
+
+def explain_union_lines(db: Any, u: A.Union, indexes: bool) -> list[str]:
+    """EXPLAIN lines of a UNION ALL / UNION DISTINCT."""
+    return _union_lines(db, u, indexes)[0]
+
+
+def _columns_meta(sub: A.Subquery, names: list[str], types: list[str]) -> Any:
+    from skipidx.core.types import parse_type
+    from skipidx.store.metadata import ColumnMeta, TableMeta
+
+    if len(set(names)) != len(names):
+        pos = sub.pos
+        raise BindError("a derived table needs distinct column names (give the repeated one an alias)",
+                        line=pos.line or None, column=pos.column or None)
+    return TableMeta(name=sub.alias or "_subquery", columns=[ColumnMeta(n, parse_type(t)) for n, t in zip(names, types)])
+
+
 def _derived_meta(sub: A.Subquery, bs: Any) -> Any:
     """The derived table's columns: the inner SELECT's output names and ClickHouse types."""
     from skipidx.core.types import parse_type
-    from skipidx.engine.formats import ch_type_name
     from skipidx.store.metadata import ColumnMeta, TableMeta
 
-    cols = []
-    for it in bs.items:
-        e = it.expr
-        ch = getattr(e, "ch_type", "") or ch_type_name(e.type, bool(getattr(e, "nullable", False)))
-        cols.append(ColumnMeta(it.name, parse_type(ch)))
+    cols = [ColumnMeta(n, parse_type(t)) for n, t in zip(*_bound_columns(bs))]
     if len({c.name for c in cols}) != len(cols):
         pos = sub.pos
         raise BindError("a derived table needs distinct column names (give the repeated one an alias)",

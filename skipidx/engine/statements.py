@@ -63,7 +63,7 @@ def resolve_subqueries(db: Any, s: A.Statement) -> A.Statement:
     ``(SELECT ...)`` by its one value (:class:`~skipidx.sql.ast.ScalarValue`), run once
     before the outer query is bound, so the indexes prune on that constant. A new
     statement object each run: a plan kept on the statement never holds an old value."""
-    if not isinstance(s, (A.Select, A.Explain, A.InsertSelect, A.CreateTable)):
+    if not isinstance(s, (A.Select, A.Explain, A.InsertSelect, A.CreateTable, A.Union)):
         return s
     from skipidx.sql.with_clause import inline_with
 
@@ -173,7 +173,7 @@ def _scalar_value(db: Any, node: A.ScalarSubquery, name: str) -> A.ScalarValue:
     """Run the scalar subquery `node` and return its value, typed as ClickHouse types it:
     Nullable(T) where T can be inside Nullable (an empty result is then NULL), else T
     (an empty result of such a type is an error); more than one row is an error."""
-    if not isinstance(node.query, A.Select):
+    if not isinstance(node.query, (A.Select, A.Union)):
         raise _err("a scalar subquery must be a SELECT, not EXPLAIN", node)
     table, _stats, types = _select_table(db, _resolve(db, node.query, _Scope()))
     if types is None:
@@ -204,7 +204,7 @@ def _python_value(v: Any) -> Any:
 
 def _in_values(db: Any, node: A.InList) -> tuple[A.Expr, ...]:
     sub = node.items[0]
-    if not isinstance(sub.query, A.Select):
+    if not isinstance(sub.query, (A.Select, A.Union)):
         raise _err("IN takes a SELECT subquery, not EXPLAIN", sub)
     table, _stats, _types = _select_table(db, _resolve(db, sub.query, _Scope()))
     left = len(node.expr.items) if isinstance(node.expr, A.TupleLiteral) else 1
@@ -261,6 +261,12 @@ def _literals(col: Any, at: Any) -> list[A.Expr]:
 
 def run(db: Any, s: A.Statement) -> Result | None:
     """Run `s` if it is one of this module's statements; None otherwise."""
+    if isinstance(s, A.Union):
+        table, stats, types = _select_table(db, s)
+        res = Result(table, stats, types=types)
+        res.format_name = s.format
+        res.outfile = s.outfile
+        return res
     if isinstance(s, A.Select):
         return select_result(db, s)
     if isinstance(s, A.InsertSelect):
@@ -427,6 +433,10 @@ def _select_table(db: Any, s: A.Select):
     from skipidx.expr.binder import bind_select
     from skipidx.engine.query import run_constant_select, run_query
 
+    if isinstance(s, A.Union):
+        from skipidx.engine.union import union_table
+
+        return union_table(db, s, _select_table)
     qs = resolve_settings(session_settings(db), s.settings)
     q = _with_prewhere(s)
     if q.subquery is not None:
@@ -645,7 +655,7 @@ def _select_derived(db: Any, q: A.Select, qs: QuerySettings):
     from skipidx.store.metadata import ColumnMeta, TableMeta
 
     sub = q.subquery
-    if not isinstance(sub.query, A.Select):
+    if not isinstance(sub.query, (A.Select, A.Union)):
         raise _err("FROM (EXPLAIN ...) is not supported: skipidx's EXPLAIN text is its own, not "
                    "ClickHouse's, so filtering its lines would not give ClickHouse's answer", sub)
     inner, _stats, types = _select_table(db, sub.query)

@@ -140,7 +140,7 @@ KEYWORDS = frozenset(
     ADD ALTER AND AS ASC BETWEEN BY CREATE DESC DESCRIBE DISTINCT DROP ENGINE EXISTS EXPLAIN
     FALSE FINAL FIRST FORMAT FROM GRANULARITY GROUP HAVING IF ILIKE IN INDEX INFILE INSERT INTO
     IS LAST LIKE LIMIT MATERIALIZE NOT NULL NULLS OFFSET OPTIMIZE OR ORDER PLAN REFRESH SELECT SETTINGS SHOW
-    TABLE TABLES TRUE TYPE VALUES WHERE INF INFINITY NAN WITH
+    TABLE TABLES TRUE TYPE VALUES WHERE INF INFINITY NAN WITH UNION ALL
     AFTER COLUMN DEFAULT KEY MODIFY OUTFILE PREWHERE PRIMARY SET SETTING TRUNCATE
     """.split()
 )
@@ -989,6 +989,29 @@ class Select(Statement):
 
 
 @_node
+class Union(Statement):
+    """``q UNION ALL q ...`` (`distinct` False) or ``q UNION DISTINCT q ...`` (True): the
+    rows of every query, columns named as the first one's and typed as their least
+    supertype. A query is a :class:`Select` or, where the mode changes, a Union (left-
+    associative, as ClickHouse). `format` and `outfile`: the whole union's output clauses."""
+
+    queries: tuple[Statement, ...]
+    distinct: bool = False
+    format: str | None = None
+    outfile: str | None = None
+    pos: Pos = _pos_field()
+
+    def to_sql(self) -> str:
+        sep = " UNION DISTINCT " if self.distinct else " UNION ALL "
+        text = sep.join(q.to_sql() for q in self.queries)
+        if self.outfile is not None:
+            text += f" INTO OUTFILE {quote_string(self.outfile.encode('utf-8'))}"
+        if self.format is not None:
+            text += f" FORMAT {quote_identifier(self.format)}"
+        return text
+
+
+@_node
 class Explain(Statement):
     """``EXPLAIN [PLAN] [indexes = 0|1] SELECT ...`` (PLAN is ClickHouse's default kind)."""
 
@@ -1155,7 +1178,7 @@ __all__ = [
     "CreateTable", "DropTable", "InsertValues", "InsertFile", "AlterAddIndex", "AlterDropIndex",
     "AlterMaterializeIndex", "AlterRefresh", "Optimize", "Select", "Explain", "ShowTables", "Describe",
     "Param", "TableFunction", "InsertSelect", "Truncate", "AlterAddColumn", "AlterDropColumn", "AlterModifySetting",
-    "Alter", "ALTER_COMMANDS", "ShowCreate", "ExistsTable", "SetStatement", "ScalarSubquery", "ScalarValue", "WithItem",
+    "Alter", "ALTER_COMMANDS", "ShowCreate", "ExistsTable", "SetStatement", "ScalarSubquery", "ScalarValue", "WithItem", "Union",
     "COMPARISON_OPS", "ADDITIVE_OPS", "MULTIPLICATIVE_OPS", "INFILE_FORMATS", "KEYWORDS",
     "quote_identifier", "quote_string", "memo", "node_fields",
 ]

@@ -86,7 +86,7 @@ _KEYWORD_TERMINALS = {
     TABLE TABLES TRUE TYPE VALUES WHERE
     AFTER COLUMN DEFAULT KEY MODIFY OUTFILE PREWHERE PRIMARY SET SETTING TRUNCATE
     CAST CASE WHEN THEN ELSE END INTERVAL
-    ATTACH PARTS MERGES PARTITION WITH
+    ATTACH PARTS MERGES PARTITION WITH UNION ALL
     """.split()
 }
 # The logical operators are keywords wherever they stand: read as names, a
@@ -872,6 +872,18 @@ class _AstBuilder:
         _check_unique([(i.name, i) for i in items], "WITH name")
         return _Clause("with", items, _pos(c[0]))
 
+    def union_mode(self, c: list) -> _Clause | None:
+        return _Clause("union", c[0].type == "DISTINCT", _pos(c[0])) if c else None
+
+    def union_query(self, c: list) -> A.Union:
+        left, union, mode, right = c
+        if mode is None:
+            raise _error("Expected ALL or DISTINCT after UNION: write UNION ALL to keep duplicate rows or "
+                         "UNION DISTINCT to remove them (EXPECTED_ALL_OR_DISTINCT)", union)
+        if isinstance(left, A.Union) and left.distinct == mode.value and left.format is None:
+            return dataclasses.replace(left, queries=left.queries + (right,))
+        return A.Union((left, right), mode.value, pos=_pos(left))
+
     def select(self, c: list) -> A.Select:
         with_, c = c[0], c[1:]
         cl = _clauses(c)
@@ -910,11 +922,19 @@ class _AstBuilder:
     def output_clause(self, c: list) -> _Clause:
         return _Clause("output", _clauses(c), _pos(next(x for x in c if x is not None)))
 
-    def select_query(self, c: list) -> A.Select:
+    def select_query(self, c: list) -> A.Statement:
         sel, out = c
         if out is None:
             return sel
         cl = out.value
+        if isinstance(sel, A.Union):
+            # FORMAT / INTO OUTFILE are the whole union's; SETTINGS after them join the last SELECT's
+            last = sel.queries[-1]
+            if "settings" in cl:
+                last = self.select_query([last, _Clause("output", {"settings": cl["settings"]}, out.pos)])
+            return dataclasses.replace(sel, queries=sel.queries[:-1] + (last,),
+                                       format=cl["format"].value if "format" in cl else None,
+                                       outfile=cl["outfile"].value if "outfile" in cl else None)
         settings = sel.settings
         if "settings" in cl:
             settings = settings + cl["settings"].value
