@@ -13,9 +13,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import shutil
 import sys
-import tempfile
 from typing import Any, Iterator, Mapping, Sequence
 
 import pyarrow as pa
@@ -25,6 +23,11 @@ from skipidx.core.errors import BindError, SkipidxError
 from skipidx.engine.result import QueryStats, Result
 from skipidx.engine.streaming import bound_types, scan_stream, select_stream, streamable
 from skipidx.sql import ast as A
+
+from skipidx.core.lazy import kernels as _lazy_module
+
+#: rmtree on cleanup paths only: a process that only reads does not import it
+shutil = _lazy_module("shutil")
 
 
 class Database(Closing):
@@ -43,7 +46,12 @@ class Database(Closing):
         self.file_access = FileAccess.make(user_files_path, allow_file_access)
 
         self._temp = path is None
-        self.path = tempfile.mkdtemp(prefix="skipidx-") if path is None else os.fspath(path)
+        if path is None:
+            import tempfile   # only here: its import (random, hashlib's seeds) is a new process's cost
+
+            self.path = tempfile.mkdtemp(prefix="skipidx-")
+        else:
+            self.path = os.fspath(path)
         try:
             #: data keys of sensitive columns through the application's KMS client
             self.keyring = KeyRing(kms)

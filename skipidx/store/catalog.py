@@ -18,7 +18,6 @@ import errno
 import fcntl
 import os
 import re
-import shutil
 import stat
 import sys
 from typing import TYPE_CHECKING
@@ -31,6 +30,11 @@ from skipidx.store.commit import (TableGoneError, TableState, check_layout, fsyn
 from skipidx.store.metadata import TableMeta, check_identifier
 from skipidx.store.reader_pool import release_readers
 from skipidx.store.table import Table
+
+from skipidx.core.lazy import kernels as _lazy_module
+
+#: rmtree on cleanup paths only: a process that only reads does not import it
+shutil = _lazy_module("shutil")
 
 if TYPE_CHECKING:
     from skipidx.store.external import ExternalTable

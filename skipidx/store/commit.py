@@ -41,7 +41,6 @@ import fcntl
 import json
 import os
 import re
-import shutil
 import stat
 import threading
 import time
@@ -56,6 +55,11 @@ from skipidx.core.errors import CorruptionError, SkipidxError
 from skipidx.core.lru import LRU
 from skipidx.store.manifest import _PART_NAME, check_part_name, new_part_name
 from skipidx.store.metadata import FORMAT_VERSION, TableMeta
+
+from skipidx.core.lazy import kernels as _lazy_module
+
+#: rmtree on cleanup paths only: a process that only reads does not import it
+shutil = _lazy_module("shutil")
 
 __all__ = [
     "STATE_FILE", "PartEntry", "TableState", "read_state", "write_state", "WriteLock",
