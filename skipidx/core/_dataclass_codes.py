@@ -1643,6 +1643,51 @@ def __create_fn__():
  return __hash__
 CODES['def __create_fn__():\n def __hash__(self):\n  return hash((self.table,self.final,))\n return __hash__'] = __create_fn__.__code__
 
+def __create_fn__(_type_exprs, _type_limit, _type_offset, _type_pos, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_offset, _dflt_pos, _return_type):
+ def __init__(self,exprs:_type_exprs,limit:_type_limit,offset:_type_offset=_dflt_offset,*,pos:_type_pos=_dflt_pos)->_return_type:
+  __dataclass_builtins_object__.__setattr__(self,'exprs',exprs)
+  __dataclass_builtins_object__.__setattr__(self,'limit',limit)
+  __dataclass_builtins_object__.__setattr__(self,'offset',offset)
+  __dataclass_builtins_object__.__setattr__(self,'pos',pos)
+ return __init__
+CODES["def __create_fn__(_type_exprs, _type_limit, _type_offset, _type_pos, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_offset, _dflt_pos, _return_type):\n def __init__(self,exprs:_type_exprs,limit:_type_limit,offset:_type_offset=_dflt_offset,*,pos:_type_pos=_dflt_pos)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'exprs',exprs)\n  __dataclass_builtins_object__.__setattr__(self,'limit',limit)\n  __dataclass_builtins_object__.__setattr__(self,'offset',offset)\n  __dataclass_builtins_object__.__setattr__(self,'pos',pos)\n return __init__"] = __create_fn__.__code__
+
+def __create_fn__():
+ def __repr__(self):
+  return self.__class__.__qualname__ + f"(exprs={self.exprs!r}, limit={self.limit!r}, offset={self.offset!r})"
+ return __repr__
+CODES['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(exprs={self.exprs!r}, limit={self.limit!r}, offset={self.offset!r})"\n return __repr__'] = __create_fn__.__code__
+
+def __create_fn__():
+ def __eq__(self,other):
+  if other.__class__ is self.__class__:
+   return (self.exprs,self.limit,self.offset,)==(other.exprs,other.limit,other.offset,)
+  return NotImplemented
+ return __eq__
+CODES['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.exprs,self.limit,self.offset,)==(other.exprs,other.limit,other.offset,)\n  return NotImplemented\n return __eq__'] = __create_fn__.__code__
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __setattr__(self,name,value):
+  if type(self) is cls or name in ('exprs','limit','offset','pos',):
+   raise FrozenInstanceError(f"cannot assign to field {name!r}")
+  super(cls, self).__setattr__(name, value)
+ return __setattr__
+CODES['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'exprs\',\'limit\',\'offset\',\'pos\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__'] = __create_fn__.__code__
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __delattr__(self,name):
+  if type(self) is cls or name in ('exprs','limit','offset','pos',):
+   raise FrozenInstanceError(f"cannot delete field {name!r}")
+  super(cls, self).__delattr__(name)
+ return __delattr__
+CODES['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'exprs\',\'limit\',\'offset\',\'pos\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__'] = __create_fn__.__code__
+
+def __create_fn__():
+ def __hash__(self):
+  return hash((self.exprs,self.limit,self.offset,))
+ return __hash__
+CODES['def __create_fn__():\n def __hash__(self):\n  return hash((self.exprs,self.limit,self.offset,))\n return __hash__'] = __create_fn__.__code__
+
 def __create_fn__(_type_name, _type_expr, _type_query, _type_pos, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_expr, _dflt_query, _dflt_pos, _return_type):
  def __init__(self,name:_type_name,expr:_type_expr=_dflt_expr,query:_type_query=_dflt_query,*,pos:_type_pos=_dflt_pos)->_return_type:
   __dataclass_builtins_object__.__setattr__(self,'name',name)
@@ -1688,8 +1733,8 @@ def __create_fn__():
  return __hash__
 CODES['def __create_fn__():\n def __hash__(self):\n  return hash((self.name,self.expr,self.query,))\n return __hash__'] = __create_fn__.__code__
 
-def __create_fn__(_type_items, _type_table, _type_where, _type_group_by, _type_having, _type_order_by, _type_limit, _type_offset, _type_distinct, _type_table_function, _type_prewhere, _type_settings, _type_format, _type_outfile, _type_subquery, _type_pos, _type_with_, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_table, _dflt_where, _dflt_group_by, _dflt_having, _dflt_order_by, _dflt_limit, _dflt_offset, _dflt_distinct, _dflt_table_function, _dflt_prewhere, _dflt_settings, _dflt_format, _dflt_outfile, _dflt_subquery, _dflt_pos, _dflt_with_, _return_type):
- def __init__(self,items:_type_items,table:_type_table=_dflt_table,where:_type_where=_dflt_where,group_by:_type_group_by=_dflt_group_by,having:_type_having=_dflt_having,order_by:_type_order_by=_dflt_order_by,limit:_type_limit=_dflt_limit,offset:_type_offset=_dflt_offset,distinct:_type_distinct=_dflt_distinct,table_function:_type_table_function=_dflt_table_function,prewhere:_type_prewhere=_dflt_prewhere,settings:_type_settings=_dflt_settings,format:_type_format=_dflt_format,outfile:_type_outfile=_dflt_outfile,subquery:_type_subquery=_dflt_subquery,with_:_type_with_=_dflt_with_,*,pos:_type_pos=_dflt_pos)->_return_type:
+def __create_fn__(_type_items, _type_table, _type_where, _type_group_by, _type_having, _type_order_by, _type_limit, _type_offset, _type_distinct, _type_table_function, _type_prewhere, _type_settings, _type_format, _type_outfile, _type_subquery, _type_pos, _type_with_, _type_limit_by, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_table, _dflt_where, _dflt_group_by, _dflt_having, _dflt_order_by, _dflt_limit, _dflt_offset, _dflt_distinct, _dflt_table_function, _dflt_prewhere, _dflt_settings, _dflt_format, _dflt_outfile, _dflt_subquery, _dflt_pos, _dflt_with_, _dflt_limit_by, _return_type):
+ def __init__(self,items:_type_items,table:_type_table=_dflt_table,where:_type_where=_dflt_where,group_by:_type_group_by=_dflt_group_by,having:_type_having=_dflt_having,order_by:_type_order_by=_dflt_order_by,limit:_type_limit=_dflt_limit,offset:_type_offset=_dflt_offset,distinct:_type_distinct=_dflt_distinct,table_function:_type_table_function=_dflt_table_function,prewhere:_type_prewhere=_dflt_prewhere,settings:_type_settings=_dflt_settings,format:_type_format=_dflt_format,outfile:_type_outfile=_dflt_outfile,subquery:_type_subquery=_dflt_subquery,with_:_type_with_=_dflt_with_,limit_by:_type_limit_by=_dflt_limit_by,*,pos:_type_pos=_dflt_pos)->_return_type:
   __dataclass_builtins_object__.__setattr__(self,'items',items)
   __dataclass_builtins_object__.__setattr__(self,'table',table)
   __dataclass_builtins_object__.__setattr__(self,'where',where)
@@ -1707,44 +1752,45 @@ def __create_fn__(_type_items, _type_table, _type_where, _type_group_by, _type_h
   __dataclass_builtins_object__.__setattr__(self,'subquery',subquery)
   __dataclass_builtins_object__.__setattr__(self,'pos',pos)
   __dataclass_builtins_object__.__setattr__(self,'with_',with_)
+  __dataclass_builtins_object__.__setattr__(self,'limit_by',limit_by)
  return __init__
-CODES["def __create_fn__(_type_items, _type_table, _type_where, _type_group_by, _type_having, _type_order_by, _type_limit, _type_offset, _type_distinct, _type_table_function, _type_prewhere, _type_settings, _type_format, _type_outfile, _type_subquery, _type_pos, _type_with_, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_table, _dflt_where, _dflt_group_by, _dflt_having, _dflt_order_by, _dflt_limit, _dflt_offset, _dflt_distinct, _dflt_table_function, _dflt_prewhere, _dflt_settings, _dflt_format, _dflt_outfile, _dflt_subquery, _dflt_pos, _dflt_with_, _return_type):\n def __init__(self,items:_type_items,table:_type_table=_dflt_table,where:_type_where=_dflt_where,group_by:_type_group_by=_dflt_group_by,having:_type_having=_dflt_having,order_by:_type_order_by=_dflt_order_by,limit:_type_limit=_dflt_limit,offset:_type_offset=_dflt_offset,distinct:_type_distinct=_dflt_distinct,table_function:_type_table_function=_dflt_table_function,prewhere:_type_prewhere=_dflt_prewhere,settings:_type_settings=_dflt_settings,format:_type_format=_dflt_format,outfile:_type_outfile=_dflt_outfile,subquery:_type_subquery=_dflt_subquery,with_:_type_with_=_dflt_with_,*,pos:_type_pos=_dflt_pos)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'items',items)\n  __dataclass_builtins_object__.__setattr__(self,'table',table)\n  __dataclass_builtins_object__.__setattr__(self,'where',where)\n  __dataclass_builtins_object__.__setattr__(self,'group_by',group_by)\n  __dataclass_builtins_object__.__setattr__(self,'having',having)\n  __dataclass_builtins_object__.__setattr__(self,'order_by',order_by)\n  __dataclass_builtins_object__.__setattr__(self,'limit',limit)\n  __dataclass_builtins_object__.__setattr__(self,'offset',offset)\n  __dataclass_builtins_object__.__setattr__(self,'distinct',distinct)\n  __dataclass_builtins_object__.__setattr__(self,'table_function',table_function)\n  __dataclass_builtins_object__.__setattr__(self,'prewhere',prewhere)\n  __dataclass_builtins_object__.__setattr__(self,'settings',settings)\n  __dataclass_builtins_object__.__setattr__(self,'format',format)\n  __dataclass_builtins_object__.__setattr__(self,'outfile',outfile)\n  __dataclass_builtins_object__.__setattr__(self,'subquery',subquery)\n  __dataclass_builtins_object__.__setattr__(self,'pos',pos)\n  __dataclass_builtins_object__.__setattr__(self,'with_',with_)\n return __init__"] = __create_fn__.__code__
+CODES["def __create_fn__(_type_items, _type_table, _type_where, _type_group_by, _type_having, _type_order_by, _type_limit, _type_offset, _type_distinct, _type_table_function, _type_prewhere, _type_settings, _type_format, _type_outfile, _type_subquery, _type_pos, _type_with_, _type_limit_by, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_table, _dflt_where, _dflt_group_by, _dflt_having, _dflt_order_by, _dflt_limit, _dflt_offset, _dflt_distinct, _dflt_table_function, _dflt_prewhere, _dflt_settings, _dflt_format, _dflt_outfile, _dflt_subquery, _dflt_pos, _dflt_with_, _dflt_limit_by, _return_type):\n def __init__(self,items:_type_items,table:_type_table=_dflt_table,where:_type_where=_dflt_where,group_by:_type_group_by=_dflt_group_by,having:_type_having=_dflt_having,order_by:_type_order_by=_dflt_order_by,limit:_type_limit=_dflt_limit,offset:_type_offset=_dflt_offset,distinct:_type_distinct=_dflt_distinct,table_function:_type_table_function=_dflt_table_function,prewhere:_type_prewhere=_dflt_prewhere,settings:_type_settings=_dflt_settings,format:_type_format=_dflt_format,outfile:_type_outfile=_dflt_outfile,subquery:_type_subquery=_dflt_subquery,with_:_type_with_=_dflt_with_,limit_by:_type_limit_by=_dflt_limit_by,*,pos:_type_pos=_dflt_pos)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'items',items)\n  __dataclass_builtins_object__.__setattr__(self,'table',table)\n  __dataclass_builtins_object__.__setattr__(self,'where',where)\n  __dataclass_builtins_object__.__setattr__(self,'group_by',group_by)\n  __dataclass_builtins_object__.__setattr__(self,'having',having)\n  __dataclass_builtins_object__.__setattr__(self,'order_by',order_by)\n  __dataclass_builtins_object__.__setattr__(self,'limit',limit)\n  __dataclass_builtins_object__.__setattr__(self,'offset',offset)\n  __dataclass_builtins_object__.__setattr__(self,'distinct',distinct)\n  __dataclass_builtins_object__.__setattr__(self,'table_function',table_function)\n  __dataclass_builtins_object__.__setattr__(self,'prewhere',prewhere)\n  __dataclass_builtins_object__.__setattr__(self,'settings',settings)\n  __dataclass_builtins_object__.__setattr__(self,'format',format)\n  __dataclass_builtins_object__.__setattr__(self,'outfile',outfile)\n  __dataclass_builtins_object__.__setattr__(self,'subquery',subquery)\n  __dataclass_builtins_object__.__setattr__(self,'pos',pos)\n  __dataclass_builtins_object__.__setattr__(self,'with_',with_)\n  __dataclass_builtins_object__.__setattr__(self,'limit_by',limit_by)\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__():
  def __repr__(self):
-  return self.__class__.__qualname__ + f"(items={self.items!r}, table={self.table!r}, where={self.where!r}, group_by={self.group_by!r}, having={self.having!r}, order_by={self.order_by!r}, limit={self.limit!r}, offset={self.offset!r}, distinct={self.distinct!r}, table_function={self.table_function!r}, prewhere={self.prewhere!r}, settings={self.settings!r}, format={self.format!r}, outfile={self.outfile!r}, subquery={self.subquery!r}, with_={self.with_!r})"
+  return self.__class__.__qualname__ + f"(items={self.items!r}, table={self.table!r}, where={self.where!r}, group_by={self.group_by!r}, having={self.having!r}, order_by={self.order_by!r}, limit={self.limit!r}, offset={self.offset!r}, distinct={self.distinct!r}, table_function={self.table_function!r}, prewhere={self.prewhere!r}, settings={self.settings!r}, format={self.format!r}, outfile={self.outfile!r}, subquery={self.subquery!r}, with_={self.with_!r}, limit_by={self.limit_by!r})"
  return __repr__
-CODES['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(items={self.items!r}, table={self.table!r}, where={self.where!r}, group_by={self.group_by!r}, having={self.having!r}, order_by={self.order_by!r}, limit={self.limit!r}, offset={self.offset!r}, distinct={self.distinct!r}, table_function={self.table_function!r}, prewhere={self.prewhere!r}, settings={self.settings!r}, format={self.format!r}, outfile={self.outfile!r}, subquery={self.subquery!r}, with_={self.with_!r})"\n return __repr__'] = __create_fn__.__code__
+CODES['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(items={self.items!r}, table={self.table!r}, where={self.where!r}, group_by={self.group_by!r}, having={self.having!r}, order_by={self.order_by!r}, limit={self.limit!r}, offset={self.offset!r}, distinct={self.distinct!r}, table_function={self.table_function!r}, prewhere={self.prewhere!r}, settings={self.settings!r}, format={self.format!r}, outfile={self.outfile!r}, subquery={self.subquery!r}, with_={self.with_!r}, limit_by={self.limit_by!r})"\n return __repr__'] = __create_fn__.__code__
 
 def __create_fn__():
  def __eq__(self,other):
   if other.__class__ is self.__class__:
-   return (self.items,self.table,self.where,self.group_by,self.having,self.order_by,self.limit,self.offset,self.distinct,self.table_function,self.prewhere,self.settings,self.format,self.outfile,self.subquery,self.with_,)==(other.items,other.table,other.where,other.group_by,other.having,other.order_by,other.limit,other.offset,other.distinct,other.table_function,other.prewhere,other.settings,other.format,other.outfile,other.subquery,other.with_,)
+   return (self.items,self.table,self.where,self.group_by,self.having,self.order_by,self.limit,self.offset,self.distinct,self.table_function,self.prewhere,self.settings,self.format,self.outfile,self.subquery,self.with_,self.limit_by,)==(other.items,other.table,other.where,other.group_by,other.having,other.order_by,other.limit,other.offset,other.distinct,other.table_function,other.prewhere,other.settings,other.format,other.outfile,other.subquery,other.with_,other.limit_by,)
   return NotImplemented
  return __eq__
-CODES['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.items,self.table,self.where,self.group_by,self.having,self.order_by,self.limit,self.offset,self.distinct,self.table_function,self.prewhere,self.settings,self.format,self.outfile,self.subquery,self.with_,)==(other.items,other.table,other.where,other.group_by,other.having,other.order_by,other.limit,other.offset,other.distinct,other.table_function,other.prewhere,other.settings,other.format,other.outfile,other.subquery,other.with_,)\n  return NotImplemented\n return __eq__'] = __create_fn__.__code__
+CODES['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.items,self.table,self.where,self.group_by,self.having,self.order_by,self.limit,self.offset,self.distinct,self.table_function,self.prewhere,self.settings,self.format,self.outfile,self.subquery,self.with_,self.limit_by,)==(other.items,other.table,other.where,other.group_by,other.having,other.order_by,other.limit,other.offset,other.distinct,other.table_function,other.prewhere,other.settings,other.format,other.outfile,other.subquery,other.with_,other.limit_by,)\n  return NotImplemented\n return __eq__'] = __create_fn__.__code__
 
 def __create_fn__(cls, FrozenInstanceError):
  def __setattr__(self,name,value):
-  if type(self) is cls or name in ('items','table','where','group_by','having','order_by','limit','offset','distinct','table_function','prewhere','settings','format','outfile','subquery','pos','with_',):
+  if type(self) is cls or name in ('items','table','where','group_by','having','order_by','limit','offset','distinct','table_function','prewhere','settings','format','outfile','subquery','pos','with_','limit_by',):
    raise FrozenInstanceError(f"cannot assign to field {name!r}")
   super(cls, self).__setattr__(name, value)
  return __setattr__
-CODES['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'items\',\'table\',\'where\',\'group_by\',\'having\',\'order_by\',\'limit\',\'offset\',\'distinct\',\'table_function\',\'prewhere\',\'settings\',\'format\',\'outfile\',\'subquery\',\'pos\',\'with_\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__'] = __create_fn__.__code__
+CODES['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'items\',\'table\',\'where\',\'group_by\',\'having\',\'order_by\',\'limit\',\'offset\',\'distinct\',\'table_function\',\'prewhere\',\'settings\',\'format\',\'outfile\',\'subquery\',\'pos\',\'with_\',\'limit_by\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__'] = __create_fn__.__code__
 
 def __create_fn__(cls, FrozenInstanceError):
  def __delattr__(self,name):
-  if type(self) is cls or name in ('items','table','where','group_by','having','order_by','limit','offset','distinct','table_function','prewhere','settings','format','outfile','subquery','pos','with_',):
+  if type(self) is cls or name in ('items','table','where','group_by','having','order_by','limit','offset','distinct','table_function','prewhere','settings','format','outfile','subquery','pos','with_','limit_by',):
    raise FrozenInstanceError(f"cannot delete field {name!r}")
   super(cls, self).__delattr__(name)
  return __delattr__
-CODES['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'items\',\'table\',\'where\',\'group_by\',\'having\',\'order_by\',\'limit\',\'offset\',\'distinct\',\'table_function\',\'prewhere\',\'settings\',\'format\',\'outfile\',\'subquery\',\'pos\',\'with_\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__'] = __create_fn__.__code__
+CODES['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'items\',\'table\',\'where\',\'group_by\',\'having\',\'order_by\',\'limit\',\'offset\',\'distinct\',\'table_function\',\'prewhere\',\'settings\',\'format\',\'outfile\',\'subquery\',\'pos\',\'with_\',\'limit_by\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__'] = __create_fn__.__code__
 
 def __create_fn__():
  def __hash__(self):
-  return hash((self.items,self.table,self.where,self.group_by,self.having,self.order_by,self.limit,self.offset,self.distinct,self.table_function,self.prewhere,self.settings,self.format,self.outfile,self.subquery,self.with_,))
+  return hash((self.items,self.table,self.where,self.group_by,self.having,self.order_by,self.limit,self.offset,self.distinct,self.table_function,self.prewhere,self.settings,self.format,self.outfile,self.subquery,self.with_,self.limit_by,))
  return __hash__
-CODES['def __create_fn__():\n def __hash__(self):\n  return hash((self.items,self.table,self.where,self.group_by,self.having,self.order_by,self.limit,self.offset,self.distinct,self.table_function,self.prewhere,self.settings,self.format,self.outfile,self.subquery,self.with_,))\n return __hash__'] = __create_fn__.__code__
+CODES['def __create_fn__():\n def __hash__(self):\n  return hash((self.items,self.table,self.where,self.group_by,self.having,self.order_by,self.limit,self.offset,self.distinct,self.table_function,self.prewhere,self.settings,self.format,self.outfile,self.subquery,self.with_,self.limit_by,))\n return __hash__'] = __create_fn__.__code__
 
 def __create_fn__(_type_queries, _type_distinct, _type_format, _type_outfile, _type_pos, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_distinct, _dflt_format, _dflt_outfile, _dflt_pos, _return_type):
  def __init__(self,queries:_type_queries,distinct:_type_distinct=_dflt_distinct,format:_type_format=_dflt_format,outfile:_type_outfile=_dflt_outfile,*,pos:_type_pos=_dflt_pos)->_return_type:

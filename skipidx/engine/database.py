@@ -601,6 +601,8 @@ class Database(Closing):
 
         from skipidx.engine.system_tables import is_system, local_ref
 
+        if isinstance(s.select, A.Select) and s.select.limit_by is not None:
+            return self._explain_limit_by(s)
         if isinstance(s.select, A.Union):
             from skipidx.engine.explain_sources import explain_union_lines
 
@@ -637,6 +639,22 @@ class Database(Closing):
                                          row_filter=None if streamed or limit_streams(bs) else row_filter_indexes)
         return Result(pa.table({"explain": pa.array(lines, pa.string())}), stats)
 
+
+    def _explain_limit_by(self, s: A.Explain) -> Result:
+        """EXPLAIN of a SELECT with LIMIT BY: the plan of the query without it (engine/limit_by.py
+        runs that one), its LimitBy and Limit steps on top."""
+        from skipidx.engine.limit_by import limit_by_query
+
+        sel = s.select
+        q, _positions = limit_by_query(sel)
+        res = self._explain(dataclasses.replace(s, select=q))
+        lines = [str(x) for x in res.to_arrow().column("explain").to_pylist()]
+        lb = sel.limit_by
+        top = [f"LimitBy {lb.limit}" + (f" offset {lb.offset}" if lb.offset else "")
+               + f" by {', '.join(e.to_sql() for e in lb.exprs)}"]
+        if sel.limit is not None:
+            top.insert(0, f"Limit {sel.limit}" + (f" offset {sel.offset}" if sel.offset else ""))
+        return Result(pa.table({"explain": pa.array(top + lines, pa.string())}), res.stats)
 
     def _explain_system(self, q: A.Select) -> Result:
         """EXPLAIN of a SELECT over a system table: its rows are built, not read (no pruning)."""

@@ -404,7 +404,7 @@ def _select_streamed(db: Any, s: A.Select) -> Result | None:
 
     qs = resolve_settings(session_settings(db), s.settings)
     q = _with_prewhere(s)
-    if q.table_function is not None or q.table is None or q.subquery is not None:
+    if q.table_function is not None or q.table is None or q.subquery is not None or q.limit_by is not None:
         return None
     ref = db._local_ref(q.table)
     if ref.database is not None:     # a system table: built, not streamed
@@ -437,6 +437,10 @@ def _select_table(db: Any, s: A.Select):
         from skipidx.engine.union import union_table
 
         return union_table(db, s, _select_table)
+    if s.limit_by is not None:
+        from skipidx.engine.limit_by import limit_by_table
+
+        return limit_by_table(db, s, _select_table)
     qs = resolve_settings(session_settings(db), s.settings)
     q = _with_prewhere(s)
     if q.subquery is not None:

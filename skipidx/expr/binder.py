@@ -1240,6 +1240,9 @@ class Binder:
         rows, so it joins the WHERE clause -- ClickHouse also turns it into the
         prewhere filter -- and prunes like it.
         """
+        if s.limit_by is not None:
+            # the engine runs LIMIT BY (engine/limit_by.py) over the query without it
+            raise _err("LIMIT ... BY is not supported here (only in a SELECT the database runs)", s.limit_by)
         self._collect_aliases(s)
         items: list[OutputItem] = []
         for it in s.items:

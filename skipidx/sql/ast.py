@@ -903,6 +903,23 @@ class Optimize(Statement):
 
 
 @_node
+class LimitBy(Node):
+    """ClickHouse's ``LIMIT limit [OFFSET offset] BY exprs``: after ORDER BY, at most `limit`
+    rows (after skipping `offset`) of each distinct value of `exprs`; `limit` / `offset` as
+    :class:`Select`'s (an int, a :class:`Param` where written as one; `offset` None when
+    not written). An integer literal among `exprs` is a position in the SELECT list."""
+
+    exprs: tuple[Expr, ...]
+    limit: "int | Param"
+    offset: "int | Param | None" = None
+    pos: Pos = _pos_field()
+
+    def to_sql(self) -> str:
+        text = f"LIMIT {self.limit}" + (f" OFFSET {self.offset}" if self.offset is not None else "")
+        return text + " BY " + ", ".join(e.to_sql() for e in self.exprs)
+
+
+@_node
 class WithItem(Node):
     """One item of ClickHouse's ``WITH``: ``expr AS name`` (`expr` set: an alias the
     query may use, as a SELECT-list alias that is not output) or ``name AS (SELECT ...)``
@@ -948,6 +965,8 @@ class Select(Statement):
     pos: Pos = _pos_field()
     #: ``WITH ...`` before SELECT: aliases and common table expressions, in written order
     with_: tuple[WithItem, ...] = ()
+    #: ``LIMIT n [OFFSET m] BY ...`` (applied after ORDER BY, before LIMIT)
+    limit_by: LimitBy | None = None
 
     def settings_dict(self) -> dict[str, Literal | Param]:
         """SETTINGS as a dict (name -> literal)."""
@@ -973,6 +992,8 @@ class Select(Statement):
             text += f" HAVING {self.having.to_sql()}"
         if self.order_by:
             text += " ORDER BY " + ", ".join(o.to_sql() for o in self.order_by)
+        if self.limit_by is not None:
+            text += " " + self.limit_by.to_sql()
         if self.limit is not None:
             text += f" LIMIT {self.limit}"
             if self.offset is not None:
@@ -1178,7 +1199,7 @@ __all__ = [
     "CreateTable", "DropTable", "InsertValues", "InsertFile", "AlterAddIndex", "AlterDropIndex",
     "AlterMaterializeIndex", "AlterRefresh", "Optimize", "Select", "Explain", "ShowTables", "Describe",
     "Param", "TableFunction", "InsertSelect", "Truncate", "AlterAddColumn", "AlterDropColumn", "AlterModifySetting",
-    "Alter", "ALTER_COMMANDS", "ShowCreate", "ExistsTable", "SetStatement", "ScalarSubquery", "ScalarValue", "WithItem", "Union",
+    "Alter", "ALTER_COMMANDS", "ShowCreate", "ExistsTable", "SetStatement", "ScalarSubquery", "ScalarValue", "WithItem", "Union", "LimitBy",
     "COMPARISON_OPS", "ADDITIVE_OPS", "MULTIPLICATIVE_OPS", "INFILE_FORMATS", "KEYWORDS",
     "quote_identifier", "quote_string", "memo", "node_fields",
 ]

@@ -536,7 +536,12 @@ class _Clause:
 
 
 def _clauses(children: list) -> dict[str, _Clause]:
-    return {c.kind: c for c in children if isinstance(c, _Clause)}
+    out = {}
+    for c in children:
+        if isinstance(c, _Clause):
+            for x in (c.value if c.kind == "limits" else (c,)):   # LIMIT ... BY ... and LIMIT
+                out[x.kind] = x
+    return out
 
 
 def _exprs(children: list) -> tuple[A.Expr, ...]:
@@ -857,6 +862,17 @@ class _AstBuilder:
         _limit, m, _comma, n = c  # ClickHouse's LIMIT offset, count
         return _Clause("limit", (n, m), _pos(c[0]))
 
+    def limit_by_clause(self, c: list) -> _Clause:
+        _limit, n, _offset, m = c[:4]
+        return _Clause("limit_by", A.LimitBy(_exprs(c[4:]), n, m, pos=_pos(c[0])), _pos(c[0]))
+
+    def limit_by_comma(self, c: list) -> _Clause:
+        _limit, m, _comma, n = c[:4]   # LIMIT offset, count BY ...
+        return _Clause("limit_by", A.LimitBy(_exprs(c[4:]), n, m, pos=_pos(c[0])), _pos(c[0]))
+
+    def limits(self, c: list) -> _Clause:
+        return _Clause("limits", [x for x in c if isinstance(x, _Clause)], c[0].pos)
+
     def with_item(self, c: list) -> A.WithItem:
         expr, _as, name = c
         return A.WithItem(name.decoded, expr, pos=_pos(expr))
@@ -903,6 +919,7 @@ class _AstBuilder:
             offset=offset,
             distinct=c[1] is not None,
             with_=with_.value if with_ is not None else (),
+            limit_by=cl["limit_by"].value if "limit_by" in cl else None,
             pos=_pos(c[0]) if with_ is None else with_.pos,
         )
 
