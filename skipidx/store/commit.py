@@ -53,6 +53,7 @@ import xxhash
 
 from skipidx.core.errors import CorruptionError, SkipidxError
 from skipidx.core.lru import LRU
+from skipidx.store import reader_pool as _reader_pool
 from skipidx.store.manifest import _PART_NAME, check_part_name, new_part_name
 from skipidx.store.metadata import FORMAT_VERSION, TableMeta
 
@@ -275,6 +276,27 @@ class _HeldStates:
         if hit is not None:
             os.close(hit[0])
 
+    def sweep(self) -> None:
+        """Let go of the files that were deleted or replaced (by another process) since they
+        were read: a table this process no longer reads keeps no deleted file open."""
+        with self._lock:
+            for path in list(self._d):
+                try:
+                    same = _stat_key(os.stat(path, follow_symlinks=False)) == self._d[path][1]
+                except OSError:
+                    same = False
+                if not same:
+                    self._drop(path)
+
+    def forget_under(self, dirs: Iterable[str]) -> None:
+        """Let go of the state files under any of `dirs` (directories being deleted)."""
+        prefixes = tuple(os.path.join(os.path.abspath(d), "") for d in dirs)
+        if not prefixes:
+            return
+        with self._lock:
+            for path in [p for p in self._d if os.path.abspath(p).startswith(prefixes)]:
+                self._drop(path)
+
     def forget(self, table_dir: str | None = None) -> None:
         """Close the descriptor held for `table_dir` (all: None), e.g. before its directory is removed."""
         with self._lock:
@@ -292,6 +314,8 @@ def _stat_key(st: os.stat_result) -> tuple:
 
 #: at most this many descriptors held (one per table read lately)
 _HELD = _HeldStates(64)
+_reader_pool.SWEEP_HOOKS.append(_HELD.sweep)
+_reader_pool.EVICT_HOOKS.append(_HELD.forget_under)
 
 
 def read_state(table_dir: str) -> TableState:
@@ -435,6 +459,8 @@ def write_state(table_dir: str, state: TableState) -> None:
     data = _state_doc(state)
     try:
         _replace_durably(table_dir, STATE_FILE, data, "state")
+        # the state file this process held open is replaced: let go of it now, not at the next read
+        _HELD.forget(table_dir)
         _replace_durably(table_dir, BACKUP_FILE, data, "backup")
         fsync_dir(table_dir)
     except FileNotFoundError as e:

@@ -456,13 +456,18 @@ class Part:
         self.require_keys(cols)
         as_dict = tuple(c for c in cols if c in dictionary and c in self.dictionary_columns
                         and dictionary_readable(schema.field(c).type)) if dictionary else ()
+        key, pf = self._data_reader(pooled=True, pre_buffer=len(rgs) >= PRE_BUFFER_MIN_ROW_GROUPS,
+                                    read_dictionary=as_dict)
         t = None
-        if as_dict and len(as_dict) == len(cols) and self.encryption is None:
-            key = VERIFIER._identity(path, fs)
-            t = self._read_dictionaries(path, fs, key, rgs, cols, schema)
+        if as_dict and len(as_dict) == len(cols) and self.encryption is None and pf.buffer is not None:
+            try:
+                t = self._read_dictionaries(path, fs, key[:4], pf.buffer, rgs, cols, schema)
+            except BaseException:
+                READERS.discard(pf, path)
+                raise
+            if t is not None:
+                READERS.give(key, pf, path)
         if t is None:
-            key, pf = self._data_reader(pooled=True, pre_buffer=len(rgs) >= PRE_BUFFER_MIN_ROW_GROUPS,
-                                        read_dictionary=as_dict)
             try:
                 if use_threads is None:
                     use_threads = len(cols) > 1 and len(rgs) > 1
@@ -493,13 +498,13 @@ class Part:
                 raise CorruptionError(f"Parquet columns do not match the table schema: {e}", path=path) from None
         return t
 
-    def _read_dictionaries(self, path: str, fs: FileSum, ident: tuple, rgs: list[int], cols: list[str],
-                           schema: pa.Schema) -> pa.Table | None:
+    def _read_dictionaries(self, path: str, fs: FileSum, ident: tuple, buf: pa.Buffer, rgs: list[int],
+                           cols: list[str], schema: pa.Schema) -> pa.Table | None:
         """Row groups `rgs` of the dictionary-encoded String columns `cols` as Arrow
         dictionaries, their dictionary pages decoded once per process
         (:mod:`skipidx.store.part_pages`); None where that does not apply."""
         fields = [schema.field(c) for c in cols]
-        got = read_dictionary_columns(path, ident, self._footer(path, fs, ident), rgs, fields)
+        got = read_dictionary_columns(path, ident, self._footer(path, fs, ident), rgs, fields, buf)
         if got is None:
             return None
         return pa.Table.from_arrays(got, schema=pa.schema(

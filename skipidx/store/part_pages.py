@@ -18,7 +18,6 @@ None and the caller reads with pyarrow as before.
 from __future__ import annotations
 
 import dataclasses
-import os
 from typing import Sequence
 
 import numpy as np
@@ -41,8 +40,8 @@ _DICTIONARIES = LRU(16384, "store.part_dictionaries",
 _ERRORS = (SkipidxError, OSError, pa.ArrowException, ValueError, IndexError, KeyError, TypeError)
 
 
-def _leaves(md: FileMetaData, path: str, ident: tuple) -> dict[str, int]:
-    """Top-level flat leaves of the file: column name -> leaf index."""
+def _leaves(md: FileMetaData, path: str, ident: tuple) -> dict[str, tuple[int, int]]:
+    """Top-level flat leaves of the file: column name -> (leaf index, max definition level)."""
     key = (path, ident)
     hit = _LAYOUTS.get(key)
     if hit is None:
@@ -51,17 +50,20 @@ def _leaves(md: FileMetaData, path: str, ident: tuple) -> dict[str, int]:
         for j in range(md.num_columns):
             c = schema.column(j)
             if c.max_repetition_level == 0 and c.max_definition_level <= 1 and "." not in c.path:
-                hit[c.path] = j
+                hit[c.path] = (j, c.max_definition_level)
         _LAYOUTS.put(key, hit)
     return hit
 
 
-def _layout(fd: int, md: FileMetaData, ident: tuple, g: int, j: int, path: str):
+def _layout(fd: pa.Buffer, md: FileMetaData, ident: tuple, g: int, j: int, max_def: int, path: str):
+    """(page layout, the one data page's (offset, length, header length, uncompressed size,
+    rows, codec) where the chunk is that simple -- one v1 page of a required column -- else
+    None), or None where this path does not apply."""
     from skipidx.store import parquet_pages as pp
 
     key = (path, ident, g, j)
-    lay = _LAYOUTS.get(key)
-    if lay is None:
+    got = _LAYOUTS.get(key)
+    if got is None:
         try:
             rg = md.row_group(g)
             lay = pp.chunk_layout(fd, rg.column(j), rg.num_rows, path)
@@ -70,19 +72,51 @@ def _layout(fd: int, md: FileMetaData, ident: tuple, g: int, j: int, path: str):
             if lay.codec == "LZ4":
                 lay = dataclasses.replace(lay, codec="LZ4_RAW")
             if not pp.dictionary_pages(lay, np.arange(lay.offsets.shape[0])):
-                lay = False
+                got = False
+            else:
+                simple = None
+                if lay.offsets.shape[0] == 1 and int(lay.kinds[0]) == 0 and max_def == 0:
+                    simple = (int(lay.offsets[0]), int(lay.lengths[0]), int(lay.header_lengths[0]),
+                              int(lay.uncompressed[0]), int(lay.rows[0]),
+                              None if lay.codec == "UNCOMPRESSED" else pp._codec(lay.codec))
+                got = (lay, simple)
         except _ERRORS:
-            lay = False
-        _LAYOUTS.put(key, lay)
-    return lay or None
+            got = False
+        _LAYOUTS.put(key, got)
+    return got or None
+
+
+def _simple_indices(src: pa.Buffer, simple: tuple, dict_size: int) -> np.ndarray | None:
+    """The dictionary indices of a chunk's one v1 data page of a required column (`simple`
+    from :func:`_layout`) in `src` (the whole file), range-checked; None where the page
+    does not add up."""
+    from skipidx.core._kernels.rle import rle_hybrid
+
+    off, length, hl, usize, rows, codec = simple
+    if off < 0 or off + length > src.size or length <= hl:
+        return None
+    body = src.slice(off + hl, length - hl)
+    data = np.frombuffer(body if codec is None else codec.decompress(body, usize), dtype=np.uint8)
+    if data.shape[0] < 1:
+        return None
+    bw = int(data[0])
+    out = np.empty(rows, dtype=np.int32)
+    if bw == 0:
+        out[:] = 0
+    elif bw > 31 or rle_hybrid(data, 1, data.shape[0], bw, 0, rows, out) != rows:
+        return None     # (a width of 32 could wrap to negative indices: the general decoder checks those)
+    if rows and int(out.max()) >= dict_size:
+        return None
+    return out
 
 
 def read_dictionary_columns(path: str, ident: tuple, md: FileMetaData, rgs: Sequence[int],
-                            fields: Sequence[pa.Field]) -> list[pa.ChunkedArray] | None:
+                            fields: Sequence[pa.Field], src: pa.Buffer) -> list[pa.ChunkedArray] | None:
     """Row groups `rgs` (whole) of the String / Binary columns `fields` (each with its
     declared value type) of the part data file `path` (identity `ident`: device, inode,
-    size, mtime, ...), as ``dictionary<int32, type>`` chunked arrays (one chunk per row
-    group); None where this path does not apply -- read with pyarrow then."""
+    size, mtime, ...; `src`: its bytes, the reader pool's memory mapping of that file), as
+    ``dictionary<int32, type>`` chunked arrays (one chunk per row group); None where this
+    path does not apply -- read with pyarrow then."""
     if not numba_loaded():
         return None     # (the kernels would load numba: a first small query reads with pyarrow)
     from skipidx.expr.evaluate import register_stable_dictionary
@@ -92,22 +126,19 @@ def read_dictionary_columns(path: str, ident: tuple, md: FileMetaData, rgs: Sequ
     js = [leaves.get(f.name) for f in fields]
     if None in js:
         return None
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
+    typ = {f.type: pa.dictionary(pa.int32(), f.type) for f in fields}
+    if src.size != ident[2]:
         return None
+    fd = src
     try:
-        st = os.fstat(fd)
-        if (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) != tuple(ident[:4]):
-            return None     # replaced since the caller looked: pyarrow's read reports it
         out = []
-        for f, j in zip(fields, js):
-            max_def = md.schema.column(j).max_definition_level
+        for f, (j, max_def) in zip(fields, js):
             chunks = []
             for g in rgs:
-                lay = _layout(fd, md, ident, g, j, path)
-                if lay is None:
+                got = _layout(fd, md, ident, g, j, max_def, path)
+                if got is None:
                     return None
+                lay, simple = got
                 key = (path, ident, g, j)
                 dic = _DICTIONARIES.get(key)
                 if dic is None:
@@ -116,14 +147,15 @@ def read_dictionary_columns(path: str, ident: tuple, md: FileMetaData, rgs: Sequ
                         return None     # not UTF-8 (pyarrow's read and its check report it)
                     _DICTIONARIES.put(key, dic, dic.nbytes)
                     register_stable_dictionary(dic)
-                idx, valid = pp.dictionary_indices(fd, lay, np.arange(lay.offsets.shape[0]), max_def, len(dic))
-                if valid is not None and not f.nullable:
-                    return None
+                idx = _simple_indices(fd, simple, len(dic)) if simple is not None else None
+                valid = None
+                if idx is None:
+                    idx, valid = pp.dictionary_indices(fd, lay, np.arange(lay.offsets.shape[0]), max_def, len(dic))
+                    if valid is not None and not f.nullable:
+                        return None
                 ind = pa.array(idx, type=pa.int32(), mask=None if valid is None else ~valid)
                 chunks.append(pa.DictionaryArray.from_arrays(ind, dic, safe=False))
-            out.append(pa.chunked_array(chunks, type=pa.dictionary(pa.int32(), f.type)))
+            out.append(pa.chunked_array(chunks, type=typ[f.type]))
         return out
     except _ERRORS:
         return None
-    finally:
-        os.close(fd)

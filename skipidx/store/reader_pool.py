@@ -95,6 +95,13 @@ def read_footer(path: str, decryption_properties: FileDecryptionProperties | Non
         return _open(f, None, True, None, decryption_properties).metadata
 
 
+#: Called by every :meth:`ReaderPool.sweep`: other holders of open files (the table states
+#: store/commit.py keeps) let go of the ones deleted or replaced meanwhile, at the same pace.
+SWEEP_HOOKS: list = []
+#: Called by :func:`release_readers` with its directories (being retired or deleted).
+EVICT_HOOKS: list = []
+
+
 class ReaderPool:
     """Idle open readers (:class:`DataReader` over a memory-mapped file) by data-file identity.
 
@@ -224,7 +231,10 @@ class ReaderPool:
 
     def sweep(self) -> int:
         """Close idle readers whose file no longer exists under its path or is
-        another file now (deleted or replaced by another process). Returns how many."""
+        another file now (deleted or replaced by another process). Returns how many.
+        The :data:`SWEEP_HOOKS` run first (other files the process holds open)."""
+        for hook in SWEEP_HOOKS:
+            hook()
         with self._lock:
             items = list(self._paths.items())
         stale = []
@@ -270,6 +280,10 @@ def release_readers(dirs: Iterable[str]) -> int:
     """Close this process's pooled readers of files under `dirs` (part or
     table directories being retired or deleted), so their memory mappings do
     not keep deleted files' disk space allocated. Readers in use are closed
-    when their read ends. Returns the idle readers closed."""
+    when their read ends. Returns the idle readers closed. The :data:`EVICT_HOOKS` let
+    go of the other files they hold under `dirs`."""
+    dirs = list(dirs)
+    for hook in EVICT_HOOKS:
+        hook(dirs)
     return READERS.evict(dirs)
 

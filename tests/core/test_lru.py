@@ -86,6 +86,7 @@ def test_the_docstring_table_states_every_cache_and_its_bound():
     import skipidx.store.external  # noqa: F401
     import skipidx.store.lake  # noqa: F401
     import skipidx.engine.system_tables  # noqa: F401  (loaded lazily by the engine)
+    import skipidx.expr.evaluate  # noqa: F401  (loaded lazily too)
     from skipidx.core import lru
 
     rows = {m.group(1): int(m.group(2)) for m in re.finditer(r"^([a-z_]+\.[a-z_]+)\s+(\d+)\s", lru.__doc__, re.M)}

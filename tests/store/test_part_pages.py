@@ -111,6 +111,11 @@ def _ident(path: str) -> tuple:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
+def _bytes(path: str) -> pa.Buffer:
+    with open(path, "rb") as f:
+        return pa.py_buffer(f.read())
+
+
 def test_steps_aside_for_invalid_utf8_and_plain_pages(tmp_path):
     import numba  # noqa: F401
 
@@ -121,16 +126,17 @@ def test_steps_aside_for_invalid_utf8_and_plain_pages(tmp_path):
     md = pq.read_metadata(path)
     ident = _ident(path)
     # not UTF-8: no answer for a String column (pyarrow's read and the UTF-8 check report it) ...
-    assert part_pages.read_dictionary_columns(path, ident, md, [0, 1], [pa.field("s", pa.string())]) is None
+    src = _bytes(path)
+    assert part_pages.read_dictionary_columns(path, ident, md, [0, 1], [pa.field("s", pa.string())], src) is None
     # ... and exactly pyarrow's bytes for a Binary one
-    got = part_pages.read_dictionary_columns(path, ident + ("b",), md, [0, 1], [pa.field("s", pa.binary())])
+    got = part_pages.read_dictionary_columns(path, ident + ("b",), md, [0, 1], [pa.field("s", pa.binary())], src)
     assert got is not None
     assert pc.cast(got[0], pa.binary()).to_pylist() == t.column("s").to_pylist()
     # PLAIN pages (no dictionary) and an unknown column: no answer
-    assert part_pages.read_dictionary_columns(path, ident, md, [0], [pa.field("p", pa.string())]) is None
-    assert part_pages.read_dictionary_columns(path, ident, md, [0], [pa.field("zz", pa.string())]) is None
+    assert part_pages.read_dictionary_columns(path, ident, md, [0], [pa.field("p", pa.string())], src) is None
+    assert part_pages.read_dictionary_columns(path, ident, md, [0], [pa.field("zz", pa.string())], src) is None
     # a file that is not the one the caller looked at (another identity): no answer
-    assert part_pages.read_dictionary_columns(path, (0, 0, 0, 0), md, [0], [pa.field("s", pa.binary())]) is None
+    assert part_pages.read_dictionary_columns(path, (0, 0, 0, 0), md, [0], [pa.field("s", pa.binary())], src) is None
 
 
 def test_damaged_page_is_not_an_answer(tmp_path):
@@ -143,7 +149,8 @@ def test_damaged_page_is_not_an_answer(tmp_path):
                  schema=pa.schema([pa.field("s", pa.string(), nullable=False)]))
     pq.write_table(t, path, use_dictionary=True, compression="none")
     md = pq.read_metadata(path)
-    assert part_pages.read_dictionary_columns(path, _ident(path), md, [0], [pa.field("s", pa.string())]) is not None
+    assert part_pages.read_dictionary_columns(path, _ident(path), md, [0], [pa.field("s", pa.string())],
+                                              _bytes(path)) is not None
     with open(path, "rb") as f:
         lay = pp.chunk_layout(f.fileno(), md.row_group(0).column(0), md.num_rows)
     off = int(lay.offsets[0] + lay.header_lengths[0])
@@ -157,7 +164,7 @@ def test_damaged_page_is_not_an_answer(tmp_path):
         f.write(raw)
     try:
         got = part_pages.read_dictionary_columns(path, _ident(path) + ("damaged",), md, [0],
-                                                 [pa.field("s", pa.string())])
+                                                 [pa.field("s", pa.string())], _bytes(path))
     except SkipidxError:
         got = None
     assert got is None
