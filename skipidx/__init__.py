@@ -6,10 +6,21 @@
     res.fetchone(); res.fetchmany(10); res.arrow(); res.df()
     db.scan("logs", where="hasToken(msg, 'timeout')")   # a pruned Arrow stream
     skipidx.sql("SELECT 1")                              # the default temporary database
+
+Importing skipidx before numpy sets ``OPENBLAS_THREAD_TIMEOUT=4`` unless it is set:
+numpy's OpenBLAS then parks its idle threads at once instead of letting them spin
+for ~0.1 s after numpy's import (tens of ms of CPU in every new process, on every
+core). skipidx does no BLAS work; BLAS results and the thread count are unchanged,
+idle threads just sleep sooner. Set the variable to keep OpenBLAS's default.
 """
 from __future__ import annotations
 
+import os
+import sys
 import threading
+
+if "numpy" not in sys.modules:   # read once, when numpy loads OpenBLAS
+    os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 from skipidx.core.errors import BindError, CorruptionError, ParseError, SkipidxError
 

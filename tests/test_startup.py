@@ -742,3 +742,16 @@ def test_lazy_kernels_pickle_and_call():
     # a lazily compiled kernel answers as its Python function does
     blocks, ndv = np.array([10.0, 3.0]), np.array([100.0, 0.0])
     assert np.allclose(KS.fpp_poisson(blocks, ndv), KS.fpp_poisson.py_func(blocks, ndv), rtol=1e-12)
+
+
+def test_import_parks_openblas_idle_threads_unless_told():
+    """`import skipidx` before numpy sets OPENBLAS_THREAD_TIMEOUT=4 (idle OpenBLAS threads sleep
+    instead of spinning after numpy's import); a value the caller set is kept, and nothing is
+    set when numpy was imported first (OpenBLAS has read its settings then)."""
+    code = "import os, sys\n%s\nimport skipidx\nprint(os.environ.get('OPENBLAS_THREAD_TIMEOUT'))"
+    for pre, env_value, want in [("", None, "4"), ("", "20", "20"), ("import numpy", None, "None")]:
+        env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
+        if env_value:
+            env["OPENBLAS_THREAD_TIMEOUT"] = env_value
+        out = subprocess.run([sys.executable, "-c", code % pre], capture_output=True, text=True, env=env, timeout=120)
+        assert out.returncode == 0 and out.stdout.strip() == want, (pre, env_value, out.stdout, out.stderr)
