@@ -691,6 +691,50 @@ def __create_fn__():
  return __hash__
 CODES['def __create_fn__():\n def __hash__(self):\n  return hash((self.query,self.alias,))\n return __hash__'] = __create_fn__.__code__
 
+def __create_fn__(_type_params, _type_body, _type_pos, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_pos, _return_type):
+ def __init__(self,params:_type_params,body:_type_body,*,pos:_type_pos=_dflt_pos)->_return_type:
+  __dataclass_builtins_object__.__setattr__(self,'params',params)
+  __dataclass_builtins_object__.__setattr__(self,'body',body)
+  __dataclass_builtins_object__.__setattr__(self,'pos',pos)
+ return __init__
+CODES["def __create_fn__(_type_params, _type_body, _type_pos, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_pos, _return_type):\n def __init__(self,params:_type_params,body:_type_body,*,pos:_type_pos=_dflt_pos)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'params',params)\n  __dataclass_builtins_object__.__setattr__(self,'body',body)\n  __dataclass_builtins_object__.__setattr__(self,'pos',pos)\n return __init__"] = __create_fn__.__code__
+
+def __create_fn__():
+ def __repr__(self):
+  return self.__class__.__qualname__ + f"(params={self.params!r}, body={self.body!r})"
+ return __repr__
+CODES['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(params={self.params!r}, body={self.body!r})"\n return __repr__'] = __create_fn__.__code__
+
+def __create_fn__():
+ def __eq__(self,other):
+  if other.__class__ is self.__class__:
+   return (self.params,self.body,)==(other.params,other.body,)
+  return NotImplemented
+ return __eq__
+CODES['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.params,self.body,)==(other.params,other.body,)\n  return NotImplemented\n return __eq__'] = __create_fn__.__code__
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __setattr__(self,name,value):
+  if type(self) is cls or name in ('params','body','pos',):
+   raise FrozenInstanceError(f"cannot assign to field {name!r}")
+  super(cls, self).__setattr__(name, value)
+ return __setattr__
+CODES['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'params\',\'body\',\'pos\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__'] = __create_fn__.__code__
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __delattr__(self,name):
+  if type(self) is cls or name in ('params','body','pos',):
+   raise FrozenInstanceError(f"cannot delete field {name!r}")
+  super(cls, self).__delattr__(name)
+ return __delattr__
+CODES['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'params\',\'body\',\'pos\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__'] = __create_fn__.__code__
+
+def __create_fn__():
+ def __hash__(self):
+  return hash((self.params,self.body,))
+ return __hash__
+CODES['def __create_fn__():\n def __hash__(self):\n  return hash((self.params,self.body,))\n return __hash__'] = __create_fn__.__code__
+
 def __create_fn__(_type_query, _type_pos, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_pos, _return_type):
  def __init__(self,query:_type_query,*,pos:_type_pos=_dflt_pos)->_return_type:
   __dataclass_builtins_object__.__setattr__(self,'query',query)

@@ -474,6 +474,7 @@ class Binder:
         self._alias_nodes: dict[str, A.Expr] = {}
         self._aliases: dict[str, BExpr] = {}
         self._expanding: list[str] = []    # aliases being bound (to tell self-reference and cycles)
+        self._lambda_params: dict[str, BColumn] = {}   # the parameters of the lambdas being bound
         self.per_query = False             # a per-query value (now()) was folded in
 
     # -- names --------------------------------------------------------------
@@ -481,6 +482,8 @@ class Binder:
         """A name: a SELECT-list alias first, then a table column (as ClickHouse, whose
         aliases take precedence over columns: ``SELECT a + 1 AS a ... WHERE a > 2``
         filters on ``a + 1``; inside the alias's own expression ``a`` is the column)."""
+        if node.table is None and node.name in self._lambda_params:
+            return self._lambda_params[node.name]      # a lambda's parameter hides any other name
         if node.table is not None and (self.meta is None or node.table != self.meta.name):
             raise _err(f"unknown table {node.table!r} in column reference {node.to_sql()}", node)
         if node.table is None:
@@ -491,7 +494,7 @@ class Binder:
         if c is None:
             where = f"table {self.meta.name!r}" if self.meta is not None else "a SELECT without FROM"
             known = ", ".join(self._columns) or "none"
-            hint = did_you_mean(node.name, list(self._columns) + list(self._alias_nodes))
+            hint = did_you_mean(node.name, [*self._columns, *self._alias_nodes, *self._lambda_params])
             raise _err(f"unknown column {node.name!r} in {where}{hint}; columns: {known}", node)
         return self._table_column(c)
 
@@ -594,6 +597,9 @@ class Binder:
             return self._call(n, agg)
         if isinstance(n, A.ScalarValue):
             return scalar_constant(n)
+        if isinstance(n, A.Lambda):
+            raise _err("a lambda (x -> ...) is only allowed as the first argument of arrayMap, arrayFilter, "
+                       "arrayExists or arrayCount", n)
         if isinstance(n, A.ScalarSubquery):
             # the engine runs scalar subqueries before binding; elsewhere (a `where=` text) there is no engine
             raise _err("a scalar subquery (SELECT ...) is only supported in a statement run by the database", n)
@@ -1048,6 +1054,66 @@ class Binder:
             raise _err(f"Tuple doesn't have element with index '{i}' (ARGUMENT_OUT_OF_BOUND)", k)
         return self._expr(items[i - 1 if i > 0 else i], agg)
 
+    def _bind_higher_order(self, fn: Function, n: A.FunctionCall, agg: bool) -> BExpr:
+        """arrayMap / arrayFilter / arrayExists / arrayCount(x -> body, arr, ...): the body is
+        bound with each parameter an element of its array (skipidx.expr.evaluate runs it over
+        the arrays' elements at once)."""
+        if not n.args or not isinstance(n.args[0], A.Lambda):
+            raise _err(f"function {fn.name} takes a lambda as its first argument (x -> ...)", n)
+        lam = n.args[0]
+        if len(n.args) < 2:
+            raise _err(f"function {fn.name} needs at least one array after the lambda", n)
+        arrays = [_typed_array_literal(self._expr(a, agg), fn.arg_type(1), a) for a in n.args[1:]]
+        for a, an in zip(arrays, n.args[1:]):
+            if not pa.types.is_list(a.type):
+                raise _err(f"illegal type {type_name_of(a)} of argument of function {fn.name}: an Array is "
+                           "required", an)
+        if len(lam.params) != len(arrays):
+            raise _err(f"lambda of function {fn.name} has {len(lam.params)} parameters, but {len(arrays)} "
+                       "arrays are passed", lam)
+        from skipidx.expr.visitors import LAMBDA_PARAM_PREFIX
+
+        saved = self._lambda_params
+        depth = len(saved)
+        params = {}
+        for i, (name, a) in enumerate(zip(lam.params, arrays)):
+            params[name] = BColumn(f"{LAMBDA_PARAM_PREFIX}{depth}.{i}.{name}", a.type.value_type,
+                                   bool(a.type.value_field.nullable))
+        self._lambda_params = {**saved, **params}
+        try:
+            body = self._expr(lam.body, False)
+        finally:
+            self._lambda_params = saved
+        if contains_agg(body):
+            raise _err("aggregate functions are not allowed inside a lambda", lam.body)
+        names = BConst(tuple(c.name for c in params.values()), pa.null())
+        bound = BCall("lambda", (names, body), pa.null(), False, lam.to_sql())
+        if fn.name == "arrayMap":
+            bt = pa.uint8() if pa.types.is_boolean(body.type) and not isinstance(body, BConst) else body.type
+            rtype = pa.list_(pa.field("item", bt, nullable=bool(body.nullable) or pa.types.is_null(bt)))
+        elif fn.name == "arrayFilter":
+            rtype = arrays[0].type
+        elif fn.name == "arrayExists":
+            rtype = _BOOL
+        else:
+            rtype = pa.uint32()
+        if fn.name != "arrayMap":
+            t = value_type(body.type)
+            if not (is_numeric(t) or pa.types.is_null(t)):
+                raise _err(f"illegal type {type_name_of(body)} of the lambda of function {fn.name}: a number "
+                           "(UInt8) is required", lam.body)
+        call = BCall(fn.name, (bound, *arrays), rtype, False, n.to_sql())
+        from skipidx.expr.visitors import all_column_names
+
+        own = {c.name for c in params.values()}
+        if all(isinstance(a, BConst) for a in arrays) and not (all_column_names(body) - own):
+            try:
+                v = _evaluate_one(call, {})
+            except SkipidxError as e:
+                raise _err(f"{fn.name}: {e.message}", n) from None
+            return BConst(_const_value(v), rtype, False)
+        return call
+
     def _check_arity(self, fn: Function, n: A.FunctionCall) -> None:
         lo, hi = fn.arity()
         k = len(n.args)
@@ -1366,6 +1432,15 @@ def scalar_constant(n: A.ScalarValue) -> BConst:
     return BConst(n.value, at, bool(t.nullable) or n.value is None)
 
 
+def _const_value(v: Any) -> Any:
+    """A Python value from Arrow as the bound constants hold it (bytes, tuples)."""
+    if isinstance(v, str):
+        return v.encode("utf-8")
+    if isinstance(v, list):
+        return tuple(_const_value(x) for x in v)
+    return v
+
+
 def _evaluate_one(e: BExpr, columns: dict[str, pa.Array]) -> Any:
     """The value of `e` over one row (the binder folds constant calls with the kernels)."""
     table = pa.table(columns) if columns else pa.table({"_": pa.array([0], pa.uint8())})
@@ -1572,6 +1647,8 @@ def _ch_name(e: A.Expr) -> str:
         return e.name
     if isinstance(e, A.ScalarValue):
         return e.name
+    if isinstance(e, A.Lambda):
+        return f"lambda(tuple({', '.join(e.params)}), {_ch_name(e.body)})"
     if isinstance(e, A.Literal):
         k = e.kind
         if k == "string":

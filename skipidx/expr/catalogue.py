@@ -180,7 +180,8 @@ class Function:
 
 #: The binder's rules (skipidx.expr.binder.Binder._bind_<rule>).
 RULES = ("scalar", "comparison", "logical", "not", "null_test", "membership", "search", "string_map",
-         "arithmetic", "negate", "aggregate", "typed", "conditional", "interval", "type_of", "tuple_element")
+         "arithmetic", "negate", "aggregate", "typed", "conditional", "interval", "type_of", "tuple_element",
+         "higher_order")
 
 
 def _cmp(op: str) -> Callable[..., Any]:
@@ -387,6 +388,11 @@ TEXT_FUNCTIONS = [
     # constant: the binder replaces the call by the element's own expression (no row kernel)
     Function("tupleElement", "tuple_element", (ANY, _CONST_INT), constant=True,
              doc="t.N: the N-th element (negative: from the end) of a tuple written in the query"),
+    *(Function(name, "higher_order", (ANY, _ARRAY), variadic=True, kernel=lambda *a: _lambda_elsewhere(), doc=doc)
+      for name, doc in (("arrayMap", "the lambda's value for each element (of several arrays: element-wise)"),
+                        ("arrayFilter", "the elements of the first array for which the lambda is true"),
+                        ("arrayExists", "1 if the lambda is true for some element"),
+                        ("arrayCount", "how many elements the lambda is true for"))),
     Function("empty", "scalar", (STRING,), kernel=_text_k("empty")),
     Function("notEmpty", "scalar", (STRING,), kernel=_text_k("not_empty")),
 ]
@@ -406,6 +412,10 @@ def _array_element(a: Any, i: Any) -> Any:
     from skipidx.expr.kernels.arrays import array_element
 
     return array_element(a, i)
+
+
+def _lambda_elsewhere() -> Any:
+    raise AssertionError("a function with a lambda is evaluated by skipidx.expr.evaluate (higher_order)")
 
 
 def _array_join_elsewhere() -> Any:

@@ -352,6 +352,8 @@ def _evaluate(e: BExpr, table: pa.Table,
         return acc
     if f == "not":
         return F.not_(as_bool(sub(e.args[0], table)))
+    if e.args and isinstance(e.args[0], BCall) and e.args[0].func == "lambda":
+        return _higher_order(e, table, sub)
     fn = CATALOGUE.get(e.func)
     if fn is None or fn.kernel is None:
         raise AssertionError(f"no kernel for bound function {e.func!r}")
@@ -365,6 +367,62 @@ def _evaluate(e: BExpr, table: pa.Table,
     vals = [a.value if isinstance(a, BConst) and (fn.scalars or fn.arg_type(i).const or i in fn.scalar_args)
             else sub(a, table) for i, a in enumerate(e.args)]
     return _plain(fn.kernel(*vals))
+
+
+def _higher_order(e: BCall, table: pa.Table, sub: Callable[[BExpr, pa.Table], pa.Array]) -> pa.Array:
+    """arrayMap / arrayFilter / arrayExists / arrayCount: the lambda's body evaluated once over
+    all the arrays' elements (a table of the flattened elements, the outer columns it reads
+    repeated per element), then regrouped by row."""
+    from skipidx.core.errors import SkipidxError
+    from skipidx.expr.visitors import all_column_names
+
+    lam, arrays = e.args[0], [_plain(sub(a, table)) for a in e.args[1:]]
+    params, body = lam.args[0].value, lam.args[1]
+    n = table.num_rows
+    lengths = [pc.fill_null(pc.list_value_length(a), 0).to_numpy(zero_copy_only=False).astype(np.int64)
+               for a in arrays]
+    for i, ln in enumerate(lengths[1:], 2):
+        if not np.array_equal(ln, lengths[0]):
+            raise SkipidxError(f"Arrays passed to {e.func} must have equal size. Argument {i + 1} has a size "
+                               "which differs with the size of another argument (SIZES_OF_ARRAYS_DONT_MATCH)")
+    counts = lengths[0]
+    parents = np.repeat(np.arange(n, dtype=np.int64), counts)
+    cols = {p: _plain(pc.list_flatten(a)) for p, a in zip(params, arrays)}
+    idx = pa.array(parents)
+    names = set(table.column_names)
+    for name in all_column_names(body):      # outer columns and outer lambdas' parameters
+        if name not in cols and name in names:
+            cols[name] = _plain(table.column(name)).take(idx)
+    inner = pa.table(cols) if cols else pa.table({"_": pa.nulls(len(parents), pa.bool_())})
+    vals = _plain(sub(body, inner)) if len(parents) else pa.array([], _value_type_of(body))
+    if len(vals) != len(parents):       # a constant body evaluated over no column
+        vals = _const_array(getattr(body, "value", None), body.type, len(parents))
+    offsets = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(counts, out=offsets[1:])
+    if e.func == "arrayMap":
+        item = e.type.value_type
+        if pa.types.is_null(item):
+            vals = pa.nulls(len(vals), pa.null())
+        elif vals.type != item:
+            vals = vals.cast(item)
+        return pa.ListArray.from_arrays(pa.array(offsets), vals, type=e.type)
+    truth = as_bool(vals)
+    keep = pc.fill_null(truth, False).to_numpy(zero_copy_only=False).astype(bool) if len(truth) else \
+        np.zeros(0, dtype=bool)
+    per_row = np.bincount(parents[keep], minlength=n) if n else np.zeros(0, dtype=np.int64)
+    if e.func == "arrayCount":
+        return pa.array(per_row.astype(np.uint32), pa.uint32())
+    if e.func == "arrayExists":
+        return pa.array(per_row > 0)
+    kept = cols[params[0]].filter(pa.array(keep))
+    offs = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(per_row, out=offs[1:])
+    return pa.ListArray.from_arrays(pa.array(offs), kept, type=e.type)
+
+
+def _value_type_of(e: BExpr) -> pa.DataType:
+    t = e.type
+    return pa.bool_() if pa.types.is_null(t) else t
 
 
 def where_mask(e: BExpr | None, table: pa.Table) -> pa.Array | None:

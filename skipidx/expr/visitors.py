@@ -72,11 +72,16 @@ def transform(e: BExpr, fn: Callable[[BExpr], BExpr | None]) -> BExpr:
     return e
 
 
+#: Bound lambda parameters are columns named with this prefix (of the arrays' elements,
+#: never read from a table).
+LAMBDA_PARAM_PREFIX = "\x00lambda:"
+
+
 class _Columns(BoundVisitor[frozenset]):
     """Names of the columns an expression reads."""
 
     def visit_column(self, e: BColumn) -> frozenset:
-        return frozenset((e.name,))
+        return frozenset() if e.name.startswith(LAMBDA_PARAM_PREFIX) else frozenset((e.name,))
 
     def visit_const(self, e: BConst) -> frozenset:
         return frozenset()
@@ -116,6 +121,22 @@ class _HasAgg(BoundVisitor[bool]):
 
 _COLUMNS = _Columns()
 _HAS_AGG = _HasAgg()
+
+
+def all_column_names(e: BExpr | None, out: set[str] | None = None) -> set[str]:
+    """Names of every column `e` refers to, lambda parameters included."""
+    out = set() if out is None else out
+    if isinstance(e, BColumn):
+        out.add(e.name)
+    elif isinstance(e, BCall):
+        for a in e.args:
+            all_column_names(a, out)
+    elif isinstance(e, BFolded) and e.source is not None:
+        out.add(e.source.name)
+    elif isinstance(e, BAgg):
+        for x in (e.arg, e.cond, e.by):
+            all_column_names(x, out)
+    return out
 
 
 def columns_of(e: BExpr | None, out: set[str] | None = None) -> set[str]:

@@ -439,6 +439,21 @@ class Subquery(Expr):
 
 
 @_node
+class Lambda(Expr):
+    """``x -> body`` / ``(x, y) -> body``: a function argument of arrayMap, arrayFilter,
+    arrayExists, arrayCount (the parameters are the arrays' elements)."""
+
+    params: tuple[str, ...]
+    body: Expr
+    pos: Pos = _pos_field()
+
+    def _sql_level(self) -> tuple[str, int]:
+        names = [quote_identifier(p, in_expression=True) for p in self.params]
+        head = names[0] if len(names) == 1 else "(" + ", ".join(names) + ")"
+        return f"{head} -> {_wrap(self.body, LEVEL_OR)}", LEVEL_OR
+
+
+@_node
 class ScalarSubquery(Expr):
     """``(SELECT ...)`` as a value (ClickHouse's scalar subquery): the engine runs it
     once, before the outer query is bound, and puts a :class:`ScalarValue` in its place."""
@@ -1199,7 +1214,7 @@ __all__ = [
     "CreateTable", "DropTable", "InsertValues", "InsertFile", "AlterAddIndex", "AlterDropIndex",
     "AlterMaterializeIndex", "AlterRefresh", "Optimize", "Select", "Explain", "ShowTables", "Describe",
     "Param", "TableFunction", "InsertSelect", "Truncate", "AlterAddColumn", "AlterDropColumn", "AlterModifySetting",
-    "Alter", "ALTER_COMMANDS", "ShowCreate", "ExistsTable", "SetStatement", "ScalarSubquery", "ScalarValue", "WithItem", "Union", "LimitBy",
+    "Alter", "ALTER_COMMANDS", "ShowCreate", "ExistsTable", "SetStatement", "ScalarSubquery", "ScalarValue", "WithItem", "Union", "LimitBy", "Lambda",
     "COMPARISON_OPS", "ADDITIVE_OPS", "MULTIPLICATIVE_OPS", "INFILE_FORMATS", "KEYWORDS",
     "quote_identifier", "quote_string", "memo", "node_fields",
 ]

@@ -121,7 +121,7 @@ _NEEDS_NEXT = {
 }
 
 _PUNCT = {
-    "::": "DCOLON", "||": "CONCAT",
+    "::": "DCOLON", "||": "CONCAT", "->": "ARROW",
     "==": "EQ", "!=": "NE", "<>": "NE", "<=": "LE", ">=": "GE",
     "(": "LPAR", ")": "RPAR", "[": "LSQB", "]": "RSQB", ",": "COMMA", ";": "SEMI", ".": "DOT",
     "=": "EQ", "<": "LT", ">": "GT", "+": "PLUS", "-": "MINUS", "*": "STAR", "/": "SLASH", "%": "PERCENT",
@@ -722,6 +722,18 @@ class _AstBuilder:
     def column_tuple_index(self, c: list) -> A.Expr:
         name, dot, n = c
         return self._tuple_index(self._expr(A.Column(name.decoded, pos=_pos(name))), dot, n)
+
+    def lambda_expr(self, c: list) -> A.Expr:
+        params, arrow, body = c
+        if isinstance(params, A.Column) and params.table is None:
+            names = (params.name,)
+        elif isinstance(params, A.TupleLiteral) and params.items and all(
+                isinstance(i, A.Column) and i.table is None for i in params.items):
+            names = tuple(i.name for i in params.items)
+        else:
+            raise _error("a lambda's parameters are names: x -> expr or (x, y) -> expr", params)
+        _check_unique([(n, params) for n in names], "lambda parameter")
+        return self._expr(A.Lambda(names, body, pos=_pos(params)), body)
 
     def scalar_subquery(self, c: list) -> A.Expr:
         return self._expr(A.ScalarSubquery(c[1], pos=_pos(c[0])))
