@@ -68,7 +68,10 @@ def resolve_subqueries(db: Any, s: A.Statement) -> A.Statement:
     from skipidx.sql.with_clause import inline_with
 
     # (the same rewritten object for a repeated statement: its plans stay kept)
-    s = A.memo(s, "with_inlined", inline_with)
+    def exists(name: str) -> bool:
+        return _is_name(name) and db.catalog.exists(name)
+
+    s = A.memo(s, "with_inlined", lambda st: inline_with(st, exists))
     if not A.memo(s, "has_subquery_in", _has_subquery_in):
         return s
     return _resolve(db, s, _Scope())

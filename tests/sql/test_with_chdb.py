@@ -81,6 +81,9 @@ def test_errors_have_a_caret(pair):
     with pytest.raises(skipidx.SkipidxError, match="unknown table 'y'") as e:
         pair.db.sql("WITH x AS (SELECT 1) SELECT * FROM y")
     assert (e.value.line, e.value.column) == (1, 36)
+    with pytest.raises(skipidx.SkipidxError, match=r"unknown table 'recnt'; maybe you meant 'recent' \(a WITH name\)") as e:
+        pair.db.sql("WITH recent AS (SELECT id FROM t WHERE id > 5) SELECT * FROM recnt")
+    assert (e.value.line, e.value.column) == (1, 62)
     with pytest.raises(skipidx.SkipidxError, match="maybe you meant 'total'") as e:
         pair.db.sql("WITH 2 AS total SELECT totl")
     assert (e.value.line, e.value.column) == (1, 24)
