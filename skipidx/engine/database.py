@@ -646,7 +646,7 @@ class Database(Closing):
         from skipidx.engine.limit_by import limit_by_query
 
         sel = s.select
-        q, _positions = limit_by_query(sel)
+        q, _positions = limit_by_query(sel)      # the query that runs: the keys as hidden columns
         res = self._explain(dataclasses.replace(s, select=q))
         lines = [str(x) for x in res.to_arrow().column("explain").to_pylist()]
         lb = sel.limit_by

@@ -118,6 +118,20 @@ def _plan_lines(db: Any, q: A.Select, indexes: bool) -> tuple[list[str], Any]:
     from skipidx.expr.visitors import columns_of
 
     q = _with_prewhere(q)
+    if q.limit_by is not None:
+        # LIMIT BY (and the LIMIT after it) on top of the query without them (engine/limit_by.py)
+        from skipidx.engine.limit_by import limit_by_query
+
+        lb = q.limit_by
+        run, positions = limit_by_query(q)      # the query that runs: the keys as hidden columns
+        lines, bs = _plan_lines(db, run, indexes)
+        hidden = sum(p is None for p in positions)
+        bs = dataclasses.replace(bs, items=bs.items[:len(bs.items) - hidden])
+        top = [f"LimitBy {lb.limit}" + (f" offset {lb.offset}" if lb.offset else "")
+               + f" by {', '.join(e.to_sql() for e in lb.exprs)}"]
+        if q.limit is not None:
+            top.insert(0, f"Limit {q.limit}" + (f" offset {q.offset}" if q.offset else ""))
+        return top + lines, bs
     if q.table_function is None and q.subquery is None:
         # a table, a system table or no FROM: the database's own EXPLAIN
         from skipidx.engine.system_tables import is_system, local_ref, system_meta

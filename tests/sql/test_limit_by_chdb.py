@@ -73,6 +73,14 @@ def test_explain_shows_the_steps(pair):
     assert lines[:3] == ["Limit 5", "LimitBy 1 by id % 2", "Expression"], lines
 
 
+def test_explain_inside_derived_tables_and_unions(pair):
+    lines = [ln for (ln,) in pair.db.sql("EXPLAIN SELECT * FROM (SELECT id FROM t ORDER BY id LIMIT 1 BY s) "
+                                          "WHERE id > 1").fetchall()]
+    assert "    LimitBy 1 by s" in lines and "        Columns: id, s" in lines, lines
+    lines = [ln for (ln,) in pair.db.sql("EXPLAIN SELECT id FROM t LIMIT 1 BY s UNION ALL SELECT 1").fetchall()]
+    assert lines[:2] == ["Union", "  LimitBy 1 by s"], lines
+
+
 def test_errors(pair):
     with pytest.raises(skipidx.SkipidxError, match="position 3 is out of range") as e:
         pair.db.sql("SELECT id, s FROM t LIMIT 1 BY 3")
