@@ -161,10 +161,10 @@ class Database(Closing):
         try:
             res = self._run_statement(bind_params(stmt, params))
         except SkipidxError as e:
-            if isinstance(stmt, A.Select):
+            if isinstance(stmt, (A.Select, A.Union)):
                 self._log_failure(stmt, params, text, time.perf_counter() - t0, e)
             raise
-        if isinstance(stmt, A.Select) and self._logs(stmt):
+        if isinstance(stmt, (A.Select, A.Union)) and self._logs(stmt):
             from skipidx.engine.query_log import log_select
 
             from skipidx.engine.query_log import QUERY_LOG_MAX_CHARS
@@ -207,7 +207,8 @@ class Database(Closing):
         from skipidx.engine.settings import resolve_settings
         from skipidx.engine.statements import session_settings
 
-        values = resolve_settings(session_settings(self), stmt.settings).values
+        # (a UNION's settings are its SELECTs' own)
+        values = resolve_settings(session_settings(self), getattr(stmt, "settings", ())).values
         if "log_queries" in values:
             return bool(values["log_queries"])
         return self.keyring.kms is None

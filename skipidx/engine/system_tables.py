@@ -204,6 +204,9 @@ def statement_tables(stmt: A.Statement) -> list[str]:
 
 
 def _statement_tables(stmt: A.Statement) -> tuple[str, ...]:
+    from skipidx.sql.with_clause import inline_with
+
+    stmt = inline_with(stmt)      # a WITH name is no table: its query's tables are
     out: dict[str, None] = {}
 
     def walk(node: Any) -> None:

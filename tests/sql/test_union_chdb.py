@@ -168,3 +168,19 @@ def test_union_modes_nest_left():
     u = parse("SELECT 1 UNION ALL SELECT 2 UNION DISTINCT SELECT 3 UNION DISTINCT SELECT 4")[0]
     assert isinstance(u, A.Union) and u.distinct and len(u.queries) == 3
     assert isinstance(u.queries[0], A.Union) and not u.queries[0].distinct and len(u.queries[0].queries) == 2
+
+
+def test_query_log_records_unions_and_with_tables():
+    with skipidx.connect() as db:
+        db.sql("CREATE TABLE t (id UInt32) ENGINE = MergeTree ORDER BY id")
+        db.sql("INSERT INTO t VALUES (1), (2)")
+        db.sql("WITH x AS (SELECT id FROM t) SELECT count() FROM x")
+        db.sql("SELECT 1 UNION ALL SELECT id FROM t")
+        with pytest.raises(skipidx.SkipidxError):
+            db.sql("SELECT 1 UNION ALL SELECT 1, 2")
+        rows = db.sql("SELECT query, tables, type FROM system.query_log").fetchall()
+        assert rows[-3:] == [
+            ("WITH x AS (SELECT id FROM t) SELECT count() FROM x", ["default.t"], "QueryFinish"),
+            ("SELECT 1 UNION ALL SELECT id FROM t", ["default.t"], "QueryFinish"),
+            ("SELECT 1 UNION ALL SELECT 1, 2", [], "ExceptionBeforeStart"),
+        ]
