@@ -475,6 +475,7 @@ class Binder:
         self._aliases: dict[str, BExpr] = {}
         self._expanding: list[str] = []    # aliases being bound (to tell self-reference and cycles)
         self._lambda_params: dict[str, BColumn] = {}   # the parameters of the lambdas being bound
+        self._table_alias: str | None = None           # FROM t AS alias
         self.per_query = False             # a per-query value (now()) was folded in
 
     # -- names --------------------------------------------------------------
@@ -484,7 +485,7 @@ class Binder:
         filters on ``a + 1``; inside the alias's own expression ``a`` is the column)."""
         if node.table is None and node.name in self._lambda_params:
             return self._lambda_params[node.name]      # a lambda's parameter hides any other name
-        if node.table is not None and (self.meta is None or node.table != self.meta.name):
+        if node.table is not None and (self.meta is None or node.table not in (self.meta.name, self._table_alias)):
             raise _err(f"unknown table {node.table!r} in column reference {node.to_sql()}", node)
         if node.table is None:
             e = self._alias(node.name)
@@ -1309,6 +1310,7 @@ class Binder:
         if s.limit_by is not None:
             # the engine runs LIMIT BY (engine/limit_by.py) over the query without it
             raise _err("LIMIT ... BY is not supported here (only in a SELECT the database runs)", s.limit_by)
+        self._table_alias = s.table_alias
         self._collect_aliases(s)
         items: list[OutputItem] = []
         for it in s.items:

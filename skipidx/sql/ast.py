@@ -982,6 +982,8 @@ class Select(Statement):
     with_: tuple[WithItem, ...] = ()
     #: ``LIMIT n [OFFSET m] BY ...`` (applied after ORDER BY, before LIMIT)
     limit_by: LimitBy | None = None
+    #: ``FROM t AS alias``: columns may be qualified by the alias (or the table's name)
+    table_alias: str | None = None
 
     def settings_dict(self) -> dict[str, Literal | Param]:
         """SETTINGS as a dict (name -> literal)."""
@@ -993,6 +995,8 @@ class Select(Statement):
             text = "WITH " + ", ".join(w.to_sql() for w in self.with_) + " " + text
         if self.table is not None:
             text += f" FROM {_table_sql(self.table)}"
+            if self.table_alias is not None:
+                text += f" AS {quote_identifier(self.table_alias)}"
         elif self.table_function is not None:
             text += f" FROM {self.table_function.to_sql()}"
         elif self.subquery is not None:

@@ -825,7 +825,8 @@ class _AstBuilder:
         return A.SelectItem(expr, alias.decoded, pos=_pos(expr))
 
     def from_clause(self, c: list) -> _Clause:
-        return _Clause("from", c[1], _pos(c[0]))
+        # FROM t [AS alias]: (the table, its alias or None)
+        return _Clause("from", (c[1], c[3].decoded if c[3] is not None else None), _pos(c[0]))
 
     def from_function(self, c: list) -> _Clause:
         name = c[1]
@@ -918,7 +919,8 @@ class _AstBuilder:
         limit, offset = cl["limit"].value if "limit" in cl else (None, None)
         return A.Select(
             items=tuple(x for x in c if isinstance(x, A.SelectItem)),
-            table=cl["from"].value if "from" in cl else None,
+            table=cl["from"].value[0] if "from" in cl else None,
+            table_alias=cl["from"].value[1] if "from" in cl else None,
             table_function=cl["from_function"].value if "from_function" in cl else None,
             subquery=cl["from_subquery"].value if "from_subquery" in cl else None,
             prewhere=cl["prewhere"].value if "prewhere" in cl else None,

@@ -97,7 +97,8 @@ def _select(s: A.Select, ctes: dict[str, A.Statement], aliases: tuple[A.WithItem
     if t is not None and t.param is None and t.database is None:
         if t.name in local:
             changes["table"] = None
-            changes["subquery"] = A.Subquery(local[t.name], t.name, pos=t.pos)
+            changes["table_alias"] = None
+            changes["subquery"] = A.Subquery(local[t.name], s.table_alias or t.name, pos=t.pos)
         else:
             _check_name(t, local, exists)
     return dataclasses.replace(s, **changes)

@@ -47,6 +47,8 @@ SAME = {
     "cte_in_scalar": "WITH x AS (SELECT 1 AS a) SELECT (SELECT max(a) FROM x)",
     "cte_aggregate": "WITH x AS (SELECT s, count() AS c FROM {db}t GROUP BY s) SELECT s, c FROM x WHERE c > 1",
     "cte_nullable": "WITH x AS (SELECT n FROM {db}t) SELECT count(), count(n), sum(n) FROM x",
+    "cte_aliased": "WITH x AS (SELECT id FROM {db}t WHERE id < 3) SELECT y.id FROM x AS y ORDER BY y.id",
+    "table_aliased": "SELECT x.id, t.s FROM {db}t AS x WHERE x.id = 2 AND t.s = 'b'",
     "cte_used_twice": "WITH x AS (SELECT id FROM {db}t WHERE id > 4) "
                       "SELECT count() FROM x WHERE id IN (SELECT id FROM x WHERE id > 5)",
 }
@@ -91,6 +93,16 @@ def test_errors_have_a_caret(pair):
         parse("WITH a + 1 AS (SELECT 1) SELECT 1")
     with pytest.raises(skipidx.SkipidxError, match="WITH name 'x'"):
         parse("WITH 1 AS x, 2 AS x SELECT x")
+
+
+def test_table_alias_prunes_and_checks_names(pair):
+    r = pair.db.sql("SELECT x.id FROM t AS x PREWHERE x.id = 1 WHERE x.s = 'a'")
+    assert r.fetchall() == [(1,)] and r.stats.granules_selected == 1
+    with pytest.raises(skipidx.SkipidxError, match="unknown table 'y' in column reference y.id") as e:
+        pair.db.sql("SELECT y.id FROM t AS x")
+    assert (e.value.line, e.value.column) == (1, 8)
+    s = parse("SELECT x.a FROM t AS x")[0]
+    assert s.table_alias == "x" and s.to_sql() == "SELECT x.a FROM t AS x" and parse(s.to_sql())[0] == s
 
 
 def test_cte_prunes_inside(pair):
