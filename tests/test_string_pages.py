@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import skipidx
 from skipidx.core.errors import SkipidxError
-from skipidx.expr.kernels._search import contains_rows, pages_rows, token_rows
+from skipidx.expr.kernels._search import PageSearch, contains_rows, pages_rows, token_rows
 from skipidx.store import parquet_pages as pp
 
 _ALPHABET = st.sampled_from(list("ab self.de_f ") + ["é", "\u4e2d", "\n", "0", "Z"])
@@ -57,7 +57,7 @@ def _pages_of(buf: pa.Buffer) -> tuple[list[list], pa.Table]:
 def _values(pages: list) -> list:
     vals = []
     for p in pages:
-        it = iter(bytes(p.data[a:b - 4]).decode() for a, b in zip(p.bounds[:-1], p.bounds[1:]))
+        it = iter(bytes(p.data[a:b - 4]).decode() for a, b in zip(p.bounds()[:-1], p.bounds()[1:]))
         ok = np.ones(p.rows, dtype=bool) if p.valid is None else p.valid
         vals.extend(next(it) if v else None for v in ok)
     return vals
@@ -85,8 +85,10 @@ def test_string_pages_equal_pyarrow_and_kernels(values, codec, version, nullable
             want = np.concatenate([ref_fn(*_arrow_offsets(c), needle) & c.is_valid().to_numpy(zero_copy_only=False)
                                    for c in arrow])
             have = []
+            per_value = []
             for pages in groups:
-                res = pages_rows([(p.bounds, p.data) for p in pages], needle, token, gap=4)
+                res = pages_rows([(p.bounds(), p.data) for p in pages], needle, token, gap=4)
+                per_value.extend(res)
                 for p, r in zip(pages, res):
                     full = np.zeros(p.rows, dtype=bool)
                     if p.valid is None:
@@ -96,8 +98,13 @@ def test_string_pages_equal_pyarrow_and_kernels(values, codec, version, nullable
                     have.append(full)
             np.testing.assert_array_equal(np.concatenate(have), want, err_msg=f"{needle!r} token={token}")
             # one page at a time (no shared anchors) gives the same
-            one = [ref_fn(p.bounds, p.data, needle, gap=4) for pages in groups for p in pages]
+            one = [ref_fn(p.bounds(), p.data, needle, gap=4) for pages in groups for p in pages]
             assert sum(int(x.sum()) for x in one) == int(want.sum())
+            # the kernel whose row cursor walks the lengths itself, anchors shared across pages
+            search = PageSearch(needle, token, gap=4)
+            walked = [search.plain(p.data, p.start, p.values) for pages in groups for p in pages]
+            np.testing.assert_array_equal(np.concatenate(walked), np.concatenate(per_value),
+                                          err_msg=f"plain {needle!r} token={token}")
 
 
 def test_gap_rows_do_not_match_across_lengths():
@@ -107,12 +114,22 @@ def test_gap_rows_do_not_match_across_lengths():
     groups, _ = _pages_of(buf)
     pages = [p for g in groups for p in g]
     flat = lambda res: np.concatenate([r for r in res])  # noqa: E731
-    assert flat(pages_rows([(p.bounds, p.data) for p in pages], b"self", True, gap=4)).tolist() == \
+    assert flat(pages_rows([(p.bounds(), p.data) for p in pages], b"self", True, gap=4)).tolist() == \
         [False, False, True, False, True, True, False]
     # "b" + length bytes + "c": the substring "bc" is in no value
-    assert not flat(pages_rows([(p.bounds, p.data) for p in pages], b"bc", False, gap=4)).any()
-    assert flat(pages_rows([(p.bounds, p.data) for p in pages], b"f", False, gap=4)).tolist() == \
+    assert not flat(pages_rows([(p.bounds(), p.data) for p in pages], b"bc", False, gap=4)).any()
+    assert flat(pages_rows([(p.bounds(), p.data) for p in pages], b"f", False, gap=4)).tolist() == \
         [False, False, True, True, True, True, False]
+    # the next value's length is 97 = b"a\0\0\0": "xxa" and the token "xxa" run into it, "xx" ends at the row's end
+    values = ["xx", "a" * 97, "zxx", "xxa"]
+    pages = [p for g in _pages_of(_write(values, "none", "1.0", False))[0] for p in g]
+    assert pages[0].values >= 2      # "xx" and the 97 bytes in one page
+    for needle, token, want in ((b"xxa", False, [False, False, False, True]), (b"xxa", True, [False, False, False, True]),
+                                (b"xx", True, [True, False, False, False]), (b"x\x61", False, [False, False, False, True])):
+        s = PageSearch(needle, token, gap=4)
+        for got in (flat(pages_rows([(p.bounds(), p.data) for p in pages], needle, token, gap=4)),
+                    flat([s.plain(p.data, p.start, p.values) for p in pages])):
+            assert got.tolist() == want, (needle, token)
 
 
 @pytest.mark.parametrize("kw", [{"column_encoding": {"msg": "DELTA_LENGTH_BYTE_ARRAY"}},
@@ -141,12 +158,14 @@ def test_damaged_page_is_refused():
     buf0 = pa.py_buffer(bytes(raw))
     lay = pp.chunk_layout(buf0, md.row_group(0).column(0), md.row_group(0).num_rows)
     pos = int(lay.offsets[0]) + int(lay.header_lengths[0])
-    raw[pos:pos + 4] = (10 ** 6).to_bytes(4, "little")     # the first value's length runs past the page
-    with pytest.raises(SkipidxError):
-        list(pp.string_pages(pa.py_buffer(bytes(raw)), lay, 0))
-    raw[pos:pos + 4] = (len(values[0]) - 1).to_bytes(4, "little")   # the values no longer fill the page
-    with pytest.raises(SkipidxError):
-        list(pp.string_pages(pa.py_buffer(bytes(raw)), lay, 0))
+    for bad in (10 ** 6, len(values[0]) - 1):     # a length past the page; values that no longer fill it
+        raw[pos:pos + 4] = bad.to_bytes(4, "little")
+        page = next(pp.string_pages(pa.py_buffer(bytes(raw)), lay, 0))
+        with pytest.raises(SkipidxError):
+            page.bounds()
+        for needle in (b"self", b"value", b"zz"):
+            with pytest.raises(ValueError):
+                PageSearch(needle, True, gap=4).plain(page.data, page.start, page.values)
 
 
 def _counts(db, where: str, direct: int = 0) -> list[int]:

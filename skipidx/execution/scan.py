@@ -230,6 +230,7 @@ def page_predicate(where: BExpr | None, column: str) -> tuple | None:
 
 
 def _page_rows(page: Any) -> int:
+    page.bounds()       # the values walked: they must fill the page
     return page.rows
 
 
@@ -251,7 +252,7 @@ class _PageCount:
     def _mask(self, t: tuple, page: Any) -> np.ndarray:
         kind, arg = t
         if kind == "leaf":
-            return arg(page.bounds, page.data)
+            return arg.plain(page.data, page.start, page.values)
         out = self._mask(arg[0], page)
         for k in arg[1:]:
             out = (out & self._mask(k, page)) if kind == "and" else (out | self._mask(k, page))

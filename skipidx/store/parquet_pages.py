@@ -537,25 +537,36 @@ _PAGE_CODEC = dict(_ARROW_CODEC, LZ4="lz4_raw")
 
 @dataclass(frozen=True)
 class StringPage:
-    """One decompressed PLAIN BYTE_ARRAY data page: the `valid` rows' values are
-    ``data[bounds[i]:bounds[i + 1] - 4]`` (the 4-byte length of the next value between
-    them: the search kernels' ``gap``), in row order."""
+    """One decompressed PLAIN BYTE_ARRAY data page: `values` values (the `valid` rows', in
+    row order), each a 4-byte length and its bytes, from ``data[start]`` to the page's end.
+    :meth:`bounds` walks them (or a search kernel walks them as it goes)."""
 
     data: np.ndarray                # uint8: the decompressed page (levels included)
-    bounds: np.ndarray              # int64, one more than the values
+    start: int                      # where the first value's length is
+    values: int
     valid: np.ndarray | None        # per row: not NULL (None: no NULL in the page)
     rows: int
+
+    def bounds(self) -> np.ndarray:
+        """int64, one more than the values: value i is ``data[b[i]:b[i + 1] - 4]`` (the
+        next value's length between them: the search kernels' ``gap``). SkipidxError if
+        the values do not fill the page exactly."""
+        from skipidx.core._kernels.rle import plain_bounds
+
+        b = np.empty(self.values + 1, dtype=np.int64)
+        if plain_bounds(self.data, self.start, self.values, b) != self.data.shape[0]:
+            raise SkipidxError("PLAIN values do not fill the page")
+        return b
 
 
 def string_pages(file: pa.Buffer, layout: PageLayout, max_def: int) -> Iterator[StringPage]:
     """The data pages of a flat BYTE_ARRAY chunk (`layout`, in `file`: the whole file's
-    bytes, a memory map), decompressed and walked one after the other: each value's
-    bounds, nothing copied (a caller that drops each page before taking the next lets
-    the next one reuse its memory). SkipidxError on anything but PLAIN pages (a
-    dictionary page, another encoding), `max_def` > 1, a codec Arrow lacks, or pages
-    whose values do not add up exactly."""
-    from skipidx.core._kernels.rle import plain_bounds
-
+    bytes, a memory map), decompressed one after the other, nothing copied (a caller that
+    drops each page before taking the next lets the next one reuse its memory); the
+    caller walks the values (:meth:`StringPage.bounds`, or a kernel that checks as it
+    goes that they fill the page). SkipidxError on anything but PLAIN pages (a
+    dictionary page, another encoding), `max_def` > 1, a codec Arrow lacks, or
+    definition levels that do not decode."""
     if layout.physical != "BYTE_ARRAY" or max_def > 1 or layout.dict_span is not None:
         raise SkipidxError("not a flat PLAIN BYTE_ARRAY chunk")
     if layout.codec != "UNCOMPRESSED" and layout.codec not in _PAGE_CODEC:
@@ -593,10 +604,7 @@ def string_pages(file: pa.Buffer, layout: PageLayout, max_def: int) -> Iterator[
             n = int(np.count_nonzero(defs))
             if n != rows:
                 valid = defs.astype(bool)
-        bounds = np.empty(n + 1, dtype=np.int64)
-        if plain_bounds(buf, pos, n, bounds) != buf.shape[0]:
-            raise SkipidxError("PLAIN values do not fill the page")
-        yield StringPage(buf, bounds, valid, rows)
+        yield StringPage(buf, pos, n, valid, rows)
 
 
 def _codec_of(name: str) -> pa.Codec:

@@ -202,6 +202,91 @@ def _scan_kernel(offsets, data, needle, fold, is_token, p1, p2, p3, k1, k2, k3, 
         s = nxt
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _read_len(data, p):
+    return (np.int64(data[p]) | (np.int64(data[p + 1]) << 8) | (np.int64(data[p + 2]) << 16)
+            | (np.int64(data[p + 3]) << 24))
+
+
+@njit(cache=True, nogil=True)
+def _scan_plain_kernel(data, pos, n, needle, fold, is_token, p1, p2, p3, k1, k2, k3, three, token, ctz, out):
+    """`_scan_kernel` over the `n` values of a PLAIN Parquet page (each a 4-byte length,
+    then its bytes) starting at `pos` in `data`, the row cursor walking the lengths as it
+    goes (no bounds array: the walk's dependent loads overlap the search), then walking
+    the rows after the last candidate. Returns where the last value ends (the caller
+    checks the values fill the page), or -1 where a length runs past the data. The
+    block filter and the candidate checks are `_scan_kernel`'s; only the cursor differs.
+    """
+    end = np.int64(data.shape[0])
+    if n == 0:
+        return np.int64(pos)
+    m = needle.shape[0]
+    last = end - m
+    a1 = needle[p1]
+    a2 = needle[p2]
+    a3 = needle[p3]
+    one = np.uint64(1)
+    mul = np.uint64(0x03F79D71B4CB0A89)
+    sh = np.uint64(58)
+    if pos + 4 > end:
+        return -1
+    rs = np.int64(pos) + 4         # row r is data[rs:re]; the next row's bytes start at re + 4
+    re = rs + _read_len(data, pos)
+    if re > end:
+        return -1
+    r = 0
+    s = rs
+    while s <= last:
+        if s + 63 <= last:
+            s = _skip_blocks(data, s, last, p1, p2, p3, k1, k2, k3, a1, a2, a3, three)
+            if s > last:
+                break
+        w = min(64, last - s + 1)
+        bits = _block_bits(data, s, w, p1, p2, p3, k1, k2, k3, a1, a2, a3, three)
+        nxt = s + w
+        while bits:
+            low = bits & (~bits + one)
+            bits ^= low
+            c = s + ctz[(low * mul) >> sh]
+            while re + 4 <= c:
+                r += 1
+                if r >= n or re + 4 > end:
+                    return -1
+                rs = re + 4
+                re = rs + _read_len(data, rs - 4)
+                if re > end:
+                    return -1
+            row_next = re + 4
+            skip = out[r] or c + m > re
+            if not skip:
+                j = 0
+                while j < m and fold[data[c + j]] == needle[j]:
+                    j += 1
+                if j == m and token:
+                    if c > rs and is_token[data[c - 1]]:
+                        j = -1
+                    elif c + m < re and is_token[data[c + m]]:
+                        j = -1
+                if j == m:
+                    out[r] = True
+                    skip = True
+            if skip:
+                if row_next >= nxt:
+                    nxt = row_next
+                    break
+                bits &= ~((one << np.uint64(row_next - s)) - one)
+        s = nxt
+    while r < n - 1:
+        r += 1
+        if re + 4 > end:
+            return -1
+        rs = re + 4
+        re = rs + _read_len(data, rs - 4)
+        if re > end:
+            return -1
+    return re
+
+
 def _as_offsets(offsets: np.ndarray) -> np.ndarray:
     """Arrow's int32 or int64 offsets as they are (the kernels are compiled for both); others as int64."""
     o = np.asarray(offsets)
@@ -457,6 +542,38 @@ class PageSearch:
         z = np.uint8(0)
         _scan_kernel(o, d, self.nd, _IDENTITY, TOKEN_BYTE, p1, p2, p3, z, z, z, three, self.token, _CTZ,
                      np.int64(self.gap), out)
+        return out
+
+
+    def plain(self, data: np.ndarray, start: int, n: int) -> np.ndarray:
+        """Per value of a PLAIN page (`n` values, each a 4-byte length and its bytes, from
+        ``data[start]``; gap 4 and `token` as constructed): the search with the row cursor
+        walking the lengths (`_scan_plain_kernel`). ValueError if the values do not fill
+        `data` exactly."""
+        d = np.asarray(data)
+        if d.dtype != np.uint8:
+            raise TypeError(f"data must be a uint8 array, got {d.dtype}")
+        if self.gap != 4:
+            raise ValueError("PLAIN values have a gap of 4")
+        if not numba_loaded() or not self.needle:
+            from skipidx.core._kernels.rle import plain_bounds
+
+            b = np.empty(n + 1, dtype=np.int64)
+            if plain_bounds(d, start, n, b) != d.shape[0]:
+                raise ValueError("PLAIN values do not fill the page")
+            return self(b, d)
+        out = np.zeros(n, dtype=np.bool_)
+        if self.anchors is None:
+            if d.shape[0] - start < len(self.needle):
+                self.anchors = None
+            else:
+                self.anchors = _anchors(d, start, d.shape[0], self.nd, False)
+        p1, p2, p3, three = self.anchors if self.anchors is not None else (0, 0, 0, False)
+        z = np.uint8(0)
+        got = _scan_plain_kernel(d, np.int64(start), np.int64(n), self.nd, _IDENTITY, TOKEN_BYTE, p1, p2, p3,
+                                 z, z, z, three, self.token, _CTZ, out)
+        if got != d.shape[0]:
+            raise ValueError("PLAIN values do not fill the page")
         return out
 
 
