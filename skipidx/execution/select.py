@@ -64,7 +64,7 @@ from skipidx.execution.scan import zero_column_table
 from skipidx.expr.catalogue import TUPLE_FUNC
 from skipidx.expr.bound import BAgg, BCall, BColumn, BConst, BExpr, BFolded
 from skipidx.expr.select import BoundSelect, OrderItem, OutputItem
-from skipidx.expr.visitors import columns_of, transform
+from skipidx.expr.visitors import LAMBDA_PARAM_PREFIX, columns_of, transform
 
 
 # ---------------------------------------------------------------------------
@@ -126,6 +126,8 @@ def _rewrite(e: BExpr, repl: dict[Any, BColumn]) -> BExpr:
     def step(x: BExpr) -> BExpr | None:
         if x in repl:
             return repl[x]
+        if isinstance(x, BColumn) and x.name.startswith(LAMBDA_PARAM_PREFIX):
+            return x       # a lambda's parameter (an element of its array argument)
         if isinstance(x, BColumn):
             raise SkipidxError(f"column {x.name!r} is neither under an aggregate function nor in GROUP BY")
         return x if isinstance(x, (BAgg, BFolded, BConst)) else None

@@ -1398,9 +1398,13 @@ class Binder:
                         having: BExpr | None, s: A.Select) -> None:
         keys = set(group_by)
 
+        from skipidx.expr.visitors import LAMBDA_PARAM_PREFIX
+
         def check(e: BExpr, node: Any) -> None:
             if e in keys or isinstance(e, (BAgg, BConst)):
                 return
+            if isinstance(e, BColumn) and e.name.startswith(LAMBDA_PARAM_PREFIX):
+                return      # a lambda's parameter: an element of its array, which is checked
             if isinstance(e, BColumn):
                 raise _err(f"column {e.name!r} is not under an aggregate function and not in GROUP BY", node)
             if isinstance(e, BFolded):

@@ -46,6 +46,10 @@ SAME = {
     "count_where": "SELECT count() FROM {db}t WHERE arrayCount(x -> length(x) = 1, s) > 0",
     "aggregate_over": "SELECT sum(arrayCount(x -> x > 1, a)), max(arrayExists(x -> x = 7, a)) FROM {db}t",
     "group_by": "SELECT arrayExists(x -> x > 5, a) AS e, count() FROM {db}t GROUP BY e ORDER BY e",
+    "over_group_array": "SELECT arrayFilter(x -> x > 1, groupArray(id)) FROM {db}t",
+    "over_group_array_by_key": "SELECT w, arrayMap(x -> x * 2, groupArray(id)), "
+                               "arrayCount(x -> x > length(w), groupArray(id)) FROM {db}t GROUP BY w ORDER BY w",
+    "in_having": "SELECT k > 0 AS p FROM {db}t GROUP BY p HAVING arrayExists(x -> x > 3, groupArray(id)) ORDER BY p",
     "parameter_shadows_column": "SELECT id, arrayMap(id -> id * 2, a) FROM {db}t ORDER BY id",
 }
 
