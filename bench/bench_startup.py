@@ -36,6 +36,8 @@ Figures (1M rows, answer 35, 2-core shared box, median wall / CPU, x chDB):
     | no pyarrow.compute/parquet, no lark, precompiled dataclasses, load 2.0-1.8 (x7) | 0.28 s / 0.30 | 0.40 s (1.43x) / 0.54 (1.82x) | 0.42 (1.52x) / 0.56 | 0.38 (1.37x) | 0.36 (1.28x) |
     | same code, next run, load 2.9-3.4 (x7) | 0.31 s / 0.27 | 0.49 s (1.59x) / 0.47 (1.74x) | 0.48 (1.56x) / 0.47 | 0.44 (1.44x) | 0.48 (1.56x) |
     | same code, third run, load 1.4-1.5 (x7) | 0.26 s / 0.27 | 0.34 s (1.31x) / 0.46 (1.73x) | 0.36 (1.39x) / 0.49 | 0.33 (1.27x) | 0.34 (1.31x) |
+    | session 5 (e899e26), load 3.8-4.6 (x9) | 0.40 s / 0.26 | 0.61 s (1.50x) / 0.36 (1.39x) | 0.35 (0.86x) / 0.29 | 0.62 (1.53x) | 0.46 (1.13x) |
+    | same code, next run, load 4.0-3.6 (x9) | 0.31 s / 0.27 | 0.47 s (1.54x) / 0.38 (1.42x) | 0.35 (1.12x) / 0.30 | 0.41 (1.33x) | 0.41 (1.32x) |
 
 At load 10 every skipidx process burns more CPU (0.64-0.76 s against 0.47-0.51 s by
 /usr/bin/time alone at load ~8; chDB stays at 0.25-0.28); at low load the CPU sum exceeds
@@ -44,10 +46,17 @@ Since the last row a query process imports neither pyarrow.compute nor pyarrow.p
 pyarrow.fs (skipidx.core.lazy; parts are read through pyarrow._parquet) nor lark (the
 generated LALR tables run by skipidx.sql._lalr), and the dataclasses it imports take their
 methods' code from skipidx/core/_dataclass_codes.py instead of compiling ~420 of them.
-What is left, CPU of one process: numpy + pyarrow imports ~0.15-0.2 s (chDB's own import
-~0.22 s), skipidx's ~100 modules, the LALR tables (~6 ms) and the query (~0.12 s quiet: LZ4
-read of 37 row groups of msg, loading the four msg indexes ~13 MB, footer check, search).
-The CLI adds argparse and pyarrow._compute (its integer-to-text cast), ~0.01-0.02 s.
+Session 5 (bench/NOTES.md): the CLI reads `sql DB SQL` without argparse, prints a count
+without pyarrow._compute, freezes the heap before it exits and runs OpenBLAS single-threaded;
+an index file is read once (checksums verified from the bytes read) and its filters are not
+copied; filter sizes are checked rather than solved; the footer check decodes only what it
+reads; LALR states are decoded on first visit; tempfile/shutil are not imported;
+`import skipidx` parks OpenBLAS's idle threads (OPENBLAS_THREAD_TIMEOUT). --baseline-tree
+times another checkout's API/CLI in the same rounds.
+What is left, CPU of one process: numpy + pyarrow imports ~0.1-0.15 s (chDB's own import
+~0.2 s), skipidx's ~100 modules, the query (LZ4 read and search of 37 row groups of msg in the
+scan threads with ~50 MB of fresh memory, the four msg index loads, the footer check ~11 ms,
+checksums of ~60 MB of data blocks), and for the API the interpreter's teardown (~30 ms).
 """
 from __future__ import annotations
 
