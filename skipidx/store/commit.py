@@ -276,6 +276,10 @@ class _HeldStates:
         if hit is not None:
             os.close(hit[0])
 
+    def _after_fork(self) -> None:
+        # a fork while another thread held the lock would leave it locked forever in the child
+        self._lock = threading.Lock()
+
     def sweep(self) -> None:
         """Let go of the files that were deleted or replaced (by another process) since they
         were read: a table this process no longer reads keeps no deleted file open."""
@@ -316,6 +320,8 @@ def _stat_key(st: os.stat_result) -> tuple:
 _HELD = _HeldStates(64)
 _reader_pool.SWEEP_HOOKS.append(_HELD.sweep)
 _reader_pool.EVICT_HOOKS.append(_HELD.forget_under)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_HELD._after_fork)
 
 
 def read_state(table_dir: str) -> TableState:

@@ -163,3 +163,34 @@ def test_a_symbolic_link_state_is_refused_after_a_cached_read(db):
     os.symlink(path + ".real", path)
     with pytest.raises(SkipidxError, match="symbolic link"):
         commit.read_state(tdir)
+
+
+def test_a_forked_child_reads_states_while_a_thread_held_the_lock(db):
+    """A fork taken while another thread is inside the state cache leaves the child a working cache."""
+    import threading
+
+    assert _count(db) == 100
+    held = threading.Event()
+    release = threading.Event()
+
+    def hold():
+        with commit._HELD._lock:
+            held.set()
+            release.wait(10)
+
+    t = threading.Thread(target=hold)
+    t.start()
+    held.wait(10)
+    try:
+        pid = os.fork()
+        if pid == 0:      # the child: one read of the state, then out (a deadlock ends by SIGALRM)
+            import signal
+
+            signal.alarm(20)
+            ok = commit.read_state(os.path.join(db.path, "t")).gen >= 0
+            os._exit(0 if ok else 1)
+    finally:
+        release.set()
+        t.join()
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
