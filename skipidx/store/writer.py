@@ -475,8 +475,12 @@ class PartWriter:
         self._close_pool()
         if self._writes_data and self._pw is None:
             self._open_data(None)   # no rows: an empty file (refused below)
+        written = None
         if self._pw is not None:
             self._pw.close()
+            if self._enc is None:
+                # the footer just written, as the writer built it (no re-read and parse of the file)
+                written = self._pw.writer.metadata
             self._pw = None
         crash_point("part:data_written")
         for iw in self._iw.values():
@@ -493,7 +497,7 @@ class PartWriter:
             marks = np.asarray(self._reuse_layout[0], dtype=np.int64)
             spans = [list(x) for x in self._reuse_layout[1]]
         else:
-            md = pq.read_metadata(self._data_path, decryption_properties=(
+            md = written if written is not None else pq.read_metadata(self._data_path, decryption_properties=(
                 self.keyring.parquet_decryption() if self._enc is not None else None))
             rg_rows = np.array([md.row_group(i).num_rows for i in range(md.num_row_groups)], dtype=np.int64)
             marks = np.zeros(rg_rows.shape[0] + 1, dtype=np.int64)

@@ -345,3 +345,29 @@ def test_low_cardinality_passthrough_keeps_every_type_of_the_file(tmp_path):
     assert mx.metadata == my.metadata and mx.schema.equals(my.schema)
     assert pq.read_table(fx).equals(pq.read_table(fy))
     assert db.sql("SELECT * FROM x ORDER BY k").to_arrow().equals(db.sql("SELECT * FROM y ORDER BY k").to_arrow())
+
+
+def test_manifest_layout_equals_the_file_footer(tmp_path):
+    """The manifest's marks, row-group byte spans and key statistics (taken from the
+    writer's own footer) equal what the data file's footer read back says."""
+    import json
+
+    from skipidx.store.manifest import key_stats_from_footer
+    from skipidx.store.writer import _row_group_spans
+
+    db = skipidx.connect(str(tmp_path / "db"))
+    db.sql("CREATE TABLE t (k UInt32, s String, lc LowCardinality(String)) ENGINE = MergeTree ORDER BY k "
+           "SETTINGS index_granularity = 32, max_part_rows = 1000")
+    n = 2500
+    db.insert("t", pa.table({"k": pa.array(np.arange(n)[::-1].copy(), pa.uint32()),
+                             "s": [f"s{i % 97}" for i in range(n)], "lc": [("a", "b")[i % 2] for i in range(n)]}))
+    files = _data_files(str(tmp_path / "db"), "t")
+    assert len(files) == 3
+    meta = db.catalog.table("t").meta
+    for f in files:
+        man = json.load(open(os.path.join(os.path.dirname(f), "manifest.json")))
+        md = pq.read_metadata(f)
+        rows = [md.row_group(i).num_rows for i in range(md.num_row_groups)]
+        assert man["marks"] == np.concatenate([[0], np.cumsum(rows)]).tolist()
+        assert man["row_groups"] == _row_group_spans(md)
+        assert man["key_stats"] == json.loads(json.dumps(key_stats_from_footer(md, meta)))
