@@ -31,7 +31,7 @@ store.page_dictionaries      256  decoded dictionary pages of external files' co
 store.part_dictionaries    16384  decoded dictionary pages of parts' String column chunks (and 64 MiB)
 store.part_page_layouts    16384  page layouts of parts' dictionary-read column chunks
 store.states                 256  parsed table states with the bytes they were parsed from
-store.string_page_layouts     64  page layouts of PLAIN String columns read in place, by file and column
+store.string_page_layouts     64  page layouts of PLAIN String columns read in place, by file, column (and 32 MiB)
 store.table_meta             256  column-name set and Arrow schema per TableMeta object
 store.validated_metas         64  validated table metadata, by its canonical JSON (states share it)
 system_tables.column_bytes  4096  column sizes of parts' data files (system.parts / columns / tables)

@@ -42,7 +42,7 @@ _UTF8_CHECKED = LRU(4096, "store.checked_strings",
                     "row groups of data files whose String columns were found valid UTF-8, by file and column")
 _PAGE_LAYOUTS = LRU(64, "store.string_page_layouts",
                     "page headers of String column chunks of data files (read in place by string_pages), "
-                    "by file and column")
+                    "by file and column (and ~32 MiB: about 2.7 KB per row group)", max_bytes=32 << 20)
 _INDEX_TYPES = LRU(256, "store.index_types", "index instances for reading index files, by definition and params")
 
 #: Reads of at least this many row groups use pyarrow's pre-buffering (the
@@ -552,7 +552,7 @@ class Part:
             layouts = _PAGE_LAYOUTS.get((ident, column))
             if layouts is None:
                 layouts = {}
-                _PAGE_LAYOUTS.put((ident, column), layouts)
+                _PAGE_LAYOUTS.put((ident, column), layouts, nbytes=2800 * self.n_granules)
             j = next((k for k in range(md.num_columns) if md.schema.column(k).path == column), -1)
             if j < 0 or md.schema.column(j).max_repetition_level:
                 return None
