@@ -71,10 +71,14 @@ def resolve_subqueries(db: Any, s: A.Statement) -> A.Statement:
     def exists(name: str) -> bool:
         return _is_name(name) and db.catalog.exists(name)
 
-    s = A.memo(s, "with_inlined", lambda st: inline_with(st, exists))
+    from skipidx.expr.binder import resolve_limits
+
+    # LIMIT k folded first (subqueries run below see their own folded), and again after
+    # the scalar subqueries have run (`LIMIT (SELECT 3)`)
+    s = A.memo(s, "with_inlined", lambda st: resolve_limits(inline_with(st, exists)))
     if not A.memo(s, "has_subquery_in", _has_subquery_in):
         return s
-    return _resolve(db, s, _Scope())
+    return resolve_limits(_resolve(db, s, _Scope()))
 
 
 class _Scope:

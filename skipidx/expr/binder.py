@@ -1720,3 +1720,79 @@ def bind_select(meta: Any | None, select: A.Select) -> BoundSelect:
 def bind_where(meta: Any, where: A.Expr) -> BExpr | None:
     """Bind a WHERE expression alone (e.g. the Spark source's ``where`` option)."""
     return Binder(meta)._filter(where, "WHERE")
+
+
+#: ClickHouse's error code of a LIMIT / OFFSET that is no non-negative integer constant
+INVALID_LIMIT_EXPRESSION = 440
+
+
+def resolve_limits(stmt: Any) -> Any:
+    """`stmt` with every LIMIT / OFFSET (LIMIT BY's too) written as a constant expression
+    (``WITH 2 AS k ... LIMIT k``, ``LIMIT 1 + 1``) folded to its int, as ClickHouse
+    folds it before running the query (the same object where there is none)."""
+    import dataclasses
+
+    if isinstance(stmt, (A.Literal, A.Column)):
+        return stmt
+    if isinstance(stmt, tuple):
+        items = tuple(resolve_limits(x) for x in stmt)
+        return stmt if all(a is b for a, b in zip(items, stmt)) else items
+    if not (isinstance(stmt, A.Node) and dataclasses.is_dataclass(stmt)):
+        return stmt
+    changes: dict[str, Any] = {}
+    for f in A.node_fields(type(stmt)):
+        v = getattr(stmt, f)
+        if isinstance(v, (A.Node, tuple)) and not (isinstance(stmt, A.Select) and f in ("limit", "offset")):
+            nv = resolve_limits(v)
+            if nv is not v:
+                changes[f] = nv
+    if isinstance(stmt, A.Select):
+        for f in ("limit", "offset"):
+            v = getattr(stmt, f)
+            if _foldable_limit(v):
+                changes[f] = _limit_constant(v, stmt.with_)
+        lb = changes.get("limit_by", stmt.limit_by)
+        if lb is not None and (_foldable_limit(lb.limit) or _foldable_limit(lb.offset)):
+            changes["limit_by"] = dataclasses.replace(
+                lb, limit=_limit_constant(lb.limit, stmt.with_) if _foldable_limit(lb.limit) else lb.limit,
+                offset=_limit_constant(lb.offset, stmt.with_) if _foldable_limit(lb.offset) else lb.offset)
+    return dataclasses.replace(stmt, **changes) if changes else stmt
+
+
+def _foldable_limit(v: Any) -> bool:
+    # a scalar subquery waits until the engine has run it (then it is a ScalarValue)
+    return isinstance(v, A.Node) and not isinstance(v, A.Param) and not _holds_subquery(v)
+
+
+def _holds_subquery(node: Any) -> bool:
+    if isinstance(node, A.ScalarSubquery):
+        return True
+    if isinstance(node, tuple):
+        return any(_holds_subquery(x) for x in node)
+    if isinstance(node, A.Node):
+        return any(_holds_subquery(getattr(node, f)) for f in A.node_fields(type(node)))
+    return False
+
+
+def _limit_constant(node: A.Expr, with_: tuple) -> int:
+    """The non-negative int of the LIMIT / OFFSET expression `node` (WITH aliases visible)."""
+    b = Binder(None)
+    b._alias_nodes = {w.name: w.expr for w in with_ if w.expr is not None}
+    code = " (INVALID_LIMIT_EXPRESSION)"
+    try:
+        e = b.expr(node)
+    except BindError:
+        e = None
+    if not isinstance(e, BConst) or e.value is None or isinstance(e.value, (bytes, str, tuple)) \
+            or not isinstance(e.value, (int, float)):
+        raise _err(f"LIMIT expression must be constant with numeric type. Actual: {node.to_sql()}.{code}", node)
+    v = e.value
+    if isinstance(v, float):
+        if not math.isfinite(v) or v != int(v):
+            raise _err(f"The value {ch_float_text(v)} of LIMIT expression is not representable as UInt64 or "
+                       f"Int64 or Float64 in the range (0, 1).{code}", node)
+        v = int(v)
+    if v < 0:
+        # ClickHouse reads a negative LIMIT as "the last n rows"; skipidx has no such step
+        raise _err(f"a negative LIMIT / OFFSET ({node.to_sql()}) is not supported", node)
+    return int(v)

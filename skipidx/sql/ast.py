@@ -917,6 +917,10 @@ class Optimize(Statement):
         return f"OPTIMIZE TABLE {_table_sql(self.table)}" + (" FINAL" if self.final else "")
 
 
+def _limit_sql(v: object) -> str:
+    return v.to_sql() if isinstance(v, Node) else str(v)
+
+
 @_node
 class LimitBy(Node):
     """ClickHouse's ``LIMIT limit [OFFSET offset] BY exprs``: after ORDER BY, at most `limit`
@@ -925,12 +929,12 @@ class LimitBy(Node):
     not written). An integer literal among `exprs` is a position in the SELECT list."""
 
     exprs: tuple[Expr, ...]
-    limit: "int | Param"
-    offset: "int | Param | None" = None
+    limit: "int | Param | Expr"
+    offset: "int | Param | Expr | None" = None
     pos: Pos = _pos_field()
 
     def to_sql(self) -> str:
-        text = f"LIMIT {self.limit}" + (f" OFFSET {self.offset}" if self.offset is not None else "")
+        text = f"LIMIT {_limit_sql(self.limit)}" + (f" OFFSET {_limit_sql(self.offset)}" if self.offset is not None else "")
         return text + " BY " + ", ".join(e.to_sql() for e in self.exprs)
 
 
@@ -967,8 +971,10 @@ class Select(Statement):
     group_by: tuple[Expr, ...] = ()
     having: Expr | None = None
     order_by: tuple[OrderItem, ...] = ()
-    limit: int | Param | None = None
-    offset: int | Param | None = None
+    #: an Expr where written as a constant expression (`LIMIT k` of `WITH 2 AS k`, `LIMIT 1 + 1`):
+    #: the engine folds it to an int before running the query (expr.binder.resolve_limits)
+    limit: "int | Param | Expr | None" = None
+    offset: "int | Param | Expr | None" = None
     distinct: bool = False
     table_function: TableFunction | None = None
     prewhere: Expr | None = None
@@ -1014,12 +1020,12 @@ class Select(Statement):
         if self.limit_by is not None:
             text += " " + self.limit_by.to_sql()
         if self.limit is not None:
-            text += f" LIMIT {self.limit}"
+            text += f" LIMIT {_limit_sql(self.limit)}"
             if self.offset is not None:
-                text += f" OFFSET {self.offset}"
+                text += f" OFFSET {_limit_sql(self.offset)}"
         elif self.offset is not None:
             # No bare OFFSET in the dialect; an offset without a limit is "LIMIT all".
-            text += f" LIMIT {2**64 - 1} OFFSET {self.offset}"
+            text += f" LIMIT {2**64 - 1} OFFSET {_limit_sql(self.offset)}"
         text += _settings_sql(self.settings)
         if self.outfile is not None:
             text += f" INTO OUTFILE {quote_string(self.outfile.encode('utf-8'))}"

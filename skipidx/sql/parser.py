@@ -862,10 +862,18 @@ class _AstBuilder:
         return A.OrderItem(expr, desc, None if nulls is None else nulls.value, pos=_pos(expr))
 
     def limit_value(self, c: list) -> Any:
-        t = c[0]
-        if t.type == "PARAM":
-            return A.Param(t.decoded[0], t.decoded[1], pos=_pos(t))
-        return t.decoded
+        e = c[0]
+        if isinstance(e, A.Literal) and e.kind == "int":
+            if e.value < 0:
+                # ClickHouse reads a negative LIMIT as "the last n rows"; skipidx has no such step
+                raise ParseError("syntax error: unexpected '-' (a negative LIMIT / OFFSET is not supported)",
+                                 line=e.pos.line, column=e.pos.column)
+            return e.value
+        if isinstance(e, A.Param) and e.type_name == "Identifier":
+            # a column name is no LIMIT (as before, refused where it is written)
+            raise ParseError("syntax error: unexpected {name:Identifier} (a LIMIT / OFFSET is a constant)",
+                             line=e.pos.line, column=e.pos.column)
+        return e   # a Param, or a constant expression the engine folds (expr.binder.resolve_limits)
 
     def limit_clause(self, c: list) -> _Clause:
         _limit, n, _offset, m = c
