@@ -38,7 +38,9 @@ SAME = {
                    "ORDER BY id",
     "derived": "SELECT count() FROM (WITH 5 AS k SELECT id FROM {db}t ORDER BY id LIMIT k)",
     "table_function": "WITH 4 AS k SELECT number FROM numbers(10) LIMIT k OFFSET k",
-    "union": "WITH 1 AS k SELECT id FROM {db}t ORDER BY id LIMIT k UNION ALL WITH 2 AS k SELECT 7 LIMIT k - 1",
+    # (ordered outside: a UNION ALL's parts come in any order)
+    "union": "SELECT * FROM (WITH 1 AS k SELECT id FROM {db}t ORDER BY id LIMIT k UNION ALL "
+             "WITH 2 AS k SELECT 7 LIMIT k - 1) ORDER BY 1",
 }
 
 
