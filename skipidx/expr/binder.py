@@ -605,7 +605,7 @@ class Binder:
             # the engine runs scalar subqueries before binding; elsewhere (a `where=` text) there is no engine
             raise _err("a scalar subquery (SELECT ...) is only supported in a statement run by the database", n)
         if isinstance(n, A.ArrayLiteral):
-            return BConst(self._const_list(n.items, n), pa.null())
+            return self._array(n.items, n, agg)
         if isinstance(n, A.TupleLiteral):
             raise _err("tuples are only supported as the list of IN", n)
         if isinstance(n, A.Star):
@@ -677,6 +677,33 @@ class Binder:
                 return self.compare("notEquals", only, BConst(0, pa.uint8()), None)
             return only
         return BCall(e.func, tuple(keep), _BOOL, e.nullable or saw_null, e.text)
+
+    def _array(self, items: tuple, node: Any, agg: bool) -> BExpr:
+        """``[a, b, ...]`` / ``array(a, b, ...)``: a constant array where every item is a
+        constant (typed where a use needs it), else one array per row, of the items'
+        least supertype (Nullable items where any item is), as ClickHouse types it."""
+        bound = [self._expr(it, agg) for it in items]
+        if all(isinstance(b, BConst) and not isinstance(b.value, tuple) for b in bound):
+            return BConst(tuple(b.value for b in bound), pa.null())
+        for b, it in zip(bound, items):
+            if (isinstance(b, BConst) and isinstance(b.value, tuple)) or pa.types.is_list(value_type(b.type)):
+                raise _err("nested arrays are not supported", it)
+        typed = [b for b in bound if not (isinstance(b, BConst) and b.value is None)]
+        try:
+            t = least_supertype([b.type for b in typed])
+        except SkipidxError as e:
+            raise _err(f"{e.message} of the items of {node.to_sql()} (NO_COMMON_TYPE; ClickHouse makes a "
+                       f"Variant here, which skipidx has not)", node) from None
+        nullable = any(b.nullable for b in bound)
+        args = tuple(_cast_to(b, t) for b in bound)
+        # the first argument tells the kernel whether the items are Nullable (its result's type)
+        return BCall("array", (BConst(int(nullable), pa.uint8()), *args),
+                     pa.list_(pa.field("item", t, nullable=nullable)), False, node.to_sql())
+
+    def _bind_array(self, fn: Function, n: A.FunctionCall, agg: bool) -> BExpr:
+        if not n.args:
+            return BConst((), pa.null())
+        return self._array(n.args, n, agg)
 
     def _const_list(self, items: tuple, node: Any) -> tuple:
         out = []
@@ -1680,6 +1707,9 @@ def _ch_name(e: A.Expr) -> str:
         args = [_ch_name(a) for a in e.args]
         if e.name.lower() == "tuple" and not e.distinct:
             return "(" + ", ".join(args) + ")"   # tuple(1, 2) is (1, 2)
+        if e.name.lower() == "array" and not e.distinct and not e.params:
+            # array(x, 1) is [x, 1]; its items keep their own names (array(1, 2.5) is [1, 2.5])
+            return "[" + ", ".join(args) + "]"
         name = e.name + ("Distinct" if e.distinct else "")
         if e.params:        # quantile(0.5)(x)
             name += "(" + ", ".join(_ch_name(p) for p in e.params) + ")"

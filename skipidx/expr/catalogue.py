@@ -181,7 +181,7 @@ class Function:
 #: The binder's rules (skipidx.expr.binder.Binder._bind_<rule>).
 RULES = ("scalar", "comparison", "logical", "not", "null_test", "membership", "search", "string_map",
          "arithmetic", "negate", "aggregate", "typed", "conditional", "interval", "type_of", "tuple_element",
-         "higher_order")
+         "higher_order", "array")
 
 
 def _cmp(op: str) -> Callable[..., Any]:
@@ -393,6 +393,8 @@ TEXT_FUNCTIONS = [
                         ("arrayFilter", "the elements of the first array for which the lambda is true"),
                         ("arrayExists", "1 if the lambda is true for some element"),
                         ("arrayCount", "how many elements the lambda is true for"))),
+    Function("array", "array", (ANY,), variadic=True, kernel=lambda *a: _build_array(*a), scalar_args=(0,),
+             doc="[a, b, ...] of row values: one array per row, items of the arguments' least supertype"),
     Function("empty", "scalar", (STRING,), kernel=_text_k("empty")),
     Function("notEmpty", "scalar", (STRING,), kernel=_text_k("not_empty")),
 ]
@@ -412,6 +414,22 @@ def _array_element(a: Any, i: Any) -> Any:
     from skipidx.expr.kernels.arrays import array_element
 
     return array_element(a, i)
+
+
+def _build_array(nullable: Any, *items: Any) -> Any:
+    """One list per row of the item arrays (each already of the element type): row i holds
+    items[0][i], items[1][i], ... -- a single take over the concatenated items. `nullable`
+    (the binder's first, constant argument): whether the items are Nullable."""
+    import numpy as np
+
+    cols = [a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a for a in items]
+    n, k = len(cols[0]), len(cols)
+    flat = pa.concat_arrays(cols) if k > 1 else cols[0]
+    order = (np.arange(k, dtype=np.int64)[None, :] * n + np.arange(n, dtype=np.int64)[:, None]).ravel()
+    values = flat.take(pa.array(order))
+    offsets = pa.array(np.arange(n + 1, dtype=np.int32) * k)
+    t = pa.list_(pa.field("item", values.type, nullable=bool(nullable)))
+    return pa.ListArray.from_arrays(offsets, values, type=t)
 
 
 def _lambda_elsewhere() -> Any:
