@@ -214,22 +214,28 @@ def _in_values(db: Any, node: A.InList) -> tuple[A.Expr, ...]:
     if not isinstance(sub.query, (A.Select, A.Union)):
         raise _err("IN takes a SELECT subquery, not EXPLAIN", sub)
     table, _stats, _types = _select_table(db, _resolve(db, sub.query, _Scope()))
-    left = len(node.expr.items) if isinstance(node.expr, A.TupleLiteral) else 1
+    tup = node.expr.items if isinstance(node.expr, A.TupleLiteral) else (
+        node.expr.args if isinstance(node.expr, A.FunctionCall) and node.expr.name.lower() == "tuple" else None)
+    left = len(tup) if tup is not None else 1
     if table.num_columns != left:
         raise _err(f"Number of columns in section IN doesn't match. {left} at left, {table.num_columns} at right. "
                    "(NUMBER_OF_COLUMNS_DOESNT_MATCH)", sub)
-    cols = [_literals(table.column(i), sub) for i in range(table.num_columns)]
-    if left == 1:
-        items = tuple(cols[0])
-    else:
-        items = tuple(A.TupleLiteral(tuple(r), pos=sub.pos) for r in zip(*cols))
-    if not items:       # an empty set: nothing is IN it
-        items = (A.Literal(None, "null", pos=sub.pos),)
+    if tup is None:
+        items = tuple(_literals(table.column(0), sub))
+        if not items:       # an empty set: nothing is IN it
+            items = (A.Literal(None, "null", pos=sub.pos),)
+        return items
+    # several columns: the rows as tuples (the binder drops repeats), not each column's distinct values
+    cols = [_literals(table.column(i), sub, distinct=False) for i in range(table.num_columns)]
+    items = tuple(A.TupleLiteral(tuple(r), pos=sub.pos) for r in zip(*cols))
+    if not items:           # an empty set: a tuple of NULLs never matches
+        items = (A.TupleLiteral(tuple(A.Literal(None, "null", pos=sub.pos) for _ in range(left)), pos=sub.pos),)
     return items
 
 
-def _literals(col: Any, at: Any) -> list[A.Expr]:
-    """The values of a subquery's column as literals (distinct, in first-seen order)."""
+def _literals(col: Any, at: Any, distinct: bool = True) -> list[A.Expr]:
+    """The values of a subquery's column as literals (distinct, in first-seen order, unless
+    not `distinct`: then one per row)."""
     import datetime as _dt
 
     import uuid as _uuid
@@ -240,7 +246,8 @@ def _literals(col: Any, at: Any) -> list[A.Expr]:
     if pa.types.is_dictionary(col.type):
         col = col.cast(col.type.value_type)
     # (Arrow's unique refuses the UUID extension type: its bytes are deduplicated)
-    col = uuid_array(pc.unique(one_array(col).storage)) if is_uuid(col.type) else pc.unique(col)
+    if distinct:
+        col = uuid_array(pc.unique(one_array(col).storage)) if is_uuid(col.type) else pc.unique(col)
     out: list[A.Expr] = []
     for v in col.to_pylist():
         if v is None:

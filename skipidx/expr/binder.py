@@ -423,6 +423,15 @@ def _array_item_type(values: tuple, items: list, node: Any) -> pa.DataType:
     raise _err("there is no supertype for the items of the array (numbers, strings and booleans mixed)", node)
 
 
+def _tuple_items(e: Any) -> tuple | None:
+    """The items of a tuple written in the query (``(a, b)``, ``tuple(a, b)``), else None."""
+    if isinstance(e, A.TupleLiteral):
+        return e.items
+    if isinstance(e, A.FunctionCall) and e.name.lower() == TUPLE_FUNC and not e.distinct and not e.params:
+        return e.args
+    return None
+
+
 def _typed_array_literal(a: BExpr, spec: Any, node: Any) -> BExpr:
     """An array literal passed as a row argument (``arrayJoin(['a', 'b'])``, ``length([1, 2])``)
     with its ClickHouse type; the binder leaves literals untyped until a use needs one."""
@@ -575,6 +584,8 @@ class Binder:
                 ("notLike" if n.negated else "like")
             return self._string_predicate(func, [self._expr(n.expr, agg), self._expr(n.pattern, agg)],
                                           n, [n.expr, n.pattern])
+        if isinstance(n, A.InList) and _tuple_items(n.expr) is not None:
+            return self._tuple_in(n, agg)
         if isinstance(n, A.InList):
             subject = self._expr(n.expr, agg)
             items = n.items
@@ -677,6 +688,60 @@ class Binder:
                 return self.compare("notEquals", only, BConst(0, pa.uint8()), None)
             return only
         return BCall(e.func, tuple(keep), _BOOL, e.nullable or saw_null, e.text)
+
+    def _tuple_in(self, n: A.InList, agg: bool) -> BExpr:
+        """``(a, b) [NOT] IN ((1, 'x'), (2, 'y'))``: true where some listed tuple equals the
+        row's, component by component; a NULL component never matches (UInt8, never NULL,
+        as ClickHouse). Bound as ``a IN (1, 2) AND b IN ('x', 'y') AND tupleIn(...)``: the
+        per-component INs are implied by the exact test, so an index prunes on them soundly;
+        the last atom (no index answers it) makes the answer exact."""
+        subject = _tuple_items(n.expr)
+        k = len(subject)
+        items = n.items
+        if len(items) == 1 and isinstance(items[0], A.ArrayLiteral):
+            items = items[0].items          # IN [(1, 2), ...]
+        if not all(_tuple_items(i) is not None for i in items):
+            items = (A.TupleLiteral(items, pos=n.pos),)   # `(a, b) IN (1, 2)`: the one tuple (1, 2)
+        rows = []
+        for it in items:
+            elems = _tuple_items(it)
+            if len(elems) != k:
+                raise _err(f"Incorrect size of tuple in set: {len(elems)} instead of {k}. "
+                           f"(INCORRECT_ELEMENT_OF_SET)", it)
+            rows.append(self._const_list(elems, it))
+        parts = [self._expr(e, agg) for e in subject]
+        cols: list[int] = []
+        for j, p in enumerate(parts):
+            if isinstance(p, BConst):
+                # a constant component: the rows whose element equals it, NULLs never
+                rows = [r for r in rows if p.value is not None and r[j] is not None and
+                        self._compare_constants("equals", p, BConst(r[j], literal_type(r[j])), n).value]
+            else:
+                cols.append(j)
+        kept = []
+        for r in rows:
+            out = []
+            for j in cols:
+                v = normalize_in_list(parts[j].type, (r[j],), n)
+                if not v:
+                    break               # NULL, or a value the column cannot hold: never matches
+                out.append(v[0])
+            else:
+                kept.append(tuple(out))
+        text = n.to_sql()
+        if not cols or not kept:
+            return BConst(int(bool(kept) != n.negated), _BOOL)
+        kept = list(dict.fromkeys(kept))
+        atoms = []
+        for i, j in enumerate(cols):
+            vals = tuple(dict.fromkeys(r[i] for r in kept))
+            atoms.append(BCall("in", (parts[j], BConst(vals, value_type(parts[j].type))), _BOOL,
+                               parts[j].nullable, ""))
+        atoms.append(BCall("tupleIn", (BConst(tuple(kept), pa.null()), *(parts[j] for j in cols)), _BOOL, False,
+                           ""))
+        # never NULL: tupleIn is 0 wherever a component is NULL, and NULL AND 0 is 0
+        e: BExpr = BCall("and", tuple(atoms), _BOOL, False, text)
+        return BCall("not", (e,), _BOOL, False, text) if n.negated else e
 
     def _array(self, items: tuple, node: Any, agg: bool) -> BExpr:
         """``[a, b, ...]`` / ``array(a, b, ...)``: a constant array where every item is a

@@ -395,6 +395,9 @@ TEXT_FUNCTIONS = [
                         ("arrayCount", "how many elements the lambda is true for"))),
     Function("array", "array", (ANY,), variadic=True, kernel=lambda *a: _build_array(*a), scalar_args=(0,),
              doc="[a, b, ...] of row values: one array per row, items of the arguments' least supertype"),
+    # bound by the binder for (a, b) IN ((...), ...) (never called by name: rule "membership" needs 2 args)
+    Function("tupleIn", "membership", (ANY, ANY), variadic=True, kernel=lambda rows, *c: _tuple_in(rows, *c),
+             scalar_args=(0,), doc="the row's tuple of the columns is one of the listed tuples"),
     Function("empty", "scalar", (STRING,), kernel=_text_k("empty")),
     Function("notEmpty", "scalar", (STRING,), kernel=_text_k("not_empty")),
 ]
@@ -430,6 +433,34 @@ def _build_array(nullable: Any, *items: Any) -> Any:
     offsets = pa.array(np.arange(n + 1, dtype=np.int32) * k)
     t = pa.list_(pa.field("item", values.type, nullable=bool(nullable)))
     return pa.ListArray.from_arrays(offsets, values, type=t)
+
+
+def _tuple_in(rows: Any, *cols: Any) -> Any:
+    """1 where the row's values of `cols` equal one of `rows` (tuples of values coerced to the
+    columns' types), else 0 (NULL components too): each column coded by its index in its
+    distinct listed values, codes combined in mixed radix (re-densified before they could
+    overflow), then one isin."""
+    import numpy as np
+
+    code = np.zeros(len(cols[0]), dtype=np.int64)
+    valid = np.ones(len(cols[0]), dtype=bool)
+    rcode = np.zeros(len(rows), dtype=np.int64)
+    size = 1
+    for j, c in enumerate(cols):
+        c = c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c
+        if pa.types.is_dictionary(c.type):
+            c = c.cast(c.type.value_type)
+        distinct = list(dict.fromkeys(r[j] for r in rows))
+        pos = {v: i for i, v in enumerate(distinct)}
+        idx = pc.index_in(c, value_set=pa.array(distinct, c.type))
+        valid &= idx.is_valid().to_numpy(zero_copy_only=False)
+        code = code * len(distinct) + idx.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+        rcode = rcode * len(distinct) + np.array([pos[r[j]] for r in rows], dtype=np.int64)
+        size *= len(distinct)
+        if size > 1 << 40:
+            uniq, inv = np.unique(np.concatenate([rcode, code]), return_inverse=True)
+            rcode, code, size = inv[:len(rcode)].astype(np.int64), inv[len(rcode):].astype(np.int64), len(uniq)
+    return pa.array((valid & np.isin(code, rcode)).astype(np.uint8))
 
 
 def _lambda_elsewhere() -> Any:
