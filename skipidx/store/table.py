@@ -240,6 +240,8 @@ class Table:
         workers = resolve_threads(threads)
         staged: list[StagedPart] = []
         pending: list = []
+        plan = _writer.EncodingPlan()   # the first part's encodings, for the others
+        first = True
         total = 0
         pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="skipidx-insert") if workers > 1 else None
         try:
@@ -249,12 +251,15 @@ class Table:
                     continue
                 total += chunk.num_rows
                 if pool is None:
-                    staged.append(_prepare_and_build(self.path, meta, chunk, self.keyring, 1))
+                    staged.append(_prepare_and_build(self.path, meta, chunk, self.keyring, 1, plan, first))
+                    first = False
                     del chunk   # freed before the next chunk is read, which then reuses its pages
                     continue
                 # a worker conforms and sorts its chunk too: the reading thread
                 # only reads, so the insert scales with the workers
-                pending.append(pool.submit(_prepare_and_build, self.path, meta, chunk, self.keyring, workers))
+                pending.append(pool.submit(_prepare_and_build, self.path, meta, chunk, self.keyring, workers, plan,
+                                           first))
+                first = False
                 del chunk
                 while len(pending) >= workers:   # bound the chunks in flight
                     staged.append(pending.pop(0).result())
@@ -499,13 +504,18 @@ class Table:
 
 
 def _prepare_and_build(table_dir: str, meta: TableMeta, chunk: pa.Table, keyring: KeyRing | None,
-                       threads: int) -> StagedPart:
+                       threads: int, plan: "_writer.EncodingPlan | None" = None, first: bool = False) -> StagedPart:
     """One insert chunk checked, cast, sorted and written as a staged part
-    (`threads`: the writer's and index builds' threads)."""
-    prepared = sort_rows(meta, conform(meta, chunk, dictionary_passthrough_columns(meta)))
-    del chunk
-    return build_part(table_dir, meta, prepared, prepare=False, keyring=keyring, build_threads=threads,
-                      threads=threads)
+    (`threads`: the writer's and index builds' threads; `plan`: the encodings the
+    insert's `first` part chooses, for the others)."""
+    try:
+        prepared = sort_rows(meta, conform(meta, chunk, dictionary_passthrough_columns(meta)))
+        del chunk
+        return build_part(table_dir, meta, prepared, prepare=False, keyring=keyring, build_threads=threads,
+                          threads=threads, plan=plan, plan_first=first)
+    finally:
+        if first and plan is not None:
+            plan.release()   # a first part that failed before choosing leaves the others to choose
 
 
 def _same_columns(meta: TableMeta):

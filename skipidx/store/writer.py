@@ -42,12 +42,49 @@ from skipidx.store.encoding import (
 from skipidx.store.manifest import DATA_FILE, KEY_STATS, MANIFEST, index_file_name, key_stats_from_footer, zones
 from skipidx.store.metadata import FORMAT_VERSION, IndexMeta, TableMeta
 
-__all__ = ["INDEX_CHUNK_ROWS", "PartWriter", "write_part", "build_part", "index_values", "statistics_columns"]
+__all__ = ["INDEX_CHUNK_ROWS", "EncodingPlan", "PartWriter", "write_part", "build_part", "index_values", "statistics_columns"]
 
 #: Rows per chunk a part is written in (rounded to whole index granules):
 #: the rows handed to an index aggregator at once, so building a part's
 #: indexes needs memory for one chunk whatever the part's size.
 INDEX_CHUNK_ROWS = 1 << 20
+#: An insert's first part of at least this many rows decides the encodings (dictionary or
+#: not, PLAIN / DELTA / BYTE_STREAM_SPLIT) of the insert's other parts (:class:`EncodingPlan`).
+PLAN_MIN_ROWS = 1 << 16
+
+
+class EncodingPlan:
+    """The encodings an insert's first part chose from its rows, for its other parts: the
+    trials cost ~12 ms a part and one statement's chunks are alike. The other parts wait
+    for the first part's choice (never for long: it is made when its writer opens), so the
+    files are the same whatever the insert's threads. A first part smaller than
+    :data:`PLAN_MIN_ROWS` (or one that failed) leaves every part to decide for itself."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self._ready = threading.Event()
+        self._choice = None
+        self._first = None
+
+    def claim(self, owner: object) -> None:
+        """`owner` (the first part's writer) decides."""
+        self._first = owner
+
+    def first_of(self, writer: object) -> bool:
+        return self._first is writer
+
+    def decide(self, choice) -> None:
+        self._choice = choice
+        self._ready.set()
+
+    def release(self) -> None:
+        """No choice after all (the first part failed or wrote nothing): the others decide."""
+        self._ready.set()
+
+    def wait(self):
+        self._ready.wait()
+        return self._choice
 
 
 def index_values(meta: IndexMeta, column: pa.Array) -> pa.Array:
@@ -254,12 +291,14 @@ class PartWriter:
                  reuse_layout: tuple[list[int], list[list[int]]] | None = None,
                  build_threads: int | None = None, keyring: KeyRing | None = None,
                  threads: int | None = None, expected_rows: int | None = None,
-                 large_merge: bool = False) -> None:
+                 large_merge: bool = False, plan: "EncodingPlan | None" = None) -> None:
         from skipidx.core.threads import resolve_threads
 
         self.dir = part_dir
         #: a merge of large parts: default-codec columns compress as ClickHouse's (zstd)
         self.large_merge = large_merge
+        #: the encodings of an insert's first part, shared with its other parts
+        self._plan = plan
         self.threads = resolve_threads(threads)
         self._pool = None
         self.keyring = keyring
@@ -315,11 +354,19 @@ class PartWriter:
         sorting = [pq.SortingColumn(meta.column_names.index(k), nulls_first=False) for k in meta.order_by]
         # per column: its CODEC, else the table's compression setting
         comp, level = meta.parquet_compression(large=self.large_merge)
-        self.dictionary_columns = (choose_dictionary_columns(meta, sample, self.G)
-                                   if sample is not None else [])
-        self.column_encodings = (choose_column_encodings(meta, sample, self.G, self.dictionary_columns,
-                                                         comp, level)
-                                 if sample is not None else {})
+        plan = self._plan if sample is not None else None
+        chosen = plan.wait() if plan is not None and not plan.first_of(self) else None
+        if chosen is not None:
+            self.dictionary_columns, self.column_encodings = list(chosen[0]), dict(chosen[1])
+        else:
+            self.dictionary_columns = (choose_dictionary_columns(meta, sample, self.G)
+                                       if sample is not None else [])
+            self.column_encodings = (choose_column_encodings(meta, sample, self.G, self.dictionary_columns,
+                                                             comp, level)
+                                     if sample is not None else {})
+            if plan is not None and plan.first_of(self):
+                plan.decide((self.dictionary_columns, self.column_encodings) if sample.num_rows >= PLAN_MIN_ROWS
+                            else None)
         enc = None
         if self._enc is not None:
             # Parquet modular encryption: footer and each sensitive column
@@ -593,13 +640,15 @@ def _to_schema(chunk: pa.Table, schema: pa.Schema) -> pa.Table:
 def write_part(part_dir: str, meta: TableMeta, data: pa.Table | None, part_name: str, *, level: int = 0,
                indexes: Sequence[IndexMeta] | None = None, reuse: dict[str, str] | None = None,
                build_threads: int | None = None, keyring: KeyRing | None = None,
-               threads: int | None = None) -> dict:
+               threads: int | None = None, plan: EncodingPlan | None = None, plan_first: bool = False) -> dict:
     """Write a complete part from one table of rows (conformed and sorted)
     into the empty directory `part_dir`, in chunks of ~INDEX_CHUNK_ROWS rows.
     See :class:`PartWriter` for `indexes`, `reuse`, `build_threads` and `threads`. Returns the manifest."""
     w = PartWriter(part_dir, meta, part_name, level=level, indexes=indexes, reuse=reuse,
                    build_threads=build_threads, keyring=keyring, threads=threads,
-                   expected_rows=data.num_rows if data is not None else 0)
+                   expected_rows=data.num_rows if data is not None else 0, plan=plan)
+    if plan is not None and plan_first:
+        plan.claim(w)
     try:
         if data is not None and data.num_rows:
             m = w.chunk_multiple()
@@ -625,7 +674,8 @@ def _link(src: str, dst: str) -> None:
 def build_part(table_dir: str, meta: TableMeta, data: pa.Table, part_name: str | None = None, *,
                level: int = 0, detached: bool = False, prepare: bool = True,
                build_threads: int | None = None, keyring: KeyRing | None = None,
-               threads: int | None = None) -> StagedPart:
+               threads: int | None = None, plan: EncodingPlan | None = None,
+               plan_first: bool = False) -> StagedPart:
     """Write `data` as a new staged part of the table at `table_dir`.
 
     With ``prepare`` the rows are conformed (checked, cast) and sorted here;
@@ -644,7 +694,7 @@ def build_part(table_dir: str, meta: TableMeta, data: pa.Table, part_name: str |
     staged = _commit.stage_dir(table_dir, name, detached=detached)
     try:
         write_part(staged.path, meta, data, name, level=level, build_threads=build_threads, keyring=keyring,
-                   threads=threads)
+                   threads=threads, plan=plan, plan_first=plan_first)
     except BaseException:
         staged.discard()
         raise

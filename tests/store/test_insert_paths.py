@@ -371,3 +371,36 @@ def test_manifest_layout_equals_the_file_footer(tmp_path):
         assert man["marks"] == np.concatenate([[0], np.cumsum(rows)]).tolist()
         assert man["row_groups"] == _row_group_spans(md)
         assert man["key_stats"] == json.loads(json.dumps(key_stats_from_footer(md, meta)))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_later_parts_of_an_insert_take_the_first_parts_encodings(tmp_path, threads):
+    """An insert's first part (>= PLAN_MIN_ROWS rows) chooses the encodings of its other
+    parts, whatever the threads; a smaller first part leaves each part to choose."""
+    import json
+
+    from skipidx.store.writer import PLAN_MIN_ROWS
+
+    rng = np.random.default_rng(3)
+
+    def encodings(table, part_rows):
+        # the first part's v ascends (DELTA), the others' v is random (PLAIN when alone)
+        v = np.concatenate([np.arange(part_rows, dtype=np.uint64),
+                            rng.integers(0, 2**63, 2 * part_rows, dtype=np.uint64)])
+        data = pa.table({"k": pa.array(np.arange(3 * part_rows, dtype=np.uint64)), "v": pa.array(v)})
+        db = skipidx.connect(str(tmp_path / f"db{table}"))
+        db.sql(f"CREATE TABLE {table} (k UInt64, v UInt64) ENGINE = MergeTree ORDER BY k "
+               f"SETTINGS max_part_rows = {part_rows}, background_merges = 0")
+        db.catalog.table(table).insert(data, threads=threads)
+        out = {}
+        for f in _data_files(str(tmp_path / f"db{table}"), table):
+            man = json.load(open(os.path.join(os.path.dirname(f), "manifest.json")))
+            out[pq.read_table(f, columns=["k"]).column(0)[0].as_py()] = man.get("encodings", {})
+        assert db.sql(f"SELECT count(), sum(v) FROM {table}").fetchall() == [(3 * part_rows, int(v.sum()))]
+        return [out[k] for k in sorted(out)]
+
+    first, *rest = encodings("a", PLAN_MIN_ROWS)
+    assert first == {"k": "DELTA_BINARY_PACKED", "v": "DELTA_BINARY_PACKED"}
+    assert rest == [first, first]
+    small = encodings("b", 4096)
+    assert small[0] == first and small[1] == small[2] == {"k": "DELTA_BINARY_PACKED"}
