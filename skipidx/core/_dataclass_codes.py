@@ -423,6 +423,51 @@ def __create_fn__():
  return __hash__
 CODES['def __create_fn__():\n def __hash__(self):\n  return hash((self.name,self.args,self.distinct,self.params,))\n return __hash__'] = __create_fn__.__code__
 
+def __create_fn__(_type_func, _type_partition_by, _type_order_by, _type_pos, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_partition_by, _dflt_order_by, _dflt_pos, _return_type):
+ def __init__(self,func:_type_func,partition_by:_type_partition_by=_dflt_partition_by,order_by:_type_order_by=_dflt_order_by,*,pos:_type_pos=_dflt_pos)->_return_type:
+  __dataclass_builtins_object__.__setattr__(self,'func',func)
+  __dataclass_builtins_object__.__setattr__(self,'partition_by',partition_by)
+  __dataclass_builtins_object__.__setattr__(self,'order_by',order_by)
+  __dataclass_builtins_object__.__setattr__(self,'pos',pos)
+ return __init__
+CODES["def __create_fn__(_type_func, _type_partition_by, _type_order_by, _type_pos, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_partition_by, _dflt_order_by, _dflt_pos, _return_type):\n def __init__(self,func:_type_func,partition_by:_type_partition_by=_dflt_partition_by,order_by:_type_order_by=_dflt_order_by,*,pos:_type_pos=_dflt_pos)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'func',func)\n  __dataclass_builtins_object__.__setattr__(self,'partition_by',partition_by)\n  __dataclass_builtins_object__.__setattr__(self,'order_by',order_by)\n  __dataclass_builtins_object__.__setattr__(self,'pos',pos)\n return __init__"] = __create_fn__.__code__
+
+def __create_fn__():
+ def __repr__(self):
+  return self.__class__.__qualname__ + f"(func={self.func!r}, partition_by={self.partition_by!r}, order_by={self.order_by!r})"
+ return __repr__
+CODES['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(func={self.func!r}, partition_by={self.partition_by!r}, order_by={self.order_by!r})"\n return __repr__'] = __create_fn__.__code__
+
+def __create_fn__():
+ def __eq__(self,other):
+  if other.__class__ is self.__class__:
+   return (self.func,self.partition_by,self.order_by,)==(other.func,other.partition_by,other.order_by,)
+  return NotImplemented
+ return __eq__
+CODES['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.func,self.partition_by,self.order_by,)==(other.func,other.partition_by,other.order_by,)\n  return NotImplemented\n return __eq__'] = __create_fn__.__code__
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __setattr__(self,name,value):
+  if type(self) is cls or name in ('func','partition_by','order_by','pos',):
+   raise FrozenInstanceError(f"cannot assign to field {name!r}")
+  super(cls, self).__setattr__(name, value)
+ return __setattr__
+CODES['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'func\',\'partition_by\',\'order_by\',\'pos\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__'] = __create_fn__.__code__
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __delattr__(self,name):
+  if type(self) is cls or name in ('func','partition_by','order_by','pos',):
+   raise FrozenInstanceError(f"cannot delete field {name!r}")
+  super(cls, self).__delattr__(name)
+ return __delattr__
+CODES['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'func\',\'partition_by\',\'order_by\',\'pos\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__'] = __create_fn__.__code__
+
+def __create_fn__():
+ def __hash__(self):
+  return hash((self.func,self.partition_by,self.order_by,))
+ return __hash__
+CODES['def __create_fn__():\n def __hash__(self):\n  return hash((self.func,self.partition_by,self.order_by,))\n return __hash__'] = __create_fn__.__code__
+
 def __create_fn__(_type_op, _type_left, _type_right, _type_pos, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_pos, _return_type):
  def __init__(self,op:_type_op,left:_type_left,right:_type_right,*,pos:_type_pos=_dflt_pos)->_return_type:
   __dataclass_builtins_object__.__setattr__(self,'op',op)

@@ -602,6 +602,10 @@ class Database(Closing):
 
         from skipidx.engine.system_tables import is_system, local_ref
 
+        from skipidx.engine.window import has_windows
+
+        if has_windows(s.select):
+            return self._explain_window(s)
         if isinstance(s.select, A.Select) and s.select.limit_by is not None:
             return self._explain_limit_by(s)
         if isinstance(s.select, A.Union):
@@ -640,6 +644,20 @@ class Database(Closing):
                                          row_filter=None if streamed or limit_streams(bs) else row_filter_indexes)
         return Result(pa.table({"explain": pa.array(lines, pa.string())}), stats)
 
+
+    def _explain_window(self, s: A.Explain) -> Result:
+        """EXPLAIN of a SELECT with window functions: the plan of the query that runs (engine/window.py:
+        the windows' parts as hidden columns, no LIMIT), its Window and Limit steps on top."""
+        from skipidx.engine.window import window_query
+
+        sel = s.select
+        q, windows = window_query(sel)
+        res = self._explain(dataclasses.replace(s, select=q))
+        lines = [str(x) for x in res.to_arrow().column("explain").to_pylist()]
+        top = [f"Window: {', '.join(w.to_sql() for _i, w, _c in windows)}"]
+        if sel.limit is not None:
+            top.insert(0, f"Limit {sel.limit}" + (f" offset {sel.offset}" if sel.offset else ""))
+        return Result(pa.table({"explain": pa.array(top + lines, pa.string())}), res.stats)
 
     def _explain_limit_by(self, s: A.Explain) -> Result:
         """EXPLAIN of a SELECT with LIMIT BY: the plan of the query without it (engine/limit_by.py

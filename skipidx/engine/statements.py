@@ -420,6 +420,10 @@ def _select_streamed(db: Any, s: A.Select) -> Result | None:
     q = _with_prewhere(s)
     if q.table_function is not None or q.table is None or q.subquery is not None or q.limit_by is not None:
         return None
+    from skipidx.engine.window import has_windows
+
+    if has_windows(q):
+        return None
     ref = db._local_ref(q.table)
     if ref.database is not None:     # a system table: built, not streamed
         return None
@@ -451,6 +455,12 @@ def _select_table(db: Any, s: A.Select):
         from skipidx.engine.union import union_table
 
         return union_table(db, s, _select_table)
+    from skipidx.engine.window import has_windows
+
+    if has_windows(s):
+        from skipidx.engine.window import window_table
+
+        return window_table(db, s, _select_table)
     if s.limit_by is not None:
         from skipidx.engine.limit_by import limit_by_table
 

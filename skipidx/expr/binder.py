@@ -609,6 +609,10 @@ class Binder:
             return self._call(n, agg)
         if isinstance(n, A.ScalarValue):
             return scalar_constant(n)
+        if isinstance(n, A.WindowCall):
+            # the engine computes window functions that are whole SELECT items (engine/window.py)
+            raise _err("a window function (... OVER (...)) is only supported as a whole item of the SELECT list "
+                       "of a query the database runs", n)
         if isinstance(n, A.Lambda):
             raise _err("a lambda (x -> ...) is only allowed as the first argument of arrayMap, arrayFilter, "
                        "arrayExists or arrayCount", n)
@@ -1768,6 +1772,14 @@ def _ch_name(e: A.Expr) -> str:
         return "(" + ", ".join(_ch_name(i) for i in e.items) + ")"
     if isinstance(e, A.Star):
         return "*"
+    if isinstance(e, A.WindowCall):
+        spec = []
+        if e.partition_by:
+            spec.append("PARTITION BY " + ", ".join(_ch_name(p) for p in e.partition_by))
+        if e.order_by:
+            spec.append("ORDER BY " + ", ".join(_ch_name(o.expr) + (" DESC" if o.desc else " ASC")
+                                                for o in e.order_by))
+        return f"{_ch_name(e.func)} OVER ({' '.join(spec)})"
     if isinstance(e, A.FunctionCall):
         args = [_ch_name(a) for a in e.args]
         if e.name.lower() == "tuple" and not e.distinct:

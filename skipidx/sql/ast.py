@@ -325,6 +325,25 @@ class FunctionCall(Expr):
         return f"{head}({args})", LEVEL_ATOM
 
 
+@_node
+class WindowCall(Expr):
+    """``f(args) OVER ([PARTITION BY ...] [ORDER BY ...])``: a window function with
+    ClickHouse's default frame (the engine computes it: engine/window.py)."""
+
+    func: FunctionCall
+    partition_by: tuple[Expr, ...] = ()
+    order_by: "tuple[OrderItem, ...]" = ()
+    pos: Pos = _pos_field()
+
+    def _sql_level(self) -> tuple[str, int]:
+        spec = []
+        if self.partition_by:
+            spec.append("PARTITION BY " + ", ".join(_wrap(e, LEVEL_OR) for e in self.partition_by))
+        if self.order_by:
+            spec.append("ORDER BY " + ", ".join(o.to_sql() for o in self.order_by))
+        return f"{self.func.to_sql()} OVER ({' '.join(spec)})", LEVEL_ATOM
+
+
 #: BinaryOp operators (canonical spelling; ``==`` reads as ``=``, ``<>`` as ``!=``).
 COMPARISON_OPS = frozenset({"=", "!=", "<", "<=", ">", ">="})
 ADDITIVE_OPS = frozenset({"+", "-"})
@@ -1219,7 +1238,7 @@ class Describe(_OnTable):
 
 __all__ = [
     "Pos", "NOPOS", "Node", "Expr", "Statement", "Literal", "ArrayLiteral", "TupleLiteral", "Column",
-    "Star", "FunctionCall", "BinaryOp", "BoolOp", "UnaryOp", "Like", "InList", "IsNull", "Between",
+    "Star", "FunctionCall", "WindowCall", "BinaryOp", "BoolOp", "UnaryOp", "Like", "InList", "IsNull", "Between",
     "TableRef", "TypeExpr", "CodecSpec", "ColumnDef", "KeywordArg", "IndexClause", "SelectItem", "OrderItem",
     "CreateTable", "DropTable", "InsertValues", "InsertFile", "AlterAddIndex", "AlterDropIndex",
     "AlterMaterializeIndex", "AlterRefresh", "Optimize", "Select", "Explain", "ShowTables", "Describe",

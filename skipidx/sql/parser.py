@@ -86,7 +86,7 @@ _KEYWORD_TERMINALS = {
     TABLE TABLES TRUE TYPE VALUES WHERE
     AFTER COLUMN DEFAULT KEY MODIFY OUTFILE PREWHERE PRIMARY SET SETTING TRUNCATE
     CAST CASE WHEN THEN ELSE END INTERVAL
-    ATTACH PARTS MERGES PARTITION WITH UNION ALL
+    ATTACH PARTS MERGES PARTITION WITH UNION ALL OVER
     """.split()
 }
 # The logical operators are keywords wherever they stand: read as names, a
@@ -637,6 +637,25 @@ class _AstBuilder:
         args = _exprs(c[1:])
         node = A.FunctionCall(head.name, args, head.distinct, pos=head.pos, params=head.args)
         return self._expr(node, *head.args, *args)
+
+    def window_partition(self, c: list) -> _Clause:
+        return _Clause("partition", _exprs(c[2:]), _pos(c[0]))
+
+    def window_order(self, c: list) -> _Clause:
+        return _Clause("order", tuple(x for x in c[2:] if isinstance(x, A.OrderItem)), _pos(c[0]))
+
+    def window_spec(self, c: list) -> dict:
+        return {x.kind: x.value for x in c if isinstance(x, _Clause)}
+
+    def window_call(self, c: list) -> A.WindowCall:
+        head, spec = c[0], c[3]
+        part, order = spec.get("partition", ()), spec.get("order", ())
+        node = A.WindowCall(head, part, order, pos=head.pos)
+        return self._expr(node, head, *part, *(o.expr for o in order))
+
+    def window_named(self, c: list) -> A.Expr:
+        raise _error(f"named windows (OVER {c[2].decoded}, WINDOW ... AS) are not supported: write the window "
+                     f"in the OVER clause", c[2])
 
     def concat_op(self, c: list) -> A.Expr:
         left, op, right = c
@@ -1466,6 +1485,9 @@ def _syntax_error(e: Any, text: str) -> ParseError:
         hint = f" (the keyword '{tok.decoded}' before it was read as a column name)"
     elif tok.type == "RESTRICTED_ALIAS":
         hint = f" ({tok.decoded.upper()} cannot be an alias without AS; write AS `{tok.decoded}`)"
+    elif tok.type != "$END" and text[tok.start_pos:tok.end_pos].upper() in ("ROWS", "RANGE") and "RPAR" in candidates:
+        hint = (" (an explicit window frame is not supported: OVER (...) takes PARTITION BY and ORDER BY, "
+                "with ClickHouse's default frame)")
     ctx = getattr(_local, "ctx", None)
     alias = ctx.implicit_alias if ctx is not None else None
     if alias is not None and tok.type != "$END":
