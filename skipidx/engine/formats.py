@@ -72,7 +72,10 @@ def ch_type_name(t: pa.DataType, nullable: bool = False) -> str:
             base = f"DateTime64({ {'ms': 3, 'us': 6, 'ns': 9}[t.unit]}{tz})"
     elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
         if pa.types.is_null(t.value_type):
-            return "Array(Nothing)"      # `[]`
+            from skipidx.expr.types import is_nullable_nothing_list
+
+            # `[]` is Array(Nothing); `[NULL]`, arrayMap(x -> NULL, ...) Array(Nullable(Nothing))
+            return "Array(Nullable(Nothing))" if is_nullable_nothing_list(t) else "Array(Nothing)"
         return f"Array({ch_type_name(t.value_type, t.value_field.nullable and not pa.types.is_nested(t.value_type))})"
     elif pa.types.is_decimal(t):
         base = f"Decimal({t.precision}, {t.scale})"

@@ -47,7 +47,8 @@ from skipidx.expr.catalogue import CATALOGUE, CONST_ARRAY_STRING, CONST_TOKENS, 
 from skipidx.expr.catalogue import aggregate_combinator
 from skipidx.expr.kernels import arithmetic, arithmetic_result_type, negate_result_type
 from skipidx.expr.types import (
-    _int_range, ch_name, is_int, is_numeric, is_string, literal_type, value_type,
+    _int_range, ch_name, is_int, is_nullable_nothing_list, is_numeric, is_string, literal_type,
+    nullable_nothing_list, value_type,
 )
 from skipidx.sql import ast as A
 
@@ -389,7 +390,7 @@ def array_constant_type(values: tuple, node: Any = None) -> pa.DataType:
     Array(Nullable(T)) (a nullable item field). Other mixes are an error."""
     items = [v for v in values if v is not None]
     if not items:
-        return pa.list_(pa.null())
+        return nullable_nothing_list() if values else pa.list_(pa.null())   # [NULL] / []
     t = _array_item_type(values, items, node)
     # Array(T) without NULL items, as a column of Array(T) is typed (core.types)
     return pa.list_(pa.field("item", t, nullable=len(items) < len(values)))
@@ -1187,7 +1188,8 @@ class Binder:
         bound = BCall("lambda", (names, body), pa.null(), False, lam.to_sql())
         if fn.name == "arrayMap":
             bt = pa.uint8() if pa.types.is_boolean(body.type) and not isinstance(body, BConst) else body.type
-            rtype = pa.list_(pa.field("item", bt, nullable=bool(body.nullable) or pa.types.is_null(bt)))
+            rtype = nullable_nothing_list() if pa.types.is_null(bt) else \
+                pa.list_(pa.field("item", bt, nullable=bool(body.nullable)))
         elif fn.name == "arrayFilter":
             rtype = arrays[0].type
         elif fn.name == "arrayExists":
@@ -1589,7 +1591,7 @@ def _ch_type_text(t: pa.DataType) -> str:
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         v = t.value_type
         if pa.types.is_null(v):
-            return "Array(Nothing)"
+            return "Array(Nullable(Nothing))" if is_nullable_nothing_list(t) else "Array(Nothing)"
         inner = _ch_type_text(v)
         if t.value_field.nullable and not pa.types.is_nested(v):
             inner = f"Nullable({inner})"

@@ -83,3 +83,19 @@ def literal_type(value: Any) -> pa.DataType:
     if isinstance(value, _uuid.UUID):
         return pa.uuid()
     raise AssertionError(f"unexpected literal {value!r}")
+
+
+#: Arrow has no Nothing type: an array of only NULLs (``[NULL]``, ``arrayMap(x -> NULL, a)``) is a
+#: list of Arrow nulls like ``[]``; its item field's metadata tells Array(Nullable(Nothing)) from
+#: Array(Nothing), as ClickHouse types them
+_NULLABLE_NOTHING = {b"clickhouse_type": b"Nullable(Nothing)"}
+
+
+def nullable_nothing_list() -> pa.DataType:
+    """The Arrow type of ClickHouse's Array(Nullable(Nothing))."""
+    return pa.list_(pa.field("item", pa.null(), metadata=_NULLABLE_NOTHING))
+
+
+def is_nullable_nothing_list(t: pa.DataType) -> bool:
+    return (pa.types.is_list(t) and pa.types.is_null(t.value_type)
+            and (t.value_field.metadata or {}).get(b"clickhouse_type") == b"Nullable(Nothing)")

@@ -48,6 +48,11 @@ SAME = {
     "aggregate_items": "SELECT [min(id), max(id)] FROM {db}t",
     "table_function": "SELECT [number, number * number] FROM numbers(4)",
     "constant_array_fn": "SELECT array(1, 2.5), array()",
+    # Array(Nullable(Nothing)) (only NULLs) is not Array(Nothing) (`[]`)
+    "nothing_types": "SELECT [NULL] a, [] b, [NULL, NULL] c, toTypeName([NULL]), toTypeName([]), array(NULL)",
+    "map_to_null": "SELECT arrayMap(x -> NULL, [id, 1]) a, toTypeName(arrayMap(x -> NULL, [1])), "
+                   "arrayMap(x -> NULL, []) e, arrayFilter(x -> 1, [NULL]) f, arrayMap(x -> x, [NULL]) g "
+                   "FROM {db}t ORDER BY id",
 }
 
 
