@@ -9,8 +9,8 @@
 
 Importing skipidx before numpy sets ``OPENBLAS_THREAD_TIMEOUT=4`` unless it is set:
 numpy's OpenBLAS then parks its idle threads at once instead of letting them spin
-for ~0.1 s after numpy's import (tens of ms of CPU in every new process, on every
-core). skipidx does no BLAS work; BLAS results and the thread count are unchanged,
+for a while after numpy's import (CPU every new process pays, on every core).
+skipidx does no BLAS work; BLAS results and the thread count are unchanged,
 idle threads just sleep sooner. Set the variable to keep OpenBLAS's default.
 """
 from __future__ import annotations

@@ -357,8 +357,8 @@ _SQL_VALUED = {"--format": "format", "-F": "format"}
 
 def _sql_args(argv: list[str]) -> "argparse.Namespace | None":
     """``build_parser().parse_args(argv)`` for the common ``sql DBDIR [SQL] [--format F] [--stats]
-    [--time]`` spellings, without building the parser (argparse and its subcommand tree cost a
-    new process several ms); None for anything else, which argparse then parses (and reports)."""
+    [--time]`` spellings, without importing argparse or building its subcommand tree (a short
+    command's start-up); None for anything else, which argparse then parses (and reports)."""
     if not argv or argv[0] != "sql":
         return None
     pos: list[str] = []
