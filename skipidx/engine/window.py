@@ -22,6 +22,8 @@ from skipidx.sql import ast as A
 #: the window functions built, by lower-case name: how many arguments each takes
 RANKING = {"row_number": 0, "rank": 0, "dense_rank": 0}
 AGGREGATES = {"count", "sum", "avg", "min", "max"}
+#: lagInFrame / leadInFrame (x[, offset[, default]]): the value `offset` rows before / after in the frame
+OFFSETS = {"laginframe", "leadinframe"}
 
 
 def _err(msg: str, node: Any) -> BindError:
@@ -47,10 +49,20 @@ def _check(s: A.Select) -> None:
             continue
         f = w.func
         name = f.name.lower()
-        if f.params is not None or f.distinct or (name not in RANKING and name not in AGGREGATES):
+        if f.params is not None or f.distinct or (name not in RANKING and name not in AGGREGATES
+                                                  and name not in OFFSETS):
             raise _err(f"window function {f.to_sql()} is not supported (supported: row_number, rank, dense_rank, "
-                       f"count, sum, avg, min, max)", f)
+                       f"count, sum, avg, min, max, lagInFrame, leadInFrame)", f)
         k = len(_args(w))
+        if name in OFFSETS:
+            if not 1 <= k <= 3:
+                raise _err(f"window function {f.name} takes 1 to 3 arguments, got {k}", f)
+            if k > 1:
+                off = f.args[1]
+                if not (isinstance(off, A.Literal) and off.kind == "int" and off.value >= 0):
+                    raise _err(f"The offset for function {f.name} must be a non-negative integer constant, "
+                               f"{off.to_sql()} given. (BAD_ARGUMENTS)", off)
+            continue
         want = 0 if name in RANKING else (None if name == "count" else 1)
         if (want is not None and k != want) or (name == "count" and k > 1):
             raise _err(f"window function {f.name} takes {want if want is not None else '0 or 1'} argument(s), "
@@ -218,6 +230,8 @@ def window_column(func: str, args: list, arg_types: list[str], parts: list, orde
         return _unsort(pa.array(vals), perm), "UInt64"
     # aggregates: the frame ends at the row's last peer (ORDER BY given) or the partition's end
     frame_end = _end_index(peer_start) if orders else _end_index(part_start)
+    if func in OFFSETS:
+        return _offset_column(func, args, arg_types[0], ar, ps, frame_end, perm, node), arg_types[0]
     t = _result_type(func, args, arg_types, node)
     if func == "count" and not args:
         vals = (frame_end - ps + 1).astype(np.uint64)
@@ -275,6 +289,50 @@ def window_column(func: str, args: list, arg_types: list[str], parts: list, orde
     res = pa.array(s, mask=(count == 0)) if func != "sum" or t.startswith("Nullable") else pa.array(s)
     res = res.cast(_arrow_of(t, args, a.type), safe=False)
     return _unsort(res, perm), t
+
+
+def _offset_column(func: str, args: list, arg_type: str, ar: np.ndarray, ps: np.ndarray, frame_end: np.ndarray,
+                   perm: np.ndarray, node: Any) -> pa.Array:
+    """lagInFrame / leadInFrame over the sorted rows: the value `offset` rows before (not before
+    the partition's start) / after (not past the frame's end), else the default."""
+    x = _plain(args[0]).take(pa.array(perm))
+    k = int(_plain(args[1])[0].as_py()) if len(args) > 1 else 1
+    j = ar - k if func == "laginframe" else ar + k
+    ok = (j >= ps) if func == "laginframe" else (j <= frame_end)
+    vals = x.take(pa.array(np.where(ok, j, 0)))
+    if len(args) > 2:
+        d = _plain(args[2])
+        at = node.args[2] if node is not None else None
+        msg = (f"There is no supertype for the argument type '{arg_type}' and the default value "
+               f"{at.to_sql() if at is not None else ''} that is the argument type. (BAD_ARGUMENTS)")
+        textual = (pa.types.is_string(d.type), pa.types.is_string(x.type))
+        if textual[0] != textual[1]:
+            raise _err(msg, at)     # ClickHouse converts no String to a number here, nor back
+        try:
+            default = d.cast(x.type)[0] if d.type != x.type else d[0]
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            raise _err(msg, at) from None
+    elif arg_type.startswith("Nullable("):
+        default = pa.scalar(None, x.type)
+    else:
+        default = _type_default(x.type, node)
+    return _unsort(pc.if_else(pa.array(ok), vals, default), perm)
+
+
+def _type_default(t: pa.DataType, node: Any) -> pa.Scalar:
+    """ClickHouse's default value of a (non-Nullable) type: 0, '', the epoch."""
+    at = pa.types
+    if at.is_string(t) or at.is_large_string(t) or at.is_binary(t):
+        return pa.scalar(b"" if at.is_binary(t) else "", t)
+    if at.is_boolean(t):
+        return pa.scalar(False, t)
+    if at.is_integer(t) or at.is_floating(t):
+        return pa.array([0]).cast(t)[0]
+    if at.is_date32(t):
+        return pa.array([0], pa.int32()).cast(t)[0]
+    if at.is_timestamp(t):
+        return pa.array([0], pa.int64()).cast(t)[0]
+    raise _err(f"lagInFrame / leadInFrame without a default over values of type {t} is not supported", node)
 
 
 def _unsort(a: pa.Array, perm: np.ndarray) -> pa.Array:

@@ -66,6 +66,16 @@ SAME = {
                "WHERE rn = 1 ORDER BY id",
     "empty": "SELECT id, row_number() OVER (ORDER BY id), sum(n) OVER (), min(d) OVER () FROM {db}t WHERE id > 100",
     "only_windows": "SELECT count() OVER (), row_number() OVER (ORDER BY id) AS r FROM {db}t WHERE id = 2",
+    "lag_lead": "SELECT id, lagInFrame(id) OVER (PARTITION BY s ORDER BY id), leadInFrame(id) OVER (PARTITION BY s "
+                "ORDER BY id), leadInFrame(id, 2) OVER (PARTITION BY s) FROM {db}t ORDER BY id",
+    "lag_lead_peers": "SELECT id, leadInFrame(id) OVER (ORDER BY s), lagInFrame(id, 0) OVER (ORDER BY s) "
+                      "FROM {db}t ORDER BY id",
+    "lag_default": "SELECT id, lagInFrame(id, 1, 100) OVER (ORDER BY id), lagInFrame(s, 3, 'none') OVER (ORDER BY id) "
+                   "FROM {db}t ORDER BY id",
+    "lag_nullable": "SELECT id, lagInFrame(n) OVER (ORDER BY id), leadInFrame(n, 1) OVER (PARTITION BY l ORDER BY id) "
+                    "FROM {db}t ORDER BY id",
+    "lag_types": "SELECT id, lagInFrame(d) OVER (ORDER BY id), lagInFrame(f) OVER (ORDER BY id), "
+                 "leadInFrame(toString(id)) OVER (ORDER BY id) FROM {db}t ORDER BY id",
     "table_function": "SELECT number, sum(number) OVER (PARTITION BY number % 2 ORDER BY number) FROM numbers(6) "
                       "ORDER BY number",
 }
@@ -90,6 +100,8 @@ REFUSED = {
                     "window frame is not supported", "RANGE"),
     "named_window": ("SELECT count() OVER w FROM t", "named windows", "w FROM"),
     "unsupported_function": ("SELECT id, ntile(2) OVER (ORDER BY id) FROM t", r"ntile\(2\) is not supported", "ntile"),
+    "lag_negative": ("SELECT lagInFrame(id, -1) OVER () FROM t", "BAD_ARGUMENTS", "-1"),
+    "lag_bad_default": ("SELECT lagInFrame(id, 1, 'x') OVER () FROM t", "BAD_ARGUMENTS", "'x'"),
     "nested": ("SELECT 1 + row_number() OVER () FROM t", "whole item of the SELECT list", "row_number"),
     "in_where": ("SELECT id FROM t WHERE rank() OVER (ORDER BY id) = 1", "whole item", "rank"),
     "order_by_window": ("SELECT id, row_number() OVER (ORDER BY id DESC) AS rn FROM t ORDER BY rn",
@@ -168,3 +180,26 @@ def test_kernels_match_reference(rows, func):
     got, _t = window_column(func, args, ["Nullable(Int64)"] * len(args), [pa.array(parts, pa.int64())],
                             [(pa.array(keys, pa.int64()), False)], len(rows), None)
     assert got.to_pylist() == _reference(func, vals, parts, keys)
+
+
+@settings(max_examples=80, deadline=None)
+@given(rows=st.lists(st.tuples(st.integers(-5, 5), st.integers(0, 2), st.integers(0, 3)), min_size=1, max_size=25),
+       k=st.integers(0, 3), lead=st.booleans())
+def test_lag_lead_match_reference(rows, k, lead):
+    """lagInFrame / leadInFrame over the default frame, from the definition: the k-th row before
+    in the partition's order (ties in input order) / after, up to the row's last peer; else 0."""
+    vals = [v for v, _p, _k in rows]
+    parts = [p for _v, p, _k in rows]
+    keys = [o for _v, _p, o in rows]
+    n = len(rows)
+    want = []
+    for r in range(n):
+        same = sorted((q for q in range(n) if parts[q] == parts[r]), key=lambda q: (keys[q], q))
+        i = same.index(r)
+        j = i + k if lead else i - k
+        in_frame = 0 <= j < len(same) and (not lead or keys[same[j]] <= keys[r])
+        want.append(vals[same[j]] if in_frame else 0)
+    func = "leadinframe" if lead else "laginframe"
+    got, t = window_column(func, [pa.array(vals, pa.int64()), pa.array([k] * n, pa.uint8())], ["Int64", "UInt8"],
+                           [pa.array(parts, pa.int64())], [(pa.array(keys, pa.int64()), False)], n, None)
+    assert t == "Int64" and got.to_pylist() == want
