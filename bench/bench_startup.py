@@ -40,6 +40,7 @@ Figures (1M rows, answer 35, 2-core shared box, median wall / CPU, x chDB):
     | same code, next run, load 4.0-3.6 (x9) | 0.31 s / 0.27 | 0.47 s (1.54x) / 0.38 (1.42x) | 0.35 (1.12x) / 0.30 | 0.41 (1.33x) | 0.41 (1.32x) |
     | + OPENBLAS_THREAD_TIMEOUT (6b91972), load 4.5-4.4 (x9) | 0.37 s / 0.25 | 0.43 s (1.17x) / 0.31 (1.24x) | 0.36 (0.98x) / 0.28 | 0.39 (1.07x) | 0.44 (1.19x) |
     | same code, next run, load 3.2-2.6 (x9) | 0.24 s / 0.25 | 0.27 s (1.13x) / 0.31 (1.23x) | 0.26 (1.08x) / 0.28 | 0.27 (1.14x) | 0.28 (1.16x) |
+    | same code, third run, load 2.8-2.9 (x9) | 0.27 s / 0.27 | 0.34 s (1.27x) / 0.37 (1.38x) | 0.33 (1.22x) / 0.31 | 0.33 (1.24x) | 0.32 (1.19x) |
 
 At load 10 every skipidx process burns more CPU (0.64-0.76 s against 0.47-0.51 s by
 /usr/bin/time alone at load ~8; chDB stays at 0.25-0.28); at low load the CPU sum exceeds
