@@ -651,10 +651,12 @@ class Database(Closing):
         from skipidx.engine.window import window_query
 
         sel = s.select
-        q, windows = window_query(sel)
+        q, windows, order = window_query(sel)
         res = self._explain(dataclasses.replace(s, select=q))
         lines = [str(x) for x in res.to_arrow().column("explain").to_pylist()]
         top = [f"Window: {', '.join(w.to_sql() for _i, w, _c in windows)}"]
+        if order:     # an ORDER BY that names a window's result sorts after it
+            top.insert(0, "Sorting: " + ", ".join(o.to_sql() for o in sel.order_by))
         if sel.limit is not None:
             top.insert(0, f"Limit {sel.limit}" + (f" offset {sel.offset}" if sel.offset else ""))
         return Result(pa.table({"explain": pa.array(top + lines, pa.string())}), res.stats)

@@ -71,20 +71,55 @@ def _check(s: A.Select) -> None:
         raise _err("DISTINCT with window functions is not supported", s)
     if s.limit_by is not None:
         raise _err("LIMIT ... BY with window functions is not supported", s.limit_by)
-    names = {it.alias for it in s.items if isinstance(it.expr, A.WindowCall) and it.alias}
-    for o in s.order_by:
-        if isinstance(o.expr, A.WindowCall) or (isinstance(o.expr, A.Column) and o.expr.name in names) or (
-                isinstance(o.expr, A.Literal) and o.expr.kind == "int"
-                and 0 < o.expr.value <= len(s.items) and isinstance(s.items[o.expr.value - 1].expr, A.WindowCall)):
-            raise _err("ORDER BY a window function's result is not supported: order in an outer query", o)
     if sum(isinstance(it.expr, A.Star) for it in s.items) > 1:
         raise _err("several * with window functions are not supported", s)
 
 
-def window_query(s: A.Select) -> tuple[A.Select, list[tuple[int, A.WindowCall, list[int]]]]:
+def _order_ref(o: A.OrderItem, s: A.Select) -> int | None:
+    """The SELECT-list index of the window item that ORDER BY item `o` names (by alias, position
+    or the call itself), else None."""
+    e = o.expr
+    if isinstance(e, A.WindowCall):
+        for i, it in enumerate(s.items):
+            if it.expr == e:
+                return i
+        raise _err("ORDER BY a window function that is not in the SELECT list is not supported", o)
+    if isinstance(e, A.Column) and e.table is None:
+        for i, it in enumerate(s.items):
+            if isinstance(it.expr, A.WindowCall) and it.alias == e.name:
+                return i
+    if isinstance(e, A.Literal) and e.kind == "int" and not isinstance(e.value, bool):
+        if any(isinstance(it.expr, A.Star) for it in s.items):
+            raise _err("ORDER BY a position with * and window functions is not supported", o)
+        if 0 < e.value <= len(s.items) and isinstance(s.items[e.value - 1].expr, A.WindowCall):
+            return e.value - 1
+    return None
+
+
+def _order_spec(s: A.Select, hidden: list) -> tuple:
+    """When ORDER BY names a window's result: per ORDER BY item (window item index or None,
+    hidden column index or None, desc, nulls_first); its other keys join `hidden`. Else ()."""
+    refs = [_order_ref(o, s) for o in s.order_by]
+    if all(r is None for r in refs):
+        return ()
+    spec = []
+    for o, r in zip(s.order_by, refs):
+        if r is not None:
+            spec.append((r, None, o.desc, bool(o.nulls_first)))
+            continue
+        e = o.expr
+        if isinstance(e, A.Literal) and e.kind == "int" and not isinstance(e.value, bool) and 0 < e.value <= len(s.items):
+            e = s.items[e.value - 1].expr          # a position: that item's expression
+        spec.append((None, len(hidden), o.desc, bool(o.nulls_first)))
+        hidden.append(A.SelectItem(e, f"__window_{len(hidden)}", pos=e.pos))
+    return tuple(spec)
+
+
+def window_query(s: A.Select) -> tuple[A.Select, list[tuple[int, A.WindowCall, list[int]]], tuple]:
     """(the query to run: `s` without its window items and LIMIT, with the windows' parts as
     hidden columns; per window: its item index, the call, its hidden columns' indices among
-    the hidden ones: arguments, then partition keys, then order keys)."""
+    the hidden ones: arguments, then partition keys, then order keys; the ORDER BY to apply
+    after the windows (:func:`_order_spec`), () when the query's own ORDER BY does)."""
     import dataclasses
 
     _check(s)
@@ -99,10 +134,13 @@ def window_query(s: A.Select) -> tuple[A.Select, list[tuple[int, A.WindowCall, l
             cols.append(len(hidden))
             hidden.append(A.SelectItem(e, f"__window_{len(hidden)}", pos=e.pos))
         windows.append((i, w, cols))
+    order = _order_spec(s, hidden)
     if not kept and not hidden:
         hidden.append(A.SelectItem(A.Literal(0, "int", pos=s.pos), "__window_rows", pos=s.pos))
-    q = dataclasses.replace(s, items=tuple(kept + hidden), limit=None, offset=None, format=None, outfile=None)
-    return q, windows
+    # an ORDER BY that names a window's result sorts after the windows are computed (window_table)
+    q = dataclasses.replace(s, items=tuple(kept + hidden), limit=None, offset=None, format=None, outfile=None,
+                            order_by=() if order else s.order_by)
+    return q, windows, order
 
 
 def window_table(db: Any, s: A.Select, run: Callable[[Any, A.Select], tuple]) -> tuple[pa.Table, Any, list[str]]:
@@ -110,7 +148,7 @@ def window_table(db: Any, s: A.Select, run: Callable[[Any, A.Select], tuple]) ->
     (table, stats, types or None) of a query without them."""
     from skipidx.engine.result import Result
 
-    q, windows = window_query(s)
+    q, windows, order = window_query(s)
     table, stats, types = run(db, q)
     if types is None:
         types = Result(table).types
@@ -125,6 +163,7 @@ def window_table(db: Any, s: A.Select, run: Callable[[Any, A.Select], tuple]) ->
 
     star_width = width - sum(not isinstance(it.expr, (A.Star, A.WindowCall)) for it in s.items)
     inserts = []
+    computed: dict[int, pa.Array] = {}
     for i, w, cols in windows:
         pos = sum(star_width if isinstance(it.expr, A.Star) else 1
                   for it in s.items[:i] if not isinstance(it.expr, A.WindowCall))
@@ -136,6 +175,7 @@ def window_table(db: Any, s: A.Select, run: Callable[[Any, A.Select], tuple]) ->
         arr, t = window_column(w.func.name.lower(), args, [htypes[c] for c in cols[:na]], parts, orders,
                                table.num_rows, w.func)
         inserts.append((pos, s.items[i].alias or output_name(w), arr, t))
+        computed[i] = arr
     # inserted left to right: each position counts the window items before it too
     for k, (pos, name, arr, t) in enumerate(inserts):
         at = pos + k
@@ -143,6 +183,11 @@ def window_table(db: Any, s: A.Select, run: Callable[[Any, A.Select], tuple]) ->
         out_names.insert(at, name)
         out_types.insert(at, t)
     res = pa.table(out_cols, names=out_names) if out_cols else table.select([])
+    if order and res.num_rows:
+        keys = {f"k{j}": _plain(computed[r] if r is not None else hidden[h]) for j, (r, h, _d, _n) in enumerate(order)}
+        sort_keys = [(f"k{j}", "descending" if d else "ascending", "at_start" if nf else "at_end")
+                     for j, (_r, _h, d, nf) in enumerate(order)]
+        res = res.take(pc.sort_indices(pa.table(keys), sort_keys=sort_keys))
     offset = s.offset or 0
     if offset:
         res = res.slice(min(offset, res.num_rows))
