@@ -42,8 +42,11 @@ __all__ = ["PageLayout", "StringPage", "string_pages", "chunk_layout", "footer_s
 
 _PHYSICAL = {"BOOLEAN": 0, "INT32": 1, "INT64": 2, "INT96": 3, "FLOAT": 4, "DOUBLE": 5, "BYTE_ARRAY": 6,
              "FIXED_LEN_BYTE_ARRAY": 7}
-_CODECS = {"UNCOMPRESSED": 0, "SNAPPY": 1, "GZIP": 2, "BROTLI": 4, "LZ4": 5, "ZSTD": 6, "LZ4_RAW": 7}
-_ARROW_CODEC = {"SNAPPY": "snappy", "GZIP": "gzip", "BROTLI": "brotli", "ZSTD": "zstd", "LZ4_RAW": "lz4_raw"}
+# pyarrow's metadata names Parquet's LZ4_RAW (codec 7) "LZ4"; the Hadoop-framed LZ4 (codec 5)
+# reads as "UNKNOWN" there and is left to pyarrow
+_CODECS = {"UNCOMPRESSED": 0, "SNAPPY": 1, "GZIP": 2, "BROTLI": 4, "LZ4": 7, "ZSTD": 6, "LZ4_RAW": 7}
+_ARROW_CODEC = {"SNAPPY": "snappy", "GZIP": "gzip", "BROTLI": "brotli", "ZSTD": "zstd", "LZ4_RAW": "lz4_raw",
+                "LZ4": "lz4_raw"}
 _ENCODINGS = {"PLAIN": 0, "PLAIN_DICTIONARY": 2, "RLE": 3, "BIT_PACKED": 4, "DELTA_BINARY_PACKED": 5,
               "DELTA_LENGTH_BYTE_ARRAY": 6, "DELTA_BYTE_ARRAY": 7, "RLE_DICTIONARY": 8, "BYTE_STREAM_SPLIT": 9}
 _DICT_ENCODED = (2, 8)
@@ -189,7 +192,7 @@ def _page_holds(layout: PageLayout, raw: memoryview, header_len: int, usize: int
     if layout.codec == "UNCOMPRESSED" or not compressed:
         return _holds_all(body, needles)
     if layout.codec not in _ARROW_CODEC:
-        return True         # (Hadoop-framed LZ4: left to pyarrow, the page is kept)
+        return True         # (a codec Arrow has no raw decompressor for: the page is kept)
     if levels:
         return _holds_all(_codec(layout.codec).decompress(body[levels:], usize - levels), needles)
     return _holds_all(_codec(layout.codec).decompress(body, usize), needles)
@@ -530,9 +533,8 @@ def dictionary_indices(fd: int, layout: PageLayout, pages: np.ndarray, max_def: 
 
 
 # ---- PLAIN String pages walked in place: value bounds, no Arrow array -------------------
-#: codecs whose pages :func:`string_pages` decompresses (pyarrow names the raw LZ4 block
-#: format, Parquet's LZ4_RAW, 'LZ4'; Hadoop-framed LZ4 reads as 'UNKNOWN' there)
-_PAGE_CODEC = dict(_ARROW_CODEC, LZ4="lz4_raw")
+#: codecs whose pages :func:`string_pages` decompresses
+_PAGE_CODEC = _ARROW_CODEC
 
 
 @dataclass(frozen=True)
