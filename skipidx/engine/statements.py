@@ -825,8 +825,15 @@ def _create_as_select(db: Any, s: A.CreateTable) -> Result:
         raise _err(f"table {s.table.name!r} already exists", s.table)
     q = _with_prewhere(s.as_select)
     # the column types: the query's output types (bound, not run), unless columns are given
+    from skipidx.engine.window import has_windows
+
     if s.has_elements and s.columns:
         ddl = dataclasses.replace(s, as_select=None)
+    elif has_windows(q):
+        # window columns are computed by the engine, not bound: the types of the rows it gives
+        table, _stats, types = _select_table(db, q)
+        coldefs = tuple(A.ColumnDef(n, _type_expr(t)) for n, t in zip(table.column_names, types))
+        ddl = dataclasses.replace(s, columns=coldefs + tuple(s.columns), as_select=None, has_elements=True)
     else:
         if q.table_function is not None:
             from skipidx.engine.table_functions import run_table_function

@@ -144,6 +144,19 @@ def test_count_of_a_nullable_column(pair):
                                              for i in range(20)]
 
 
+def test_create_table_as_select(pair):
+    db = pair.db
+    db.sql("CREATE TABLE w_ctas ENGINE = MergeTree ORDER BY id AS SELECT id, row_number() OVER "
+           "(PARTITION BY s ORDER BY id DESC) AS rn, sum(n) OVER (PARTITION BY s) AS total FROM t")
+    try:
+        got = db.sql("SELECT * FROM w_ctas ORDER BY id")
+        want = db.sql("SELECT id, row_number() OVER (PARTITION BY s ORDER BY id DESC) AS rn, "
+                      "sum(n) OVER (PARTITION BY s) AS total FROM t ORDER BY id")
+        assert got.fetchall() == want.fetchall() and got.types == want.types == ["UInt32", "UInt64", "Nullable(Int64)"]
+    finally:
+        db.sql("DROP TABLE w_ctas")
+
+
 def test_round_trip():
     for q in ["SELECT row_number() OVER (PARTITION BY a, b ORDER BY c DESC, d) FROM t",
               "SELECT sum(x) OVER () AS s FROM t", "SELECT count(*) OVER (ORDER BY a NULLS FIRST) FROM t"]:
