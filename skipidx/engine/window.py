@@ -306,8 +306,23 @@ def window_column(func: str, args: list, arg_types: list[str], parts: list, orde
             with np.errstate(invalid="ignore", divide="ignore"):
                 s = s / count
     else:
-        if not (at.is_integer(a.type) or at.is_floating(a.type) or at.is_date(a.type) or at.is_timestamp(a.type)):
+        textual = at.is_string(a.type) or at.is_binary(a.type)
+        if not (at.is_integer(a.type) or at.is_floating(a.type) or at.is_date(a.type) or at.is_timestamp(a.type)
+                or textual):
             raise _err(f"window function {func} over values of type {a.type} is not supported", node)
+        if textual:
+            # strings by their rank among the distinct values (bytewise, as ClickHouse compares them)
+            distinct = pc.unique(a.drop_null())
+            distinct = distinct.take(pc.sort_indices(distinct))
+            ranks = pc.index_in(a, value_set=distinct)
+            fill = np.iinfo(np.int64).max if func == "min" else -1
+            v = ranks.cast(pa.int64()).fill_null(fill).to_numpy(zero_copy_only=False)
+            g = pd.Series(v).groupby(group)
+            cum = (g.cummin() if func == "min" else g.cummax()).to_numpy()[frame_end]
+            none = count == 0
+            res = distinct.take(pa.array(np.where(none, 0, cum), mask=none)) if len(distinct) else \
+                pa.nulls(len(cum), a.type)
+            return _unsort(res, perm), t
         # as numbers (a date as its days, a time as its ticks); a NULL as the value that never wins
         if at.is_floating(a.type):
             num, dt = pc.cast(a, pa.float64()), np.float64
@@ -393,7 +408,8 @@ def _result_type(func: str, args: list, arg_types: list[str], node: Any) -> str:
     nullable = t.startswith("Nullable(") or t.startswith("LowCardinality(Nullable(")
     base = t[len("Nullable("):-1] if t.startswith("Nullable(") else t
     if func in ("min", "max"):
-        return t
+        # the value's type; ClickHouse's min / max of a LowCardinality column is of the plain type
+        return t[len("LowCardinality("):-1] if t.startswith("LowCardinality(") else t
     a = _plain(args[0]).type
     if func == "avg":
         if not (pa.types.is_integer(a) or pa.types.is_floating(a) or pa.types.is_boolean(a)):

@@ -49,6 +49,8 @@ SAME = {
     "min_max": "SELECT id, min(i) OVER (PARTITION BY s ORDER BY id), max(f) OVER (PARTITION BY l) FROM {db}t ORDER BY id",
     "min_nullable_running": "SELECT id, min(n) OVER (ORDER BY id), max(n) OVER (PARTITION BY s ORDER BY id DESC) "
                             "FROM {db}t ORDER BY id",
+    "min_max_strings": "SELECT id, min(s) OVER (PARTITION BY l ORDER BY id DESC), max(l) OVER (ORDER BY id), "
+                       "max(toString(n)) OVER (PARTITION BY s) FROM {db}t ORDER BY id",
     "min_date": "SELECT id, min(d) OVER (PARTITION BY s ORDER BY id DESC) FROM {db}t ORDER BY id",
     "nullable_order_key": "SELECT id, row_number() OVER (ORDER BY n, id), rank() OVER (ORDER BY n DESC) "
                           "FROM {db}t ORDER BY id",
