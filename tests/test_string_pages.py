@@ -177,6 +177,10 @@ def _counts(db, where: str, direct: int = 0) -> list[int]:
                    f", text_index_row_filter = {rf}").fetchall()[0][0] for rf in (0, 1)]
 
 
+def _true(m) -> int:
+    return int(np.count_nonzero(np.asarray(pa.compute.fill_null(m, False))))
+
+
 @pytest.mark.parametrize("nullable,unique", [(False, True), (True, True), (True, False)])
 def test_engine_counts_equal_on_page_path(tmp_path, nullable, unique):
     # unique values: PLAIN pages (the page path); repeated ones: another encoding (pyarrow's read)
@@ -191,7 +195,7 @@ def test_engine_counts_equal_on_page_path(tmp_path, nullable, unique):
            "ORDER BY id SETTINGS index_granularity = 1024")
     db.insert("t", pa.table({"id": pa.array(np.arange(n, dtype=np.uint64)), "msg": pa.array(msg, pa.string())}))
     arr = pa.array(msg, pa.string())
-    from skipidx.expr.kernels.strings import has_token, like
+    from skipidx.expr.kernels.strings import has_token, has_tokens, like
 
     def ref(kind: str, x: str) -> int:
         m = has_token(arr, x) if kind == "t" else like(arr, f"%{x}%")
@@ -204,6 +208,12 @@ def test_engine_counts_equal_on_page_path(tmp_path, nullable, unique):
              ("hasToken(msg, 'self') OR msg LIKE '%conf%'",
               int(np.count_nonzero(np.asarray(pa.compute.fill_null(pa.compute.or_(has_token(arr, "self"),
                                                                                        like(arr, "%conf%")), False))))),
+             ("hasAnyTokens(msg, ['con', 'selfish', 'x'])", _true(has_tokens(arr, ("con", "selfish", "x"), False))),
+             ("hasAllTokens(msg, ['self', 'def'])", _true(has_tokens(arr, ("self", "def"), True))),
+             ("hasAnyTokens(msg, 'self x.config')", _true(has_tokens(arr, "self x.config", False))),
+             ("hasAllTokens(msg, ['self', 'a b'])", 0),
+             ("hasAnyTokens(msg, ['def']) OR msg LIKE '%lf %'",
+              _true(pa.compute.or_(has_tokens(arr, ("def",), False), like(arr, "%lf %")))),
              ("hasToken(msg, 'self') AND hasToken(msg, 'def')",
               int(np.count_nonzero(np.asarray(pa.compute.fill_null(pa.compute.and_(has_token(arr, "self"),
                                                                                         has_token(arr, "def")), False)))))]

@@ -189,7 +189,8 @@ _PAGE_PREDICATES: dict = {}
 
 def page_predicate(where: BExpr | None, column: str) -> tuple | None:
     """`where` as a tree that :class:`_PageCount` evaluates over a String column's PLAIN
-    pages, or None: ANDs and ORs of ``hasToken(column, 't')`` and ``column LIKE '%s%'``
+    pages, or None: ANDs and ORs of ``hasToken(column, 't')``, ``hasAnyTokens`` /
+    ``hasAllTokens(column, tokens)`` (an OR / AND of hasToken) and ``column LIKE '%s%'``
     (no other wildcard), every leaf on `column`. A NULL row makes every leaf NULL, so it
     never counts. Leaves: ("token" | "sub", needle); nodes: ("and" | "or", [children])."""
     if where is None:
@@ -199,7 +200,7 @@ def page_predicate(where: BExpr | None, column: str) -> tuple | None:
     if hit is not None and hit[0] is where:
         return hit[1]
     from skipidx.expr.bound import BCall, BColumn, BConst
-    from skipidx.expr.kernels.strings import _like_substring, check_token_needle
+    from skipidx.expr.kernels.strings import _like_substring, check_token_needle, token_needles
 
     def walk(e: BExpr) -> tuple | None:
         if not isinstance(e, BCall):
@@ -207,6 +208,18 @@ def page_predicate(where: BExpr | None, column: str) -> tuple | None:
         if e.func in ("and", "or") and len(e.args) >= 2:
             kids = [walk(x) for x in e.args]
             return None if any(k is None for k in kids) else (e.func, kids)
+        if e.func in ("hasAnyTokens", "hasAllTokens") and len(e.args) == 2:
+            a, b = e.args
+            if not (isinstance(a, BColumn) and a.name == column and isinstance(b, BConst)
+                    and (pa.types.is_string(a.type) or pa.types.is_binary(a.type))):
+                return None
+            try:
+                toks = token_needles(b.value, e.func == "hasAllTokens")
+            except (SkipidxError, ValueError, TypeError):
+                return None      # (the per-row evaluation reports it)
+            # (no needle that is one token: 0 on every row, left to the per-row evaluation)
+            return None if toks is None else ("and" if e.func == "hasAllTokens" else "or",
+                                              [("token", t) for t in toks])
         if e.func not in ("hasToken", "like") or len(e.args) != 2:
             return None
         a, b = e.args

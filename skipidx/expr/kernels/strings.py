@@ -125,6 +125,21 @@ def has_token_or_null(arr: ArrayLike, needle: bytes | str, case_insensitive: boo
     return _has_token_impl(arr, b, case_insensitive)
 
 
+def token_needles(needles: tuple | bytes | str, want_all: bool) -> list[bytes] | None:
+    """The distinct tokens ``hasAnyTokens`` (`want_all` False) / ``hasAllTokens`` look for,
+    in order (:func:`has_tokens` is an OR / AND of ``hasToken`` over them); None where the
+    answer is 0 on every non-NULL row (no needle that is one token; for ALL, any that is not)."""
+    if isinstance(needles, (bytes, str)):
+        from skipidx.core.tokenizer_api import split_by_non_alpha
+
+        needles = tuple(split_by_non_alpha(_as_bytes(needles, "needles")))
+    toks = [_as_bytes(n, "needle") for n in needles]
+    good = [t for t in toks if t and _TOKEN_BYTE[np.frombuffer(t, dtype=np.uint8)].all()]
+    if not good or (want_all and len(good) != len(toks)):
+        return None
+    return list(dict.fromkeys(good))
+
+
 def has_tokens(arr: ArrayLike, needles: tuple | bytes | str, want_all: bool) -> ArrayLike:
     """ClickHouse ``hasAnyTokens`` (``want_all`` False) / ``hasAllTokens``.
 
@@ -133,16 +148,11 @@ def has_tokens(arr: ArrayLike, needles: tuple | bytes | str, want_all: bool) -> 
     separator) matches nothing: it drops out of ANY and makes ALL false; no
     needle at all gives 0. NULL rows give NULL.
     """
-    if isinstance(needles, (bytes, str)):
-        from skipidx.core.tokenizer_api import split_by_non_alpha
-
-        needles = tuple(split_by_non_alpha(_as_bytes(needles, "needles")))
-    toks = [_as_bytes(n, "needle") for n in needles]
-    good = [t for t in toks if t and _TOKEN_BYTE[np.frombuffer(t, dtype=np.uint8)].all()]
-    if not good or (want_all and len(good) != len(toks)):
+    good = token_needles(needles, want_all)
+    if good is None:
         return _map_chunks(arr, _string_fn(lambda c: _const_bool(c, False)))
     out = None
-    for t in dict.fromkeys(good):
+    for t in good:
         m = _has_token_impl(arr, t, False)
         out = m if out is None else (pc.and_(out, m) if want_all else pc.or_(out, m))
     return out
