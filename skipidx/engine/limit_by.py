@@ -17,7 +17,7 @@ from skipidx.core.lazy import compute as pc
 from skipidx.core.errors import BindError, SkipidxError
 from skipidx.sql import ast as A
 
-__all__ = ["limit_by_table", "limit_by_query", "keep_by_rank"]
+__all__ = ["limit_by_table", "limit_by_query", "keep_by_rank", "group_ids", "value_codes"]
 
 _KEY = "__limit_by_{}"
 
@@ -93,9 +93,7 @@ def keep_by_rank(keys: list[Any], n: int, m: int) -> np.ndarray:
     rows = len(keys[0]) if keys else 0
     if rows == 0:
         return np.zeros(0, dtype=bool)
-    codes = np.column_stack([_codes(k) for k in keys])
-    _, gid = np.unique(codes, axis=0, return_inverse=True)
-    gid = gid.reshape(-1)
+    gid = group_ids(keys)
     order = np.argsort(gid, kind="stable")
     sg = gid[order]
     starts = np.r_[0, np.flatnonzero(sg[1:] != sg[:-1]) + 1]
@@ -105,7 +103,7 @@ def keep_by_rank(keys: list[Any], n: int, m: int) -> np.ndarray:
     return (rank >= m) & (rank < m + n)
 
 
-def _codes(col: Any) -> np.ndarray:
+def value_codes(col: Any) -> np.ndarray:
     """Integer codes of a column's values (equal values, NULLs included, share a code)."""
     if isinstance(col, pa.ChunkedArray):
         col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
@@ -119,3 +117,10 @@ def _codes(col: Any) -> np.ndarray:
     except pa.ArrowNotImplementedError:
         raise SkipidxError(f"LIMIT BY on a column of type {col.type} is not supported") from None
     return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def group_ids(keys: list[Any]) -> np.ndarray:
+    """One int64 id per row for the keys' values together (rows with equal keys share it)."""
+    codes = np.column_stack([value_codes(k) for k in keys])
+    _, gid = np.unique(codes, axis=0, return_inverse=True)
+    return gid.reshape(-1).astype(np.int64)

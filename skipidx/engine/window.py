@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from skipidx.core.errors import BindError
 from skipidx.core.lazy import compute as pc
+from skipidx.engine.limit_by import group_ids, value_codes
 from skipidx.sql import ast as A
 
 #: the window functions built, by lower-case name: how many arguments each takes
@@ -204,19 +205,11 @@ def _plain(a: Any) -> pa.Array:
     return a
 
 
-def _codes(col: Any) -> np.ndarray:
-    from skipidx.engine.limit_by import _codes as codes
-
-    return codes(col)
-
-
 def segments(parts: list, orders: list[tuple[Any, bool]], n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(perm: the rows sorted by partition then order keys (ClickHouse's NULLS LAST, stable);
     part_start / peer_start: bool per sorted row, where a partition / a peer group begins)."""
     if parts:
-        codes = np.column_stack([_codes(p) for p in parts])
-        _, gid = np.unique(codes, axis=0, return_inverse=True)
-        gid = gid.reshape(-1).astype(np.int64)
+        gid = group_ids(parts)
     else:
         gid = np.zeros(n, dtype=np.int64)
     cols = {"__g": pa.array(gid)}
@@ -232,7 +225,7 @@ def segments(parts: list, orders: list[tuple[Any, bool]], n: int) -> tuple[np.nd
     peer_start = part_start.copy()
     if orders:
         for c, _desc in orders:
-            oc = _codes(c)[perm]
+            oc = value_codes(c)[perm]
             peer_start[1:] |= oc[1:] != oc[:-1]
     else:
         peer_start = part_start.copy()
