@@ -628,16 +628,10 @@ def _reader_or_error(buf: bytes):
         return type(e)
 
 
-@settings(max_examples=250, deadline=None)
-@given(st.data())
-def test_fast_footer_decoder_equals_the_reader(parquet_footer, data):
-    """`fast_struct` (check_footer's fast path) returns exactly the reader's dict where the
-    reader succeeds, and None wherever the reader raises: on real footers, damaged ones
-    (flipped, inserted, cut bytes) and random bytes."""
-    from skipidx.core.parquet_thrift import fast_struct
-
-    buf = bytearray(parquet_footer)
-    kind = data.draw(st.sampled_from(["real", "flip", "cut", "insert", "random"]))
+def _damaged(footer: bytes, data, kinds: list[str]) -> tuple[str, bytes]:
+    """A footer as drawn: real, bytes flipped, cut, bytes inserted, or random bytes."""
+    buf = bytearray(footer)
+    kind = data.draw(st.sampled_from(kinds))
     if kind == "flip":
         for _ in range(data.draw(st.integers(1, 4))):
             buf[data.draw(st.integers(0, len(buf) - 1))] = data.draw(st.integers(0, 255))
@@ -648,7 +642,18 @@ def test_fast_footer_decoder_equals_the_reader(parquet_footer, data):
         buf[i:i] = data.draw(st.binary(min_size=1, max_size=6))
     elif kind == "random":
         buf = bytearray(data.draw(st.binary(max_size=200)))
-    buf = bytes(buf)
+    return kind, bytes(buf)
+
+
+@settings(max_examples=250, deadline=None)
+@given(st.data())
+def test_fast_footer_decoder_equals_the_reader(parquet_footer, data):
+    """`fast_struct` (check_footer's fast path) returns exactly the reader's dict where the
+    reader succeeds, and None wherever the reader raises: on real footers, damaged ones
+    (flipped, inserted, cut bytes) and random bytes."""
+    from skipidx.core.parquet_thrift import fast_struct
+
+    kind, buf = _damaged(parquet_footer, data, ["real", "flip", "cut", "insert", "random"])
     want = _reader_or_error(buf)
     got = fast_struct(buf)
     if isinstance(want, type):
@@ -680,19 +685,7 @@ def test_footer_fields_are_the_fast_decoders_fields(parquet_footer, data):
     from skipidx.core.parquet_thrift import fast_struct
     from skipidx.store.parquet_check import _FOOTER_SPEC, footer_fields
 
-    buf = bytearray(parquet_footer)
-    kind = data.draw(st.sampled_from(["real", "flip", "flip", "cut", "insert", "random"]))
-    if kind == "flip":
-        for _ in range(data.draw(st.integers(1, 4))):
-            buf[data.draw(st.integers(0, len(buf) - 1))] = data.draw(st.integers(0, 255))
-    elif kind == "cut":
-        buf = buf[:data.draw(st.integers(0, len(buf)))]
-    elif kind == "insert":
-        i = data.draw(st.integers(0, len(buf)))
-        buf[i:i] = data.draw(st.binary(min_size=1, max_size=6))
-    elif kind == "random":
-        buf = bytearray(data.draw(st.binary(max_size=200)))
-    buf = bytes(buf)
+    kind, buf = _damaged(parquet_footer, data, ["real", "flip", "flip", "cut", "insert", "random"])
     full = fast_struct(buf)
     got = footer_fields(buf)
     if full is None:
