@@ -145,12 +145,52 @@ def _parquet(path: str, meta: TableMeta) -> Iterator[pa.Table]:
     # (mimalloc) hands a freed block's pages back to the OS at once, so every block
     # of a stream grew into fresh pages the kernel had to zero (~15 % of a plain
     # INSERT's CPU); malloc keeps and reuses them. What pq.ParquetFile opens, with a pool.
-    reader = pq.ParquetReader(memory_pool=pa.system_memory_pool())
+    pool = pa.system_memory_pool()
+    dictionary = _dictionary_reads(path, meta) or None
+    reader = pq.ParquetReader(memory_pool=pool)
     reader.open(path, pre_buffer=False, buffer_size=1 << 20, arrow_extensions_enabled=True,
-                read_dictionary=_dictionary_reads(path, meta) or None)
-    for rg in range(reader.metadata.num_row_groups):
-        for b in reader.iter_batches(PARQUET_BATCH_ROWS, [rg], use_threads=False):
-            yield _defaults_for_nulls(meta, b)
+                read_dictionary=dictionary)
+    with _transcoder(path) as tc:
+        for rg in range(reader.metadata.num_row_groups):
+            # Snappy row groups are decompressed by cramjam and decoded by pyarrow from
+            # memory (store/parquet_transcode.py); any other row group is read as it is
+            own = tc.row_group(rg) if tc is not None else None
+            if own is not None:
+                one = pq.ParquetReader(memory_pool=pool)
+                one.open(pa.BufferReader(own), pre_buffer=False, arrow_extensions_enabled=True,
+                         read_dictionary=dictionary)
+                if one.schema_arrow.equals(reader.schema_arrow) and one.metadata.num_rows == \
+                        reader.metadata.row_group(rg).num_rows:
+                    for b in one.iter_batches(PARQUET_BATCH_ROWS, [0], use_threads=False):
+                        yield _defaults_for_nulls(meta, b)
+                    del one, own, b
+                    continue
+                del one, own
+            for b in reader.iter_batches(PARQUET_BATCH_ROWS, [rg], use_threads=False):
+                yield _defaults_for_nulls(meta, b)
+
+
+class _transcoder:
+    """A :class:`~skipidx.store.parquet_transcode.RowGroupTranscoder` of the file at
+    `path` for a ``with`` block (None where no row group has a Snappy chunk)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.fd = -1
+
+    def __enter__(self):
+        from skipidx.store.parquet_transcode import RowGroupTranscoder
+
+        try:
+            self.fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            tc = RowGroupTranscoder(self.fd, os.fstat(self.fd).st_size, self.path)
+        except (OSError, SkipidxError, ValueError):
+            return None
+        return tc if tc.applies() else None
+
+    def __exit__(self, *exc) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
 
 
 #: A source column chunk whose dictionary page is larger than this is read decoded (its

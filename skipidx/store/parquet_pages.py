@@ -238,16 +238,7 @@ def footer_schema_elements(fd: int, file_size: int, where: str = "<file>") -> li
         if t == _T_STOP:
             break
         if fid == 2 and t == _T_LIST:
-            h = r.byte()
-            size = h >> 4
-            if size == 15:
-                size = r.varint(5)
-            out = []
-            for _ in range(size):
-                s = r.pos
-                r.skip_struct(1)
-                out.append(buf[s:r.pos])
-            return out
+            return r.struct_elements()
         r.skip(t, 1)
         last = fid
     raise SkipidxError("footer without a schema")
