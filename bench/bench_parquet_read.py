@@ -54,7 +54,8 @@ def child(engine: str, src: str) -> dict:
         from skipidx.store import ingest
 
         db = skipidx.connect(tempfile.mkdtemp(prefix="skipidx-read-"))
-        cols = ", ".join(f"{n} {'String' if t in ('string', 'large_string') else 'Int64'}"
+        # Nullable: the blocks are consumed as read (no NULL filled with a default)
+        cols = ", ".join(f"{n} Nullable({'String' if t in ('string', 'large_string') else 'Int64'})"
                          for n, t in zip(names, types))
         db.sql(f"CREATE TABLE r ({cols}) ENGINE = MergeTree ORDER BY tuple()")
         meta = db.catalog.table("r")._current().meta
@@ -87,13 +88,15 @@ def child(engine: str, src: str) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--src", required=True, help="a Parquet file (flat columns)")
+    ap.add_argument("--src", help="a Parquet file (flat columns)")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--child", nargs=2, metavar=("ENGINE", "SRC"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
         print(json.dumps(child(*args.child)))
         return 0
+    if not args.src:
+        ap.error("--src is required")
     res: dict[str, list[dict]] = {e: [] for e in ENGINES}
     for r in range(args.repeat):
         order = list(ENGINES) if r % 2 == 0 else list(reversed(ENGINES))
