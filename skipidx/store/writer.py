@@ -42,7 +42,8 @@ from skipidx.store.encoding import (
 from skipidx.store.manifest import DATA_FILE, KEY_STATS, MANIFEST, index_file_name, key_stats_from_footer, zones
 from skipidx.store.metadata import FORMAT_VERSION, IndexMeta, TableMeta
 
-__all__ = ["INDEX_CHUNK_ROWS", "EncodingPlan", "PartWriter", "write_part", "build_part", "index_values", "statistics_columns"]
+__all__ = ["INDEX_CHUNK_ROWS", "EncodingPlan", "PartWriter", "write_part", "build_part", "index_values", "statistics_columns",
+           "write_batch_rows", "WRITE_BATCH_MAX_BYTES"]
 
 #: Rows per chunk a part is written in (rounded to whole index granules):
 #: the rows handed to an index aggregator at once, so building a part's
@@ -51,6 +52,11 @@ INDEX_CHUNK_ROWS = 1 << 20
 #: An insert's first part of at least this many rows decides the encodings (dictionary or
 #: not, PLAIN / DELTA / BYTE_STREAM_SPLIT) of the insert's other parts (:class:`EncodingPlan`).
 PLAN_MIN_ROWS = 1 << 16
+#: Arrow's writer encodes a column in batches of rows and checks a page's size after
+#: each: a part's batches are a whole granule where a granule of its widest column is at
+#: most this many bytes (halved until it is, down to Arrow's own 1024 rows), so pages stay
+#: near Arrow's 1 MiB and each granule costs one batch instead of eight.
+WRITE_BATCH_MAX_BYTES = 2 << 20
 
 
 class EncodingPlan:
@@ -85,6 +91,19 @@ class EncodingPlan:
     def wait(self):
         self._ready.wait()
         return self._choice
+
+
+def write_batch_rows(sample: pa.Table | None, granule_rows: int) -> int:
+    """Rows per batch of Arrow's column writer for a part whose first chunk is `sample`
+    (:data:`WRITE_BATCH_MAX_BYTES`)."""
+    rows = 1024
+    if sample is None or sample.num_rows == 0 or granule_rows <= rows:
+        return rows
+    widest = max((c.nbytes for c in sample.columns), default=0) / sample.num_rows
+    rows = granule_rows
+    while rows > 1024 and rows * widest > WRITE_BATCH_MAX_BYTES:
+        rows //= 2
+    return max(rows, 1024)
 
 
 def index_values(meta: IndexMeta, column: pa.Array) -> pa.Array:
@@ -392,6 +411,7 @@ class PartWriter:
                                     use_dictionary=self.dictionary_columns,
                                     column_encoding=self.column_encodings or None,
                                     write_statistics=statistics_columns(meta), encryption_properties=enc,
+                                    write_batch_size=write_batch_rows(sample, self.G),
                                     store_schema=not own_schema, sorting_columns=sorting or None)
         if own_schema:
             # the file's stored Arrow schema is the table's (plain strings), as pyarrow

@@ -141,3 +141,49 @@ def test_bad_dictionary_record_is_corruption(tmp_path, db):
     (d / manifest.MANIFEST).write_text(json.dumps(bad))
     with pytest.raises(CorruptionError, match="dictionary"):
         manifest.read_manifest(str(d))
+
+
+@pytest.mark.parametrize("width, granule, want", [
+    pytest.param(8, 8192, 8192, id="numbers: a granule per batch"),
+    pytest.param(130, 8192, 8192, id="log lines: a granule per batch"),
+    pytest.param(1000, 8192, 2048, id="1 KB values: halved to 2 MiB"),
+    pytest.param(10_000, 8192, 1024, id="10 KB values: Arrow's 1024"),
+    pytest.param(8, 512, 1024, id="small granules: Arrow's 1024"),
+    pytest.param(8, 0, 1024, id="no rows"),
+])
+def test_write_batch_rows(width, granule, want):
+    from skipidx.store.writer import WRITE_BATCH_MAX_BYTES, write_batch_rows
+
+    n = 0 if granule == 0 else 300
+    t = pa.table({"n": np.arange(n, dtype=np.int64), "s": pa.array(["x" * (width - 4)] * n)})
+    got = write_batch_rows(t, granule or 8192)
+    assert got == want, (width, granule, got)
+    if n and got > 1024:
+        assert got * max(c.nbytes for c in t.columns) / n <= WRITE_BATCH_MAX_BYTES
+
+
+@pytest.mark.parametrize("width", [120, 20_000], ids=["log lines", "20 KB values"])
+def test_pages_stay_near_a_mebibyte(tmp_path, width):
+    """Batches of a whole granule do not make pages of wide values larger than Arrow's
+    1024-row batches did: each page at most ~1 MiB plus one batch."""
+    from skipidx.store.parquet_pages import chunk_layout
+
+    db = skipidx.connect(str(tmp_path / "db"))
+    db.sql("CREATE TABLE w (k UInt32, s String) ENGINE = MergeTree ORDER BY k SETTINGS index_granularity = 8192")
+    n = 40_000 if width < 1000 else 6000
+    db.insert("w", pa.table({"k": pa.array(np.arange(n), pa.uint32()),
+                             "s": [f"{i:08d}" + "y" * (width - 8) for i in range(n)]}))
+    (part,) = db.catalog.table("w").snapshot().parts
+    path = os.path.join(part.path, manifest.DATA_FILE)
+    md = pq.ParquetFile(path).metadata
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        for g in range(md.num_row_groups):
+            lay = chunk_layout(fd, md.row_group(g).column(1), md.row_group(g).num_rows)
+            batch = 8192 if width < 1000 else 1024
+            limit = (1 << 20) + batch * (width + 4)
+            assert int(lay.uncompressed.max()) <= limit, (g, lay.uncompressed.tolist())
+    finally:
+        os.close(fd)
+    got = db.sql("SELECT s FROM w ORDER BY k").arrow().column("s").to_pylist()
+    assert got == [f"{i:08d}" + "y" * (width - 8) for i in range(n)]
