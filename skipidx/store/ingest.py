@@ -161,6 +161,7 @@ def _parquet(path: str, meta: TableMeta) -> Iterator[pa.Table]:
                          read_dictionary=dictionary)
                 if one.schema_arrow.equals(reader.schema_arrow) and one.metadata.num_rows == \
                         reader.metadata.row_group(rg).num_rows:
+                    b = None     # a row group of 0 rows gives no batch
                     for b in one.iter_batches(PARQUET_BATCH_ROWS, [0], use_threads=False):
                         yield _defaults_for_nulls(meta, b)
                     del one, own, b

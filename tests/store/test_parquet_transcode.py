@@ -534,3 +534,17 @@ def test_hand_built_layouts(tmp_path):
     assert _check_file(p, expect_all=False) == 0
     assert pq.read_table(p).column("a").to_pylist() == a + b
 
+
+def test_insert_with_an_empty_row_group_first(tmp_path):
+    """A row group of 0 rows with an (empty) Snappy data page, first in the file, is
+    transcoded and gives no batch; the INSERT goes on to the next row group (it raised
+    UnboundLocalError: the loop variable of the empty batch loop was deleted)."""
+    a = _vals(300, 1)
+    p = _hand_file(str(tmp_path / "z.parquet"), [(0, [_page_v1([])], 0, False), (300, [_page_v1(a)], 0, False),
+                                                 (0, [_page_v2([], False)], 0, False)])
+    assert _check_file(p, expect_all=False) == 3
+    db = skipidx.connect(str(tmp_path / "db"))
+    db.sql("CREATE TABLE t (a Nullable(Int64)) ENGINE = MergeTree ORDER BY tuple()")
+    db.sql(f"INSERT INTO t FROM INFILE '{p}' FORMAT Parquet")
+    assert sorted(db.sql("SELECT a FROM t").arrow().column("a").to_pylist(), key=lambda v: (v is None, v)) == \
+        sorted(pq.read_table(p).column("a").to_pylist(), key=lambda v: (v is None, v))
