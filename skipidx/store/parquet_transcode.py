@@ -27,8 +27,8 @@ import numpy as np
 import pyarrow as pa
 
 from skipidx.core.errors import SkipidxError
-from skipidx.core.parquet_thrift import SKIP_FIELDS, _Reader, _T_FALSE, _T_I32, _T_I64, _T_LIST, _T_STOP, \
-    _T_STRUCT, fast_struct, varint, zigzag_varint
+from skipidx.core.parquet_thrift import SKIP_FIELDS, _Reader, _T_BINARY, _T_FALSE, _T_I32, _T_I64, _T_LIST, \
+    _T_STOP, _T_STRUCT, fast_struct, varint, zigzag_varint
 
 __all__ = ["RowGroupTranscoder", "TRANSCODE_MAX_BYTES"]
 
@@ -55,6 +55,21 @@ def _fields(r: _Reader) -> list[tuple[int, int, bytes]]:
         r.skip(t, 1)
         out.append((fid, t, bytes(r.buf[s:r.pos])))
         last = fid
+
+
+#: the compact types of the fields read here, by structure: Thrift's generated readers
+#: (pyarrow's) skip a field of another type and keep the last of a field given twice
+_ROW_GROUP = {1: _T_LIST, 3: _T_I64}
+_COLUMN_CHUNK = {3: _T_STRUCT}
+_COLUMN_META = {1: _T_I32, 2: _T_LIST, 3: _T_LIST, 4: _T_I32, 5: _T_I64, 6: _T_I64, 7: _T_I64, 9: _T_I64, 11: _T_I64}
+_PAGE_HEADER = {1: _T_I32, 2: _T_I32, 3: _T_I32, 8: _T_STRUCT}
+_PAGE_V2 = {5: _T_I32, 6: _T_I32}
+
+
+def _by_id(fields, types: dict[int, int]) -> dict[int, tuple[int, int, bytes]]:
+    """{field id: field} as a Thrift reader sees the struct: the last of each id, a field
+    whose compact type is not its `types` one left out."""
+    return {f[0]: f for f in fields if types.get(f[0], f[1]) == f[1]}
 
 
 def _struct(fields) -> bytes:
@@ -173,21 +188,20 @@ class RowGroupTranscoder:
         if any(fid in (8, 9) for fid, _, _ in top):
             return          # encryption_algorithm / footer signing key: encrypted columns
         groups = []
-        for fid, t, raw in top:
-            if fid == 4 and t == _T_LIST:
-                for rg in _list(raw):
-                    f = {x[0]: x for x in _fields(_Reader(rg, 0, self.where, "RowGroup"))}
-                    if 1 not in f or 3 not in f:
-                        return
-                    cols = []
-                    for cc in _list(f[1][2]):
-                        c = {x[0]: x for x in _fields(_Reader(cc, 0, self.where, "ColumnChunk"))}
-                        # a chunk in another file, encrypted, or without its metadata: not here
-                        if 1 in c or 8 in c or 9 in c or 3 not in c:
-                            cols.append(None)
-                            continue
-                        cols.append({x[0]: x for x in _fields(_Reader(c[3][2], 0, self.where, "ColumnMetaData"))})
-                    groups.append((cols, _int(f[3][2])))
+        lists = [raw for fid, t, raw in top if fid == 4 and t == _T_LIST]
+        for rg in _list(lists[-1]) if lists else []:
+            f = _by_id(_fields(_Reader(rg, 0, self.where, "RowGroup")), _ROW_GROUP)
+            if 1 not in f or 3 not in f:
+                return
+            cols = []
+            for cc in _list(f[1][2]):
+                c = _by_id(_fields(_Reader(cc, 0, self.where, "ColumnChunk")), _COLUMN_CHUNK)
+                # a chunk in another file, encrypted, or without its metadata: not here
+                if 1 in c or 8 in c or 9 in c or 3 not in c:
+                    cols.append(None)
+                    continue
+                cols.append(_by_id(_fields(_Reader(c[3][2], 0, self.where, "ColumnMetaData")), _COLUMN_META))
+            groups.append((cols, _int(f[3][2])))
         self._top = [f for f in top if f[0] not in (3, 4)]
         self._groups = groups
 
@@ -300,7 +314,7 @@ class RowGroupTranscoder:
                 r = _Reader(win, 0, self.where, "PageHeader")
                 fields = _fields(r)
             hl = r.pos
-            f = {x[0]: x for x in fields}
+            f = _by_id(fields, _PAGE_HEADER)
             if not all(k in f for k in (1, 2, 3)):
                 raise SkipidxError("bad page header")
             kind, usize, csize = _int(f[1][2]), _int(f[2][2]), _int(f[3][2])
@@ -321,7 +335,7 @@ class RowGroupTranscoder:
             if kind == _DATA_PAGE_V2:
                 if 8 not in f:
                     raise SkipidxError("v2 page without its header")
-                v2 = {x[0]: x for x in _fields(_Reader(f[8][2], 0, self.where, "DataPageHeaderV2"))}
+                v2 = _by_id(_fields(_Reader(f[8][2], 0, self.where, "DataPageHeaderV2")), _PAGE_V2)
                 levels = sum(_int(v2[k][2]) for k in (5, 6) if k in v2)
                 comp = not (7 in v2 and v2[7][1] == _T_FALSE)
                 v2[7] = (7, _T_FALSE, b"")                        # the values are stored as they are now

@@ -455,7 +455,7 @@ def _page_index():
     return _st([(1, _I32, _zz(1)), (2, _I32, _zz(0)), (3, _I32, _zz(0)), (6, _STRUCT, _st([]))])
 
 
-def _hand_file(path, groups, codec=1, dict_offset="set", created_by=None, chunk_pad=0):
+def _hand_file(path, groups, codec=1, dict_offset="set", created_by=None, chunk_pad=0, split_row_groups=False):
     """`groups`: per row group (num_rows, [page bytes], index of the first data page, whether
     page 0 is a dictionary page). `dict_offset`: "set", "omit" (data_page_offset at the
     dictionary page, as old writers did) or "zero"."""
@@ -485,6 +485,8 @@ def _hand_file(path, groups, codec=1, dict_offset="set", created_by=None, chunk_
               _st([(1, _I32, _zz(2)), (3, _I32, _zz(1)), (4, _BIN, _uv(1) + b"a")])]
     top = [(1, _I32, _zz(1)), (2, _LIST, _ls(_STRUCT, schema)), (3, _I64, _zz(sum(g[0] for g in groups))),
            (4, _LIST, _ls(_STRUCT, rgs))]
+    if split_row_groups:   # field 4 once per row group: Thrift keeps the last one
+        top = top[:2] + [(3, _I64, _zz(groups[-1][0]))] + [(4, _LIST, _ls(_STRUCT, [rg])) for rg in rgs]
     if created_by:
         top.append((6, _BIN, _uv(len(created_by)) + created_by.encode()))
     foot = _st(top)
@@ -548,3 +550,24 @@ def test_insert_with_an_empty_row_group_first(tmp_path):
     db.sql(f"INSERT INTO t FROM INFILE '{p}' FORMAT Parquet")
     assert sorted(db.sql("SELECT a FROM t").arrow().column("a").to_pylist(), key=lambda v: (v is None, v)) == \
         sorted(pq.read_table(p).column("a").to_pylist(), key=lambda v: (v is None, v))
+
+
+def test_footer_field_given_twice(tmp_path):
+    """A footer with its row group list written twice (field 4, then field 4 again): Thrift
+    keeps the last, and so must the transcoder: its row group 0 is pyarrow's row group 0,
+    not the first list's (an INSERT took the first list's rows, same count, silently)."""
+    a, b = _vals(300, 1), _vals(300, 2)
+    p = _hand_file(str(tmp_path / "twice.parquet"), [(300, [_page_v1(a)], 0, False), (300, [_page_v1(b)], 0, False)],
+                   split_row_groups=True)
+    assert pq.ParquetFile(p).metadata.num_row_groups == 1 and pq.read_table(p).column("a").to_pylist() == b
+    _check_file(p, expect_all=False)
+    tc, fd = _transcoder(p)
+    try:
+        assert tc.row_group(1) is None, "one row group"
+    finally:
+        os.close(fd)
+    db = skipidx.connect(str(tmp_path / "db"))
+    db.sql("CREATE TABLE t (a Nullable(Int64)) ENGINE = MergeTree ORDER BY tuple()")
+    db.sql(f"INSERT INTO t FROM INFILE '{p}' FORMAT Parquet")
+    assert sorted(db.sql("SELECT a FROM t").arrow().column("a").to_pylist(), key=lambda v: (v is None, v)) == \
+        sorted(b, key=lambda v: (v is None, v))
