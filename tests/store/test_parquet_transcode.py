@@ -734,3 +734,67 @@ def test_more_duckdb_and_polars_files(tmp_path):
         "s": [None if i % 9 == 0 else f"v{i}" for i in range(n)],
     }).write_parquet(p, compression="snappy", row_group_size=7000, statistics=True, data_page_size=4096)
     assert _check_file(p) >= 4
+
+
+def _hand_file_columns(path, columns, order, file_path=None):
+    """One row group of len(`columns`) OPTIONAL INT64 columns c0, c1, ... (`columns`: per
+    column (num_rows, [v1 or v2 page bytes])), their chunks laid out in the file in
+    `order`; `file_path`: set on every column chunk."""
+    out = bytearray(b"PAR1")
+    where = {}
+    for k in order:
+        where[k] = len(out)
+        out += b"".join(columns[k][1])
+    ccs = []
+    for k, (num_rows, pages) in enumerate(columns):
+        size = sum(map(len, pages))
+        meta = [(1, _I32, _zz(2)), (2, _LIST, _ls(_I32, [_zz(0), _zz(3)])),
+                (3, _LIST, _ls(_BIN, [_uv(len(f"c{k}")) + f"c{k}".encode()])), (4, _I32, _zz(1)),
+                (5, _I64, _zz(num_rows)), (6, _I64, _zz(size)), (7, _I64, _zz(size)), (9, _I64, _zz(where[k]))]
+        cc = ([(1, _BIN, _uv(len(file_path)) + file_path.encode())] if file_path else []) + \
+            [(2, _I64, _zz(where[k])), (3, _STRUCT, _st(meta))]
+        ccs.append(_st(cc))
+    n = columns[0][0]
+    rg = _st([(1, _LIST, _ls(_STRUCT, ccs)), (2, _I64, _zz(len(out) - 4)), (3, _I64, _zz(n))])
+    schema = [_st([(4, _BIN, _uv(6) + b"schema"), (5, _I32, _zz(len(columns)))])] + \
+        [_st([(1, _I32, _zz(2)), (3, _I32, _zz(1)), (4, _BIN, _uv(len(f"c{k}")) + f"c{k}".encode())])
+         for k in range(len(columns))]
+    foot = _st([(1, _I32, _zz(1)), (2, _LIST, _ls(_STRUCT, schema)), (3, _I64, _zz(n)),
+                (4, _LIST, _ls(_STRUCT, [rg]))])
+    out += foot + len(foot).to_bytes(4, "little") + b"PAR1"
+    open(path, "wb").write(bytes(out))
+    return path
+
+
+def test_chunks_out_of_column_order_and_file_path(tmp_path):
+    """Column chunks placed in the file in another order than the schema's are read each
+    from its own offset into its own column; a chunk with ColumnChunk.file_path set is
+    left to pyarrow (None)."""
+    a, b, c = _vals(300, 1), _vals(300, 2), _vals(300, 3)
+    cols = [(300, [_page_v1(a[:100]), _page_v1(a[100:])]), (300, [_page_v2(b, False)]), (300, [_page_v1(c)])]
+    for order in ([2, 0, 1], [1, 2, 0]):
+        p = _hand_file_columns(str(tmp_path / "order.parquet"), cols, order)
+        got = pq.read_table(p)
+        assert [got.column(f"c{k}").to_pylist() for k in range(3)] == [a, b, c]
+        assert _check_file(p) == 1
+    p = _hand_file_columns(str(tmp_path / "fp.parquet"), cols, [0, 1, 2], file_path="other.parquet")
+    tc, fd = _transcoder(p)
+    try:
+        assert not tc.applies() and tc.row_group(0) is None
+    finally:
+        os.close(fd)
+
+
+def test_wide_footer_and_long_values(tmp_path):
+    """A footer longer than the 64 KiB read at the end of the file, a one-row-group footer
+    longer than the slack left for it (the buffer grows), and values of 200 KiB with
+    statistics (page headers past the first window): read back as pyarrow reads them."""
+    t = pa.table({f"c{i}": pa.array(np.arange(20) * i, pa.int64()) for i in range(1500)})
+    p = str(tmp_path / "wide.parquet")
+    pq.write_table(t, p, compression="snappy", row_group_size=10)
+    assert pq.ParquetFile(p).metadata.serialized_size > 2 * (64 << 10)
+    assert _check_file(p) == 2
+    big = pa.table({"s": [("x%d" % i) * (40 << 10) for i in range(12)], "n": list(range(12))})
+    p = str(tmp_path / "long.parquet")
+    pq.write_table(big, p, compression="snappy", row_group_size=4, write_statistics=True, use_dictionary=False)
+    assert _check_file(p) == 3
