@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 from skipidx.core.errors import SkipidxError
-from skipidx.core.parquet_thrift import SKIP_FIELDS, _Reader, _T_BINARY, _T_FALSE, _T_I32, _T_I64, _T_LIST, \
+from skipidx.core.parquet_thrift import _Reader, _T_BINARY, _T_FALSE, _T_I32, _T_I64, _T_LIST, \
     _T_STOP, _T_STRUCT, fast_struct, varint, zigzag_varint
 
 __all__ = ["RowGroupTranscoder", "TRANSCODE_MAX_BYTES"]
@@ -94,6 +94,10 @@ def _list(raw: bytes) -> list[bytes]:
     return _Reader(raw, 0, "<footer>", "FileMetaData").struct_elements()
 
 
+#: a page header's type, sizes and CRC (its other fields walked, not built)
+_SIZE_FIELDS = {1: None, 2: None, 3: None, 4: None}
+
+
 def _v1_header(win: bytes) -> tuple[int, int, int, int, bytes] | None:
     """A v1 data or dictionary page's header at the start of `win`, as almost every
     writer lays it out (type, sizes and CRC first, each a one-byte field header), read
@@ -127,9 +131,10 @@ def _v1_header(win: bytes) -> tuple[int, int, int, int, bytes] | None:
     if not d or t == _T_STOP:
         return None
     ends: list = []
-    if fast_struct(win[p:], SKIP_FIELDS, ends) is None:
-        return None
-    hl = p + ends[0]
+    top = fast_struct(win, _SIZE_FIELDS, ends)
+    if top is None or any(top.get(k) != vals.get(k) for k in (1, 2, 3, 4)):
+        return None     # a size or type given again later (Thrift keeps the last): field by field
+    hl = ends[0]
     fid = last + d
     if not 3 < fid <= 18:
         return None

@@ -413,9 +413,10 @@ def _snappy(b: bytes) -> bytes:
     return bytes(cramjam.snappy.compress_raw(b))
 
 
-def _page_v1(vals, long_ids=False, stats_pad=0, snappy=True, dict_idx=None, usize_delta=0):
+def _page_v1(vals, long_ids=False, stats_pad=0, snappy=True, dict_idx=None, usize_delta=0, again=()):
     """A v1 data page of `vals` (None: null); `dict_idx`: RLE_DICTIONARY indices instead of
-    PLAIN; `usize_delta`: added to the uncompressed size its header declares."""
+    PLAIN; `usize_delta`: added to the uncompressed size its header declares; `again`: header
+    fields (id, type, value) written once more after the others (Thrift keeps the last)."""
     lv = _rle([v is not None for v in vals])
     if dict_idx is None:
         payload, enc = b"".join(int(v).to_bytes(8, "little", signed=True) for v in vals if v is not None), 0
@@ -428,7 +429,7 @@ def _page_v1(vals, long_ids=False, stats_pad=0, snappy=True, dict_idx=None, usiz
         dph.append((5, _STRUCT, _st([(5, _BIN, _uv(stats_pad) + b"\xff" * stats_pad),
                                      (6, _BIN, _uv(stats_pad) + b"\x00" * stats_pad)])))
     hdr = _st([(1, _I32, _zz(0)), (2, _I32, _zz(len(body) + usize_delta)), (3, _I32, _zz(len(comp))),
-               (5, _STRUCT, _st(dph, long_ids))], long_ids)
+               (5, _STRUCT, _st(dph, long_ids))] + list(again), long_ids)
     return hdr + comp
 
 
@@ -798,3 +799,24 @@ def test_wide_footer_and_long_values(tmp_path):
     p = str(tmp_path / "long.parquet")
     pq.write_table(big, p, compression="snappy", row_group_size=4, write_statistics=True, use_dictionary=False)
     assert _check_file(p) == 3
+
+
+def test_page_header_field_given_twice(tmp_path):
+    """A page header whose size is given again after its data page header: pyarrow takes
+    the last (here wrong: the file fails to read), and so must the transcoder (its quick
+    header path took the first, and the import read a file pyarrow rejects)."""
+    a, b = _vals(300, 1), _vals(300, 2)
+    db = skipidx.connect(str(tmp_path / "db"))
+    db.sql("CREATE TABLE h (a Nullable(Int64)) ENGINE = MergeTree ORDER BY tuple()")
+    meta = db.catalog.table("h")._current().meta
+    ok = _page_v1(b)
+    for again in ([(2, _I32, _zz(7))], [(2, _I32, _zz(1 << 20))], [(3, _I32, _zz(3))], [(1, _I32, _zz(2))]):
+        p = _hand_file(str(tmp_path / "again.parquet"), [(600, [_page_v1(a, again=again), ok], 0, False)])
+        if again[0][0] != 1:
+            with pytest.raises((OSError, pa.ArrowException)):
+                pq.read_table(p)
+        old, new = _read_all(p, meta, False), _read_all(p, meta, True)
+        assert (old == "error") == (new == "error") and (old == "error" or new.equals(old)), again
+    # the page type given twice, the same: as if once
+    p = _hand_file(str(tmp_path / "same.parquet"), [(600, [_page_v1(a, again=[(1, _I32, _zz(0))]), ok], 0, False)])
+    assert _check_file(p) == 1
