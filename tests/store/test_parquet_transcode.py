@@ -556,6 +556,22 @@ def test_insert_with_an_empty_row_group_first(tmp_path):
     assert sorted(db.sql("SELECT a FROM t").arrow().column("a").to_pylist(), key=lambda v: (v is None, v)) == \
         sorted(pq.read_table(p).column("a").to_pylist(), key=lambda v: (v is None, v))
 
+    # no row group at all (DuckDB's file of an empty result), and pyarrow's empty row group
+    # (a chunk without pages): nothing to transcode, nothing inserted
+    duckdb = pytest.importorskip("duckdb")
+    e1, e2 = str(tmp_path / "none.parquet"), str(tmp_path / "empty.parquet")
+    duckdb.sql(f"COPY (SELECT 1::BIGINT AS a WHERE false) TO '{e1}' (FORMAT parquet, COMPRESSION snappy)")
+    pq.write_table(pa.table({"a": pa.array([], pa.int64())}), e2, compression="snappy")
+    assert pq.ParquetFile(e1).metadata.num_row_groups == 0
+    for e in (e1, e2):
+        tc, fd = _transcoder(e)
+        try:
+            assert tc.row_group(0) is None and tc.applies() == (e == e2)
+        finally:
+            os.close(fd)
+        db.sql(f"INSERT INTO t FROM INFILE '{e}' FORMAT Parquet")
+    assert db.sql("SELECT count() FROM t").fetchall() == [(300,)]
+
 
 def test_footer_field_given_twice(tmp_path):
     """A footer with its row group list written twice (field 4, then field 4 again): Thrift
@@ -820,3 +836,19 @@ def test_page_header_field_given_twice(tmp_path):
     # the page type given twice, the same: as if once
     p = _hand_file(str(tmp_path / "same.parquet"), [(600, [_page_v1(a, again=[(1, _I32, _zz(0))]), ok], 0, False)])
     assert _check_file(p) == 1
+
+
+def test_dictionary_overflow_to_plain_pages(tmp_path):
+    """A chunk whose dictionary outgrows its limit (dictionary pages, then PLAIN pages in
+    the same chunk), read as strings and as a dictionary (read_dictionary), v1 and v2."""
+    n = 30000
+    t = pa.table({"s": [f"key-{i * 7919 % 20011}" for i in range(n)],
+                  "lc": pa.array([f"k{i % 3}" if i < n // 2 else f"u{i}" for i in range(n)])})
+    for version in ("1.0", "2.0"):
+        p = str(tmp_path / f"overflow{version}.parquet")
+        pq.write_table(t, p, compression="snappy", dictionary_pagesize_limit=4096, data_page_size=8192,
+                       row_group_size=12000, data_page_version=version)
+        encs = pq.ParquetFile(p).metadata.row_group(0).column(0).encodings
+        assert "PLAIN" in encs and "RLE_DICTIONARY" in encs, encs
+        assert _check_file(p) == 3
+        assert _check_file(p, read_dictionary=["s", "lc"]) == 3
