@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 from skipidx.core.errors import SkipidxError
-from skipidx.core.parquet_thrift import _Reader, _T_BINARY, _T_FALSE, _T_I32, _T_I64, _T_LIST, \
+from skipidx.core.parquet_thrift import _Reader, _T_FALSE, _T_I32, _T_I64, _T_LIST, \
     _T_STOP, _T_STRUCT, fast_struct, varint, zigzag_varint
 
 __all__ = ["RowGroupTranscoder", "TRANSCODE_MAX_BYTES"]
