@@ -17,7 +17,15 @@ FORMS = [
     ("concat_op", "'a' || b", "concat('a', b)"),
     ("param_aggregate", "quantile(0.5)(x)", "quantile(0.5)(x)"),
     ("param_aggregate_list", "quantiles(0.1, 0.9)(x)", "quantiles(0.1, 0.9)(x)"),
-    ("keyword_as_name", "cast + case + interval + end", "cast + case + interval + end"),
+    ("keyword_as_name", "cast + case + interval + end", "cast + `case` + interval + end"),
+    # printed so that they read back: `case NOT IN (1)`, `ORDER BY case DESC`, `interval - 1`,
+    # `CAST()` and `interval(1)` would each read as the keyword's own form
+    ("case_before_a_word", "`case` NOT IN (1)", "`case` NOT IN (1)"),
+    ("interval_minus", "`interval` - 1", "(interval) - 1"),
+    ("interval_minus_nested", "a + `interval` - 1", "(a + interval) - 1"),
+    ("cast_one_argument", "`CAST`(1)", "`CAST`(1)"),
+    ("cast_distinct", "`CAST`(DISTINCT a, b)", "`CAST`(DISTINCT a, b)"),
+    ("interval_call", "`interval`(1)", "`interval`(1)"),
 ]
 
 

@@ -152,9 +152,12 @@ _NAMED_ESCAPES = {0x00: "\\0", 0x07: "\\a", 0x08: "\\b", 0x09: "\\t", 0x0A: "\\n
 #: Keywords that may start an expression; a column or function spelled like one
 #: is quoted inside expressions. (Other keywords are read as keywords only where
 #: an expression cannot start, so ``type`` or ``index`` need no quotes there.)
-#: SELECT is one because ``(select)`` would read as a subquery.
+#: SELECT is one because ``(select)`` would read as a subquery, CASE because a word
+#: after it (``case DESC``, ``case NOT IN``) reads as its operand.
 EXPRESSION_KEYWORDS = frozenset({"AND", "OR", "NOT", "NULL", "TRUE", "FALSE", "DISTINCT", "INF", "INFINITY", "NAN",
-                                 "SELECT"})
+                                 "SELECT", "CASE"})
+#: A left operand of ``-`` printed with ``interval`` last (``interval - 1`` reads as INTERVAL -1).
+_ENDS_IN_INTERVAL = re.compile(r"(?:^|[^\w`])interval\Z", re.IGNORECASE)
 
 
 def quote_identifier(name: str, *, in_expression: bool = False) -> str:
@@ -320,6 +323,9 @@ class FunctionCall(Expr):
         if self.distinct:
             args = "DISTINCT " + args
         head = quote_identifier(self.name, in_expression=True)
+        if head.upper() == "INTERVAL" or (head.upper() == "CAST" and (len(self.args) != 2 or self.distinct
+                                                                       or self.params is not None)):
+            head = "`" + self.name + "`"   # CAST( and INTERVAL( start their own forms; CAST(x, 'T') reads back
         if self.params is not None:
             head += "(" + ", ".join(_wrap(p, LEVEL_OR) for p in self.params) + ")"
         return f"{head}({args})", LEVEL_ATOM
@@ -369,7 +375,10 @@ class BinaryOp(Expr):
         else:
             raise AssertionError(f"unknown binary operator {self.op!r}")
         # Left-associative: the right operand must bind tighter than the operator.
-        return f"{_wrap(self.left, level)} {self.op} {_wrap(self.right, level + 1)}", level
+        left = _wrap(self.left, level)
+        if self.op == "-" and _ENDS_IN_INTERVAL.search(left):
+            left = f"({left})"
+        return f"{left} {self.op} {_wrap(self.right, level + 1)}", level
 
 
 @_node

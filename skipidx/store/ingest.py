@@ -183,7 +183,7 @@ class _transcoder:
         from skipidx.store.parquet_transcode import RowGroupTranscoder
 
         try:
-            self.fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            self.fd = os.open(self.path, os.O_RDONLY)   # (not inherited by children: PEP 446)
             tc = RowGroupTranscoder(self.fd, os.fstat(self.fd).st_size, self.path)
         except (OSError, SkipidxError, ValueError):
             return None
