@@ -174,6 +174,9 @@ class RowGroupTranscoder:
         self._bad_input = cramjam.DecompressionError
         self._in = np.empty(0, dtype=np.uint8)
         self._out = np.empty(0, dtype=np.uint8)
+        # the count of a buffer held by this object alone, measured rather than assumed
+        # (the interpreter's own references differ between Python versions)
+        self._idle_refs = sys.getrefcount(self._out)
         self._top: list[tuple[int, int, bytes]] = []
         self._groups: list[tuple[list, int]] = []
         self._read_footer(file_size)
@@ -386,7 +389,7 @@ class RowGroupTranscoder:
     def _output(self, n: int) -> np.ndarray:
         # pyarrow's arrays may keep slices of the last file's pages (each holds the
         # buffer through its py_buffer): a new buffer then, never one still read from
-        if len(self._out) < n or sys.getrefcount(self._out) > 2:
+        if len(self._out) < n or sys.getrefcount(self._out) > self._idle_refs:
             self._out = _anonymous(n + (n >> 3))
         return self._out
 
