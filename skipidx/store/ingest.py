@@ -10,6 +10,7 @@ everything else must parse as the column's type and fit its range.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from typing import Any, Iterator
@@ -154,6 +155,7 @@ def _parquet(path: str, meta: TableMeta) -> Iterator[pa.Table]:
         for rg in range(reader.metadata.num_row_groups):
             # Snappy row groups are decompressed by cramjam and decoded by pyarrow from
             # memory (store/parquet_transcode.py); any other row group is read as it is
+            src, at = reader, rg
             own = tc.row_group(rg) if tc is not None else None
             if own is not None:
                 one = pq.ParquetReader(memory_pool=pool)
@@ -161,37 +163,32 @@ def _parquet(path: str, meta: TableMeta) -> Iterator[pa.Table]:
                          read_dictionary=dictionary)
                 if one.schema_arrow.equals(reader.schema_arrow) and one.metadata.num_rows == \
                         reader.metadata.row_group(rg).num_rows:
-                    b = None     # a row group of 0 rows gives no batch
-                    for b in one.iter_batches(PARQUET_BATCH_ROWS, [0], use_threads=False):
-                        yield _defaults_for_nulls(meta, b)
-                    del one, own, b
-                    continue
-                del one, own
-            for b in reader.iter_batches(PARQUET_BATCH_ROWS, [rg], use_threads=False):
+                    src, at = one, 0
+            for b in src.iter_batches(PARQUET_BATCH_ROWS, [at], use_threads=False):
                 yield _defaults_for_nulls(meta, b)
+            # let go of the decompressed row group before the next one, so its buffer is reused
+            own = one = src = None
 
 
-class _transcoder:
+@contextlib.contextmanager
+def _transcoder(path: str) -> Iterator[Any]:
     """A :class:`~skipidx.store.parquet_transcode.RowGroupTranscoder` of the file at
     `path` for a ``with`` block (None where no row group has a Snappy chunk)."""
+    from skipidx.store.parquet_transcode import RowGroupTranscoder
 
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.fd = -1
-
-    def __enter__(self):
-        from skipidx.store.parquet_transcode import RowGroupTranscoder
-
+    try:
+        fd = os.open(path, os.O_RDONLY)   # (not inherited by children: PEP 446)
+    except OSError:
+        yield None
+        return
+    try:
         try:
-            self.fd = os.open(self.path, os.O_RDONLY)   # (not inherited by children: PEP 446)
-            tc = RowGroupTranscoder(self.fd, os.fstat(self.fd).st_size, self.path)
+            tc = RowGroupTranscoder(fd, os.fstat(fd).st_size, path)
         except (OSError, SkipidxError, ValueError):
-            return None
-        return tc if tc.applies() else None
-
-    def __exit__(self, *exc) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
+            tc = None
+        yield tc if tc is not None and tc.applies() else None
+    finally:
+        os.close(fd)
 
 
 #: A source column chunk whose dictionary page is larger than this is read decoded (its
