@@ -104,27 +104,18 @@ def _v1_header(win: bytes) -> tuple[int, int, int, int, bytes] | None:
     without building its statistics: (type, uncompressed size, compressed size, header
     length, the header for the page stored decompressed); None for anything else (the
     caller reads it field by field)."""
+    r = _Reader(win, 0, "<page>", "PageHeader")
     p, last, vals = 0, 0, {}
-    n = len(win)
-    while p < n:
-        b = win[p]
-        d = b >> 4
-        if (b & 0x0F) != _T_I32 or not d or last + d > 4:
-            break
-        p += 1
-        v = shift = 0
-        while p < n and shift < 35:
-            c = win[p]
-            p += 1
-            v |= (c & 0x7F) << shift
-            if c < 0x80:
+    try:
+        while True:
+            t, fid = r.field(last)
+            if t != _T_I32 or not last < fid <= 4:
                 break
-            shift += 7
-        else:
-            return None
-        last += d
-        vals[last] = (v >> 1) ^ -(v & 1)
-    if p >= n or not all(k in vals for k in (1, 2, 3)) or vals[1] not in (_DATA_PAGE, _DICTIONARY_PAGE):
+            vals[fid] = r.zigzag(32)
+            p, last = r.pos, fid
+    except SkipidxError:
+        return None
+    if not all(k in vals for k in (1, 2, 3)) or vals[1] not in (_DATA_PAGE, _DICTIONARY_PAGE):
         return None
     b = win[p]
     d, t = b >> 4, b & 0x0F
