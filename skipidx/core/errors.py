@@ -10,6 +10,8 @@ mistake.
 """
 from __future__ import annotations
 
+from typing import Any
+
 
 class SkipidxError(Exception):
     """A user-facing error, with an optional place (SQL line/column or file)."""
@@ -69,6 +71,15 @@ class ParseError(SkipidxError):
 
 class BindError(SkipidxError):
     """A name, type or function that does not resolve (unknown column, wrong argument type...)."""
+
+    @classmethod
+    def at(cls, msg: str, node: Any = None) -> "BindError":
+        """The error placed at a syntax node's position (a node of ``skipidx.sql.ast`` or
+        anything else carrying such a ``pos``), unplaced where there is none."""
+        pos = getattr(node, "pos", None)
+        if pos is not None and pos.line > 0:
+            return cls(msg, line=pos.line, column=pos.column)
+        return cls(msg)
 
 
 class CorruptionError(SkipidxError):

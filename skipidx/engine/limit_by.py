@@ -22,11 +22,7 @@ __all__ = ["limit_by_table", "limit_by_query", "keep_by_rank", "group_ids", "val
 _KEY = "__limit_by_{}"
 
 
-def _err(msg: str, node: Any) -> BindError:
-    pos = getattr(node, "pos", None)
-    if pos is not None and pos.line > 0:
-        return BindError(msg, line=pos.line, column=pos.column)
-    return BindError(msg)
+_err = BindError.at   # (the error at the node's position)
 
 
 def _count(v: Any, node: Any) -> int:

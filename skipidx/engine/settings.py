@@ -94,11 +94,7 @@ EFFECTIVE = ("use_skip_indexes", "force_data_skipping_indices", "ignore_data_ski
 ONLY_DEFAULT = frozenset({"transform_null_in"})
 
 
-def _err(msg: str, node: Any) -> BindError:
-    pos = getattr(node, "pos", None)
-    if pos is not None and pos.line > 0:
-        return BindError(msg, line=pos.line, column=pos.column)
-    return BindError(msg)
+_err = BindError.at   # (the error at the node's position)
 
 
 def setting_value(name: str, value: Any, node: Any = None) -> Any:

@@ -32,11 +32,7 @@ TOO_MANY_ROWS = 158
 TOO_MANY_BYTES = 307
 
 
-def _err(msg: str, node: Any = None) -> BindError:
-    pos = getattr(node, "pos", None)
-    if pos is not None and pos.line > 0:
-        return BindError(msg, line=pos.line, column=pos.column)
-    return BindError(msg)
+_err = BindError.at   # (the error at the node's position)
 
 
 def session_settings(db: Any) -> dict[str, Any]:

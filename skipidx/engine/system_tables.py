@@ -121,11 +121,7 @@ _WRITES = {
 }
 
 
-def _err(msg: str, node: Any) -> BindError:
-    pos = getattr(node, "pos", None)
-    if pos is not None and pos.line > 0:
-        return BindError(msg, line=pos.line, column=pos.column)
-    return BindError(msg)
+_err = BindError.at   # (the error at the node's position)
 
 
 def is_system(ref: Any) -> bool:

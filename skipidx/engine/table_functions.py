@@ -57,11 +57,7 @@ _BY_EXT = {".parquet": "Parquet", ".pq": "Parquet", ".csv": "CSV", ".tsv": "TSV"
 MAX_NUMBERS = 200_000_000
 
 
-def _err(msg: str, node: Any) -> BindError:
-    pos = getattr(node, "pos", None)
-    if pos is not None and pos.line > 0:
-        return BindError(msg, line=pos.line, column=pos.column)
-    return BindError(msg)
+_err = BindError.at   # (the error at the node's position)
 
 
 def _meta(name: str, columns: list[tuple[str, ColumnType]]) -> TableMeta:

@@ -16,11 +16,7 @@ from skipidx.sql import ast as A
 __all__ = ["union_table", "supertype_name", "union_columns"]
 
 
-def _err(msg: str, node: Any) -> BindError:
-    pos = getattr(node, "pos", None)
-    if pos is not None and pos.line > 0:
-        return BindError(msg, line=pos.line, column=pos.column)
-    return BindError(msg)
+_err = BindError.at   # (the error at the node's position)
 
 
 def union_columns(u: A.Union, parts: list[tuple[list[str], list[str]]]) -> tuple[list[str], list[str]]:

@@ -63,11 +63,7 @@ TUPLE_FUNC = _TUPLE_FUNC
 KNOWN_FUNCTIONS = CATALOGUE.names()
 
 
-def _err(msg: str, node: Any = None) -> BindError:
-    pos = getattr(node, "pos", None)
-    if pos is not None and pos.line > 0:
-        return BindError(msg, line=pos.line, column=pos.column)
-    return BindError(msg)
+_err = BindError.at   # (the error at the node's position)
 
 
 def _parse_temporal(parse: Any, text: bytes, node: Any, what: str) -> Any:

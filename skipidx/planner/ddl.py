@@ -26,10 +26,7 @@ from skipidx.sql import ast as A
 from skipidx.store.metadata import TableMeta
 
 
-def _err(msg: str, node: Any = None) -> BindError:
-    if isinstance(node, A.Node) and node.pos.line > 0:
-        return BindError(msg, line=node.pos.line, column=node.pos.column)
-    return BindError(msg)
+_err = BindError.at   # (the error at the node's position)
 
 
 def _at(e: SkipidxError, node: Any) -> SkipidxError:

@@ -35,10 +35,7 @@ _STRINGS = ("String",)
 _WRAP = re.compile(r"^(Nullable|LowCardinality|Array)\s*\((.*)\)\s*$", re.S)
 
 
-def _err(msg: str, node: A.Node) -> BindError:
-    if node.pos.line > 0:
-        return BindError(msg, line=node.pos.line, column=node.pos.column)
-    return BindError(msg)
+_err = BindError.at   # (the error at the node's position)
 
 
 def statement_params(stmt: A.Node) -> list[A.Param]:
